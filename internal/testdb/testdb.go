@@ -1,0 +1,100 @@
+// Package testdb gives tests real databases: a SQLite file in a temp dir,
+// or a fresh schema in the PostgreSQL that TEST_DATABASE_URL names.
+//
+// Without TEST_DATABASE_URL a PostgreSQL test skips, except when CI is set:
+// then it fails, because a PostgreSQL half that silently skips is a failed
+// run.
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/store"
+)
+
+// Kinds lists the databases every store-backed test runs on.
+var Kinds = []string{store.KindSQLite, store.KindPostgres}
+
+// URL returns the URL of a new, empty database of the given kind, removed
+// when the test ends.
+func URL(t testing.TB, kind string) string {
+	t.Helper()
+	switch kind {
+	case store.KindSQLite:
+		return "sqlite://" + filepath.Join(t.TempDir(), "workqueue.db")
+	case store.KindPostgres:
+		return postgresURL(t)
+	}
+	t.Fatalf("unknown database kind %q", kind)
+	return ""
+}
+
+func postgresURL(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv("TEST_DATABASE_URL")
+	if base == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("TEST_DATABASE_URL is not set in CI: the PostgreSQL half must run (use scripts/test)")
+		}
+		t.Skip("TEST_DATABASE_URL not set; run scripts/test for the PostgreSQL half")
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	schema := "t_" + hex.EncodeToString(b)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("connect to TEST_DATABASE_URL: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), base)
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("parse TEST_DATABASE_URL: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Open returns a migrated store of the given kind, closed when the test
+// ends.
+func Open(t testing.TB, kind string) wq.Store {
+	t.Helper()
+	return OpenURL(t, URL(t, kind))
+}
+
+// OpenURL returns a migrated store on url, closed when the test ends.
+func OpenURL(t testing.TB, url string) wq.Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return s
+}

@@ -1,0 +1,87 @@
+package workqueue
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Phase is the coarse lifecycle of an item (DDR-2). Only active items are
+// processed; the other three are terminal until a deliberate retry.
+type Phase string
+
+// The four phases.
+const (
+	PhaseActive    Phase = "active"
+	PhaseCompleted Phase = "completed"
+	PhaseFailed    Phase = "failed"
+	PhaseCancelled Phase = "cancelled"
+)
+
+// Valid reports whether p is one of the four phases.
+func (p Phase) Valid() bool {
+	switch p {
+	case PhaseActive, PhaseCompleted, PhaseFailed, PhaseCancelled:
+		return true
+	}
+	return false
+}
+
+// Terminal reports whether p is completed, failed or cancelled.
+func (p Phase) Terminal() bool { return p.Valid() && p != PhaseActive }
+
+// ItemID identifies a work item. IDs are UUIDv7, so they sort by creation.
+type ItemID = uuid.UUID
+
+// NewItemID returns a new time-ordered item id.
+func NewItemID() ItemID { return uuid.Must(uuid.NewV7()) }
+
+// Item is a work item as stored in the generic table, with its dimensions.
+type Item struct {
+	ID             ItemID
+	ItemType       string
+	Phase          Phase
+	Reason         string // why the item reached its phase (e.g. "empty_diff"); "" while active
+	Actionable     bool   // see DDR-49: true while work is enqueued, false only on a clean exit
+	LeasedUntil    time.Time
+	LeaseOwner     string
+	Attempts       int // consecutive executor failures (DDR-14)
+	RetryAfter     time.Time
+	Error          string
+	IdempotencyKey string
+	Generation     int
+	CallerIdentity string
+	ContentHash    string
+	LastEventAt    time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	FinishedAt     time.Time
+	// Revision increases whenever work is enqueued for the item (creation,
+	// event, content update, retry). The loop's exit is conditional on it
+	// (see Store.FinishProcessing).
+	Revision int64
+
+	// Dimensions are the item's needs_* rows, keyed by dimension and variant.
+	Dimensions Dimensions
+}
+
+// NewItem is what a caller asks the store to create. The item starts
+// active and actionable (DDR-2, DDR-49).
+type NewItem struct {
+	ID             ItemID // zero: the store assigns one
+	ItemType       string
+	IdempotencyKey string // optional; unique among items not completed or cancelled (DDR-39)
+	Generation     int
+	CallerIdentity string
+	ContentHash    string
+	Dimensions     []DimensionUpdate // initial dimension rows, if any
+}
+
+// Change is a state change an executor or the engine applies under a lease.
+// Zero fields mean "leave as is".
+type Change struct {
+	Phase      Phase  // new phase; terminal phases set finished_at
+	Reason     string // recorded with a phase change
+	Error      string // recorded error text; with Phase failed
+	Dimensions []DimensionUpdate
+}

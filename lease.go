@@ -1,0 +1,12 @@
+package workqueue
+
+import "time"
+
+// Lease is a claim on one item. Every write made under it is fenced by
+// Token: the store refuses it with ErrLeaseLost once the token changed.
+type Lease struct {
+	ItemID ItemID
+	Token  string
+	Owner  string
+	Until  time.Time
+}

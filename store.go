@@ -1,0 +1,102 @@
+package workqueue
+
+import (
+	"context"
+	"time"
+)
+
+// Failure is an executor failure recorded under a lease.
+type Failure struct {
+	Error      string
+	RetryAfter time.Time // when the item may be tried again
+	Fail       bool      // fail the item now (max attempts reached, permanent error, unknown action)
+}
+
+// Store is the seam between the generic layer and a database. Both drivers
+// (store/sqlite, store/postgres) pass the conformance suite in
+// store/storetest. Every method takes the time to use as now, so that one
+// transaction sees one timestamp and tests drive time.
+//
+// Errors carry the codes of error.go: ENOTFOUND for a missing item,
+// ECONFLICT for a uniqueness violation, ErrLeaseLost for a fenced write
+// whose lease token no longer matches, ErrNotClaimable for a claim that
+// cannot be had, EUNAVAILABLE when the database cannot be reached.
+type Store interface {
+	// CreateItem inserts an active, actionable item with its initial
+	// dimensions. ECONFLICT if its idempotency key is held by another item
+	// that is not completed or cancelled.
+	CreateItem(ctx context.Context, n NewItem, now time.Time) (*Item, error)
+
+	// GetItem returns the item with its dimensions. ENOTFOUND.
+	GetItem(ctx context.Context, id ItemID) (*Item, error)
+
+	// ClaimItem leases an active item that is not leased (or whose lease
+	// expired) until now+d, under a new token. ErrNotClaimable otherwise;
+	// ENOTFOUND if it does not exist.
+	ClaimItem(ctx context.Context, id ItemID, owner string, now time.Time, d time.Duration) (Lease, error)
+
+	// ExtendLease moves the lease's end to now+d. ErrLeaseLost.
+	ExtendLease(ctx context.Context, l *Lease, now time.Time, d time.Duration) error
+
+	// ReleaseLease clears the lease if the token still holds; a lost lease
+	// is not an error (there is nothing left to release).
+	ReleaseLease(ctx context.Context, l Lease) error
+
+	// ApplyChange applies c under the lease and returns the phase before
+	// it. Reaching a terminal phase sets finished_at and clears the
+	// dimensions' pending_until. ErrLeaseLost.
+	ApplyChange(ctx context.Context, l Lease, c Change, now time.Time) (old Phase, err error)
+
+	// RecordSuccess resets attempts, retry_after and error after a
+	// successful action (DDR-14). ErrLeaseLost.
+	RecordSuccess(ctx context.Context, l Lease, now time.Time) error
+
+	// RecordFailure increments attempts and sets retry_after and error; with
+	// f.Fail it also moves the item to failed. It returns the new attempts.
+	// ErrLeaseLost.
+	RecordFailure(ctx context.Context, l Lease, f Failure, now time.Time) (attempts int, err error)
+
+	// InsertEvent stores an event for an item and marks the item
+	// actionable, in one transaction under the per-item lock (DDR-34,
+	// DDR-49). A second event with the same source and delivery id for the
+	// same item is not stored: inserted is false. ENOTFOUND.
+	InsertEvent(ctx context.Context, ev Event) (inserted bool, err error)
+
+	// NextEvent returns the item's oldest pending event, or nil.
+	NextEvent(ctx context.Context, id ItemID) (*Event, error)
+
+	// ApplyEvent applies a handler's result for ev and deletes ev, in one
+	// transaction under the lease (DDR-33, DDR-37, DDR-38): nothing changes
+	// unless the item is active; dimensions are upserted; the phase changes
+	// only if the event is not older than last_event_at. ErrLeaseLost.
+	ApplyEvent(ctx context.Context, l Lease, ev *Event, r EventResult, now time.Time) (AppliedEvent, error)
+
+	// FinishProcessing is the loop's exit decision (DDR-49). Under the
+	// per-item lock: if no event is pending and no work was enqueued since
+	// the item was loaded at revision seen, it sets actionable = false,
+	// releases the lease and returns true. Otherwise it changes nothing and
+	// returns false: the loop must go on. ErrLeaseLost.
+	FinishProcessing(ctx context.Context, l Lease, seen int64, now time.Time) (exited bool, err error)
+
+	// DueItems returns up to limit items of the given types that the sweep
+	// should process: active, not leased, and either actionable and past
+	// retry_after, or with a pending event, or with a needs_* row (status
+	// true) whose pending_until has passed and past retry_after. Its cost
+	// grows with the number of due items, not of all items.
+	DueItems(ctx context.Context, types []string, now time.Time, limit int) ([]ItemID, error)
+
+	// Migrate applies the embedded migrations not yet recorded, each in its
+	// own transaction, and returns the versions it applied. Safe to run
+	// concurrently from several processes.
+	Migrate(ctx context.Context) (applied []int, err error)
+
+	// SchemaVersion returns the newest applied migration and the newest
+	// embedded one; they are equal when the schema is current.
+	SchemaVersion(ctx context.Context) (applied, latest int, err error)
+
+	// Ping checks that the database answers. EUNAVAILABLE.
+	Ping(ctx context.Context) error
+
+	// Close releases the store's connections.
+	Close() error
+}

@@ -1,0 +1,390 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+const itemColumns = `id, item_type, phase, reason, actionable, revision, leased_until, lease_owner,
+	attempts, retry_after, error, idempotency_key, generation, caller_identity, content_hash,
+	last_event_at, created_at, updated_at, finished_at`
+
+func scanItem(row pgx.Row) (*wq.Item, error) {
+	var (
+		it                                           wq.Item
+		phase                                        string
+		leasedUntil, retryAfter, lastEvent, finished *time.Time
+		leaseOwner, key                              *string
+	)
+	if err := row.Scan(&it.ID, &it.ItemType, &phase, &it.Reason, &it.Actionable, &it.Revision, &leasedUntil, &leaseOwner,
+		&it.Attempts, &retryAfter, &it.Error, &key, &it.Generation, &it.CallerIdentity, &it.ContentHash,
+		&lastEvent, &it.CreatedAt, &it.UpdatedAt, &finished); err != nil {
+		return nil, translate(err)
+	}
+	it.Phase = wq.Phase(phase)
+	if leaseOwner != nil {
+		it.LeaseOwner = *leaseOwner
+	}
+	if key != nil {
+		it.IdempotencyKey = *key
+	}
+	it.LeasedUntil, it.RetryAfter, it.LastEventAt, it.FinishedAt = tsVal(leasedUntil), tsVal(retryAfter), tsVal(lastEvent), tsVal(finished)
+	it.CreatedAt, it.UpdatedAt = it.CreatedAt.UTC(), it.UpdatedAt.UTC()
+	return &it, nil
+}
+
+// CreateItem inserts an active, actionable item and its initial dimensions.
+func (s *Store) CreateItem(ctx context.Context, n wq.NewItem, now time.Time) (*wq.Item, error) {
+	if n.ID == uuid.Nil {
+		n.ID = wq.NewItemID()
+	}
+	if n.Generation == 0 {
+		n.Generation = 1
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO work_items (id, item_type, idempotency_key, generation,
+			caller_identity, content_hash, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`,
+			n.ID, n.ItemType, nullString(n.IdempotencyKey), n.Generation, n.CallerIdentity, n.ContentHash, now.UTC()); err != nil {
+			return translate(err)
+		}
+		return upsertDimensions(ctx, tx, n.ID, n.Dimensions, now)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create %s item: %w", n.ItemType, translate(err))
+	}
+	return s.GetItem(ctx, n.ID)
+}
+
+func upsertDimensions(ctx context.Context, tx pgx.Tx, id wq.ItemID, dims []wq.DimensionUpdate, now time.Time) error {
+	for _, d := range dims {
+		var detail *string
+		if len(d.Detail) > 0 {
+			s := string(d.Detail)
+			detail = &s
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO work_item_statuses
+			(work_item_id, dimension, variant, status, detail, pending_until, updated_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7)
+			ON CONFLICT (work_item_id, dimension, variant) DO UPDATE SET status = excluded.status,
+			detail = excluded.detail, pending_until = excluded.pending_until, updated_at = excluded.updated_at`,
+			id, d.Dimension, d.Variant, d.Status, detail, tsArg(d.PendingUntil), now.UTC()); err != nil {
+			return fmt.Errorf("upsert dimension %s/%s of %s: %w", d.Dimension, d.Variant, id, translate(err))
+		}
+	}
+	return nil
+}
+
+// GetItem returns the item with its dimensions.
+func (s *Store) GetItem(ctx context.Context, id wq.ItemID) (*wq.Item, error) {
+	it, err := scanItem(s.pool.QueryRow(ctx, `SELECT `+itemColumns+` FROM work_items WHERE id = $1`, id))
+	if err != nil {
+		return nil, fmt.Errorf("get item %s: %w", id, err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT dimension, variant, status, detail::text, pending_until, updated_at
+		FROM work_item_statuses WHERE work_item_id = $1`, id)
+	if err != nil {
+		return nil, fmt.Errorf("get dimensions of %s: %w", id, translate(err))
+	}
+	defer rows.Close()
+	it.Dimensions = wq.Dimensions{}
+	for rows.Next() {
+		var (
+			k       wq.DimensionKey
+			d       wq.Dimension
+			detail  *string
+			pending *time.Time
+		)
+		if err := rows.Scan(&k.Dimension, &k.Variant, &d.Status, &detail, &pending, &d.UpdatedAt); err != nil {
+			return nil, translate(err)
+		}
+		if detail != nil {
+			d.Detail = []byte(*detail)
+		}
+		d.PendingUntil, d.UpdatedAt = tsVal(pending), d.UpdatedAt.UTC()
+		it.Dimensions[k] = d
+	}
+	return it, translate(rows.Err())
+}
+
+// ClaimItem leases an active, unleased item.
+func (s *Store) ClaimItem(ctx context.Context, id wq.ItemID, owner string, now time.Time, d time.Duration) (wq.Lease, error) {
+	l := wq.Lease{ItemID: id, Token: uuid.NewString(), Owner: owner, Until: now.Add(d).UTC()}
+	tag, err := s.pool.Exec(ctx, `UPDATE work_items SET leased_until = $2, lease_token = $3, lease_owner = $4
+		WHERE id = $1 AND phase = 'active' AND (leased_until IS NULL OR leased_until < $5)`,
+		id, l.Until, l.Token, owner, now.UTC())
+	if err != nil {
+		return wq.Lease{}, fmt.Errorf("claim item %s: %w", id, translate(err))
+	}
+	if tag.RowsAffected() == 1 {
+		return l, nil
+	}
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM work_items WHERE id = $1)`, id).Scan(&exists); err != nil {
+		return wq.Lease{}, fmt.Errorf("claim item %s: %w", id, translate(err))
+	}
+	if !exists {
+		return wq.Lease{}, fmt.Errorf("claim item %s: %w", id, wq.Errorf(wq.ENOTFOUND, "item %s not found", id))
+	}
+	return wq.Lease{}, fmt.Errorf("claim item %s: %w", id, wq.ErrNotClaimable)
+}
+
+// fenced runs fn in a transaction after locking the item's row under the
+// lease token.
+func (s *Store) fenced(ctx context.Context, l wq.Lease, op string, fn func(tx pgx.Tx, phase wq.Phase) error) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var phase string
+		err := tx.QueryRow(ctx, `SELECT phase FROM work_items WHERE id = $1 AND lease_token = $2 FOR UPDATE`, l.ItemID, l.Token).Scan(&phase)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return wq.ErrLeaseLost
+		}
+		if err != nil {
+			return translate(err)
+		}
+		return fn(tx, wq.Phase(phase))
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", op, l.ItemID, translate(err))
+	}
+	return nil
+}
+
+// ExtendLease moves the lease's end.
+func (s *Store) ExtendLease(ctx context.Context, l *wq.Lease, now time.Time, d time.Duration) error {
+	until := now.Add(d).UTC()
+	tag, err := s.pool.Exec(ctx, `UPDATE work_items SET leased_until = $3 WHERE id = $1 AND lease_token = $2`, l.ItemID, l.Token, until)
+	if err != nil {
+		return fmt.Errorf("extend lease on %s: %w", l.ItemID, translate(err))
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("extend lease on %s: %w", l.ItemID, wq.ErrLeaseLost)
+	}
+	l.Until = until
+	return nil
+}
+
+// ReleaseLease clears the lease if it still holds.
+func (s *Store) ReleaseLease(ctx context.Context, l wq.Lease) error {
+	_, err := s.pool.Exec(ctx, `UPDATE work_items SET leased_until = NULL, lease_token = NULL, lease_owner = NULL
+		WHERE id = $1 AND lease_token = $2`, l.ItemID, l.Token)
+	if err != nil {
+		return fmt.Errorf("release lease on %s: %w", l.ItemID, translate(err))
+	}
+	return nil
+}
+
+// setPhase moves the item to phase, finishing it and clearing deferred
+// dimensions when the phase is terminal (they would otherwise stay in the
+// sweep's pending_until index forever).
+func setPhase(ctx context.Context, tx pgx.Tx, id wq.ItemID, phase wq.Phase, reason, errText string, now time.Time) error {
+	var finished *time.Time
+	if phase.Terminal() {
+		finished = tsArg(now)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE work_items SET phase = $2, reason = $3, error = CASE WHEN $4 = '' THEN error ELSE $4 END,
+		finished_at = $5, updated_at = $6 WHERE id = $1`, id, string(phase), reason, errText, finished, now.UTC()); err != nil {
+		return translate(err)
+	}
+	if phase.Terminal() {
+		if _, err := tx.Exec(ctx, `UPDATE work_item_statuses SET pending_until = NULL
+			WHERE work_item_id = $1 AND pending_until IS NOT NULL`, id); err != nil {
+			return translate(err)
+		}
+	}
+	return nil
+}
+
+// ApplyChange applies an executor's change under the lease.
+func (s *Store) ApplyChange(ctx context.Context, l wq.Lease, c wq.Change, now time.Time) (wq.Phase, error) {
+	var old wq.Phase
+	err := s.fenced(ctx, l, "apply change to", func(tx pgx.Tx, phase wq.Phase) error {
+		old = phase
+		if c.Phase != "" {
+			if err := setPhase(ctx, tx, l.ItemID, c.Phase, c.Reason, c.Error, now); err != nil {
+				return err
+			}
+		} else if c.Error != "" {
+			if _, err := tx.Exec(ctx, `UPDATE work_items SET error = $2, updated_at = $3 WHERE id = $1`, l.ItemID, c.Error, now.UTC()); err != nil {
+				return translate(err)
+			}
+		}
+		return upsertDimensions(ctx, tx, l.ItemID, c.Dimensions, now)
+	})
+	return old, err
+}
+
+// RecordSuccess resets the failure counters.
+func (s *Store) RecordSuccess(ctx context.Context, l wq.Lease, now time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE work_items SET attempts = 0, retry_after = NULL, error = '', updated_at = $3
+		WHERE id = $1 AND lease_token = $2`, l.ItemID, l.Token, now.UTC())
+	if err != nil {
+		return fmt.Errorf("record success of %s: %w", l.ItemID, translate(err))
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("record success of %s: %w", l.ItemID, wq.ErrLeaseLost)
+	}
+	return nil
+}
+
+// RecordFailure counts a failure and, with f.Fail, fails the item.
+func (s *Store) RecordFailure(ctx context.Context, l wq.Lease, f wq.Failure, now time.Time) (int, error) {
+	var attempts int
+	err := s.fenced(ctx, l, "record failure of", func(tx pgx.Tx, _ wq.Phase) error {
+		if err := tx.QueryRow(ctx, `UPDATE work_items SET attempts = attempts + 1, retry_after = $2, error = $3, updated_at = $4
+			WHERE id = $1 RETURNING attempts`, l.ItemID, tsArg(f.RetryAfter), f.Error, now.UTC()).Scan(&attempts); err != nil {
+			return translate(err)
+		}
+		if f.Fail {
+			return setPhase(ctx, tx, l.ItemID, wq.PhaseFailed, "", f.Error, now)
+		}
+		return nil
+	})
+	return attempts, err
+}
+
+// InsertEvent stores an event and marks the item actionable, under the
+// per-item advisory lock (DDR-34).
+func (s *Store) InsertEvent(ctx context.Context, ev wq.Event) (bool, error) {
+	inserted := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockItemTx(ctx, tx, ev.ItemID); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO pending_events (work_item_id, source, event_type, delivery_id, body, event_ts, received_at)
+			SELECT $1, $2, $3, $4, $5::jsonb, $6, $7 WHERE EXISTS (SELECT 1 FROM work_items WHERE id = $1)
+			ON CONFLICT (work_item_id, source, delivery_id) DO NOTHING`,
+			ev.ItemID, ev.Source, ev.EventType, ev.DeliveryID, string(ev.Body), tsArg(ev.EventTS), ev.ReceivedAt.UTC())
+		if err != nil {
+			return translate(err)
+		}
+		if tag.RowsAffected() == 0 {
+			var exists bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM work_items WHERE id = $1)`, ev.ItemID).Scan(&exists); err != nil {
+				return translate(err)
+			}
+			if !exists {
+				return wq.Errorf(wq.ENOTFOUND, "item %s not found", ev.ItemID)
+			}
+			return nil
+		}
+		inserted = true
+		_, err = tx.Exec(ctx, `UPDATE work_items SET actionable = true, revision = revision + 1 WHERE id = $1`, ev.ItemID)
+		return translate(err)
+	})
+	if err != nil {
+		return false, fmt.Errorf("insert event for %s: %w", ev.ItemID, err)
+	}
+	return inserted, nil
+}
+
+// NextEvent returns the item's oldest pending event, or nil.
+func (s *Store) NextEvent(ctx context.Context, id wq.ItemID) (*wq.Event, error) {
+	var (
+		ev      wq.Event
+		body    string
+		eventTS *time.Time
+	)
+	err := s.pool.QueryRow(ctx, `SELECT id, source, event_type, delivery_id, body::text, event_ts, received_at
+		FROM pending_events WHERE work_item_id = $1 ORDER BY id LIMIT 1`, id).
+		Scan(&ev.ID, &ev.Source, &ev.EventType, &ev.DeliveryID, &body, &eventTS, &ev.ReceivedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("next event of %s: %w", id, translate(err))
+	}
+	ev.ItemID, ev.Body, ev.EventTS, ev.ReceivedAt = id, []byte(body), tsVal(eventTS), ev.ReceivedAt.UTC()
+	return &ev, nil
+}
+
+// ApplyEvent applies a handler's result and deletes the event.
+func (s *Store) ApplyEvent(ctx context.Context, l wq.Lease, ev *wq.Event, r wq.EventResult, now time.Time) (wq.AppliedEvent, error) {
+	var out wq.AppliedEvent
+	err := s.fenced(ctx, l, "apply event to", func(tx pgx.Tx, phase wq.Phase) error {
+		out.OldPhase, out.NewPhase = phase, phase
+		if _, err := tx.Exec(ctx, `DELETE FROM pending_events WHERE id = $1`, ev.ID); err != nil {
+			return translate(err)
+		}
+		if phase != wq.PhaseActive {
+			return nil // DDR-37: only active items accept events
+		}
+		var last *time.Time
+		if err := tx.QueryRow(ctx, `SELECT last_event_at FROM work_items WHERE id = $1`, l.ItemID).Scan(&last); err != nil {
+			return translate(err)
+		}
+		out.Stale = !ev.EventTS.IsZero() && ev.EventTS.Before(tsVal(last))
+		if !ev.EventTS.IsZero() && !out.Stale {
+			if _, err := tx.Exec(ctx, `UPDATE work_items SET last_event_at = $2 WHERE id = $1`, l.ItemID, ev.EventTS.UTC()); err != nil {
+				return translate(err)
+			}
+		}
+		if r.Phase != "" && r.Phase != phase && !out.Stale {
+			if err := setPhase(ctx, tx, l.ItemID, r.Phase, r.Reason, "", now); err != nil {
+				return err
+			}
+			out.NewPhase, out.PhaseApplied = r.Phase, true
+		}
+		return upsertDimensions(ctx, tx, l.ItemID, r.Dimensions, now) // DDR-38: even when stale
+	})
+	return out, err
+}
+
+// FinishProcessing is the loop's exit decision, under the per-item
+// advisory lock shared with InsertEvent (DDR-34).
+func (s *Store) FinishProcessing(ctx context.Context, l wq.Lease, seen int64, now time.Time) (bool, error) {
+	exited := false
+	err := s.fenced(ctx, l, "finish processing", func(tx pgx.Tx, _ wq.Phase) error {
+		if err := lockItemTx(ctx, tx, l.ItemID); err != nil {
+			return err
+		}
+		var pending bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pending_events WHERE work_item_id = $1)`, l.ItemID).Scan(&pending); err != nil {
+			return translate(err)
+		}
+		if pending {
+			return nil
+		}
+		tag, err := tx.Exec(ctx, `UPDATE work_items SET actionable = false, leased_until = NULL, lease_token = NULL, lease_owner = NULL
+			WHERE id = $1 AND revision = $2`, l.ItemID, seen)
+		if err != nil {
+			return translate(err)
+		}
+		exited = tag.RowsAffected() == 1
+		return nil
+	})
+	return exited, err
+}
+
+// DueItems finds the items the sweep should process, through three indexed
+// discovery paths.
+func (s *Store) DueItems(ctx context.Context, types []string, now time.Time, limit int) ([]wq.ItemID, error) {
+	if len(types) == 0 || limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+	SELECT id FROM work_items
+		WHERE actionable AND phase = 'active' AND item_type = ANY($1)
+		AND (retry_after IS NULL OR retry_after <= $2) AND (leased_until IS NULL OR leased_until < $2)
+	UNION
+	SELECT w.id FROM (SELECT DISTINCT work_item_id FROM pending_events) e JOIN work_items w ON w.id = e.work_item_id
+		WHERE w.phase = 'active' AND w.item_type = ANY($1) AND (w.leased_until IS NULL OR w.leased_until < $2)
+	UNION
+	SELECT w.id FROM work_item_statuses s JOIN work_items w ON w.id = s.work_item_id
+		WHERE s.pending_until IS NOT NULL AND s.status = 'true' AND s.pending_until <= $2
+		AND w.phase = 'active' AND w.item_type = ANY($1)
+		AND (w.retry_after IS NULL OR w.retry_after <= $2) AND (w.leased_until IS NULL OR w.leased_until < $2)
+	LIMIT $3`, types, now.UTC(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("find due items: %w", translate(err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("find due items: %w", translate(err))
+	}
+	return ids, nil
+}

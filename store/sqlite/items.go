@@ -1,0 +1,445 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+const itemColumns = `id, item_type, phase, reason, actionable, revision, leased_until, lease_owner,
+	attempts, retry_after, error, idempotency_key, generation, caller_identity, content_hash,
+	last_event_at, created_at, updated_at, finished_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanItem(row scanner) (*wq.Item, error) {
+	var (
+		it                                                            wq.Item
+		id, phase                                                     string
+		leasedUntil, leaseOwner, retryAfter, key, lastEvent, finished sql.NullString
+		created, updated                                              sql.NullString
+	)
+	if err := row.Scan(&id, &it.ItemType, &phase, &it.Reason, &it.Actionable, &it.Revision, &leasedUntil, &leaseOwner,
+		&it.Attempts, &retryAfter, &it.Error, &key, &it.Generation, &it.CallerIdentity, &it.ContentHash,
+		&lastEvent, &created, &updated, &finished); err != nil {
+		return nil, translate(err)
+	}
+	var err error
+	if it.ID, err = uuid.Parse(id); err != nil {
+		return nil, fmt.Errorf("item id %q: %w", id, err)
+	}
+	it.Phase = wq.Phase(phase)
+	it.LeaseOwner = leaseOwner.String
+	it.IdempotencyKey = key.String
+	for _, f := range []struct {
+		dst *time.Time
+		src sql.NullString
+	}{{&it.LeasedUntil, leasedUntil}, {&it.RetryAfter, retryAfter}, {&it.LastEventAt, lastEvent},
+		{&it.CreatedAt, created}, {&it.UpdatedAt, updated}, {&it.FinishedAt, finished}} {
+		if *f.dst, err = parseTS(f.src); err != nil {
+			return nil, err
+		}
+	}
+	return &it, nil
+}
+
+// CreateItem inserts an active, actionable item and its initial dimensions.
+func (s *Store) CreateItem(ctx context.Context, n wq.NewItem, now time.Time) (*wq.Item, error) {
+	if n.ID == uuid.Nil {
+		n.ID = wq.NewItemID()
+	}
+	if n.Generation == 0 {
+		n.Generation = 1
+	}
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO work_items (id, item_type, idempotency_key, generation,
+		caller_identity, content_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		n.ID.String(), n.ItemType, nullString(n.IdempotencyKey), n.Generation, n.CallerIdentity, n.ContentHash,
+		ts(now), ts(now)); err != nil {
+		return nil, fmt.Errorf("create %s item: %w", n.ItemType, translate(err))
+	}
+	if err := upsertDimensions(ctx, tx, n.ID, n.Dimensions, now); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, translate(err)
+	}
+	return s.GetItem(ctx, n.ID)
+}
+
+func upsertDimensions(ctx context.Context, tx *sql.Tx, id wq.ItemID, dims []wq.DimensionUpdate, now time.Time) error {
+	for _, d := range dims {
+		var detail any
+		if len(d.Detail) > 0 {
+			detail = string(d.Detail)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO work_item_statuses
+			(work_item_id, dimension, variant, status, detail, pending_until, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (work_item_id, dimension, variant) DO UPDATE SET status = excluded.status,
+			detail = excluded.detail, pending_until = excluded.pending_until, updated_at = excluded.updated_at`,
+			id.String(), d.Dimension, d.Variant, d.Status, detail, ts(d.PendingUntil), ts(now)); err != nil {
+			return fmt.Errorf("upsert dimension %s/%s of %s: %w", d.Dimension, d.Variant, id, translate(err))
+		}
+	}
+	return nil
+}
+
+// GetItem returns the item with its dimensions.
+func (s *Store) GetItem(ctx context.Context, id wq.ItemID) (*wq.Item, error) {
+	it, err := scanItem(s.read.QueryRowContext(ctx, `SELECT `+itemColumns+` FROM work_items WHERE id = ?`, id.String()))
+	if err != nil {
+		return nil, fmt.Errorf("get item %s: %w", id, err)
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT dimension, variant, status, detail, pending_until, updated_at
+		FROM work_item_statuses WHERE work_item_id = ?`, id.String())
+	if err != nil {
+		return nil, fmt.Errorf("get dimensions of %s: %w", id, translate(err))
+	}
+	defer rows.Close()
+	it.Dimensions = wq.Dimensions{}
+	for rows.Next() {
+		var (
+			k                    wq.DimensionKey
+			d                    wq.Dimension
+			detail, pending, upd sql.NullString
+		)
+		if err := rows.Scan(&k.Dimension, &k.Variant, &d.Status, &detail, &pending, &upd); err != nil {
+			return nil, translate(err)
+		}
+		if detail.Valid {
+			d.Detail = json.RawMessage(detail.String)
+		}
+		if d.PendingUntil, err = parseTS(pending); err != nil {
+			return nil, err
+		}
+		if d.UpdatedAt, err = parseTS(upd); err != nil {
+			return nil, err
+		}
+		it.Dimensions[k] = d
+	}
+	return it, translate(rows.Err())
+}
+
+// ClaimItem leases an active, unleased item.
+func (s *Store) ClaimItem(ctx context.Context, id wq.ItemID, owner string, now time.Time, d time.Duration) (wq.Lease, error) {
+	l := wq.Lease{ItemID: id, Token: uuid.NewString(), Owner: owner, Until: now.Add(d)}
+	res, err := s.write.ExecContext(ctx, `UPDATE work_items SET leased_until = ?, lease_token = ?, lease_owner = ?
+		WHERE id = ? AND phase = 'active' AND (leased_until IS NULL OR leased_until < ?)`,
+		ts(l.Until), l.Token, owner, id.String(), ts(now))
+	if err != nil {
+		return wq.Lease{}, fmt.Errorf("claim item %s: %w", id, translate(err))
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return l, nil
+	}
+	var exists int
+	if err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM work_items WHERE id = ?`, id.String()).Scan(&exists); err != nil {
+		return wq.Lease{}, fmt.Errorf("claim item %s: %w", id, translate(err))
+	}
+	if exists == 0 {
+		return wq.Lease{}, fmt.Errorf("claim item %s: %w", id, wq.Errorf(wq.ENOTFOUND, "item %s not found", id))
+	}
+	return wq.Lease{}, fmt.Errorf("claim item %s: %w", id, wq.ErrNotClaimable)
+}
+
+// fenced runs fn in a write transaction after checking the lease token.
+func (s *Store) fenced(ctx context.Context, l wq.Lease, op string, fn func(tx *sql.Tx, phase wq.Phase) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", op, l.ItemID, translate(err))
+	}
+	defer tx.Rollback()
+	var phase string
+	err = tx.QueryRowContext(ctx, `SELECT phase FROM work_items WHERE id = ? AND lease_token = ?`,
+		l.ItemID.String(), l.Token).Scan(&phase)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s %s: %w", op, l.ItemID, wq.ErrLeaseLost)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", op, l.ItemID, translate(err))
+	}
+	if err := fn(tx, wq.Phase(phase)); err != nil {
+		return fmt.Errorf("%s %s: %w", op, l.ItemID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s %s: %w", op, l.ItemID, translate(err))
+	}
+	return nil
+}
+
+// ExtendLease moves the lease's end.
+func (s *Store) ExtendLease(ctx context.Context, l *wq.Lease, now time.Time, d time.Duration) error {
+	until := now.Add(d)
+	res, err := s.write.ExecContext(ctx, `UPDATE work_items SET leased_until = ? WHERE id = ? AND lease_token = ?`,
+		ts(until), l.ItemID.String(), l.Token)
+	if err != nil {
+		return fmt.Errorf("extend lease on %s: %w", l.ItemID, translate(err))
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("extend lease on %s: %w", l.ItemID, wq.ErrLeaseLost)
+	}
+	l.Until = until
+	return nil
+}
+
+// ReleaseLease clears the lease if it still holds.
+func (s *Store) ReleaseLease(ctx context.Context, l wq.Lease) error {
+	_, err := s.write.ExecContext(ctx, `UPDATE work_items SET leased_until = NULL, lease_token = NULL, lease_owner = NULL
+		WHERE id = ? AND lease_token = ?`, l.ItemID.String(), l.Token)
+	if err != nil {
+		return fmt.Errorf("release lease on %s: %w", l.ItemID, translate(err))
+	}
+	return nil
+}
+
+// setPhase moves the item to phase, finishing it and clearing deferred
+// dimensions when the phase is terminal (they would otherwise stay in the
+// sweep's pending_until index forever).
+func setPhase(ctx context.Context, tx *sql.Tx, id wq.ItemID, phase wq.Phase, reason, errText string, now time.Time) error {
+	var finished any
+	if phase.Terminal() {
+		finished = ts(now)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE work_items SET phase = ?, reason = ?, error = CASE WHEN ? = '' THEN error ELSE ? END,
+		finished_at = ?, updated_at = ? WHERE id = ?`,
+		string(phase), reason, errText, errText, finished, ts(now), id.String()); err != nil {
+		return translate(err)
+	}
+	if phase.Terminal() {
+		if _, err := tx.ExecContext(ctx, `UPDATE work_item_statuses SET pending_until = NULL
+			WHERE work_item_id = ? AND pending_until IS NOT NULL`, id.String()); err != nil {
+			return translate(err)
+		}
+	}
+	return nil
+}
+
+// ApplyChange applies an executor's change under the lease.
+func (s *Store) ApplyChange(ctx context.Context, l wq.Lease, c wq.Change, now time.Time) (wq.Phase, error) {
+	var old wq.Phase
+	err := s.fenced(ctx, l, "apply change to", func(tx *sql.Tx, phase wq.Phase) error {
+		old = phase
+		if c.Phase != "" {
+			if err := setPhase(ctx, tx, l.ItemID, c.Phase, c.Reason, c.Error, now); err != nil {
+				return err
+			}
+		} else if c.Error != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE work_items SET error = ?, updated_at = ? WHERE id = ?`,
+				c.Error, ts(now), l.ItemID.String()); err != nil {
+				return translate(err)
+			}
+		}
+		return upsertDimensions(ctx, tx, l.ItemID, c.Dimensions, now)
+	})
+	return old, err
+}
+
+// RecordSuccess resets the failure counters.
+func (s *Store) RecordSuccess(ctx context.Context, l wq.Lease, now time.Time) error {
+	res, err := s.write.ExecContext(ctx, `UPDATE work_items SET attempts = 0, retry_after = NULL, error = '', updated_at = ?
+		WHERE id = ? AND lease_token = ?`, ts(now), l.ItemID.String(), l.Token)
+	if err != nil {
+		return fmt.Errorf("record success of %s: %w", l.ItemID, translate(err))
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("record success of %s: %w", l.ItemID, wq.ErrLeaseLost)
+	}
+	return nil
+}
+
+// RecordFailure counts a failure and, with f.Fail, fails the item.
+func (s *Store) RecordFailure(ctx context.Context, l wq.Lease, f wq.Failure, now time.Time) (int, error) {
+	var attempts int
+	err := s.fenced(ctx, l, "record failure of", func(tx *sql.Tx, phase wq.Phase) error {
+		if err := tx.QueryRowContext(ctx, `UPDATE work_items SET attempts = attempts + 1, retry_after = ?, error = ?,
+			updated_at = ? WHERE id = ? RETURNING attempts`, ts(f.RetryAfter), f.Error, ts(now), l.ItemID.String()).Scan(&attempts); err != nil {
+			return translate(err)
+		}
+		if f.Fail {
+			return setPhase(ctx, tx, l.ItemID, wq.PhaseFailed, "", f.Error, now)
+		}
+		return nil
+	})
+	return attempts, err
+}
+
+// InsertEvent stores an event and marks the item actionable.
+func (s *Store) InsertEvent(ctx context.Context, ev wq.Event) (bool, error) {
+	tx, err := s.write.BeginTx(ctx, nil) // IMMEDIATE: serialised with FinishProcessing (DDR-34)
+	if err != nil {
+		return false, translate(err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `INSERT INTO pending_events (work_item_id, source, event_type, delivery_id, body, event_ts, received_at)
+		SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM work_items WHERE id = ?)
+		ON CONFLICT (work_item_id, source, delivery_id) DO NOTHING`,
+		ev.ItemID.String(), ev.Source, ev.EventType, ev.DeliveryID, string(ev.Body), ts(ev.EventTS), ts(ev.ReceivedAt), ev.ItemID.String())
+	if err != nil {
+		return false, fmt.Errorf("insert event for %s: %w", ev.ItemID, translate(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		var exists int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM work_items WHERE id = ?`, ev.ItemID.String()).Scan(&exists); err != nil {
+			return false, translate(err)
+		}
+		if exists == 0 {
+			return false, fmt.Errorf("insert event for %s: %w", ev.ItemID, wq.Errorf(wq.ENOTFOUND, "item %s not found", ev.ItemID))
+		}
+		return false, nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE work_items SET actionable = 1, revision = revision + 1 WHERE id = ?`, ev.ItemID.String()); err != nil {
+		return false, translate(err)
+	}
+	return true, translate(tx.Commit())
+}
+
+const eventColumns = `id, work_item_id, source, event_type, delivery_id, body, event_ts, received_at`
+
+// NextEvent returns the item's oldest pending event, or nil.
+func (s *Store) NextEvent(ctx context.Context, id wq.ItemID) (*wq.Event, error) {
+	var (
+		ev                  wq.Event
+		itemID, body        string
+		eventTS, receivedAt sql.NullString
+	)
+	err := s.read.QueryRowContext(ctx, `SELECT `+eventColumns+` FROM pending_events WHERE work_item_id = ? ORDER BY id LIMIT 1`,
+		id.String()).Scan(&ev.ID, &itemID, &ev.Source, &ev.EventType, &ev.DeliveryID, &body, &eventTS, &receivedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("next event of %s: %w", id, translate(err))
+	}
+	ev.ItemID = id
+	ev.Body = json.RawMessage(body)
+	if ev.EventTS, err = parseTS(eventTS); err != nil {
+		return nil, err
+	}
+	if ev.ReceivedAt, err = parseTS(receivedAt); err != nil {
+		return nil, err
+	}
+	return &ev, nil
+}
+
+// ApplyEvent applies a handler's result and deletes the event.
+func (s *Store) ApplyEvent(ctx context.Context, l wq.Lease, ev *wq.Event, r wq.EventResult, now time.Time) (wq.AppliedEvent, error) {
+	var out wq.AppliedEvent
+	err := s.fenced(ctx, l, "apply event to", func(tx *sql.Tx, phase wq.Phase) error {
+		out.OldPhase, out.NewPhase = phase, phase
+		if _, err := tx.ExecContext(ctx, `DELETE FROM pending_events WHERE id = ?`, ev.ID); err != nil {
+			return translate(err)
+		}
+		if phase != wq.PhaseActive {
+			return nil // DDR-37: only active items accept events
+		}
+		var last sql.NullString
+		if err := tx.QueryRowContext(ctx, `SELECT last_event_at FROM work_items WHERE id = ?`, l.ItemID.String()).Scan(&last); err != nil {
+			return translate(err)
+		}
+		lastAt, err := parseTS(last)
+		if err != nil {
+			return err
+		}
+		out.Stale = !ev.EventTS.IsZero() && ev.EventTS.Before(lastAt)
+		if !ev.EventTS.IsZero() && !out.Stale {
+			if _, err := tx.ExecContext(ctx, `UPDATE work_items SET last_event_at = ? WHERE id = ?`, ts(ev.EventTS), l.ItemID.String()); err != nil {
+				return translate(err)
+			}
+		}
+		if r.Phase != "" && r.Phase != phase && !out.Stale {
+			if err := setPhase(ctx, tx, l.ItemID, r.Phase, r.Reason, "", now); err != nil {
+				return err
+			}
+			out.NewPhase, out.PhaseApplied = r.Phase, true
+		}
+		return upsertDimensions(ctx, tx, l.ItemID, r.Dimensions, now) // DDR-38: even when stale
+	})
+	return out, err
+}
+
+// FinishProcessing is the loop's exit decision.
+func (s *Store) FinishProcessing(ctx context.Context, l wq.Lease, seen int64, now time.Time) (bool, error) {
+	exited := false
+	err := s.fenced(ctx, l, "finish processing", func(tx *sql.Tx, _ wq.Phase) error {
+		var pending int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pending_events WHERE work_item_id = ?`, l.ItemID.String()).Scan(&pending); err != nil {
+			return translate(err)
+		}
+		if pending > 0 {
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE work_items SET actionable = 0, leased_until = NULL, lease_token = NULL, lease_owner = NULL
+			WHERE id = ? AND revision = ?`, l.ItemID.String(), seen)
+		if err != nil {
+			return translate(err)
+		}
+		n, _ := res.RowsAffected()
+		exited = n == 1
+		return nil
+	})
+	return exited, err
+}
+
+// DueItems finds the items the sweep should process, through three indexed
+// discovery paths.
+func (s *Store) DueItems(ctx context.Context, types []string, now time.Time, limit int) ([]wq.ItemID, error) {
+	if len(types) == 0 || limit <= 0 {
+		return nil, nil
+	}
+	in := "(" + strings.TrimSuffix(strings.Repeat("?,", len(types)), ",") + ")"
+	var args []any
+	addTypes := func() {
+		for _, t := range types {
+			args = append(args, t)
+		}
+	}
+	n := ts(now)
+	q := `SELECT id FROM work_items INDEXED BY work_items_sweep_actionable
+		WHERE actionable = 1 AND phase = 'active' AND item_type IN ` + in + `
+		AND (retry_after IS NULL OR retry_after <= ?) AND (leased_until IS NULL OR leased_until < ?)
+	UNION
+	SELECT w.id FROM (SELECT DISTINCT work_item_id FROM pending_events) e JOIN work_items w ON w.id = e.work_item_id
+		WHERE w.phase = 'active' AND w.item_type IN ` + in + ` AND (w.leased_until IS NULL OR w.leased_until < ?)
+	UNION
+	SELECT w.id FROM work_item_statuses s INDEXED BY work_item_statuses_sweep_pending JOIN work_items w ON w.id = s.work_item_id
+		WHERE s.pending_until IS NOT NULL AND s.status = 'true' AND s.pending_until <= ?
+		AND w.phase = 'active' AND w.item_type IN ` + in + `
+		AND (w.retry_after IS NULL OR w.retry_after <= ?) AND (w.leased_until IS NULL OR w.leased_until < ?)
+	LIMIT ?`
+	addTypes()
+	args = append(args, n, n)
+	addTypes()
+	args = append(args, n, n)
+	addTypes()
+	args = append(args, n, n, limit)
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("find due items: %w", translate(err))
+	}
+	defer rows.Close()
+	var ids []wq.ItemID
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, translate(err)
+		}
+		u, err := uuid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("item id %q: %w", id, err)
+		}
+		ids = append(ids, u)
+	}
+	return ids, translate(rows.Err())
+}

@@ -1,0 +1,77 @@
+// Package audit writes audit entries (DDR-28) to sinks. Safe wraps any
+// sink so that a failing or panicking sink never breaks processing.
+package audit
+
+import (
+	"context"
+	"log/slog"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// LogSink writes each entry as one structured log record at INFO.
+type LogSink struct {
+	log *slog.Logger
+}
+
+// NewLogSink returns a sink that logs through log.
+func NewLogSink(log *slog.Logger) *LogSink {
+	return &LogSink{log: log.With("component", "audit")}
+}
+
+// WriteAudit logs the entry.
+func (s *LogSink) WriteAudit(ctx context.Context, e wq.AuditEntry) error {
+	attrs := []slog.Attr{slog.String("event_type", e.EventType), slog.String("actor", e.Actor), slog.Time("at", e.Time)}
+	if e.ItemID != "" {
+		attrs = append(attrs, slog.String("item", e.ItemID), slog.String("item_type", e.ItemType))
+	}
+	for _, f := range []struct {
+		key string
+		m   map[string]any
+	}{{"old_state", e.OldState}, {"new_state", e.NewState}, {"trigger", e.Trigger}, {"metadata", e.Metadata}} {
+		if len(f.m) > 0 {
+			attrs = append(attrs, slog.Any(f.key, f.m))
+		}
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
+	return nil
+}
+
+// Multi fans an entry out to several sinks; it returns the first error
+// after trying them all.
+type Multi []wq.AuditSink
+
+// WriteAudit writes to every sink.
+func (m Multi) WriteAudit(ctx context.Context, e wq.AuditEntry) error {
+	var first error
+	for _, s := range m {
+		if err := s.WriteAudit(ctx, e); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+type safe struct {
+	sink wq.AuditSink
+	log  *slog.Logger
+}
+
+// Safe wraps sink so that WriteAudit never fails and never panics: errors
+// and panics are logged and swallowed (DDR-28: audit failures never
+// propagate).
+func Safe(sink wq.AuditSink, log *slog.Logger) wq.AuditSink {
+	return &safe{sink: sink, log: log.With("component", "audit")}
+}
+
+func (s *safe) WriteAudit(ctx context.Context, e wq.AuditEntry) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("audit sink panicked; entry lost", "event_type", e.EventType, "item", e.ItemID, "panic", p)
+		}
+	}()
+	if err := s.sink.WriteAudit(ctx, e); err != nil {
+		s.log.Error("audit sink failed; entry lost", "event_type", e.EventType, "item", e.ItemID, "err", err)
+	}
+	return nil
+}

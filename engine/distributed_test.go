@@ -1,0 +1,125 @@
+package engine_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/engine"
+	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/store"
+)
+
+// overlapDetector counts executions of one item that overlap in time.
+type overlapDetector struct {
+	mu       sync.Mutex
+	running  map[wq.ItemID]string
+	overlaps atomic.Int32
+}
+
+func (d *overlapDetector) enter(id wq.ItemID, who string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, busy := d.running[id]; busy {
+		d.overlaps.Add(1)
+	}
+	d.running[id] = who
+}
+
+func (d *overlapDetector) leave(id wq.ItemID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.running, id)
+}
+
+func TestTwoEnginesOnOnePostgresNeverOverlap(t *testing.T) {
+	const items = 1000
+	ctx := context.Background()
+	url := testdb.URL(t, store.KindPostgres)
+	det := &overlapDetector{running: map[wq.ItemID]string{}}
+	var completed atomic.Int32
+	allDone := make(chan struct{})
+
+	var engines []*engine.Engine
+	for _, name := range []string{"a", "b"} {
+		s := testdb.OpenURL(t, url) // each instance has its own pool, as separate processes would
+		cfg := testConfig(name)
+		cfg.Workers = 10
+		cfg.SweepInterval = 200 * time.Millisecond
+		e, err := engine.New(cfg, s, clockwork.NewRealClock(), &recorder{}, quietLog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Register(oneAction(func(ctx context.Context, x *wq.Execution) error {
+			det.enter(x.Item.ID, name)
+			defer det.leave(x.Item.ID)
+			if err := x.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: "done by " + name}); err != nil {
+				return err
+			}
+			if completed.Add(1) == items {
+				close(allDone)
+			}
+			return nil
+		}))
+		engines = append(engines, e)
+		t.Cleanup(func() { e.Stop(ctx) })
+	}
+
+	s := testdb.OpenURL(t, url)
+	ids := make([]wq.ItemID, items)
+	for i := range ids {
+		it, err := s.CreateItem(ctx, wq.NewItem{ItemType: "test"}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = it.ID
+	}
+	for _, e := range engines {
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Both instances hear about every item, as with NOTIFY to all listeners.
+	for _, id := range ids {
+		for _, e := range engines {
+			e.Notify("test", id)
+		}
+	}
+	select {
+	case <-allDone:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("only %d of %d items completed", completed.Load(), items)
+	}
+	for _, e := range engines {
+		if err := e.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if n := det.overlaps.Load(); n != 0 {
+		t.Errorf("%d overlapping executions of the same item", n)
+	}
+	if n := completed.Load(); n != items {
+		t.Errorf("%d executions completed an item, want exactly %d", n, items)
+	}
+	by := map[string]int{}
+	for _, id := range ids {
+		it, err := s.GetItem(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it.Phase != wq.PhaseCompleted || it.Actionable || it.LeaseOwner != "" {
+			t.Fatalf("item %s not finished: %+v", id, it)
+		}
+		by[it.Reason]++
+	}
+	if by["done by a"] == 0 || by["done by b"] == 0 {
+		t.Errorf("work split %v: one engine did nothing, so overlap was never tested", by)
+	}
+	t.Logf("work split: %v", by)
+}

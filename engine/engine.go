@@ -1,0 +1,280 @@
+// Package engine is the type-agnostic processing engine (DESIGN section 5):
+// a registry of item types, a bounded worker pool fed by notify and by the
+// sweep, and the per-item loop that claims, drains events, decides and
+// executes under a fenced, heartbeated lease.
+//
+// The engine never names an item type; types register a workqueue.ItemType.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/audit"
+)
+
+// Config tunes the engine. DefaultConfig holds the defaults; every field
+// must be set (New refuses zero values it cannot use).
+type Config struct {
+	Workers       int           // concurrent items (DDR-41)
+	Lease         time.Duration // how long a claim holds without a heartbeat
+	Heartbeat     time.Duration // how often a held lease is extended; Lease/3 by default
+	SweepInterval time.Duration // how often the sweep looks for due items
+	SweepBatch    int           // items the sweep takes per query
+	ItemDeadline  time.Duration // wall-clock time one item may hold a worker (DDR-44)
+	MaxAttempts   int           // consecutive failures before an item fails
+	BackoffBase   time.Duration // backoff after the first failure; doubles per failure
+	BackoffMax    time.Duration // backoff cap
+	ShutdownGrace time.Duration // how long Stop lets in-flight items finish
+	HandledTypes  []string      // item types this instance processes; none means none (DDR-25)
+	Owner         string        // lease owner name, e.g. host:pid
+}
+
+// DefaultConfig returns the engine defaults; config files override them.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	return Config{
+		Workers:       10,
+		Lease:         60 * time.Second,
+		Heartbeat:     20 * time.Second,
+		SweepInterval: 60 * time.Second,
+		SweepBatch:    1000,
+		ItemDeadline:  60 * time.Second,
+		MaxAttempts:   5,
+		BackoffBase:   10 * time.Second,
+		BackoffMax:    10 * time.Minute,
+		ShutdownGrace: 30 * time.Second,
+		Owner:         fmt.Sprintf("%s:%d", host, os.Getpid()),
+	}
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Workers < 1:
+		return errors.New("workers must be at least 1")
+	case c.Lease <= 0 || c.Heartbeat <= 0 || c.Heartbeat >= c.Lease:
+		return errors.New("lease must be positive and heartbeat shorter than it")
+	case c.SweepInterval <= 0 || c.SweepBatch < 1:
+		return errors.New("sweep interval and batch must be positive")
+	case c.ItemDeadline <= 0 || c.MaxAttempts < 1 || c.BackoffBase <= 0 || c.BackoffMax < c.BackoffBase:
+		return errors.New("item deadline, max attempts and backoff must be positive")
+	}
+	return nil
+}
+
+// Stats are running totals since the engine started.
+type Stats struct {
+	ItemsExited     int64 // loops that ended with the item idle or terminal
+	ActionsExecuted int64
+	ActionsFailed   int64
+	WritesRefused   int64 // fenced writes refused because the lease was lost
+}
+
+// Engine processes items of its handled types.
+type Engine struct {
+	cfg     Config
+	store   wq.Store
+	clock   clockwork.Clock
+	audit   wq.AuditSink
+	log     *slog.Logger
+	types   map[string]*wq.ItemType
+	handled []string
+	queue   *queue
+
+	started   atomic.Bool
+	stopOnce  sync.Once
+	runCtx    context.Context // cancelled when the grace period ends
+	cancelRun context.CancelFunc
+	sweepStop context.CancelFunc
+	wg        sync.WaitGroup
+
+	itemsExited, actionsExecuted, actionsFailed, writesRefused atomic.Int64
+
+	faults faultHooks
+}
+
+// New returns an engine on store. clock and sink may be nil (the real clock;
+// audit to log). Register item types before Start.
+func New(cfg Config, store wq.Store, clock clockwork.Clock, sink wq.AuditSink, log *slog.Logger) (*Engine, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("engine config: %w", err)
+	}
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if sink == nil {
+		sink = audit.NewLogSink(log)
+	}
+	return &Engine{
+		cfg:   cfg,
+		store: store,
+		clock: clock,
+		audit: audit.Safe(sink, log),
+		log:   log.With("component", "engine"),
+		types: map[string]*wq.ItemType{},
+		queue: newQueue(),
+	}, nil
+}
+
+// Register adds an item type. Registering a name twice, or after Start, is
+// a programming error and panics.
+func (e *Engine) Register(t wq.ItemType) {
+	if e.started.Load() {
+		panic("engine: Register after Start")
+	}
+	if t.Name == "" || t.Decide == nil {
+		panic("engine: item type needs a name and a decider")
+	}
+	if _, dup := e.types[t.Name]; dup {
+		panic(fmt.Sprintf("engine: item type %q registered twice", t.Name))
+	}
+	e.types[t.Name] = &t
+}
+
+// Types returns the names of the registered item types, sorted.
+func (e *Engine) Types() []string {
+	names := make([]string, 0, len(e.types))
+	for n := range e.types {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Start starts the workers and the sweep, which runs at once and then every
+// SweepInterval. Every handled type must be registered.
+func (e *Engine) Start(ctx context.Context) error {
+	for _, name := range e.cfg.HandledTypes {
+		if _, ok := e.types[name]; !ok {
+			return fmt.Errorf("handled type %q is not a registered item type (have %v)", name, e.Types())
+		}
+	}
+	if !e.started.CompareAndSwap(false, true) {
+		return errors.New("engine: started twice")
+	}
+	e.handled = slices.Clone(e.cfg.HandledTypes)
+	e.runCtx, e.cancelRun = context.WithCancel(context.WithoutCancel(ctx))
+	var sweepCtx context.Context
+	sweepCtx, e.sweepStop = context.WithCancel(e.runCtx)
+	for i := range e.cfg.Workers {
+		e.wg.Add(1)
+		go e.work(fmt.Sprintf("%s/w%d", e.cfg.Owner, i))
+	}
+	e.wg.Add(1)
+	go e.sweepLoop(sweepCtx)
+	e.log.Info("engine started", "workers", e.cfg.Workers, "handled_types", e.handled)
+	return nil
+}
+
+// Notify hands an item to the worker pool if this engine handles its type.
+// It never blocks.
+func (e *Engine) Notify(itemType string, id wq.ItemID) {
+	if slices.Contains(e.handled, itemType) {
+		e.queue.Add(id)
+	}
+}
+
+// WaitIdle blocks until no item is queued or being processed. For tests
+// and benchmarks: it waits on the queue's signal, not on time.
+func (e *Engine) WaitIdle(ctx context.Context) error { return e.queue.WaitIdle(ctx) }
+
+// Stats returns running totals.
+func (e *Engine) Stats() Stats {
+	return Stats{
+		ItemsExited:     e.itemsExited.Load(),
+		ActionsExecuted: e.actionsExecuted.Load(),
+		ActionsFailed:   e.actionsFailed.Load(),
+		WritesRefused:   e.writesRefused.Load(),
+	}
+}
+
+// Stop stops the sweep and the intake, lets in-flight items finish within
+// ShutdownGrace (or until ctx ends), then cancels them; every worker
+// releases its lease on the way out (DDR-36).
+func (e *Engine) Stop(ctx context.Context) {
+	if !e.started.Load() {
+		return
+	}
+	e.stopOnce.Do(func() {
+		e.sweepStop()
+		e.queue.Close()
+		done := make(chan struct{})
+		go func() { e.wg.Wait(); close(done) }()
+		grace := e.clock.NewTimer(e.cfg.ShutdownGrace)
+		defer grace.Stop()
+		select {
+		case <-done:
+		case <-grace.Chan():
+			e.log.Warn("shutdown grace period over: abandoning in-flight items")
+		case <-ctx.Done():
+		}
+		e.cancelRun()
+		<-done
+		e.log.Info("engine stopped")
+	})
+}
+
+func (e *Engine) work(name string) {
+	defer e.wg.Done()
+	for {
+		id, ok := e.queue.Get()
+		if !ok {
+			return
+		}
+		e.process(name, id)
+		e.queue.Done(id)
+	}
+}
+
+// Sweep finds due items and notifies them (DESIGN section 5, DDR-35). It
+// returns how many it found. The sweep loop calls it; tests may too.
+func (e *Engine) Sweep(ctx context.Context) (int, error) {
+	ids, err := e.store.DueItems(ctx, e.handled, e.clock.Now(), e.cfg.SweepBatch)
+	if err != nil {
+		return 0, fmt.Errorf("sweep: %w", err)
+	}
+	for _, id := range ids {
+		e.queue.Add(id)
+	}
+	return len(ids), nil
+}
+
+func (e *Engine) sweepLoop(ctx context.Context) {
+	defer e.wg.Done()
+	if len(e.handled) == 0 {
+		return // DDR-25: no handled types, nothing to sweep
+	}
+	ticker := e.clock.NewTicker(e.cfg.SweepInterval)
+	defer ticker.Stop()
+	for {
+		n, err := e.Sweep(ctx)
+		if err != nil && ctx.Err() == nil {
+			e.log.Error("sweep failed", "err", err)
+		}
+		if n == e.cfg.SweepBatch {
+			// More may be due: sweep again once the workers have taken most
+			// of this batch (queued ids would only be found again).
+			if e.queue.WaitBelow(ctx, e.cfg.Workers) == nil {
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.Chan():
+		}
+	}
+}

@@ -1,0 +1,415 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// faultHooks let tests stop a worker at a chosen point as if the process
+// died there: the loop returns at once, without releasing its lease.
+type faultHooks struct {
+	afterEventApplied func(id wq.ItemID) bool // true: die here
+	heartbeatPaused   atomic.Bool              // true: heartbeats do nothing
+}
+
+// worker is one run of the loop for one item under one lease.
+type worker struct {
+	e     *Engine
+	name  string
+	lease wq.Lease
+	typ   *wq.ItemType
+	lost  chan struct{} // closed when the heartbeat finds the lease lost
+}
+
+// process runs the loop for one item: claim, then until the deadline: drain
+// events, decide, execute (DESIGN section 5).
+func (e *Engine) process(name string, id wq.ItemID) {
+	ctx := e.runCtx
+	log := e.log.With("item", id, "worker", name)
+	lease, err := e.store.ClaimItem(ctx, id, name, e.clock.Now(), e.cfg.Lease)
+	if err != nil {
+		if !errors.Is(err, wq.ErrNotClaimable) && wq.ErrorCode(err) != wq.ENOTFOUND && ctx.Err() == nil {
+			log.Error("claim failed", "err", err)
+		}
+		return
+	}
+	item, err := e.store.GetItem(ctx, id)
+	if err != nil {
+		log.Error("load failed", "err", err)
+		e.release(lease)
+		return
+	}
+	typ, ok := e.types[item.ItemType]
+	if !ok || !e.handles(item.ItemType) {
+		e.release(lease)
+		return
+	}
+	w := &worker{e: e, name: name, lease: lease, typ: typ, lost: make(chan struct{})}
+	itemCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hbDone := make(chan struct{})
+	go func() { defer close(hbDone); w.heartbeat(itemCtx, cancel) }()
+	end := w.loop(itemCtx, log)
+	cancel()
+	<-hbDone
+	switch end {
+	case loopExited: // FinishProcessing released the lease with the exit
+	case loopCrashed: // a simulated death keeps its lease until it expires
+	default:
+		e.release(w.lease)
+	}
+}
+
+func (e *Engine) handles(itemType string) bool {
+	for _, t := range e.handled {
+		if t == itemType {
+			return true
+		}
+	}
+	return false
+}
+
+// release gives up a lease even while shutting down.
+func (e *Engine) release(l wq.Lease) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.runCtx), 5*time.Second)
+	defer cancel()
+	if err := e.store.ReleaseLease(ctx, l); err != nil {
+		e.log.Warn("release lease failed; it will expire", "item", l.ItemID, "err", err)
+	}
+}
+
+// heartbeat extends the lease every Heartbeat until ctx ends. If the lease
+// was lost it cancels the item's context so that the loop stops writing.
+func (w *worker) heartbeat(ctx context.Context, cancel context.CancelFunc) {
+	lease := w.lease // its own copy: fencing needs only the token, which never changes
+	t := w.e.clock.NewTicker(w.e.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.Chan():
+			if w.e.faults.heartbeatPaused.Load() {
+				continue
+			}
+			err := w.e.store.ExtendLease(ctx, &lease, w.e.clock.Now(), w.e.cfg.Lease)
+			if errors.Is(err, wq.ErrLeaseLost) {
+				close(w.lost)
+				cancel()
+				return
+			}
+			if err != nil && ctx.Err() == nil {
+				w.e.log.Warn("heartbeat failed", "item", lease.ItemID, "err", err)
+			}
+		}
+	}
+}
+
+// loopEnd says how a loop ended.
+type loopEnd int
+
+const (
+	loopStopped loopEnd = iota // lease lost, error, backoff, deadline or shutdown: release the lease
+	loopExited                 // clean exit: the item is idle or terminal and the lease is released
+	loopCrashed                // a fault hook simulated a crash: keep the lease
+)
+
+// loop runs drain, decide, execute until the item is idle or something
+// stops it.
+func (w *worker) loop(ctx context.Context, log *slog.Logger) loopEnd {
+	e := w.e
+	deadline := e.clock.Now().Add(e.cfg.ItemDeadline)
+	for {
+		if ctx.Err() != nil {
+			return loopStopped
+		}
+		if e.clock.Now().After(deadline) {
+			e.queue.Add(w.lease.ItemID) // DDR-44: yield the worker; go to the back of the queue
+			return loopStopped
+		}
+		// 1. Drain pending events, oldest first.
+		crashed, err := w.drainEvents(ctx)
+		if crashed {
+			return loopCrashed
+		}
+		if err != nil {
+			w.writeFailed(ctx, log, "drain events", err)
+			return loopStopped
+		}
+		// 2. Load and decide.
+		item, err := e.store.GetItem(ctx, w.lease.ItemID)
+		if err != nil {
+			w.writeFailed(ctx, log, "load item", err)
+			return loopStopped
+		}
+		now := e.clock.Now()
+		action := ""
+		if item.Phase == wq.PhaseActive {
+			action = w.typ.Decide(item, now)
+		}
+		if action == "" {
+			exited, err := e.store.FinishProcessing(ctx, w.lease, item.Revision, now)
+			if err != nil {
+				w.writeFailed(ctx, log, "finish processing", err)
+				return loopStopped
+			}
+			if exited {
+				e.itemsExited.Add(1)
+				return loopExited
+			}
+			continue // an event arrived or work was enqueued meanwhile
+		}
+		if !item.RetryAfter.IsZero() && item.RetryAfter.After(now) {
+			return loopStopped // backing off: events were applied, the action waits for the sweep
+		}
+		// 3. Execute.
+		if !w.execute(ctx, log, item, action, now) {
+			return loopStopped
+		}
+	}
+}
+
+func (w *worker) drainEvents(ctx context.Context) (crashed bool, err error) {
+	e := w.e
+	for {
+		ev, err := e.store.NextEvent(ctx, w.lease.ItemID)
+		if err != nil || ev == nil {
+			return false, err
+		}
+		item, err := e.store.GetItem(ctx, w.lease.ItemID)
+		if err != nil {
+			return false, err
+		}
+		var result wq.EventResult
+		handler, known := w.typ.EventHandlers[ev.EventType]
+		if known && item.Phase == wq.PhaseActive {
+			result, err = safeHandle(ctx, handler, item, ev)
+			if err != nil {
+				// A handler that cannot read its event will not read it next
+				// time either: drop it, loudly.
+				e.log.Error("event handler failed; event dropped", "item", item.ID, "event_type", ev.EventType, "err", err)
+				known = false
+				result = wq.EventResult{}
+			}
+		}
+		now := e.clock.Now()
+		applied, err := e.store.ApplyEvent(ctx, w.lease, ev, result, now)
+		if err != nil {
+			return false, err
+		}
+		w.auditEvent(ctx, item, ev, result, applied, known, now)
+		if hook := e.faults.afterEventApplied; hook != nil && hook(w.lease.ItemID) {
+			return true, nil
+		}
+	}
+}
+
+func safeHandle(ctx context.Context, h wq.EventHandler, item *wq.Item, ev *wq.Event) (r wq.EventResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("handler panicked: %v", p)
+		}
+	}()
+	return h(ctx, item, ev)
+}
+
+// execute runs one action; it returns whether the loop goes on.
+func (w *worker) execute(ctx context.Context, log *slog.Logger, item *wq.Item, action string, now time.Time) bool {
+	e := w.e
+	exec, ok := w.typ.Executors[action]
+	if !ok {
+		// An unknown action is a bug in the type: fail the item, record why.
+		err := fmt.Errorf("unknown action %q for item type %s", action, item.ItemType)
+		return w.recordFailure(ctx, log, item, action, err, true) && ctx.Err() == nil
+	}
+	writer := &leaseWriter{w: w, item: item, action: action}
+	err := safeExecute(ctx, exec, &wq.Execution{Item: item, Action: action, Now: now, Writer: writer})
+	e.actionsExecuted.Add(1)
+	if errors.Is(err, wq.ErrLeaseLost) || isLost(w.lost) {
+		return false // refused and audited by the writer; another worker owns the item now
+	}
+	if err != nil {
+		e.actionsFailed.Add(1)
+		// A failed item goes on to the exit decision, which clears
+		// actionable (DDR-49); an item backing off stops here and stays
+		// actionable for the sweep.
+		return w.recordFailure(ctx, log, item, action, err, errors.Is(err, wq.ErrPermanent)) && ctx.Err() == nil
+	}
+	e.audit.WriteAudit(ctx, wq.AuditEntry{Time: e.clock.Now(), EventType: wq.AuditAction, ItemID: item.ID.String(),
+		ItemType: item.ItemType, Actor: w.name, Trigger: map[string]any{"source": "worker", "action": action}})
+	if item.Attempts > 0 || item.Error != "" {
+		if err := e.store.RecordSuccess(ctx, w.lease, e.clock.Now()); err != nil {
+			w.writeFailed(ctx, log, "record success", err)
+			return false
+		}
+	}
+	return true
+}
+
+func isLost(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func safeExecute(ctx context.Context, exec wq.Executor, x *wq.Execution) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("executor panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return exec(ctx, x)
+}
+
+// recordFailure counts a failed action with capped exponential backoff and
+// jitter; at MaxAttempts, or when fail is set, the item fails (DDR-14).
+// It returns whether the item failed.
+func (w *worker) recordFailure(ctx context.Context, log *slog.Logger, item *wq.Item, action string, cause error, fail bool) bool {
+	e := w.e
+	now := e.clock.Now()
+	attempts := item.Attempts + 1
+	fail = fail || attempts >= e.cfg.MaxAttempts
+	f := wq.Failure{Error: fmt.Sprintf("%s: %v", action, cause), Fail: fail}
+	if !fail {
+		f.RetryAfter = now.Add(e.backoff(attempts))
+	}
+	if _, err := e.store.RecordFailure(ctx, w.lease, f, now); err != nil {
+		w.writeFailed(ctx, log, "record failure", err)
+		return false
+	}
+	newState := map[string]any{"attempts": attempts}
+	if fail {
+		newState["phase"] = wq.PhaseFailed
+	} else {
+		newState["retry_after"] = f.RetryAfter
+	}
+	e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditActionFailed, ItemID: item.ID.String(), ItemType: item.ItemType,
+		Actor: w.name, OldState: map[string]any{"phase": item.Phase, "attempts": item.Attempts}, NewState: newState,
+		Trigger: map[string]any{"source": "worker", "action": action, "error": f.Error}})
+	if fail {
+		e.log.Warn("item failed", "item", item.ID, "action", action, "attempts", attempts, "err", cause)
+	}
+	return fail
+}
+
+// backoff is BackoffBase·2^(attempts-1), capped at BackoffMax, with equal
+// jitter: between half and all of it, so that items failing together do
+// not retry together.
+func (e *Engine) backoff(attempts int) time.Duration {
+	d := e.cfg.BackoffBase
+	for i := 1; i < attempts && d < e.cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, e.cfg.BackoffMax)
+	return d/2 + rand.N(d/2+1)
+}
+
+// writeFailed handles an error from a write of the loop itself: a lost
+// lease is audited as a refused write; anything else is logged.
+func (w *worker) writeFailed(ctx context.Context, log *slog.Logger, op string, err error) {
+	if errors.Is(err, wq.ErrLeaseLost) {
+		w.refused(op)
+		return
+	}
+	if ctx.Err() == nil {
+		log.Error(op+" failed", "err", err)
+	}
+}
+
+func (w *worker) refused(op string) {
+	e := w.e
+	e.writesRefused.Add(1)
+	e.audit.WriteAudit(context.WithoutCancel(e.runCtx), wq.AuditEntry{Time: e.clock.Now(), EventType: wq.AuditWriteRefused,
+		ItemID: w.lease.ItemID.String(), Actor: w.name,
+		Trigger: map[string]any{"source": "worker", "reason": "lease_lost", "operation": op}})
+	e.log.Warn("write refused: lease lost", "item", w.lease.ItemID, "worker", w.name, "operation", op)
+}
+
+func (w *worker) auditEvent(ctx context.Context, item *wq.Item, ev *wq.Event, r wq.EventResult, a wq.AppliedEvent, known bool, now time.Time) {
+	e := w.e
+	base := wq.AuditEntry{Time: now, ItemID: item.ID.String(), ItemType: item.ItemType, Actor: w.name,
+		Metadata: map[string]any{"event_id": ev.ID, "event_type": ev.EventType, "source": ev.Source, "delivery_id": ev.DeliveryID}}
+	trigger := map[string]any{"source": "event", "event_type": ev.EventType}
+	for k, v := range r.Trigger {
+		trigger[k] = v
+	}
+	if !known || item.Phase != wq.PhaseActive {
+		entry := base
+		entry.EventType = wq.AuditEventIgnored
+		entry.Trigger = map[string]any{"source": "event", "reason": ignoredReason(known, item.Phase)}
+		e.audit.WriteAudit(ctx, entry)
+		return
+	}
+	if a.PhaseApplied {
+		entry := base
+		entry.EventType = wq.AuditPhaseChange
+		entry.OldState = map[string]any{"phase": a.OldPhase}
+		entry.NewState = map[string]any{"phase": a.NewPhase, "reason": r.Reason}
+		entry.Trigger = trigger
+		e.audit.WriteAudit(ctx, entry)
+	} else if r.Phase != "" && a.Stale {
+		trigger["reason"] = "stale_event"
+	}
+	w.auditDimensions(ctx, item, r.Dimensions, trigger, now)
+}
+
+func ignoredReason(known bool, phase wq.Phase) string {
+	if !known {
+		return "no_handler"
+	}
+	return "item_" + string(phase)
+}
+
+func (w *worker) auditDimensions(ctx context.Context, item *wq.Item, dims []wq.DimensionUpdate, trigger map[string]any, now time.Time) {
+	for _, d := range dims {
+		old := item.Dimensions[d.DimensionKey]
+		entry := wq.AuditEntry{Time: now, EventType: wq.AuditDimensionChange, ItemID: item.ID.String(), ItemType: item.ItemType,
+			Actor: w.name, NewState: map[string]any{"dimension": d.Dimension, "variant": d.Variant, "status": d.Status}, Trigger: trigger}
+		if old.Status != "" {
+			entry.OldState = map[string]any{"dimension": d.Dimension, "variant": d.Variant, "status": old.Status}
+		}
+		if !d.PendingUntil.IsZero() {
+			entry.NewState["pending_until"] = d.PendingUntil
+		}
+		w.e.audit.WriteAudit(ctx, entry)
+	}
+}
+
+// leaseWriter is the executor's fenced ItemWriter.
+type leaseWriter struct {
+	w      *worker
+	item   *wq.Item
+	action string
+}
+
+func (lw *leaseWriter) Apply(ctx context.Context, c wq.Change) error {
+	w := lw.w
+	now := w.e.clock.Now()
+	old, err := w.e.store.ApplyChange(ctx, w.lease, c, now)
+	if errors.Is(err, wq.ErrLeaseLost) {
+		w.refused("apply change (" + lw.action + ")")
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	trigger := map[string]any{"source": "worker", "action": lw.action}
+	if c.Phase != "" && c.Phase != old {
+		w.e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditPhaseChange, ItemID: lw.item.ID.String(),
+			ItemType: lw.item.ItemType, Actor: w.name, OldState: map[string]any{"phase": old},
+			NewState: map[string]any{"phase": c.Phase, "reason": c.Reason}, Trigger: trigger})
+	}
+	w.auditDimensions(ctx, lw.item, c.Dimensions, trigger, now)
+	return nil
+}

@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// queue hands item ids to workers with the client-go workqueue rule: an id
+// is never processed by two workers at once, and an id added while it is
+// being processed is marked dirty and handed out once more after Done.
+type queue struct {
+	mu         sync.Mutex
+	cond       *sync.Cond
+	items      []wq.ItemID
+	dirty      map[wq.ItemID]bool // queued or to be re-queued
+	processing map[wq.ItemID]bool
+	closed     bool
+}
+
+func newQueue() *queue {
+	q := &queue{dirty: map[wq.ItemID]bool{}, processing: map[wq.ItemID]bool{}}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+// Add queues id unless it is queued already; an id being processed is
+// re-queued when it is done.
+func (q *queue) Add(id wq.ItemID) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || q.dirty[id] {
+		return
+	}
+	q.dirty[id] = true
+	if q.processing[id] {
+		return
+	}
+	q.items = append(q.items, id)
+	q.cond.Broadcast()
+}
+
+// Get blocks until an id is available or the queue is closed (ok false).
+func (q *queue) Get() (wq.ItemID, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if len(q.items) == 0 {
+		return wq.ItemID{}, false
+	}
+	id := q.items[0]
+	q.items[0] = wq.ItemID{}
+	q.items = q.items[1:]
+	q.processing[id] = true
+	delete(q.dirty, id)
+	q.cond.Broadcast()
+	return id, true
+}
+
+// Done ends the processing of id and re-queues it if it was added since.
+func (q *queue) Done(id wq.ItemID) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.processing, id)
+	if q.dirty[id] && !q.closed {
+		q.items = append(q.items, id)
+	}
+	q.cond.Broadcast()
+}
+
+// Len is the number of ids waiting for a worker.
+func (q *queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}
+
+// Close wakes every waiter; Get returns false once the queue is empty and
+// queued ids are dropped (the sweep finds them again after a restart).
+func (q *queue) Close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	q.items = nil
+	q.cond.Broadcast()
+}
+
+// waitUntil blocks until cond holds (checked under the lock after every
+// change) or ctx ends.
+func (q *queue) waitUntil(ctx context.Context, cond func() bool) error {
+	stop := context.AfterFunc(ctx, func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.cond.Broadcast()
+	})
+	defer stop()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for !cond() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		q.cond.Wait()
+	}
+	return nil
+}
+
+// WaitBelow blocks until fewer than n ids wait, or the queue closed.
+func (q *queue) WaitBelow(ctx context.Context, n int) error {
+	return q.waitUntil(ctx, func() bool { return len(q.items) < n || q.closed })
+}
+
+// WaitIdle blocks until nothing is queued or being processed.
+func (q *queue) WaitIdle(ctx context.Context) error {
+	return q.waitUntil(ctx, func() bool { return len(q.items) == 0 && len(q.processing) == 0 })
+}

@@ -2,9 +2,9 @@ package engine
 
 import (
 	"context"
-	"log/slog"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
 	"sync/atomic"
@@ -17,7 +17,7 @@ import (
 // died there: the loop returns at once, without releasing its lease.
 type faultHooks struct {
 	afterEventApplied func(id wq.ItemID) bool // true: die here
-	heartbeatPaused   atomic.Bool              // true: heartbeats do nothing
+	heartbeatPaused   atomic.Bool             // true: heartbeats do nothing
 }
 
 // worker is one run of the loop for one item under one lease.

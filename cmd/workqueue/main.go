@@ -1,0 +1,183 @@
+// Command workqueue is the work queue service and its command-line tools.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCommand(os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "workqueue:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "workqueue",
+		Short: "Drive desired changes to a code forge safely on behalf of untrusted automation",
+		Long: `workqueue stands between untrusted automation (AI agents, CI jobs, scripts)
+and trusted writes to a code forge. Callers submit desired state as data;
+the service inspects it, then drives each item to completion.
+
+Start the service with 'workqueue serve'. With no configuration at all it
+runs on SQLite in the working directory and listens on 127.0.0.1:8080.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newServeCommand(), newMigrateCommand())
+	return root
+}
+
+// configFlags are the flags every command that reads the configuration
+// shares.
+type configFlags struct {
+	file     string
+	database string
+}
+
+func (f *configFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.file, "config", os.Getenv("WORKQUEUE_CONFIG"),
+		"YAML configuration file (default $WORKQUEUE_CONFIG; none: built-in defaults)")
+	cmd.Flags().StringVar(&f.database, "db", "",
+		"database URL, overriding the file: sqlite:///abs/path.db, sqlite:relative.db or postgres://…")
+}
+
+// load reads the file (or the defaults) and applies overrides, then
+// validates the result.
+func (f *configFlags) load(cmd *cobra.Command, override func(*config.Config)) (config.Config, error) {
+	cfg := config.Default()
+	if f.file != "" {
+		var err error
+		if cfg, err = config.Load(f.file); err != nil {
+			return cfg, err
+		}
+	}
+	if cmd.Flags().Changed("db") {
+		cfg.Database = f.database
+	}
+	if override != nil {
+		override(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
+}
+
+func newLogger(w io.Writer, c config.Log) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(c.Level)) // validated already
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func newServeCommand() *cobra.Command {
+	var flags configFlags
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the service: HTTP API, processing engine and sweep",
+		Long: `Run the service until SIGINT or SIGTERM.
+
+It opens the database (applying migrations unless auto_migrate is false),
+starts the processing engine for the configured handled_types, and serves
+HTTP: GET /healthz (process up) and GET /readyz (database reachable and
+schema current). On a signal it stops taking work, lets in-flight items
+finish within processing.shutdown_grace, and releases their leases.
+
+With no --config and no $WORKQUEUE_CONFIG it uses the defaults: SQLite in
+./workqueue.db and 127.0.0.1:8080.`,
+		Example: `  workqueue serve
+  workqueue serve --config /etc/workqueue.yaml
+  workqueue serve --db postgres://wq@db:5432/wq --listen 0.0.0.0:8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := flags.load(cmd, func(c *config.Config) {
+				if cmd.Flags().Changed("listen") {
+					c.Listen = listen
+				}
+			})
+			if err != nil {
+				return err
+			}
+			log := newLogger(cmd.ErrOrStderr(), cfg.Log)
+			m := NewMain(cfg, log)
+			if err := m.Run(cmd.Context()); err != nil {
+				m.Close()
+				return err
+			}
+			<-cmd.Context().Done()
+			log.Info("shutting down")
+			return m.Close()
+		},
+	}
+	flags.register(cmd)
+	cmd.Flags().StringVar(&listen, "listen", "", "HTTP listen address, overriding the file (default 127.0.0.1:8080)")
+	return cmd
+}
+
+func newMigrateCommand() *cobra.Command {
+	var flags configFlags
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply pending database migrations and report the schema version",
+		Long: `Apply the database migrations that are not applied yet, each in its own
+transaction, and report the schema version. Running it again applies
+nothing. Several instances may run it at once on PostgreSQL: they take
+turns under an advisory lock.`,
+		Example: `  workqueue migrate --db sqlite:workqueue.db
+  workqueue migrate --db postgres://wq@db:5432/wq`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := flags.load(cmd, nil)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			s, err := store.Open(ctx, cfg.Database)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			applied, err := s.Migrate(ctx)
+			if err != nil {
+				return err
+			}
+			version, latest, err := s.SchemaVersion(ctx)
+			if err != nil {
+				return err
+			}
+			if version != latest {
+				return errors.New("schema not current after migrating")
+			}
+			if len(applied) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "schema already at version %d; nothing to apply\n", version)
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "applied migrations %v; schema at version %d\n", applied, version)
+			}
+			return nil
+		},
+	}
+	flags.register(cmd)
+	return cmd
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/store"
+	"github.com/workqueue-dev/workqueue/store/migration"
+)
+
+// runCommand runs the CLI in process and returns what it printed.
+func runCommand(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := newRootCommand(&out, &out)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func TestMigrateTwiceOnPostgresLeavesOneSchemaVersion(t *testing.T) {
+	url := testdb.URL(t, store.KindPostgres)
+	out, err := runCommand(t, "migrate", "--db", url)
+	if err != nil || !strings.Contains(out, "applied migrations [1]") {
+		t.Fatalf("first migrate: %v\n%s", err, out)
+	}
+	out, err = runCommand(t, "migrate", "--db", url)
+	if err != nil || !strings.Contains(out, "nothing to apply") {
+		t.Fatalf("second migrate: %v\n%s", err, out)
+	}
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var rows, version int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*), max(version) FROM `+migration.VersionTable).Scan(&rows, &version); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 || version != 1 {
+		t.Errorf("version table has %d rows, max version %d; want one row at version 1", rows, version)
+	}
+}
+
+func TestMigrateRefusesABadDatabaseURL(t *testing.T) {
+	_, err := runCommand(t, "migrate", "--db", "mysql://u:hunter2@h/db")
+	if err == nil || !strings.Contains(err.Error(), "database:") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("err = %v; want a database error without the password", err)
+	}
+}
+
+func TestServeWithZeroConfigRunsOnSQLiteInTheWorkingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	m := NewMain(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready"} {
+		resp, err := http.Get("http://" + m.Addr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || body["status"] != want {
+			t.Errorf("GET %s = %d %v", path, resp.StatusCode, body)
+		}
+	}
+	if _, err := store.Open(context.Background(), "sqlite:"+dir+"/workqueue.db"); err != nil {
+		t.Errorf("no database in the working directory: %v", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+func TestHelpExplainsEveryCommand(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"serve", "--help"}, {"migrate", "--help"}} {
+		out, err := runCommand(t, args...)
+		if err != nil || !strings.Contains(out, "Usage:") {
+			t.Errorf("%v: %v\n%s", args, err, out)
+		}
+	}
+	out, _ := runCommand(t, "serve", "--help")
+	for _, flag := range []string{"--config", "--listen", "--db"} {
+		if !strings.Contains(out, flag) {
+			t.Errorf("serve --help does not mention %s", flag)
+		}
+	}
+}

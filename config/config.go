@@ -1,0 +1,268 @@
+// Package config loads workqueue's YAML configuration: defaults in one
+// place (Default), the file decoded strictly (unknown keys are errors), and
+// Validate returning errors that name the field.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/workqueue-dev/workqueue/engine"
+	"github.com/workqueue-dev/workqueue/store"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	// Listen is the HTTP listen address.
+	Listen string `yaml:"listen"`
+	// Database is sqlite:///absolute/path.db, sqlite:relative.db or postgres://….
+	Database string `yaml:"database"`
+	// AutoMigrate applies pending migrations when serve starts.
+	AutoMigrate bool `yaml:"auto_migrate"`
+	// HandledTypes are the item types this instance processes; empty means
+	// none (DDR-25).
+	HandledTypes []string `yaml:"handled_types"`
+	// Processing tunes the engine.
+	Processing Processing `yaml:"processing"`
+	// Log sets the log level and format.
+	Log Log `yaml:"log"`
+	// Example tunes the example item type (tests and demos).
+	Example Example `yaml:"example"`
+}
+
+// Processing tunes the engine; see engine.Config for each field's meaning.
+type Processing struct {
+	Workers       int      `yaml:"workers"`
+	Lease         Duration `yaml:"lease"`
+	Heartbeat     Duration `yaml:"heartbeat"` // 0: a third of lease
+	SweepInterval Duration `yaml:"sweep_interval"`
+	SweepBatch    int      `yaml:"sweep_batch"`
+	ItemDeadline  Duration `yaml:"item_deadline"`
+	MaxAttempts   int      `yaml:"max_attempts"`
+	BackoffBase   Duration `yaml:"backoff_base"`
+	BackoffMax    Duration `yaml:"backoff_max"`
+	ShutdownGrace Duration `yaml:"shutdown_grace"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // text or json
+}
+
+// Example tunes the example item type.
+type Example struct {
+	StepDelay Duration `yaml:"step_delay"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("30s").
+type Duration time.Duration
+
+// UnmarshalYAML accepts only duration strings: a bare number has no unit
+// and would silently mean nanoseconds.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		return fmt.Errorf("line %d: want a duration such as 30s or 5m, got %q", n.Line, n.Value)
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: want a duration such as 30s or 5m, got %q", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// Default returns the configuration used when no file is given: SQLite in
+// the working directory, a loopback listener, and the engine defaults.
+func Default() Config {
+	e := engine.DefaultConfig()
+	return Config{
+		Listen:      "127.0.0.1:8080",
+		Database:    "sqlite:workqueue.db",
+		AutoMigrate: true,
+		Processing: Processing{
+			Workers:       e.Workers,
+			Lease:         Duration(e.Lease),
+			SweepInterval: Duration(e.SweepInterval),
+			SweepBatch:    e.SweepBatch,
+			ItemDeadline:  Duration(e.ItemDeadline),
+			MaxAttempts:   e.MaxAttempts,
+			BackoffBase:   Duration(e.BackoffBase),
+			BackoffMax:    Duration(e.BackoffMax),
+			ShutdownGrace: Duration(e.ShutdownGrace),
+		},
+		Log: Log{Level: "info", Format: "text"},
+	}
+}
+
+// maxFileSize bounds the configuration file: it is read whole.
+const maxFileSize = 1 << 20
+
+// Load reads the file at path over the defaults and validates the result.
+func Load(path string) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	cfg, err := Parse(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes a configuration document over the defaults, strictly, and
+// validates it. An empty document gives the defaults.
+func Parse(r io.Reader) (Config, error) {
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return Config{}, err
+	}
+	if len(body) > maxFileSize {
+		return Config{}, fmt.Errorf("larger than %d bytes", maxFileSize)
+	}
+	cfg := Default()
+	dec := yaml.NewDecoder(bytes.NewReader(body))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("decode: %w", err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return Config{}, errors.New("decode: want one YAML document, found more")
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Validate checks every field and returns all problems, each naming its
+// field.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if _, port, err := net.SplitHostPort(c.Listen); err != nil || port == "" {
+		bad("listen", "want host:port, such as 127.0.0.1:8080, got %q", c.Listen)
+	}
+	if _, _, err := store.ParseURL(c.Database); err != nil {
+		bad("database", "want sqlite:///absolute/path.db, sqlite:relative.db or postgres://…, got %q", RedactURL(c.Database))
+	}
+	seen := map[string]bool{}
+	for i, t := range c.HandledTypes {
+		if t == "" || seen[t] {
+			bad(fmt.Sprintf("handled_types[%d]", i), "empty or repeated type %q", t)
+		}
+		seen[t] = true
+	}
+	p := c.Processing
+	if p.Workers < 1 || p.Workers > 1000 {
+		bad("processing.workers", "must be between 1 and 1000, got %d", p.Workers)
+	}
+	if p.Lease < Duration(time.Second) {
+		bad("processing.lease", "must be at least 1s, got %s", time.Duration(p.Lease))
+	}
+	if p.Heartbeat < 0 || (p.Heartbeat > 0 && p.Heartbeat >= p.Lease) {
+		bad("processing.heartbeat", "must be shorter than processing.lease (%s), got %s", time.Duration(p.Lease), time.Duration(p.Heartbeat))
+	}
+	if p.SweepInterval < Duration(100*time.Millisecond) {
+		bad("processing.sweep_interval", "must be at least 100ms, got %s", time.Duration(p.SweepInterval))
+	}
+	if p.SweepBatch < 1 || p.SweepBatch > 100000 {
+		bad("processing.sweep_batch", "must be between 1 and 100000, got %d", p.SweepBatch)
+	}
+	if p.ItemDeadline <= 0 {
+		bad("processing.item_deadline", "must be positive, got %s", time.Duration(p.ItemDeadline))
+	}
+	if p.MaxAttempts < 1 {
+		bad("processing.max_attempts", "must be at least 1, got %d", p.MaxAttempts)
+	}
+	if p.BackoffBase <= 0 {
+		bad("processing.backoff_base", "must be positive, got %s", time.Duration(p.BackoffBase))
+	}
+	if p.BackoffMax < p.BackoffBase {
+		bad("processing.backoff_max", "must be at least processing.backoff_base (%s), got %s", time.Duration(p.BackoffBase), time.Duration(p.BackoffMax))
+	}
+	if p.ShutdownGrace < 0 {
+		bad("processing.shutdown_grace", "must not be negative, got %s", time.Duration(p.ShutdownGrace))
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
+		bad("log.level", "want debug, info, warn or error, got %q", c.Log.Level)
+	}
+	if !slices.Contains([]string{"text", "json"}, c.Log.Format) {
+		bad("log.format", "want text or json, got %q", c.Log.Format)
+	}
+	if c.Example.StepDelay < 0 {
+		bad("example.step_delay", "must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+// Engine returns the engine configuration.
+func (c Config) Engine() engine.Config {
+	e := engine.DefaultConfig()
+	p := c.Processing
+	e.Workers = p.Workers
+	e.Lease = time.Duration(p.Lease)
+	e.Heartbeat = time.Duration(p.Heartbeat)
+	if e.Heartbeat == 0 {
+		e.Heartbeat = e.Lease / 3
+	}
+	e.SweepInterval = time.Duration(p.SweepInterval)
+	e.SweepBatch = p.SweepBatch
+	e.ItemDeadline = time.Duration(p.ItemDeadline)
+	e.MaxAttempts = p.MaxAttempts
+	e.BackoffBase = time.Duration(p.BackoffBase)
+	e.BackoffMax = time.Duration(p.BackoffMax)
+	e.ShutdownGrace = time.Duration(p.ShutdownGrace)
+	e.HandledTypes = slices.Clone(c.HandledTypes)
+	return e
+}
+
+// Redacted returns the configuration as one line of JSON with secrets
+// hidden, for the start-up log.
+func (c Config) Redacted() string {
+	c.Database = RedactURL(c.Database)
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		return "(unprintable: " + err.Error() + ")"
+	}
+	var doc any
+	if err := yaml.Unmarshal(out, &doc); err != nil {
+		return "(unprintable: " + err.Error() + ")"
+	}
+	line, err := json.Marshal(doc)
+	if err != nil {
+		return "(unprintable: " + err.Error() + ")"
+	}
+	return string(line)
+}
+
+// RedactURL hides a password in a database URL.
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		if strings.Contains(s, "@") {
+			return "(redacted)"
+		}
+		return s
+	}
+	return u.Redacted()
+}

@@ -393,37 +393,14 @@ func (s *Store) FinishProcessing(ctx context.Context, l wq.Lease, seen int64, no
 }
 
 // DueItems finds the items the sweep should process, through three indexed
-// discovery paths.
+// discovery paths. CROSS JOIN pins SQLite's join order: each path starts
+// from its small set of due rows and looks items up by primary key, instead
+// of walking every active item (the planner's choice otherwise).
 func (s *Store) DueItems(ctx context.Context, types []string, now time.Time, limit int) ([]wq.ItemID, error) {
 	if len(types) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	in := "(" + strings.TrimSuffix(strings.Repeat("?,", len(types)), ",") + ")"
-	var args []any
-	addTypes := func() {
-		for _, t := range types {
-			args = append(args, t)
-		}
-	}
-	n := ts(now)
-	q := `SELECT id FROM work_items INDEXED BY work_items_sweep_actionable
-		WHERE actionable = 1 AND phase = 'active' AND item_type IN ` + in + `
-		AND (retry_after IS NULL OR retry_after <= ?) AND (leased_until IS NULL OR leased_until < ?)
-	UNION
-	SELECT w.id FROM (SELECT DISTINCT work_item_id FROM pending_events) e JOIN work_items w ON w.id = e.work_item_id
-		WHERE w.phase = 'active' AND w.item_type IN ` + in + ` AND (w.leased_until IS NULL OR w.leased_until < ?)
-	UNION
-	SELECT w.id FROM work_item_statuses s INDEXED BY work_item_statuses_sweep_pending JOIN work_items w ON w.id = s.work_item_id
-		WHERE s.pending_until IS NOT NULL AND s.status = 'true' AND s.pending_until <= ?
-		AND w.phase = 'active' AND w.item_type IN ` + in + `
-		AND (w.retry_after IS NULL OR w.retry_after <= ?) AND (w.leased_until IS NULL OR w.leased_until < ?)
-	LIMIT ?`
-	addTypes()
-	args = append(args, n, n)
-	addTypes()
-	args = append(args, n, n)
-	addTypes()
-	args = append(args, n, n, limit)
+	q, args := dueItemsQuery(types, now, limit)
 	rows, err := s.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("find due items: %w", translate(err))
@@ -442,4 +419,35 @@ func (s *Store) DueItems(ctx context.Context, types []string, now time.Time, lim
 		ids = append(ids, u)
 	}
 	return ids, translate(rows.Err())
+}
+
+// dueItemsQuery is the sweep's query (its plan is tested in plan_test.go).
+func dueItemsQuery(types []string, now time.Time, limit int) (string, []any) {
+	in := "(" + strings.TrimSuffix(strings.Repeat("?,", len(types)), ",") + ")"
+	var args []any
+	addTypes := func() {
+		for _, t := range types {
+			args = append(args, t)
+		}
+	}
+	n := ts(now)
+	q := `SELECT id FROM work_items INDEXED BY work_items_sweep_actionable
+		WHERE actionable = 1 AND phase = 'active' AND item_type IN ` + in + `
+		AND (retry_after IS NULL OR retry_after <= ?) AND (leased_until IS NULL OR leased_until < ?)
+	UNION
+	SELECT w.id FROM (SELECT DISTINCT work_item_id FROM pending_events) e CROSS JOIN work_items w ON w.id = e.work_item_id
+		WHERE w.phase = 'active' AND w.item_type IN ` + in + ` AND (w.leased_until IS NULL OR w.leased_until < ?)
+	UNION
+	SELECT w.id FROM work_item_statuses s INDEXED BY work_item_statuses_sweep_pending CROSS JOIN work_items w ON w.id = s.work_item_id
+		WHERE s.pending_until IS NOT NULL AND s.status = 'true' AND s.pending_until <= ?
+		AND w.phase = 'active' AND w.item_type IN ` + in + `
+		AND (w.retry_after IS NULL OR w.retry_after <= ?) AND (w.leased_until IS NULL OR w.leased_until < ?)
+	LIMIT ?`
+	addTypes()
+	args = append(args, n, n)
+	addTypes()
+	args = append(args, n, n)
+	addTypes()
+	args = append(args, n, n, limit)
+	return q, args
 }

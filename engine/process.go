@@ -57,7 +57,7 @@ func (e *Engine) process(name string, id wq.ItemID) {
 	defer cancel()
 	hbDone := make(chan struct{})
 	go func() { defer close(hbDone); w.heartbeat(itemCtx, cancel) }()
-	end := w.loop(itemCtx, log)
+	end := w.loop(itemCtx, log, item)
 	cancel()
 	<-hbDone
 	switch end {
@@ -123,10 +123,14 @@ const (
 )
 
 // loop runs drain, decide, execute until the item is idle or something
-// stops it.
-func (w *worker) loop(ctx context.Context, log *slog.Logger) loopEnd {
+// stops it. item is the item as loaded right after the claim.
+func (w *worker) loop(ctx context.Context, log *slog.Logger, item *wq.Item) loopEnd {
 	e := w.e
 	deadline := e.clock.Now().Add(e.cfg.ItemDeadline)
+	// Every event insert bumps the item's revision, so events need draining
+	// only when the revision moved since the last drain. Revisions start at
+	// 1: the first pass always drains.
+	var drainedAt int64
 	for {
 		if ctx.Err() != nil {
 			return loopStopped
@@ -135,21 +139,30 @@ func (w *worker) loop(ctx context.Context, log *slog.Logger) loopEnd {
 			e.queue.Add(w.lease.ItemID) // DDR-44: yield the worker; go to the back of the queue
 			return loopStopped
 		}
+		var err error
+		if item == nil {
+			if item, err = e.store.GetItem(ctx, w.lease.ItemID); err != nil {
+				w.writeFailed(ctx, log, "load item", err)
+				return loopStopped
+			}
+		}
 		// 1. Drain pending events, oldest first.
-		crashed, err := w.drainEvents(ctx)
-		if crashed {
-			return loopCrashed
+		if item.Revision != drainedAt {
+			applied, crashed, err := w.drainEvents(ctx)
+			if crashed {
+				return loopCrashed
+			}
+			if err != nil {
+				w.writeFailed(ctx, log, "drain events", err)
+				return loopStopped
+			}
+			drainedAt = item.Revision
+			if applied > 0 {
+				item = nil
+				continue // load the state the events left
+			}
 		}
-		if err != nil {
-			w.writeFailed(ctx, log, "drain events", err)
-			return loopStopped
-		}
-		// 2. Load and decide.
-		item, err := e.store.GetItem(ctx, w.lease.ItemID)
-		if err != nil {
-			w.writeFailed(ctx, log, "load item", err)
-			return loopStopped
-		}
+		// 2. Decide.
 		now := e.clock.Now()
 		action := ""
 		if item.Phase == wq.PhaseActive {
@@ -165,6 +178,7 @@ func (w *worker) loop(ctx context.Context, log *slog.Logger) loopEnd {
 				e.itemsExited.Add(1)
 				return loopExited
 			}
+			item = nil
 			continue // an event arrived or work was enqueued meanwhile
 		}
 		if !item.RetryAfter.IsZero() && item.RetryAfter.After(now) {
@@ -174,19 +188,22 @@ func (w *worker) loop(ctx context.Context, log *slog.Logger) loopEnd {
 		if !w.execute(ctx, log, item, action, now) {
 			return loopStopped
 		}
+		item = nil
 	}
 }
 
-func (w *worker) drainEvents(ctx context.Context) (crashed bool, err error) {
+// drainEvents applies every pending event, oldest first, and returns how
+// many it applied.
+func (w *worker) drainEvents(ctx context.Context) (applied int, crashed bool, err error) {
 	e := w.e
 	for {
 		ev, err := e.store.NextEvent(ctx, w.lease.ItemID)
 		if err != nil || ev == nil {
-			return false, err
+			return applied, false, err
 		}
 		item, err := e.store.GetItem(ctx, w.lease.ItemID)
 		if err != nil {
-			return false, err
+			return applied, false, err
 		}
 		var result wq.EventResult
 		handler, known := w.typ.EventHandlers[ev.EventType]
@@ -201,13 +218,14 @@ func (w *worker) drainEvents(ctx context.Context) (crashed bool, err error) {
 			}
 		}
 		now := e.clock.Now()
-		applied, err := e.store.ApplyEvent(ctx, w.lease, ev, result, now)
+		outcome, err := e.store.ApplyEvent(ctx, w.lease, ev, result, now)
 		if err != nil {
-			return false, err
+			return applied, false, err
 		}
-		w.auditEvent(ctx, item, ev, result, applied, known, now)
+		applied++
+		w.auditEvent(ctx, item, ev, result, outcome, known, now)
 		if hook := e.faults.afterEventApplied; hook != nil && hook(w.lease.ItemID) {
-			return true, nil
+			return applied, true, nil
 		}
 	}
 }

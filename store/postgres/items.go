@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	wq "github.com/workqueue-dev/workqueue"
 )
@@ -80,14 +81,21 @@ func upsertDimensions(ctx context.Context, tx pgx.Tx, id wq.ItemID, dims []wq.Di
 	return nil
 }
 
-// GetItem returns the item with its dimensions.
+// GetItem returns the item with its dimensions. Both queries go in one
+// batch: one round trip, and one snapshot (the batch is one implicit
+// transaction).
 func (s *Store) GetItem(ctx context.Context, id wq.ItemID) (*wq.Item, error) {
-	it, err := scanItem(s.pool.QueryRow(ctx, `SELECT `+itemColumns+` FROM work_items WHERE id = $1`, id))
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+itemColumns+` FROM work_items WHERE id = $1`, id)
+	b.Queue(`SELECT dimension, variant, status, detail::text, pending_until, updated_at
+		FROM work_item_statuses WHERE work_item_id = $1`, id)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	it, err := scanItem(br.QueryRow())
 	if err != nil {
 		return nil, fmt.Errorf("get item %s: %w", id, err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT dimension, variant, status, detail::text, pending_until, updated_at
-		FROM work_item_statuses WHERE work_item_id = $1`, id)
+	rows, err := br.Query()
 	if err != nil {
 		return nil, fmt.Errorf("get dimensions of %s: %w", id, translate(err))
 	}
@@ -335,29 +343,41 @@ func (s *Store) ApplyEvent(ctx context.Context, l wq.Lease, ev *wq.Event, r wq.E
 }
 
 // FinishProcessing is the loop's exit decision, under the per-item
-// advisory lock shared with InsertEvent (DDR-34).
+// advisory lock shared with InsertEvent (DDR-34). The lock and the
+// conditional update go in one batch, which runs as one implicit
+// transaction: one round trip. The update's snapshot is taken after the
+// lock is held, so it sees every event whose insert committed before.
 func (s *Store) FinishProcessing(ctx context.Context, l wq.Lease, seen int64, now time.Time) (bool, error) {
-	exited := false
-	err := s.fenced(ctx, l, "finish processing", func(tx pgx.Tx, _ wq.Phase) error {
-		if err := lockItemTx(ctx, tx, l.ItemID); err != nil {
-			return err
-		}
-		var pending bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pending_events WHERE work_item_id = $1)`, l.ItemID).Scan(&pending); err != nil {
-			return translate(err)
-		}
-		if pending {
-			return nil
-		}
-		tag, err := tx.Exec(ctx, `UPDATE work_items SET actionable = false, leased_until = NULL, lease_token = NULL, lease_owner = NULL
-			WHERE id = $1 AND revision = $2`, l.ItemID, seen)
-		if err != nil {
-			return translate(err)
-		}
-		exited = tag.RowsAffected() == 1
-		return nil
-	})
-	return exited, err
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, lockItem, itemLockKey(l.ItemID))
+	b.Queue(`UPDATE work_items SET actionable = false, leased_until = NULL, lease_token = NULL, lease_owner = NULL
+		WHERE id = $1 AND lease_token = $2 AND revision = $3
+		AND NOT EXISTS (SELECT 1 FROM pending_events WHERE work_item_id = $1)`, l.ItemID, l.Token, seen)
+	br := s.pool.SendBatch(ctx, b)
+	_, err := br.Exec()
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, fmt.Errorf("finish processing %s: %w", l.ItemID, translate(err))
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	// Not exited: the loop goes on, unless the lease is gone.
+	var held bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM work_items WHERE id = $1 AND lease_token = $2)`,
+		l.ItemID, l.Token).Scan(&held); err != nil {
+		return false, fmt.Errorf("finish processing %s: %w", l.ItemID, translate(err))
+	}
+	if !held {
+		return false, fmt.Errorf("finish processing %s: %w", l.ItemID, wq.ErrLeaseLost)
+	}
+	return false, nil
 }
 
 // DueItems finds the items the sweep should process, through three indexed

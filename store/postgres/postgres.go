@@ -46,6 +46,16 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if cfg.MaxConns < 20 {
 		cfg.MaxConns = 20 // a worker pool of 10 plus the sweep, heartbeats and the API
 	}
+	// Plan every execution with the current statistics. pgx prepares each
+	// statement once per connection, and PostgreSQL then settles on a
+	// generic plan made from the statistics of that moment: on a new
+	// database that filled up quickly, that was a sequential scan of
+	// work_item_statuses for every item load (1.2 ms instead of 0.01 ms at
+	// 20,000 items, a third of all server time). Our statements are small,
+	// so planning each time costs little. A plan_cache_mode in the URL wins.
+	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", translate(err))

@@ -45,35 +45,30 @@ runs on SQLite in the working directory and listens on 127.0.0.1:8080.`,
 	return root
 }
 
-// configFlags are the flags every command that reads the configuration
-// shares.
-type configFlags struct {
-	file     string
-	database string
-}
-
-func (f *configFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.file, "config", os.Getenv("WORKQUEUE_CONFIG"),
+// registerConfigFlags adds the flags of every command that reads the
+// configuration.
+func registerConfigFlags(cmd *cobra.Command) {
+	cmd.Flags().String("config", os.Getenv("WORKQUEUE_CONFIG"),
 		"YAML configuration file (default $WORKQUEUE_CONFIG; none: built-in defaults)")
-	cmd.Flags().StringVar(&f.database, "db", "",
+	cmd.Flags().String("db", "",
 		"database URL, overriding the file: sqlite:///abs/path.db, sqlite:relative.db or postgres://…")
 }
 
-// load reads the file (or the defaults) and applies overrides, then
-// validates the result.
-func (f *configFlags) load(cmd *cobra.Command, override func(*config.Config)) (config.Config, error) {
+// loadConfig returns a command's effective configuration: the file (or the
+// defaults), with the --db and --listen flags that were given applied over
+// it, validated.
+func loadConfig(cmd *cobra.Command) (config.Config, error) {
 	cfg := config.Default()
-	if f.file != "" {
+	if file, _ := cmd.Flags().GetString("config"); file != "" {
 		var err error
-		if cfg, err = config.Load(f.file); err != nil {
+		if cfg, err = config.Load(file); err != nil {
 			return cfg, err
 		}
 	}
-	if cmd.Flags().Changed("db") {
-		cfg.Database = f.database
-	}
-	if override != nil {
-		override(&cfg)
+	for name, field := range map[string]*string{"db": &cfg.Database, "listen": &cfg.Listen} {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			*field = f.Value.String()
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
@@ -92,8 +87,6 @@ func newLogger(w io.Writer, c config.Log) *slog.Logger {
 }
 
 func newServeCommand() *cobra.Command {
-	var flags configFlags
-	var listen string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: HTTP API, processing engine and sweep",
@@ -112,11 +105,7 @@ With no --config and no $WORKQUEUE_CONFIG it uses the defaults: SQLite in
   workqueue serve --db postgres://wq@db:5432/wq --listen 0.0.0.0:8080`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := flags.load(cmd, func(c *config.Config) {
-				if cmd.Flags().Changed("listen") {
-					c.Listen = listen
-				}
-			})
+			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
 			}
@@ -131,13 +120,12 @@ With no --config and no $WORKQUEUE_CONFIG it uses the defaults: SQLite in
 			return m.Close()
 		},
 	}
-	flags.register(cmd)
-	cmd.Flags().StringVar(&listen, "listen", "", "HTTP listen address, overriding the file (default 127.0.0.1:8080)")
+	registerConfigFlags(cmd)
+	cmd.Flags().String("listen", "", "HTTP listen address, overriding the file (default 127.0.0.1:8080)")
 	return cmd
 }
 
 func newMigrateCommand() *cobra.Command {
-	var flags configFlags
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply pending database migrations and report the schema version",
@@ -149,7 +137,7 @@ turns under an advisory lock.`,
   workqueue migrate --db postgres://wq@db:5432/wq`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := flags.load(cmd, nil)
+			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
 			}
@@ -178,6 +166,6 @@ turns under an advisory lock.`,
 			return nil
 		},
 	}
-	flags.register(cmd)
+	registerConfigFlags(cmd)
 	return cmd
 }

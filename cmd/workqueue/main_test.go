@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
 
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
@@ -101,5 +103,39 @@ func TestHelpExplainsEveryCommand(t *testing.T) {
 		if !strings.Contains(out, flag) {
 			t.Errorf("serve --help does not mention %s", flag)
 		}
+	}
+}
+
+func TestFlagsOverrideTheConfigFile(t *testing.T) {
+	file := t.TempDir() + "/wq.yaml"
+	if err := os.WriteFile(file, []byte("listen: 127.0.0.1:9000\ndatabase: sqlite:from-file.db\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// effective runs serve with args, capturing its configuration instead
+	// of serving.
+	effective := func(args ...string) (config.Config, error) {
+		var got config.Config
+		cmd := newServeCommand()
+		cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+			var err error
+			got, err = loadConfig(cmd)
+			return err
+		}
+		cmd.SetArgs(args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		return got, err
+	}
+	got, err := effective("--config", file, "--db", "sqlite:from-flag.db", "--listen", "127.0.0.1:9001")
+	if err != nil || got.Database != "sqlite:from-flag.db" || got.Listen != "127.0.0.1:9001" {
+		t.Errorf("with flags: database %q listen %q (%v); want the flags' values", got.Database, got.Listen, err)
+	}
+	got, err = effective("--config", file)
+	if err != nil || got.Database != "sqlite:from-file.db" || got.Listen != "127.0.0.1:9000" {
+		t.Errorf("without flags: database %q listen %q (%v); want the file's values", got.Database, got.Listen, err)
+	}
+	if _, err := effective("--config", file, "--listen", "nonsense"); err == nil || !strings.Contains(err.Error(), "listen:") {
+		t.Errorf("a bad --listen gave %v, want an error naming listen", err)
 	}
 }

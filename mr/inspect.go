@@ -1,0 +1,250 @@
+package mr
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// Rules a refusal names. They are stable: callers and tests match on them.
+const (
+	RuleNoActions         = "no_actions"
+	RuleTooManyActions    = "too_many_actions"
+	RuleUnknownAction     = "unknown_action"
+	RulePathEmpty         = "path_empty"
+	RulePathAbsolute      = "path_absolute"
+	RulePathNotClean      = "path_not_clean"
+	RulePathDotDot        = "path_dotdot"
+	RulePathGitDir        = "path_git_dir"
+	RulePathControlChar   = "path_control_char"
+	RulePathInvalidUTF8   = "path_invalid_utf8"
+	RulePathBackslash     = "path_backslash"
+	RulePathTooLong       = "path_too_long"
+	RulePathDuplicate     = "path_duplicate"
+	RulePathCaseCollision = "path_case_collision"
+	RulePathBlocked       = "path_blocked"
+	RulePreviousPath      = "previous_path_required"
+	RuleUnexpectedField   = "unexpected_field"
+	RuleContentRequired   = "content_required"
+	RuleEncoding          = "encoding_invalid"
+	RuleBase64            = "base64_invalid"
+	RuleFilemodeRequired  = "execute_filemode_required"
+	RuleBinary            = "binary_content"
+	RuleFileTooLarge      = "file_too_large"
+	RuleTotalTooLarge     = "total_too_large"
+)
+
+// Bounds that hold whatever the project settings say.
+const (
+	MaxActions        = 1000
+	MaxPathBytes      = 4096
+	MaxComponentBytes = 255
+	binarySniffBytes  = 8000 // git's own heuristic: a NUL in the first 8000 bytes
+)
+
+// Policy is the per-project part of inspection.
+type Policy struct {
+	BlockedPaths  []string // doublestar globs (** crosses directories), matched against every path an action touches
+	MaxFileBytes  int64    // decoded size of one file's content; 0: no limit
+	MaxTotalBytes int64    // decoded size of all contents; 0: no limit
+	AllowBinary   bool
+}
+
+// Refusal says which action broke which rule, and why.
+type Refusal struct {
+	Index   int    `json:"index"` // the action's index in the submission
+	Path    string `json:"path"`  // the offending path as submitted
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+func (r *Refusal) Error() string {
+	return fmt.Sprintf("action %d (%q): %s: %s", r.Index, r.Path, r.Rule, r.Message)
+}
+
+// Inspect checks a submission's file actions against git's own path
+// protections and the project's policy. It is pure and runs before
+// anything is stored or any forge is called; it refuses, it never fixes up
+// (a normalised path is not the path that was checked). The first
+// refusal, in action order, is returned; nil means the actions are safe.
+func Inspect(actions []FileAction, p Policy) *Refusal {
+	if len(actions) == 0 {
+		return &Refusal{Index: -1, Rule: RuleNoActions, Message: "a change needs at least one file action"}
+	}
+	if len(actions) > MaxActions {
+		return &Refusal{Index: MaxActions, Path: actions[MaxActions].FilePath, Rule: RuleTooManyActions,
+			Message: fmt.Sprintf("at most %d file actions per change", MaxActions)}
+	}
+	seen := map[string]int{}   // exact path → index
+	folded := map[string]int{} // case-folded path → index
+	var total int64
+	for i, a := range actions {
+		refuse := func(p, rule, format string, args ...any) *Refusal {
+			return &Refusal{Index: i, Path: p, Rule: rule, Message: fmt.Sprintf(format, args...)}
+		}
+		paths := []string{a.FilePath}
+		switch a.Action {
+		case ActionCreate, ActionUpdate, ActionDelete, ActionChmod:
+			if a.PreviousPath != "" {
+				return refuse(a.FilePath, RuleUnexpectedField, "previous_path is only for move")
+			}
+		case ActionMove:
+			if a.PreviousPath == "" {
+				return refuse(a.FilePath, RulePreviousPath, "move needs previous_path")
+			}
+			paths = append(paths, a.PreviousPath)
+		default:
+			return refuse(a.FilePath, RuleUnknownAction, "action must be create, update, delete, move or chmod, got %q", a.Action)
+		}
+		for _, fp := range paths {
+			if r := checkPath(fp); r != nil {
+				r.Index = i
+				return r
+			}
+			if j, dup := seen[fp]; dup {
+				return refuse(fp, RulePathDuplicate, "path already changed by action %d", j)
+			}
+			key := strings.ToLower(fp)
+			if j, dup := folded[key]; dup {
+				return refuse(fp, RulePathCaseCollision, "differs only in case from a path of action %d; it breaks checkouts on case-insensitive file systems", j)
+			}
+			seen[fp], folded[key] = i, i
+			for _, glob := range p.BlockedPaths {
+				if ok, _ := doublestar.Match(glob, fp); ok {
+					return refuse(fp, RulePathBlocked, "matches the project's blocked path %q", glob)
+				}
+			}
+		}
+		if a.Encoding != "" && a.Encoding != EncodingText && a.Encoding != EncodingBase64 {
+			return refuse(a.FilePath, RuleEncoding, "encoding must be text or base64, got %q", a.Encoding)
+		}
+		switch a.Action {
+		case ActionCreate, ActionUpdate:
+			if a.Content == nil {
+				return refuse(a.FilePath, RuleContentRequired, "%s needs content (\"\" for an empty file)", a.Action)
+			}
+		case ActionDelete, ActionChmod:
+			if a.Content != nil || a.Encoding != "" {
+				return refuse(a.FilePath, RuleUnexpectedField, "%s takes no content", a.Action)
+			}
+		}
+		if a.Action == ActionChmod && a.ExecuteFilemode == nil {
+			return refuse(a.FilePath, RuleFilemodeRequired, "chmod needs execute_filemode")
+		}
+		if a.Action == ActionDelete && a.ExecuteFilemode != nil {
+			return refuse(a.FilePath, RuleUnexpectedField, "delete takes no execute_filemode")
+		}
+		var content []byte
+		if a.Content != nil {
+			content = []byte(*a.Content)
+		}
+		if a.Encoding == EncodingBase64 {
+			decoded, err := base64.StdEncoding.DecodeString(string(content))
+			if err != nil {
+				return refuse(a.FilePath, RuleBase64, "content is not valid base64: %v", err)
+			}
+			content = decoded
+		}
+		size := int64(len(content))
+		if p.MaxFileBytes > 0 && size > p.MaxFileBytes {
+			return refuse(a.FilePath, RuleFileTooLarge, "content is %d bytes, the project allows %d per file", size, p.MaxFileBytes)
+		}
+		total += size
+		if p.MaxTotalBytes > 0 && total > p.MaxTotalBytes {
+			return refuse(a.FilePath, RuleTotalTooLarge, "contents reach %d bytes here, the project allows %d per change", total, p.MaxTotalBytes)
+		}
+		if !p.AllowBinary && isBinary(content) {
+			return refuse(a.FilePath, RuleBinary, "content looks binary (a NUL byte or invalid UTF-8); the project allows text only")
+		}
+	}
+	return nil
+}
+
+// checkPath applies git's path protections and ours to one path.
+func checkPath(p string) *Refusal {
+	refuse := func(rule, format string, args ...any) *Refusal {
+		return &Refusal{Path: p, Rule: rule, Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case p == "":
+		return refuse(RulePathEmpty, "a path is required")
+	case len(p) > MaxPathBytes:
+		return refuse(RulePathTooLong, "path is %d bytes, at most %d", len(p), MaxPathBytes)
+	case !utf8.ValidString(p):
+		return refuse(RulePathInvalidUTF8, "path is not valid UTF-8")
+	}
+	for _, r := range p {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return refuse(RulePathControlChar, "path holds control character %U", r)
+		}
+	}
+	if strings.Contains(p, `\`) {
+		return refuse(RulePathBackslash, `backslash is a directory separator on Windows checkouts`)
+	}
+	if strings.HasPrefix(p, "/") {
+		return refuse(RulePathAbsolute, "path must be relative to the repository root")
+	}
+	for _, c := range strings.Split(p, "/") {
+		switch {
+		case c == "":
+			return refuse(RulePathNotClean, "path has an empty component (a doubled or trailing /)")
+		case c == ".":
+			return refuse(RulePathNotClean, "path has a . component")
+		case c == "..":
+			return refuse(RulePathDotDot, "path has a .. component")
+		case len(c) > MaxComponentBytes:
+			return refuse(RulePathTooLong, "a path component is %d bytes, at most %d", len(c), MaxComponentBytes)
+		case isDotGit(c):
+			return refuse(RulePathGitDir, "component %q is, or is read by some file system as, .git", c)
+		}
+	}
+	if path.Clean(p) != p {
+		return refuse(RulePathNotClean, "path is not in clean form")
+	}
+	return nil
+}
+
+// isDotGit reports whether a path component names .git on some file
+// system git runs on, following git's verify_path: any case; NTFS drops
+// trailing dots and spaces, reads an alternate data stream suffix
+// (".git::$INDEX_ALLOCATION") as the file itself, and knows .git by its
+// 8.3 short name GIT~1; HFS+ ignores zero-width and direction code points
+// (".g\u200cit").
+func isDotGit(c string) bool {
+	var b strings.Builder
+	for _, r := range c {
+		if !hfsIgnorable(r) {
+			b.WriteRune(r)
+		}
+	}
+	n := strings.ToLower(b.String())
+	if i := strings.IndexByte(n, ':'); i >= 0 {
+		n = n[:i]
+	}
+	n = strings.TrimRight(n, ". ")
+	return n == ".git" || n == "git~1"
+}
+
+// hfsIgnorable lists the code points HFS+ ignores when comparing names
+// (git's is_hfs_dotgit).
+func hfsIgnorable(r rune) bool {
+	switch {
+	case r == 0x200c, r == 0x200d, r == 0x200e, r == 0x200f, r == 0xfeff:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f:
+		return true
+	}
+	return false
+}
+
+// isBinary uses git's heuristic (a NUL byte early on), and also treats
+// invalid UTF-8 as binary: a forge's text API would mangle it.
+func isBinary(content []byte) bool {
+	sniff := content[:min(len(content), binarySniffBytes)]
+	return bytes.IndexByte(sniff, 0) >= 0 || !utf8.Valid(content)
+}

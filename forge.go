@@ -1,0 +1,202 @@
+package workqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Forge kinds.
+const (
+	ForgeGitea  = "gitea"
+	ForgeGitLab = "gitlab"
+)
+
+// Forge is one configured code forge, as the item types need it. Every
+// method has a timeout of its own and returns a *ForgeError (see
+// ForgeErrorKind) for anything the forge refused or failed, so that
+// executors decide between retrying and failing without parsing strings.
+//
+// Projects are named by their full path ("group/name" on GitLab,
+// "owner/name" on Gitea). Merge requests are named by their
+// project-scoped number (GitLab iid, Gitea index).
+type Forge interface {
+	// Kind returns ForgeGitea or ForgeGitLab.
+	Kind() string
+
+	// CommitFiles makes req.Branch exactly one new commit on top of the
+	// current head of req.Base, holding every change, and force-updates
+	// req.Branch if it exists. NotFound if the project or base is missing.
+	CommitFiles(ctx context.Context, req CommitRequest) (Commit, error)
+
+	// BranchHead returns the commit SHA at the head of branch. NotFound.
+	BranchHead(ctx context.Context, project, branch string) (string, error)
+
+	// DeleteBranch deletes branch; a missing branch is not an error.
+	DeleteBranch(ctx context.Context, project, branch string) error
+
+	// FindMergeRequest returns the newest merge request from source into
+	// target in any state, or nil if there is none.
+	FindMergeRequest(ctx context.Context, project, source, target string) (*MergeRequest, error)
+
+	// CreateMergeRequest opens a merge request. Conflict if one is open
+	// for the same branches.
+	CreateMergeRequest(ctx context.Context, req MergeRequestCreate) (*MergeRequest, error)
+
+	// GetMergeRequest reads one merge request. NotFound.
+	GetMergeRequest(ctx context.Context, project string, number int64) (*MergeRequest, error)
+
+	// UpdateMergeRequest changes the fields that are set.
+	UpdateMergeRequest(ctx context.Context, project string, number int64, u MergeRequestUpdate) (*MergeRequest, error)
+
+	// MergeMergeRequest merges, pinned to headSHA: Conflict if the head
+	// moved or the merge conflicts; Unprocessable if the forge says it is
+	// not mergeable now.
+	MergeMergeRequest(ctx context.Context, project string, number int64, headSHA string) error
+
+	// ReadFile returns the content of path at ref, and whether it exists
+	// there. Item types use it to tell whether a target branch already
+	// holds a change (see docs/DESIGN.md, "empty diff").
+	ReadFile(ctx context.Context, project, ref, path string) (content []byte, found bool, err error)
+
+	// CreateNote comments on a merge request and returns the note's id.
+	CreateNote(ctx context.Context, project string, number int64, body string) (int64, error)
+
+	// UpdateNote replaces a note's body.
+	UpdateNote(ctx context.Context, project string, number, noteID int64, body string) error
+}
+
+// FileChange is one file change as a forge applies it: inspected, with
+// its content decoded.
+type FileChange struct {
+	Action       string // create, update, delete, move, chmod
+	Path         string
+	PreviousPath string // for move
+	Content      []byte // for create and update (and move with content)
+	Executable   *bool  // set the executable bit, when not nil
+}
+
+// CommitRequest asks for one commit on top of Base, written to Branch.
+type CommitRequest struct {
+	Project string
+	Base    string // the target branch the commit goes on top of
+	Branch  string // the source branch, created or force-updated
+	Message string
+	Changes []FileChange
+	Author  CommitAuthor
+}
+
+// CommitAuthor names who a commit is attributed to; empty: the token's user.
+type CommitAuthor struct {
+	Name  string
+	Email string
+}
+
+// Commit is a commit the forge made.
+type Commit struct {
+	SHA string
+}
+
+// Merge request states.
+const (
+	MergeRequestOpen   = "open"
+	MergeRequestMerged = "merged"
+	MergeRequestClosed = "closed"
+)
+
+// MergeRequest is a merge request as the forge reports it.
+type MergeRequest struct {
+	Number       int64
+	URL          string
+	State        string // open, merged, closed
+	SourceBranch string
+	TargetBranch string
+	HeadSHA      string
+	Title        string
+	Description  string
+	Labels       []string
+	// Mergeable is true when the forge says a merge would succeed now;
+	// false also while the forge is still computing it.
+	Mergeable bool
+	// MergeStatus is the forge's own word for it (GitLab
+	// detailed_merge_status; Gitea: "mergeable", "checking", "conflict").
+	MergeStatus string
+}
+
+// MergeRequestCreate opens a merge request.
+type MergeRequestCreate struct {
+	Project      string
+	SourceBranch string
+	TargetBranch string
+	Title        string
+	Description  string
+	Labels       []string // by name; created on the project if missing
+}
+
+// MergeRequestUpdate changes the fields that are not nil.
+type MergeRequestUpdate struct {
+	Title       *string
+	Description *string
+	State       *string // MergeRequestOpen to reopen, MergeRequestClosed to close
+}
+
+// ForgeErrorKind classifies a forge failure.
+type ForgeErrorKind int
+
+// The kinds of forge failure.
+const (
+	ForgePermanent     ForgeErrorKind = iota // refused for good: bad request, forbidden
+	ForgeNotFound                            // project, branch, MR or note missing
+	ForgeConflict                            // already exists, head moved, merge conflict
+	ForgeUnprocessable                       // not possible now: not mergeable yet, still checking
+	ForgeRateLimited                         // slow down; see RetryAfter
+	ForgeTransient                           // network, timeout, 5xx: retry
+)
+
+var forgeKindNames = [...]string{"permanent", "not_found", "conflict", "unprocessable", "rate_limited", "transient"}
+
+func (k ForgeErrorKind) String() string {
+	if int(k) < len(forgeKindNames) {
+		return forgeKindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// ForgeError is a classified forge failure.
+type ForgeError struct {
+	Kind       ForgeErrorKind
+	Op         string // e.g. "gitea: merge owner/repo!3"
+	Status     int    // HTTP status, 0 for network errors
+	Message    string // the forge's message, if any
+	RetryAfter time.Duration
+	Err        error // the underlying error, if any
+}
+
+func (e *ForgeError) Error() string {
+	msg := e.Message
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	if e.Status != 0 {
+		return fmt.Sprintf("%s: %s (HTTP %d): %s", e.Op, e.Kind, e.Status, msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.Op, e.Kind, msg)
+}
+
+func (e *ForgeError) Unwrap() error { return e.Err }
+
+// ForgeErrorOf returns the kind of err's *ForgeError, and whether there is one.
+func ForgeErrorOf(err error) (ForgeErrorKind, bool) {
+	var fe *ForgeError
+	if errors.As(err, &fe) {
+		return fe.Kind, true
+	}
+	return 0, false
+}
+
+// IsForgeError reports whether err is a forge failure of kind k.
+func IsForgeError(err error, k ForgeErrorKind) bool {
+	got, ok := ForgeErrorOf(err)
+	return ok && got == k
+}

@@ -1,0 +1,245 @@
+// Package forgetest is the conformance suite every Forge passes: the real
+// Gitea of the test harness, and the GitLab adapter against a GitLab-shaped
+// test server.
+package forgetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// Project is a fresh project on a forge, with a main branch holding
+// README.md.
+type Project struct {
+	Forge wq.Forge
+	Path  string // owner/name or group/name
+}
+
+// Run runs the suite. newProject makes a fresh project for each test.
+func Run(t *testing.T, newProject func(t *testing.T) Project) {
+	ctx := context.Background()
+	change := func(action, path, content string) wq.FileChange {
+		c := wq.FileChange{Action: action, Path: path}
+		if content != "" || action == "create" || action == "update" {
+			c.Content = []byte(content)
+		}
+		return c
+	}
+	commit := func(t *testing.T, p Project, branch string, changes ...wq.FileChange) wq.Commit {
+		t.Helper()
+		c, err := p.Forge.CommitFiles(ctx, wq.CommitRequest{Project: p.Path, Base: "main", Branch: branch,
+			Message: "workqueue test", Changes: changes})
+		if err != nil {
+			t.Fatalf("CommitFiles: %v", err)
+		}
+		if c.SHA == "" {
+			t.Fatal("CommitFiles returned no SHA")
+		}
+		return c
+	}
+	read := func(t *testing.T, p Project, ref, path string) (string, bool) {
+		t.Helper()
+		b, found, err := p.Forge.ReadFile(ctx, p.Path, ref, path)
+		if err != nil {
+			t.Fatalf("ReadFile %s:%s: %v", ref, path, err)
+		}
+		return string(b), found
+	}
+	wantKind := func(t *testing.T, err error, k wq.ForgeErrorKind) {
+		t.Helper()
+		got, ok := wq.ForgeErrorOf(err)
+		if !ok || got != k {
+			t.Fatalf("error %v: want a %s forge error", err, k)
+		}
+	}
+
+	t.Run("a commit lands on a new branch on top of the base", func(t *testing.T) {
+		p := newProject(t)
+		c := commit(t, p, "wq/one", change("create", "a.txt", "alpha\n"), change("create", "dir/b.txt", "beta\n"))
+		head, err := p.Forge.BranchHead(ctx, p.Path, "wq/one")
+		if err != nil || head != c.SHA {
+			t.Fatalf("BranchHead = %q, %v; want %q", head, err, c.SHA)
+		}
+		if got, _ := read(t, p, "wq/one", "dir/b.txt"); got != "beta\n" {
+			t.Errorf("dir/b.txt = %q", got)
+		}
+		if _, found := read(t, p, "main", "a.txt"); found {
+			t.Error("the base branch changed")
+		}
+		if got, found := read(t, p, "wq/one", "README.md"); !found || got == "" {
+			t.Error("the branch does not hold the base's files")
+		}
+	})
+
+	t.Run("committing again replaces the branch's commit instead of stacking on it", func(t *testing.T) {
+		p := newProject(t)
+		first := commit(t, p, "wq/two", change("create", "a.txt", "first\n"))
+		second := commit(t, p, "wq/two", change("create", "b.txt", "second\n"))
+		if first.SHA == second.SHA {
+			t.Fatal("the second commit has the first one's SHA")
+		}
+		if _, found := read(t, p, "wq/two", "a.txt"); found {
+			t.Error("the first commit is still on the branch: commits stacked instead of one on top of the base")
+		}
+		if got, _ := read(t, p, "wq/two", "b.txt"); got != "second\n" {
+			t.Errorf("b.txt = %q", got)
+		}
+	})
+
+	t.Run("update, delete and move change the files they name", func(t *testing.T) {
+		p := newProject(t)
+		commit(t, p, "wq/seed", change("create", "keep.txt", "v1\n"), change("create", "gone.txt", "x\n"), change("create", "old.txt", "moved\n"))
+		if err := mergeNow(ctx, p, "wq/seed"); err != nil {
+			t.Fatalf("merge the seed: %v", err)
+		}
+		commit(t, p, "wq/edit", change("update", "keep.txt", "v2\n"), change("delete", "gone.txt", ""),
+			wq.FileChange{Action: "move", Path: "new.txt", PreviousPath: "old.txt"})
+		if got, _ := read(t, p, "wq/edit", "keep.txt"); got != "v2\n" {
+			t.Errorf("keep.txt = %q", got)
+		}
+		if _, found := read(t, p, "wq/edit", "gone.txt"); found {
+			t.Error("gone.txt still there")
+		}
+		if _, found := read(t, p, "wq/edit", "old.txt"); found {
+			t.Error("old.txt still there after the move")
+		}
+		if got, _ := read(t, p, "wq/edit", "new.txt"); got != "moved\n" {
+			t.Errorf("new.txt = %q", got)
+		}
+	})
+
+	t.Run("missing things are classified as not found", func(t *testing.T) {
+		p := newProject(t)
+		_, err := p.Forge.CommitFiles(ctx, wq.CommitRequest{Project: p.Path, Base: "no-such-base", Branch: "wq/x",
+			Message: "m", Changes: []wq.FileChange{change("create", "a", "a")}})
+		wantKind(t, err, wq.ForgeNotFound)
+		_, err = p.Forge.BranchHead(ctx, p.Path, "no-such-branch")
+		wantKind(t, err, wq.ForgeNotFound)
+		_, err = p.Forge.GetMergeRequest(ctx, p.Path, 9999)
+		wantKind(t, err, wq.ForgeNotFound)
+		if err := p.Forge.DeleteBranch(ctx, p.Path, "no-such-branch"); err != nil {
+			t.Errorf("deleting a missing branch: %v", err)
+		}
+		if _, found := read(t, p, "main", "no/such/file"); found {
+			t.Error("a missing file was found")
+		}
+		if mr, err := p.Forge.FindMergeRequest(ctx, p.Path, "no-such-branch", "main"); err != nil || mr != nil {
+			t.Errorf("FindMergeRequest for a branch without one = %+v, %v", mr, err)
+		}
+	})
+
+	t.Run("a merge request is created with its label, found, edited, closed and reopened", func(t *testing.T) {
+		p := newProject(t)
+		c := commit(t, p, "wq/mr", change("create", "a.txt", "a\n"))
+		mr, err := p.Forge.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: p.Path, SourceBranch: "wq/mr", TargetBranch: "main",
+			Title: "Add a", Description: "Because.", Labels: []string{"managed-by-workqueue"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mr.Number == 0 || mr.URL == "" || mr.State != wq.MergeRequestOpen || mr.SourceBranch != "wq/mr" || mr.TargetBranch != "main" {
+			t.Errorf("created %+v", mr)
+		}
+		got, err := p.Forge.GetMergeRequest(ctx, p.Path, mr.Number)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.HeadSHA != c.SHA || got.Title != "Add a" || got.Description != "Because." || len(got.Labels) != 1 || got.Labels[0] != "managed-by-workqueue" {
+			t.Errorf("read back %+v", got)
+		}
+		_, err = p.Forge.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: p.Path, SourceBranch: "wq/mr", TargetBranch: "main", Title: "again"})
+		wantKind(t, err, wq.ForgeConflict)
+		found, err := p.Forge.FindMergeRequest(ctx, p.Path, "wq/mr", "main")
+		if err != nil || found == nil || found.Number != mr.Number {
+			t.Fatalf("FindMergeRequest = %+v, %v", found, err)
+		}
+		title, desc, closed, open := "Add a, better", "Because, really.", wq.MergeRequestClosed, wq.MergeRequestOpen
+		if got, err = p.Forge.UpdateMergeRequest(ctx, p.Path, mr.Number, wq.MergeRequestUpdate{Title: &title, Description: &desc}); err != nil ||
+			got.Title != title || got.Description != desc {
+			t.Errorf("edit: %+v, %v", got, err)
+		}
+		if got, err = p.Forge.UpdateMergeRequest(ctx, p.Path, mr.Number, wq.MergeRequestUpdate{State: &closed}); err != nil || got.State != wq.MergeRequestClosed {
+			t.Errorf("close: %+v, %v", got, err)
+		}
+		if got, err = p.Forge.UpdateMergeRequest(ctx, p.Path, mr.Number, wq.MergeRequestUpdate{State: &open}); err != nil || got.State != wq.MergeRequestOpen {
+			t.Errorf("reopen: %+v, %v", got, err)
+		}
+		id, err := p.Forge.CreateNote(ctx, p.Path, mr.Number, "workqueue is on it")
+		if err != nil || id == 0 {
+			t.Fatalf("CreateNote = %d, %v", id, err)
+		}
+		if err := p.Forge.UpdateNote(ctx, p.Path, mr.Number, id, "workqueue: done"); err != nil {
+			t.Errorf("UpdateNote: %v", err)
+		}
+	})
+
+	t.Run("a merge is pinned to the head SHA", func(t *testing.T) {
+		p := newProject(t)
+		c := commit(t, p, "wq/merge", change("create", "m.txt", "merged\n"))
+		mr, err := p.Forge.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: p.Path, SourceBranch: "wq/merge", TargetBranch: "main", Title: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitMergeable(t, p, mr.Number)
+		err = p.Forge.MergeMergeRequest(ctx, p.Path, mr.Number, "0000000000000000000000000000000000000000")
+		wantKind(t, err, wq.ForgeConflict)
+		// A refused merge makes Gitea recompute mergeability; meanwhile it
+		// answers "try again later" (Unprocessable), which callers retry.
+		waitMergeable(t, p, mr.Number)
+		if err := p.Forge.MergeMergeRequest(ctx, p.Path, mr.Number, c.SHA); err != nil {
+			t.Fatalf("merge at the head: %v", err)
+		}
+		got, err := p.Forge.GetMergeRequest(ctx, p.Path, mr.Number)
+		if err != nil || got.State != wq.MergeRequestMerged {
+			t.Fatalf("after merge: %+v, %v", got, err)
+		}
+		if content, _ := read(t, p, "main", "m.txt"); content != "merged\n" {
+			t.Errorf("main:m.txt = %q", content)
+		}
+	})
+}
+
+// waitMergeable polls until the forge has computed mergeability: both
+// forges do it asynchronously after a push.
+func waitMergeable(t *testing.T, p Project, number int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mr, err := p.Forge.GetMergeRequest(context.Background(), p.Path, number)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mr.Mergeable {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("merge request %d never became mergeable: %+v", number, mr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// mergeNow opens a merge request for branch and merges it.
+func mergeNow(ctx context.Context, p Project, branch string) error {
+	mr, err := p.Forge.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: p.Path, SourceBranch: branch, TargetBranch: "main", Title: "seed"})
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := p.Forge.GetMergeRequest(ctx, p.Path, mr.Number)
+		if err != nil {
+			return err
+		}
+		if got.Mergeable {
+			return p.Forge.MergeMergeRequest(ctx, p.Path, mr.Number, got.HeadSHA)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("merge request %d never became mergeable", mr.Number)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,431 @@
+// Package gitea is the Forge for Gitea (API v1), through the official SDK
+// (code.gitea.io/sdk/gitea). The SDK's context is client-wide, so every
+// call builds its own light client bound to the call's context; the server
+// version is given up front so that no call probes /api/v1/version.
+package gitea
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	sdk "code.gitea.io/sdk/gitea"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// ServerVersion is the Gitea version the adapter is written and tested
+// against. ForcePush on ChangeFiles needs at least 1.26.
+const ServerVersion = "1.26.0"
+
+// Forge talks to one Gitea server.
+type Forge struct {
+	url     string
+	token   string
+	http    *http.Client
+	timeout time.Duration
+}
+
+var _ wq.Forge = (*Forge)(nil)
+
+// Options configure a Forge.
+type Options struct {
+	Timeout    time.Duration // per call; default 30s
+	HTTPClient *http.Client  // default: a client of its own
+}
+
+// New returns a Forge for the Gitea at baseURL (http(s)://host[:port][/prefix]).
+func New(baseURL, token string, opts Options) (*Forge, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, wq.Errorf(wq.EINVALID, "gitea url: want http(s)://host, got %q", baseURL)
+	}
+	if token == "" {
+		return nil, wq.Errorf(wq.EINVALID, "gitea: empty token")
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	return &Forge{url: strings.TrimRight(baseURL, "/"), token: token, http: opts.HTTPClient, timeout: opts.Timeout}, nil
+}
+
+// Kind returns "gitea".
+func (f *Forge) Kind() string { return wq.ForgeGitea }
+
+// call runs fn with an SDK client bound to a context with the call timeout.
+func (f *Forge) call(ctx context.Context, op string, fn func(c *sdk.Client) (*sdk.Response, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	c, err := sdk.NewClient(f.url, sdk.SetToken(f.token), sdk.SetHTTPClient(f.http),
+		sdk.SetGiteaVersion(ServerVersion), sdk.SetContext(ctx))
+	if err != nil {
+		return &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: " + op, Err: err}
+	}
+	resp, err := fn(c)
+	return classify("gitea: "+op, resp, err)
+}
+
+// classify turns an SDK outcome into nil or a *ForgeError. The SDK builds
+// errors from the body's message and leaves the status in resp; some of
+// its methods return no error for a 4xx at all, so the status decides.
+func classify(op string, resp *sdk.Response, err error) error {
+	status := 0
+	if resp != nil && resp.Response != nil {
+		status = resp.StatusCode
+	}
+	if err == nil && (status == 0 || status < 400) {
+		return nil
+	}
+	fe := &wq.ForgeError{Op: op, Status: status, Err: err}
+	if err != nil {
+		fe.Message = err.Error()
+	}
+	var ne net.Error
+	switch {
+	case status == 0 && (errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded)):
+		fe.Kind = wq.ForgeTransient
+	case status == 0:
+		fe.Kind = wq.ForgeTransient
+	case status == http.StatusNotFound:
+		fe.Kind = wq.ForgeNotFound
+	case status == http.StatusConflict:
+		fe.Kind = wq.ForgeConflict
+	case status == http.StatusMethodNotAllowed, status == http.StatusUnprocessableEntity, status == http.StatusLocked,
+		status == http.StatusPreconditionFailed:
+		fe.Kind = wq.ForgeUnprocessable
+	case status == http.StatusTooManyRequests:
+		fe.Kind = wq.ForgeRateLimited
+		if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil {
+			fe.RetryAfter = time.Duration(s) * time.Second
+		}
+	case status >= 500, status == http.StatusRequestTimeout:
+		fe.Kind = wq.ForgeTransient
+	default:
+		fe.Kind = wq.ForgePermanent
+	}
+	return fe
+}
+
+func splitProject(project string) (owner, repo string, err error) {
+	owner, repo, ok := strings.Cut(project, "/")
+	if !ok || owner == "" || repo == "" || strings.Contains(repo, "/") {
+		return "", "", &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea", Message: fmt.Sprintf("project %q: want owner/name", project)}
+	}
+	return owner, repo, nil
+}
+
+// CommitFiles writes one commit on top of req.Base to req.Branch with
+// ChangeFiles (new_branch + force_push, Gitea ≥ 1.26).
+func (f *Forge) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commit, error) {
+	owner, repo, err := splitProject(req.Project)
+	if err != nil {
+		return wq.Commit{}, err
+	}
+	opt := sdk.ChangeFilesOptions{Message: req.Message, Branch: req.Base, NewBranch: req.Branch, ForcePush: true}
+	if req.Author.Name != "" {
+		opt.Author = sdk.Identity{Name: req.Author.Name, Email: req.Author.Email}
+	}
+	for _, ch := range req.Changes {
+		if ch.Action == "chmod" || ch.Executable != nil {
+			return wq.Commit{}, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: commit " + req.Project,
+				Message: "Gitea's API cannot set a file's executable bit (" + ch.Path + ")"}
+		}
+		op := &sdk.ChangeFileOperation{Path: ch.Path}
+		switch ch.Action {
+		case "create":
+			op.Operation = "create"
+		case "update":
+			op.Operation = "update"
+		case "delete":
+			op.Operation = "delete"
+		case "move":
+			op.Operation, op.FromPath = "rename", ch.PreviousPath
+		default:
+			return wq.Commit{}, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: commit " + req.Project, Message: "unknown action " + ch.Action}
+		}
+		if ch.Content != nil {
+			op.Content = base64.StdEncoding.EncodeToString(ch.Content)
+		}
+		opt.Files = append(opt.Files, op)
+	}
+	var out wq.Commit
+	err = f.call(ctx, "commit "+req.Project+"@"+req.Branch, func(c *sdk.Client) (*sdk.Response, error) {
+		fr, resp, err := c.ChangeFiles(owner, repo, opt)
+		if err == nil && fr != nil && fr.Commit != nil {
+			out.SHA = fr.Commit.SHA
+		}
+		return resp, err
+	})
+	return out, err
+}
+
+// BranchHead returns the SHA at the head of branch.
+func (f *Forge) BranchHead(ctx context.Context, project, branch string) (string, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return "", err
+	}
+	var sha string
+	err = f.call(ctx, "branch "+project+"@"+branch, func(c *sdk.Client) (*sdk.Response, error) {
+		b, resp, err := c.GetRepoBranch(owner, repo, branch)
+		if err == nil && b != nil && b.Commit != nil {
+			sha = b.Commit.ID
+		}
+		return resp, err
+	})
+	return sha, err
+}
+
+// DeleteBranch deletes branch; a missing one is fine.
+func (f *Forge) DeleteBranch(ctx context.Context, project, branch string) error {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return err
+	}
+	err = f.call(ctx, "delete branch "+project+"@"+branch, func(c *sdk.Client) (*sdk.Response, error) {
+		_, resp, err := c.DeleteRepoBranch(owner, repo, branch)
+		return resp, err
+	})
+	if wq.IsForgeError(err, wq.ForgeNotFound) {
+		return nil
+	}
+	return err
+}
+
+func toMergeRequest(pr *sdk.PullRequest) *wq.MergeRequest {
+	mr := &wq.MergeRequest{Number: pr.Index, URL: pr.HTMLURL, Title: pr.Title, Description: pr.Body, Mergeable: pr.Mergeable}
+	switch {
+	case pr.HasMerged:
+		mr.State = wq.MergeRequestMerged
+	case pr.State == sdk.StateClosed:
+		mr.State = wq.MergeRequestClosed
+	default:
+		mr.State = wq.MergeRequestOpen
+	}
+	if pr.Head != nil {
+		mr.SourceBranch, mr.HeadSHA = pr.Head.Ref, pr.Head.Sha
+	}
+	if pr.Base != nil {
+		mr.TargetBranch = pr.Base.Ref
+	}
+	for _, l := range pr.Labels {
+		mr.Labels = append(mr.Labels, l.Name)
+	}
+	switch {
+	case pr.Mergeable:
+		mr.MergeStatus = "mergeable"
+	case mr.State == wq.MergeRequestOpen:
+		mr.MergeStatus = "not_mergeable" // conflict, or still checking: Gitea does not say which
+	}
+	return mr
+}
+
+// FindMergeRequest returns the newest PR from source into target, or nil.
+func (f *Forge) FindMergeRequest(ctx context.Context, project, source, target string) (*wq.MergeRequest, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return nil, err
+	}
+	var out *wq.MergeRequest
+	err = f.call(ctx, "find pull "+project+" "+source+"→"+target, func(c *sdk.Client) (*sdk.Response, error) {
+		pr, resp, err := c.GetPullRequestByBaseHead(owner, repo, target, source)
+		if err == nil && pr != nil {
+			out = toMergeRequest(pr)
+		}
+		return resp, err
+	})
+	if wq.IsForgeError(err, wq.ForgeNotFound) {
+		return nil, nil
+	}
+	return out, err
+}
+
+// CreateMergeRequest opens a PR, creating its labels on the repository if
+// they are missing (Gitea takes label ids).
+func (f *Forge) CreateMergeRequest(ctx context.Context, req wq.MergeRequestCreate) (*wq.MergeRequest, error) {
+	owner, repo, err := splitProject(req.Project)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := f.labelIDs(ctx, owner, repo, req.Labels)
+	if err != nil {
+		return nil, err
+	}
+	var out *wq.MergeRequest
+	err = f.call(ctx, "create pull "+req.Project+" "+req.SourceBranch+"→"+req.TargetBranch, func(c *sdk.Client) (*sdk.Response, error) {
+		pr, resp, err := c.CreatePullRequest(owner, repo, sdk.CreatePullRequestOption{
+			Head: req.SourceBranch, Base: req.TargetBranch, Title: req.Title, Body: req.Description, Labels: ids})
+		if err == nil && pr != nil {
+			out = toMergeRequest(pr)
+		}
+		return resp, err
+	})
+	return out, err
+}
+
+func (f *Forge) labelIDs(ctx context.Context, owner, repo string, names []string) ([]int64, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	existing := map[string]int64{}
+	err := f.call(ctx, "list labels "+owner+"/"+repo, func(c *sdk.Client) (*sdk.Response, error) {
+		for page := 1; ; page++ {
+			labels, resp, err := c.ListRepoLabels(owner, repo, sdk.ListLabelsOptions{ListOptions: sdk.ListOptions{Page: page, PageSize: 50}})
+			if err != nil {
+				return resp, err
+			}
+			for _, l := range labels {
+				existing[l.Name] = l.ID
+			}
+			if len(labels) < 50 {
+				return resp, nil
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	var ids []int64
+	for _, name := range names {
+		if id, ok := existing[name]; ok {
+			ids = append(ids, id)
+			continue
+		}
+		err := f.call(ctx, "create label "+owner+"/"+repo+" "+name, func(c *sdk.Client) (*sdk.Response, error) {
+			l, resp, err := c.CreateLabel(owner, repo, sdk.CreateLabelOption{Name: name, Color: "#5319e7",
+				Description: "managed by workqueue"})
+			if err == nil && l != nil {
+				ids = append(ids, l.ID)
+			}
+			return resp, err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+// GetMergeRequest reads one PR.
+func (f *Forge) GetMergeRequest(ctx context.Context, project string, number int64) (*wq.MergeRequest, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return nil, err
+	}
+	var out *wq.MergeRequest
+	err = f.call(ctx, fmt.Sprintf("get pull %s!%d", project, number), func(c *sdk.Client) (*sdk.Response, error) {
+		pr, resp, err := c.GetPullRequest(owner, repo, number)
+		if err == nil && pr != nil {
+			out = toMergeRequest(pr)
+		}
+		return resp, err
+	})
+	return out, err
+}
+
+// UpdateMergeRequest edits title, body and state.
+func (f *Forge) UpdateMergeRequest(ctx context.Context, project string, number int64, u wq.MergeRequestUpdate) (*wq.MergeRequest, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return nil, err
+	}
+	opt := sdk.EditPullRequestOption{}
+	if u.Title != nil {
+		opt.Title = *u.Title
+	}
+	if u.Description != nil {
+		opt.Body = u.Description
+	}
+	if u.State != nil {
+		st := sdk.StateOpen
+		if *u.State == wq.MergeRequestClosed {
+			st = sdk.StateClosed
+		}
+		opt.State = &st
+	}
+	var out *wq.MergeRequest
+	err = f.call(ctx, fmt.Sprintf("edit pull %s!%d", project, number), func(c *sdk.Client) (*sdk.Response, error) {
+		pr, resp, err := c.EditPullRequest(owner, repo, number, opt)
+		if err == nil && pr != nil {
+			out = toMergeRequest(pr)
+		}
+		return resp, err
+	})
+	return out, err
+}
+
+// MergeMergeRequest merges with a merge commit, pinned to headSHA
+// (head_commit_id: Gitea answers 409 "head out of date" if it moved).
+func (f *Forge) MergeMergeRequest(ctx context.Context, project string, number int64, headSHA string) error {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return err
+	}
+	return f.call(ctx, fmt.Sprintf("merge pull %s!%d", project, number), func(c *sdk.Client) (*sdk.Response, error) {
+		// The SDK reports 405 and 409 as (false, resp, nil): classify
+		// reads the status.
+		_, resp, err := c.MergePullRequest(owner, repo, number, sdk.MergePullRequestOption{
+			Style: sdk.MergeStyleMerge, HeadCommitId: headSHA})
+		return resp, err
+	})
+}
+
+// ReadFile reads path at ref.
+func (f *Forge) ReadFile(ctx context.Context, project, ref, path string) ([]byte, bool, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return nil, false, err
+	}
+	var content []byte
+	err = f.call(ctx, "read "+project+"@"+ref+":"+path, func(c *sdk.Client) (*sdk.Response, error) {
+		b, resp, err := c.GetFile(owner, repo, ref, path)
+		content = b
+		return resp, err
+	})
+	if wq.IsForgeError(err, wq.ForgeNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return content, true, nil
+}
+
+// CreateNote comments on the PR.
+func (f *Forge) CreateNote(ctx context.Context, project string, number int64, body string) (int64, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	err = f.call(ctx, fmt.Sprintf("comment on %s!%d", project, number), func(c *sdk.Client) (*sdk.Response, error) {
+		cm, resp, err := c.CreateIssueComment(owner, repo, number, sdk.CreateIssueCommentOption{Body: body})
+		if err == nil && cm != nil {
+			id = cm.ID
+		}
+		return resp, err
+	})
+	return id, err
+}
+
+// UpdateNote edits a comment.
+func (f *Forge) UpdateNote(ctx context.Context, project string, number, noteID int64, body string) error {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return err
+	}
+	return f.call(ctx, fmt.Sprintf("edit comment %d on %s!%d", noteID, project, number), func(c *sdk.Client) (*sdk.Response, error) {
+		_, resp, err := c.EditIssueComment(owner, repo, noteID, sdk.EditIssueCommentOption{Body: body})
+		return resp, err
+	})
+}

@@ -1,0 +1,58 @@
+package gitea_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge/forgetest"
+	"github.com/workqueue-dev/workqueue/forge/gitea"
+	"github.com/workqueue-dev/workqueue/internal/testgitea"
+)
+
+func TestConformanceOnRealGitea(t *testing.T) {
+	srv := testgitea.Get(t)
+	f, err := gitea.New(srv.URL, srv.Token, gitea.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forgetest.Run(t, func(t *testing.T) forgetest.Project {
+		return forgetest.Project{Forge: f, Path: srv.NewRepo(t)}
+	})
+}
+
+func TestRefusedConnectionIsTransient(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	f, err := gitea.New("http://"+addr, "token", gitea.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.BranchHead(context.Background(), "o/r", "main")
+	if !wq.IsForgeError(err, wq.ForgeTransient) {
+		t.Errorf("refused connection gave %v, want a transient forge error", err)
+	}
+}
+
+func TestNewRefusesBadSettings(t *testing.T) {
+	for _, tc := range []struct{ url, token string }{{"ftp://x", "t"}, {"http://", "t"}, {"http://x", ""}, {"::", "t"}} {
+		if _, err := gitea.New(tc.url, tc.token, gitea.Options{}); wq.ErrorCode(err) != wq.EINVALID {
+			t.Errorf("New(%q, %q) = %v, want invalid", tc.url, tc.token, err)
+		}
+	}
+}
+
+func TestProjectMustBeOwnerSlashName(t *testing.T) {
+	f, _ := gitea.New("http://127.0.0.1:1", "t", gitea.Options{})
+	for _, p := range []string{"noslash", "a/b/c", "/b", "a/"} {
+		if _, err := f.BranchHead(context.Background(), p, "main"); !wq.IsForgeError(err, wq.ForgePermanent) {
+			t.Errorf("project %q: %v, want a permanent error", p, err)
+		}
+	}
+}

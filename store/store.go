@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/store/postgres"
 	"github.com/workqueue-dev/workqueue/store/sqlite"
 )
@@ -50,8 +51,20 @@ func redact(url string) string {
 	return url
 }
 
+// Store is everything a driver provides: the generic seam and the stores
+// of the item types.
+type Store interface {
+	wq.Store
+	mr.Store
+}
+
+var (
+	_ Store = (*sqlite.Store)(nil)
+	_ Store = (*postgres.Store)(nil)
+)
+
 // Open opens the store the URL names. It does not migrate.
-func Open(ctx context.Context, url string) (wq.Store, error) {
+func Open(ctx context.Context, url string) (Store, error) {
 	kind, path, err := ParseURL(url)
 	if err != nil {
 		return nil, err

@@ -17,7 +17,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/store"
 )
 
@@ -79,13 +78,13 @@ func postgresURL(t testing.TB) string {
 
 // Open returns a migrated store of the given kind, closed when the test
 // ends.
-func Open(t testing.TB, kind string) wq.Store {
+func Open(t testing.TB, kind string) store.Store {
 	t.Helper()
 	return OpenURL(t, URL(t, kind))
 }
 
 // OpenURL returns a migrated store on url, closed when the test ends.
-func OpenURL(t testing.TB, url string) wq.Store {
+func OpenURL(t testing.TB, url string) store.Store {
 	t.Helper()
 	ctx := context.Background()
 	s, err := store.Open(ctx, url)

@@ -1,0 +1,106 @@
+package mr
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// ItemType is the name the mr type registers under.
+const ItemType = "mr"
+
+// Detail is an mr item's row in mr_details (DDR-7): what the caller asked
+// for, and what the service has done on the forge so far.
+type Detail struct {
+	// Desired state, from the submission.
+	Forge         string
+	Project       string
+	SourceBranch  string
+	TargetBranch  string
+	Title         string
+	Description   string
+	CommitMessage string
+	Labels        []string
+	FileActions   []FileAction
+	AutoMerge     bool
+
+	// Forge state, written by the executors.
+	MRNumber       int64  // 0 until the merge request exists
+	MRURL          string
+	HeadSHA        string // the commit the service pushed; merges are pinned to it
+	PushedHash     string // content hash of what HeadSHA holds
+	HeadPipelineID int64
+	NoteID         int64
+}
+
+// ForgeState is what the executors record about the forge, under the
+// item's lease.
+type ForgeState struct {
+	MRNumber   int64
+	MRURL      string
+	HeadSHA    string
+	PushedHash string
+	NoteID     int64
+}
+
+// Store is the persistence the mr type needs beyond the generic store.
+// Both drivers implement it and pass store/storetest.RunMR.
+type Store interface {
+	// CreateMR inserts an active, actionable mr item and its detail in one
+	// transaction. ECONFLICT if another item holds the idempotency key
+	// (an active or failed item for the same forge, project and branch).
+	CreateMR(ctx context.Context, n wq.NewItem, d Detail, now time.Time) (*wq.Item, error)
+
+	// GetMRDetail returns an item's detail. ENOTFOUND.
+	GetMRDetail(ctx context.Context, id wq.ItemID) (*Detail, error)
+
+	// FindMRItem returns the active or failed item for the natural key,
+	// with its detail, or nil if there is none.
+	FindMRItem(ctx context.Context, forge, project, sourceBranch string) (*wq.Item, *Detail, error)
+
+	// LatestMRGeneration returns the highest generation of any item for the
+	// natural key, 0 if there is none.
+	LatestMRGeneration(ctx context.Context, forge, project, sourceBranch string) (int, error)
+
+	// ResubmitMR replaces the desired state of an active or failed item,
+	// provided its revision is still seen: it sets the detail's desired
+	// fields and the content hash, sets needs_mr, marks the item
+	// actionable and bumps its revision; a failed item becomes active with
+	// its attempts, error and backoff cleared (DDR-40). ECONFLICT if the
+	// revision moved or the item is no longer active or failed.
+	ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d Detail, contentHash string, now time.Time) (*wq.Item, error)
+
+	// RecordForgeState writes the forge state under the lease.
+	// ErrLeaseLost.
+	RecordForgeState(ctx context.Context, l wq.Lease, s ForgeState, now time.Time) error
+}
+
+// IdempotencyKey is the database-level guard of the natural key (DDR-39):
+// unique among items that are not completed or cancelled. The generation
+// is a column of its own; leaving it out of the key means two live
+// generations can never coexist.
+func IdempotencyKey(forge, project, sourceBranch string) string {
+	// A JSON array is unambiguous whatever the parts hold, and printable.
+	b, _ := json.Marshal([]string{forge, project, sourceBranch})
+	return "mr:" + string(b)
+}
+
+// ContentHash is the SHA-256 of the file actions sorted by path, then
+// action, as compact JSON (DDR-40).
+func ContentHash(actions []FileAction) string {
+	sorted := append([]FileAction(nil), actions...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].FilePath != sorted[j].FilePath {
+			return sorted[i].FilePath < sorted[j].FilePath
+		}
+		return sorted[i].Action < sorted[j].Action
+	})
+	b, _ := json.Marshal(sorted) // FileAction always marshals
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,189 @@
+package mr
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// Submission is a caller's desired state for one merge request.
+type Submission struct {
+	Forge         string       `json:"forge"`
+	Project       string       `json:"project"`
+	SourceBranch  string       `json:"source_branch"`
+	TargetBranch  string       `json:"target_branch"`
+	Title         string       `json:"title"`
+	Description   string       `json:"description,omitempty"`
+	CommitMessage string       `json:"commit_message,omitempty"` // default: the title
+	Labels        []string     `json:"labels,omitempty"`
+	FileActions   []FileAction `json:"file_actions"`
+	AutoMerge     *bool        `json:"auto_merge,omitempty"` // default: the project's setting
+}
+
+// Submit results (DDR-40).
+const (
+	ResultCreated   = "created"   // a new item (or a new generation after a terminal one)
+	ResultUnchanged = "unchanged" // the active item already wants exactly this
+	ResultUpdated   = "updated"   // the active item's desired state was replaced
+	ResultRetried   = "retried"   // a failed item was replaced and made active again
+)
+
+// Bounds on submission fields.
+const (
+	maxTitleBytes       = 255
+	maxDescriptionBytes = 64 << 10
+	maxBranchBytes      = 255
+	maxLabels           = 20
+)
+
+// Project is the per-project configuration a submission is checked
+// against.
+type Project struct {
+	Policy    Policy
+	AutoMerge bool
+	Label     string // the managed label every merge request gets
+}
+
+// Submit validates and inspects a submission, then upserts its item
+// (DDR-40): created, unchanged, updated or retried. Nothing is stored when
+// validation or inspection refuses: a refusal is a *Refusal, a bad field
+// an EINVALID error naming it. A race with a concurrent submission for the
+// same branch is caught by the store and the upsert is run again.
+func Submit(ctx context.Context, store Store, sub Submission, project Project, caller string, now time.Time) (*wq.Item, string, error) {
+	if err := sub.validate(); err != nil {
+		return nil, "", err
+	}
+	if r := Inspect(sub.FileActions, project.Policy); r != nil {
+		return nil, "", r
+	}
+	d := Detail{
+		Forge: sub.Forge, Project: sub.Project, SourceBranch: sub.SourceBranch, TargetBranch: sub.TargetBranch,
+		Title: sub.Title, Description: sub.Description, CommitMessage: sub.CommitMessage,
+		Labels: labelsWith(sub.Labels, project.Label), FileActions: sub.FileActions, AutoMerge: project.AutoMerge,
+	}
+	if d.CommitMessage == "" {
+		d.CommitMessage = sub.Title
+	}
+	if sub.AutoMerge != nil {
+		d.AutoMerge = *sub.AutoMerge
+	}
+	hash := ContentHash(sub.FileActions)
+	for range 5 {
+		item, current, err := store.FindMRItem(ctx, d.Forge, d.Project, d.SourceBranch)
+		if err != nil {
+			return nil, "", err
+		}
+		if item == nil {
+			gen, err := store.LatestMRGeneration(ctx, d.Forge, d.Project, d.SourceBranch)
+			if err != nil {
+				return nil, "", err
+			}
+			created, err := store.CreateMR(ctx, wq.NewItem{ItemType: ItemType, IdempotencyKey: IdempotencyKey(d.Forge, d.Project, d.SourceBranch),
+				Generation: gen + 1, CallerIdentity: caller, ContentHash: hash}, d, now)
+			if wq.ErrorCode(err) == wq.ECONFLICT {
+				continue // a concurrent submission created it first
+			}
+			if err != nil {
+				return nil, "", err
+			}
+			return created, ResultCreated, nil
+		}
+		if item.Phase == wq.PhaseActive && item.ContentHash == hash && sameDesired(*current, d) {
+			return item, ResultUnchanged, nil
+		}
+		result := ResultUpdated
+		if item.Phase == wq.PhaseFailed {
+			result = ResultRetried
+		}
+		updated, err := store.ResubmitMR(ctx, item.ID, item.Revision, d, hash, now)
+		if wq.ErrorCode(err) == wq.ECONFLICT {
+			continue // the item changed meanwhile: decide again
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		return updated, result, nil
+	}
+	return nil, "", wq.Errorf(wq.EUNAVAILABLE, "too many concurrent changes to %s %s; try again", d.Project, d.SourceBranch)
+}
+
+// sameDesired compares the fields a submission sets besides the content.
+func sameDesired(a, b Detail) bool {
+	return a.TargetBranch == b.TargetBranch && a.Title == b.Title && a.Description == b.Description &&
+		a.CommitMessage == b.CommitMessage && a.AutoMerge == b.AutoMerge && slices.Equal(a.Labels, b.Labels)
+}
+
+func labelsWith(labels []string, managed string) []string {
+	out := slices.Clone(labels)
+	if managed != "" && !slices.Contains(out, managed) {
+		out = append(out, managed)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func (s Submission) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return wq.Errorf(wq.EINVALID, "%s: %s", field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case s.Forge == "":
+		return bad("forge", "required")
+	case s.Project == "" || strings.HasPrefix(s.Project, "/") || strings.HasSuffix(s.Project, "/") || !strings.Contains(s.Project, "/"):
+		return bad("project", "want a full path such as group/name, got %q", s.Project)
+	case s.Title == "" || len(s.Title) > maxTitleBytes || !utf8.ValidString(s.Title) || strings.ContainsAny(s.Title, "\n\r\x00"):
+		return bad("title", "required, one line of at most %d bytes", maxTitleBytes)
+	case len(s.Description) > maxDescriptionBytes || !utf8.ValidString(s.Description):
+		return bad("description", "at most %d bytes of UTF-8", maxDescriptionBytes)
+	case len(s.CommitMessage) > maxDescriptionBytes || !utf8.ValidString(s.CommitMessage):
+		return bad("commit_message", "at most %d bytes of UTF-8", maxDescriptionBytes)
+	case len(s.Labels) > maxLabels:
+		return bad("labels", "at most %d", maxLabels)
+	}
+	for i, l := range s.Labels {
+		if l == "" || len(l) > 100 || strings.ContainsAny(l, ",\n\r\x00") {
+			return bad(fmt.Sprintf("labels[%d]", i), "want a label name of at most 100 bytes without commas, got %q", l)
+		}
+	}
+	if err := checkBranch(s.SourceBranch); err != nil {
+		return bad("source_branch", "%v", err)
+	}
+	if err := checkBranch(s.TargetBranch); err != nil {
+		return bad("target_branch", "%v", err)
+	}
+	if s.SourceBranch == s.TargetBranch {
+		return bad("source_branch", "must differ from target_branch")
+	}
+	return nil
+}
+
+// checkBranch applies git's check-ref-format rules to a branch name.
+func checkBranch(b string) error {
+	switch {
+	case b == "":
+		return fmt.Errorf("required")
+	case len(b) > maxBranchBytes:
+		return fmt.Errorf("at most %d bytes", maxBranchBytes)
+	case !utf8.ValidString(b):
+		return fmt.Errorf("not valid UTF-8")
+	case strings.HasPrefix(b, "-"), strings.HasPrefix(b, "/"), strings.HasSuffix(b, "/"), strings.HasSuffix(b, "."),
+		strings.HasSuffix(b, ".lock"), strings.Contains(b, ".."), strings.Contains(b, "//"), strings.Contains(b, "@{"), b == "@":
+		return fmt.Errorf("%q is not a valid git branch name", b)
+	}
+	for _, r := range b {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
+			return fmt.Errorf("%q is not a valid git branch name (character %q)", b, r)
+		}
+	}
+	for _, c := range strings.Split(b, "/") {
+		if strings.HasPrefix(c, ".") {
+			return fmt.Errorf("%q is not a valid git branch name (component starts with a dot)", b)
+		}
+	}
+	return nil
+}

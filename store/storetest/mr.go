@@ -1,0 +1,154 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/mr"
+)
+
+// MRStore is a driver as the mr part of the suite needs it.
+type MRStore interface {
+	wq.Store
+	mr.Store
+}
+
+// RunMR runs the conformance suite of the mr type's store methods.
+func RunMR(t *testing.T, open func(t *testing.T) MRStore) {
+	ctx := context.Background()
+	content := "hello\n"
+	detail := mr.Detail{Forge: "gitea", Project: "o/r", SourceBranch: "wq/a", TargetBranch: "main", Title: "T", Description: "D",
+		CommitMessage: "C", Labels: []string{"managed"}, FileActions: []mr.FileAction{{Action: mr.ActionCreate, FilePath: "a", Content: &content}}, AutoMerge: true}
+	newItem := func(gen int) wq.NewItem {
+		return wq.NewItem{ItemType: mr.ItemType, IdempotencyKey: mr.IdempotencyKey("gitea", "o/r", "wq/a"), Generation: gen, ContentHash: "h1"}
+	}
+	create := func(t *testing.T, s MRStore) *wq.Item {
+		t.Helper()
+		it, err := s.CreateMR(ctx, newItem(1), detail, T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return it
+	}
+
+	t.Run("an mr item is stored with its detail and found by its natural key", func(t *testing.T) {
+		s := open(t)
+		it, err := s.CreateMR(ctx, newItem(1), detail, T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetMRDetail(ctx, it.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(&detail, got); diff != "" {
+			t.Errorf("detail (-want +got):\n%s", diff)
+		}
+		found, fd, err := s.FindMRItem(ctx, "gitea", "o/r", "wq/a")
+		if err != nil || found == nil || found.ID != it.ID || fd.Title != "T" {
+			t.Fatalf("FindMRItem = %+v, %+v, %v", found, fd, err)
+		}
+		if none, _, err := s.FindMRItem(ctx, "gitea", "o/r", "other"); err != nil || none != nil {
+			t.Errorf("FindMRItem for another branch = %+v, %v", none, err)
+		}
+		if g, err := s.LatestMRGeneration(ctx, "gitea", "o/r", "wq/a"); err != nil || g != 1 {
+			t.Errorf("LatestMRGeneration = %d, %v", g, err)
+		}
+		if _, err := s.GetMRDetail(ctx, wq.NewItemID()); wq.ErrorCode(err) != wq.ENOTFOUND {
+			t.Errorf("detail of a missing item: %v", err)
+		}
+	})
+
+	t.Run("a second live item for the same branch is a conflict; a new generation after a terminal one is not", func(t *testing.T) {
+		s := open(t)
+		first, err := s.CreateMR(ctx, newItem(1), detail, T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateMR(ctx, newItem(2), detail, T0); wq.ErrorCode(err) != wq.ECONFLICT {
+			t.Fatalf("second live item: %v, want conflict", err)
+		}
+		l, _ := s.ClaimItem(ctx, first.ID, "w", T0, time.Minute)
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted}, T0); err != nil {
+			t.Fatal(err)
+		}
+		if found, _, _ := s.FindMRItem(ctx, "gitea", "o/r", "wq/a"); found != nil {
+			t.Error("a completed item is still found as live")
+		}
+		second, err := s.CreateMR(ctx, newItem(2), detail, T0)
+		if err != nil {
+			t.Fatalf("new generation: %v", err)
+		}
+		if g, _ := s.LatestMRGeneration(ctx, "gitea", "o/r", "wq/a"); g != 2 || second.Generation != 2 {
+			t.Errorf("generation %d, latest %d", second.Generation, g)
+		}
+	})
+
+	t.Run("resubmitting replaces the desired state, needs_mr and wakes the item, only at the seen revision", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s)
+		l, _ := s.ClaimItem(ctx, it.ID, "w", T0, time.Minute)
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Dimensions: []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: mr.DimMR}, Status: wq.StatusFalse}}}, T0); err != nil {
+			t.Fatal(err)
+		}
+		if exited, err := s.FinishProcessing(ctx, l, it.Revision, T0); err != nil || !exited {
+			t.Fatal(exited, err)
+		}
+		changed := detail
+		changed.Title, changed.TargetBranch = "T2", "develop"
+		got, err := s.ResubmitMR(ctx, it.ID, it.Revision, changed, "h2", T0.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.Actionable || got.Revision != it.Revision+1 || got.ContentHash != "h2" || got.Dimensions[wq.DimensionKey{Dimension: mr.DimMR}].Status != wq.StatusTrue {
+			t.Errorf("after resubmit: %+v", got)
+		}
+		if d, _ := s.GetMRDetail(ctx, it.ID); d.Title != "T2" || d.TargetBranch != "develop" {
+			t.Errorf("detail after resubmit: %+v", d)
+		}
+		if _, err := s.ResubmitMR(ctx, it.ID, it.Revision, changed, "h3", T0); wq.ErrorCode(err) != wq.ECONFLICT {
+			t.Errorf("resubmit at a stale revision: %v, want conflict", err)
+		}
+	})
+
+	t.Run("resubmitting a failed item makes it active with a clean slate", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s)
+		l, _ := s.ClaimItem(ctx, it.ID, "w", T0, time.Minute)
+		if _, err := s.RecordFailure(ctx, l, wq.Failure{Error: "boom", Fail: true}, T0); err != nil {
+			t.Fatal(err)
+		}
+		_ = s.ReleaseLease(ctx, l)
+		failed, _ := s.GetItem(ctx, it.ID)
+		got, err := s.ResubmitMR(ctx, it.ID, failed.Revision, detail, "h1", T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Phase != wq.PhaseActive || got.Attempts != 0 || got.Error != "" || !got.FinishedAt.IsZero() || !got.Actionable {
+			t.Errorf("after retry: %+v", got)
+		}
+	})
+
+	t.Run("forge state is written only under the lease", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s)
+		stale, _ := s.ClaimItem(ctx, it.ID, "a", T0, time.Minute)
+		fresh, _ := s.ClaimItem(ctx, it.ID, "b", T0.Add(2*time.Minute), time.Minute)
+		state := mr.ForgeState{MRNumber: 7, MRURL: "http://forge/o/r/pulls/7", HeadSHA: "abc", PushedHash: "h1", NoteID: 9}
+		if err := s.RecordForgeState(ctx, stale, state, T0); !errors.Is(err, wq.ErrLeaseLost) {
+			t.Errorf("stale lease: %v, want ErrLeaseLost", err)
+		}
+		if err := s.RecordForgeState(ctx, fresh, state, T0); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := s.GetMRDetail(ctx, it.ID)
+		if d.MRNumber != 7 || d.MRURL != state.MRURL || d.HeadSHA != "abc" || d.PushedHash != "h1" || d.NoteID != 9 {
+			t.Errorf("detail %+v", d)
+		}
+	})
+}

@@ -30,7 +30,7 @@ type Detail struct {
 	AutoMerge     bool
 
 	// Forge state, written by the executors.
-	MRNumber       int64  // 0 until the merge request exists
+	MRNumber       int64 // 0 until the merge request exists
 	MRURL          string
 	HeadSHA        string // the commit the service pushed; merges are pinned to it
 	PushedHash     string // content hash of what HeadSHA holds

@@ -22,6 +22,10 @@ type Execution struct {
 	Action string    // the action being executed
 	Now    time.Time // the engine clock's time when the action started
 	Writer ItemWriter
+	// Lease is the lease the execution runs under, for the item type's own
+	// fenced store writes (its detail table); they must return
+	// ErrLeaseLost when it no longer holds.
+	Lease Lease
 }
 
 // ItemWriter applies state changes to one item under the caller's lease.

@@ -249,10 +249,13 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, item *wq.Item, a
 		return w.recordFailure(ctx, log, item, action, err, true) && ctx.Err() == nil
 	}
 	writer := &leaseWriter{w: w, item: item, action: action}
-	err := safeExecute(ctx, exec, &wq.Execution{Item: item, Action: action, Now: now, Writer: writer})
+	err := safeExecute(ctx, exec, &wq.Execution{Item: item, Action: action, Now: now, Writer: writer, Lease: w.lease})
 	e.actionsExecuted.Add(1)
 	if errors.Is(err, wq.ErrLeaseLost) || isLost(w.lost) {
-		return false // refused and audited by the writer; another worker owns the item now
+		if errors.Is(err, wq.ErrLeaseLost) && !writer.refusedAudited {
+			w.refused("executor " + action) // a type-specific fenced write was refused
+		}
+		return false // another worker owns the item now
 	}
 	if err != nil {
 		e.actionsFailed.Add(1)
@@ -406,9 +409,10 @@ func (w *worker) auditDimensions(ctx context.Context, item *wq.Item, dims []wq.D
 
 // leaseWriter is the executor's fenced ItemWriter.
 type leaseWriter struct {
-	w      *worker
-	item   *wq.Item
-	action string
+	w              *worker
+	item           *wq.Item
+	action         string
+	refusedAudited bool
 }
 
 func (lw *leaseWriter) Apply(ctx context.Context, c wq.Change) error {
@@ -417,6 +421,7 @@ func (lw *leaseWriter) Apply(ctx context.Context, c wq.Change) error {
 	old, err := w.e.store.ApplyChange(ctx, w.lease, c, now)
 	if errors.Is(err, wq.ErrLeaseLost) {
 		w.refused("apply change (" + lw.action + ")")
+		lw.refusedAudited = true
 		return err
 	}
 	if err != nil {

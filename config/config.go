@@ -39,6 +39,16 @@ type Config struct {
 	Log Log `yaml:"log"`
 	// Example tunes the example item type (tests and demos).
 	Example Example `yaml:"example"`
+	// PublicURL is the service's base URL as forges and people reach it
+	// (links in merge request notes, webhook targets).
+	PublicURL string `yaml:"public_url"`
+	// Forges are the code forges the service writes to.
+	Forges []Forge `yaml:"forges"`
+	// Projects map project paths on a forge to their policy; a submission
+	// for a project no entry covers is refused.
+	Projects []Project `yaml:"projects"`
+	// MR tunes the merge-request item type.
+	MR MR `yaml:"mr"`
 }
 
 // Processing tunes the engine; see engine.Config for each field's meaning.
@@ -106,8 +116,17 @@ func Default() Config {
 			ShutdownGrace: Duration(e.ShutdownGrace),
 		},
 		Log: Log{Level: "info", Format: "text"},
+		MR: MR{
+			ReconcileInterval:    Duration(30 * time.Minute),
+			MergeRecheckInterval: Duration(time.Minute),
+			EmptyCheckInterval:   Duration(30 * time.Minute),
+			ManagedLabel:         "managed-by-workqueue",
+		},
 	}
 }
+
+// minInterval bounds the mr intervals from below.
+const minInterval = 100 * time.Millisecond
 
 // maxFileSize bounds the configuration file: it is read whole.
 const maxFileSize = 1 << 20
@@ -212,6 +231,12 @@ func (c Config) Validate() error {
 	if c.Example.StepDelay < 0 {
 		bad("example.step_delay", "must not be negative")
 	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("public_url", "want http(s)://host[:port][/path], got %q", c.PublicURL)
+		}
+	}
+	c.validateForges(bad)
 	return errors.Join(errs...)
 }
 

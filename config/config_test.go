@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,12 @@ func TestExampleConfigLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config.Default()
-	want.HandledTypes = []string{"example"}
+	want.HandledTypes = []string{"mr", "example"}
+	want.PublicURL = "http://127.0.0.1:8080"
+	want.Forges = []config.Forge{{Name: "gitea", Kind: "gitea", URL: "http://127.0.0.1:3000",
+		TokenEnv: "WORKQUEUE_GITEA_TOKEN", WebhookSecretEnv: "WORKQUEUE_GITEA_WEBHOOK_SECRET"}}
+	want.Projects = []config.Project{{Match: "demo/**", Forge: "gitea", BlockedPaths: []string{".gitea/**", ".github/**", "**/CODEOWNERS"},
+		MaxFileBytes: 1048576, MaxTotalBytes: 10485760, AutoMerge: true}}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("example config differs from the defaults it claims to show (-want +got):\n%s", diff)
 	}
@@ -67,6 +73,16 @@ func TestBadConfigErrorsNameTheField(t *testing.T) {
 		{"log level", "log: {level: loud}", "log.level: want debug, info, warn or error"},
 		{"two documents", "listen: a:1\n---\nlisten: b:2", "want one YAML document"},
 		{"wrong type", "handled_types: example", "cannot unmarshal"},
+		{"forge kind", "forges: [{name: g, kind: github, url: 'http://x', token_env: T}]", "forges[0].kind: want gitea or gitlab"},
+		{"forge url", "forges: [{name: g, kind: gitea, url: 'x', token_env: T}]", "forges[0].url: want http(s)"},
+		{"forge url credentials", "forges: [{name: g, kind: gitea, url: 'http://u:hunter2@x', token_env: T}]", "forges[0].url"},
+		{"forge token", "forges: [{name: g, kind: gitea, url: 'http://x'}]", "forges[0]: set exactly one of token_env and token_file"},
+		{"forge name twice", "forges: [{name: g, kind: gitea, url: 'http://x', token_env: T}, {name: g, kind: gitea, url: 'http://y', token_env: T}]", "forges[1].name: \"g\" is configured twice"},
+		{"project forge", "projects: [{match: 'a/*', forge: nope}]", "projects[0].forge: \"nope\" is not a configured forge"},
+		{"project glob", "forges: [{name: g, kind: gitea, url: 'http://x', token_env: T}]\nprojects: [{match: 'a/[', forge: g}]", "projects[0].match"},
+		{"blocked glob", "forges: [{name: g, kind: gitea, url: 'http://x', token_env: T}]\nprojects: [{match: 'a/*', forge: g, blocked_paths: ['[']}]", "projects[0].blocked_paths[0]"},
+		{"public url", "public_url: nope", "public_url: want http(s)"},
+		{"mr interval", "mr: {reconcile_interval: 1ms}", "mr: reconcile_interval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse(strings.NewReader(tc.doc))
@@ -77,6 +93,58 @@ func TestBadConfigErrorsNameTheField(t *testing.T) {
 				t.Errorf("error echoes a password: %v", err)
 			}
 		})
+	}
+}
+
+func TestProjectForPicksTheFirstMatchOnTheForge(t *testing.T) {
+	cfg, err := config.Parse(strings.NewReader(`
+forges:
+  - {name: a, kind: gitea, url: 'http://a', token_env: A}
+  - {name: b, kind: gitlab, url: 'https://b', token_file: /dev/null}
+projects:
+  - {match: 'team/secret', forge: a, allow_binary: true}
+  - {match: 'team/**', forge: a, max_file_bytes: 10}
+  - {match: 'team/**', forge: b, max_file_bytes: 20}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		forge, project string
+		ok             bool
+		maxFile        int64
+		binary         bool
+	}{
+		{"a", "team/secret", true, 0, true},
+		{"a", "team/sub/repo", true, 10, false},
+		{"b", "team/repo", true, 20, false},
+		{"a", "other/repo", false, 0, false},
+		{"c", "team/repo", false, 0, false},
+	} {
+		p, ok := cfg.ProjectFor(tc.forge, tc.project)
+		if ok != tc.ok || p.MaxFileBytes != tc.maxFile || p.AllowBinary != tc.binary {
+			t.Errorf("ProjectFor(%s, %s) = %+v, %v", tc.forge, tc.project, p, ok)
+		}
+	}
+}
+
+func TestForgeSecretsComeFromTheEnvironmentOrAFile(t *testing.T) {
+	t.Setenv("WQ_TEST_TOKEN", "from-env")
+	file := t.TempDir() + "/token"
+	if err := os.WriteFile(file, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := (config.Forge{Name: "g", TokenEnv: "WQ_TEST_TOKEN"}).Token(); err != nil || tok != "from-env" {
+		t.Errorf("env token = %q, %v", tok, err)
+	}
+	if tok, err := (config.Forge{Name: "g", TokenFile: file}).Token(); err != nil || tok != "from-file" {
+		t.Errorf("file token = %q, %v", tok, err)
+	}
+	if _, err := (config.Forge{Name: "g", TokenEnv: "WQ_TEST_UNSET"}).Token(); err == nil || !strings.Contains(err.Error(), "forges[g].token_env") {
+		t.Errorf("unset env: %v", err)
+	}
+	if _, err := (config.Forge{Name: "g", TokenFile: file + ".missing"}).Token(); err == nil || !strings.Contains(err.Error(), "forges[g].token_file") {
+		t.Errorf("missing file: %v", err)
 	}
 }
 

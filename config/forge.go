@@ -1,0 +1,148 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// Forge is one code forge the service writes to.
+type Forge struct {
+	Name string `yaml:"name"`
+	Kind string `yaml:"kind"` // gitea or gitlab
+	URL  string `yaml:"url"`
+	// The API token: from an environment variable or a file, never inline.
+	TokenEnv  string `yaml:"token_env"`
+	TokenFile string `yaml:"token_file"`
+	// The webhook secret, likewise (optional until webhooks are configured).
+	WebhookSecretEnv  string `yaml:"webhook_secret_env"`
+	WebhookSecretFile string `yaml:"webhook_secret_file"`
+}
+
+// Project is the policy for the projects its Match glob names on a forge.
+type Project struct {
+	Match         string   `yaml:"match"` // glob over the project path; ** crosses groups
+	Forge         string   `yaml:"forge"`
+	BlockedPaths  []string `yaml:"blocked_paths"`
+	MaxFileBytes  int64    `yaml:"max_file_bytes"`
+	MaxTotalBytes int64    `yaml:"max_total_bytes"`
+	AllowBinary   bool     `yaml:"allow_binary"`
+	AutoMerge     bool     `yaml:"auto_merge"`
+}
+
+// MR tunes the mr item type.
+type MR struct {
+	ReconcileInterval    Duration `yaml:"reconcile_interval"`
+	MergeRecheckInterval Duration `yaml:"merge_recheck_interval"`
+	EmptyCheckInterval   Duration `yaml:"empty_check_interval"`
+	ManagedLabel         string   `yaml:"managed_label"`
+}
+
+var forgeName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+func (c Config) validateForges(bad func(field, format string, args ...any)) {
+	names := map[string]bool{}
+	for i, f := range c.Forges {
+		field := fmt.Sprintf("forges[%d]", i)
+		if !forgeName.MatchString(f.Name) {
+			bad(field+".name", "want lowercase letters, digits, - and _, got %q", f.Name)
+		} else if names[f.Name] {
+			bad(field+".name", "%q is configured twice", f.Name)
+		}
+		names[f.Name] = true
+		if f.Kind != "gitea" && f.Kind != "gitlab" {
+			bad(field+".kind", "want gitea or gitlab, got %q", f.Kind)
+		}
+		if u, err := url.Parse(f.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			bad(field+".url", "want http(s)://host[:port][/path] without credentials, got %q", RedactURL(f.URL))
+		}
+		if (f.TokenEnv == "") == (f.TokenFile == "") {
+			bad(field, "set exactly one of token_env and token_file")
+		}
+		if f.WebhookSecretEnv != "" && f.WebhookSecretFile != "" {
+			bad(field, "set at most one of webhook_secret_env and webhook_secret_file")
+		}
+	}
+	for i, p := range c.Projects {
+		field := fmt.Sprintf("projects[%d]", i)
+		if p.Match == "" || !doublestar.ValidatePattern(p.Match) {
+			bad(field+".match", "want a glob such as group/* or group/**, got %q", p.Match)
+		}
+		if !names[p.Forge] {
+			bad(field+".forge", "%q is not a configured forge", p.Forge)
+		}
+		for j, g := range p.BlockedPaths {
+			if g == "" || !doublestar.ValidatePattern(g) {
+				bad(fmt.Sprintf("%s.blocked_paths[%d]", field, j), "invalid glob %q", g)
+			}
+		}
+		if p.MaxFileBytes < 0 || p.MaxTotalBytes < 0 {
+			bad(field, "max_file_bytes and max_total_bytes must not be negative")
+		}
+	}
+	if c.MR.ReconcileInterval < Duration(minInterval) || c.MR.MergeRecheckInterval < Duration(minInterval) || c.MR.EmptyCheckInterval < Duration(minInterval) {
+		bad("mr", "reconcile_interval, merge_recheck_interval and empty_check_interval must be at least %s", minInterval)
+	}
+	if strings.ContainsAny(c.MR.ManagedLabel, ",\n") || len(c.MR.ManagedLabel) > 100 {
+		bad("mr.managed_label", "want a label name without commas, got %q", c.MR.ManagedLabel)
+	}
+}
+
+// ProjectFor returns the first project entry that covers project on forge.
+func (c Config) ProjectFor(forge, project string) (Project, bool) {
+	for _, p := range c.Projects {
+		if p.Forge != forge {
+			continue
+		}
+		if ok, _ := doublestar.Match(p.Match, project); ok {
+			return p, true
+		}
+	}
+	return Project{}, false
+}
+
+// ForgeNamed returns the configured forge of that name.
+func (c Config) ForgeNamed(name string) (Forge, bool) {
+	i := slices.IndexFunc(c.Forges, func(f Forge) bool { return f.Name == name })
+	if i < 0 {
+		return Forge{}, false
+	}
+	return c.Forges[i], true
+}
+
+// Token reads the forge's API token from its environment variable or file.
+func (f Forge) Token() (string, error) {
+	return secret(f.TokenEnv, f.TokenFile, "forges["+f.Name+"].token")
+}
+
+// WebhookSecret reads the forge's webhook secret, "" if none is configured.
+func (f Forge) WebhookSecret() (string, error) {
+	if f.WebhookSecretEnv == "" && f.WebhookSecretFile == "" {
+		return "", nil
+	}
+	return secret(f.WebhookSecretEnv, f.WebhookSecretFile, "forges["+f.Name+"].webhook_secret")
+}
+
+func secret(env, file, field string) (string, error) {
+	if env != "" {
+		v := os.Getenv(env)
+		if v == "" {
+			return "", fmt.Errorf("%s_env: environment variable %s is empty or unset", field, env)
+		}
+		return v, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%s_file: %w", field, err)
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "" {
+		return "", fmt.Errorf("%s_file: %s is empty", field, file)
+	}
+	return v, nil
+}

@@ -12,6 +12,19 @@ type Failure struct {
 	Fail       bool      // fail the item now (max attempts reached, permanent error, unknown action)
 }
 
+// ItemFilter selects items for ListItems. Zero fields do not filter.
+type ItemFilter struct {
+	ItemType string
+	Phase    Phase
+	Forge    string // mr items only
+	Project  string // mr items only
+	Before   ItemID // cursor: only items older than this one
+	Limit    int    // at most this many (the store caps it)
+}
+
+// MaxListLimit caps ItemFilter.Limit.
+const MaxListLimit = 500
+
 // Store is the seam between the generic layer and a database. Both drivers
 // (store/sqlite, store/postgres) pass the conformance suite in
 // store/storetest. Every method takes the time to use as now, so that one
@@ -84,6 +97,21 @@ type Store interface {
 	// true) whose pending_until has passed and past retry_after. Its cost
 	// grows with the number of due items, not of all items.
 	DueItems(ctx context.Context, types []string, now time.Time, limit int) ([]ItemID, error)
+
+	// ListItems returns items newest first, without their dimensions.
+	ListItems(ctx context.Context, f ItemFilter) ([]*Item, error)
+
+	// RetryItem makes a failed or cancelled item active and actionable
+	// again with a clean slate (attempts, error, backoff) and upserts dims,
+	// the rows the item type resets on retry (DDR-49). ECONFLICT if the
+	// item is active or completed, or a newer generation holds its
+	// idempotency key; ENOTFOUND.
+	RetryItem(ctx context.Context, id ItemID, dims []DimensionUpdate, now time.Time) (*Item, error)
+
+	// CancelItem cancels an active or failed item with reason and clears
+	// its lease, which fences out a worker that holds it. ECONFLICT if it
+	// is already completed or cancelled; ENOTFOUND.
+	CancelItem(ctx context.Context, id ItemID, reason string, now time.Time) (*Item, error)
 
 	// Migrate applies the embedded migrations not yet recorded, each in its
 	// own transaction, and returns the versions it applied. Safe to run

@@ -389,6 +389,87 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 		}
 	})
 
+	t.Run("items are listed newest first, filtered, a page at a time", func(t *testing.T) {
+		s := open(t)
+		var ids []wq.ItemID
+		for i := range 5 {
+			typ := "test"
+			if i%2 == 1 {
+				typ = "other"
+			}
+			ids = append(ids, create(t, s, wq.NewItem{ItemType: typ}).ID)
+		}
+		all, err := s.ListItems(ctx, wq.ItemFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 5 || all[0].ID != ids[4] || all[4].ID != ids[0] {
+			t.Fatalf("ListItems order: got %d items, first %v", len(all), all[0].ID)
+		}
+		page, _ := s.ListItems(ctx, wq.ItemFilter{Limit: 2})
+		next, _ := s.ListItems(ctx, wq.ItemFilter{Limit: 2, Before: page[1].ID})
+		if len(page) != 2 || len(next) != 2 || next[0].ID != ids[2] || next[1].ID != ids[1] {
+			t.Errorf("pages: %v then %v", page, next)
+		}
+		tests, _ := s.ListItems(ctx, wq.ItemFilter{ItemType: "test"})
+		if len(tests) != 3 {
+			t.Errorf("type filter gave %d items, want 3", len(tests))
+		}
+		l := claim(t, s, ids[0], T0)
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted}, T0); err != nil {
+			t.Fatal(err)
+		}
+		if done, _ := s.ListItems(ctx, wq.ItemFilter{Phase: wq.PhaseCompleted}); len(done) != 1 || done[0].ID != ids[0] {
+			t.Errorf("phase filter: %v", done)
+		}
+	})
+
+	t.Run("retry revives failed and cancelled items only", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		if _, err := s.RetryItem(ctx, it.ID, nil, T0); wq.ErrorCode(err) != wq.ECONFLICT {
+			t.Errorf("retry of an active item: %v, want conflict", err)
+		}
+		l := claim(t, s, it.ID, T0)
+		if _, err := s.RecordFailure(ctx, l, wq.Failure{Error: "boom", Fail: true}, T0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.RetryItem(ctx, it.ID, []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_x"}, Status: wq.StatusTrue}}, T0.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Phase != wq.PhaseActive || got.Attempts != 0 || got.Error != "" || !got.FinishedAt.IsZero() || !got.Actionable ||
+			got.LeaseOwner != "" || got.Revision != it.Revision+1 || got.Dimensions[wq.DimensionKey{Dimension: "needs_x"}].Status != wq.StatusTrue {
+			t.Errorf("after retry: %+v", got)
+		}
+		if _, err := s.RetryItem(ctx, wq.NewItemID(), nil, T0); wq.ErrorCode(err) != wq.ENOTFOUND {
+			t.Errorf("retry of a missing item: %v", err)
+		}
+	})
+
+	t.Run("cancel ends an active item and fences out its worker", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{Dimensions: []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_r"}, Status: wq.StatusTrue, PendingUntil: T0.Add(time.Hour)}}})
+		l := claim(t, s, it.ID, T0)
+		got, err := s.CancelItem(ctx, it.ID, "cancelled by alice", T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Phase != wq.PhaseCancelled || got.Reason != "cancelled by alice" || got.FinishedAt.IsZero() || got.LeaseOwner != "" ||
+			!got.Dimensions[wq.DimensionKey{Dimension: "needs_r"}].PendingUntil.IsZero() {
+			t.Errorf("after cancel: %+v", got)
+		}
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted}, T0); !errors.Is(err, wq.ErrLeaseLost) {
+			t.Errorf("the worker could still write: %v", err)
+		}
+		if _, err := s.CancelItem(ctx, it.ID, "again", T0); wq.ErrorCode(err) != wq.ECONFLICT {
+			t.Errorf("cancel twice: %v, want conflict", err)
+		}
+		if back, err := s.RetryItem(ctx, it.ID, nil, T0); err != nil || back.Phase != wq.PhaseActive {
+			t.Errorf("retry after cancel: %+v, %v", back, err)
+		}
+	})
+
 	t.Run("the sweep finds exactly the due items", func(t *testing.T) {
 		s := open(t)
 		idle := func(typ string, dims ...wq.DimensionUpdate) *wq.Item {

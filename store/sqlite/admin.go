@@ -1,0 +1,136 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// ListItems returns items newest first.
+func (s *Store) ListItems(ctx context.Context, f wq.ItemFilter) ([]*wq.Item, error) {
+	var where []string
+	var args []any
+	add := func(cond string, arg any) { where = append(where, cond); args = append(args, arg) }
+	if f.ItemType != "" {
+		add("w.item_type = ?", f.ItemType)
+	}
+	if f.Phase != "" {
+		add("w.phase = ?", string(f.Phase))
+	}
+	if f.Forge != "" {
+		add("m.forge = ?", f.Forge)
+	}
+	if f.Project != "" {
+		add("m.project = ?", f.Project)
+	}
+	if f.Before != uuid.Nil {
+		add("w.id < ?", f.Before.String())
+	}
+	q := `SELECT ` + qualified("w", itemColumns) + ` FROM work_items w LEFT JOIN mr_details m ON m.work_item_id = w.id`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY w.id DESC LIMIT ?"
+	args = append(args, listLimit(f.Limit))
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list items: %w", translate(err))
+	}
+	defer rows.Close()
+	var items []*wq.Item
+	for rows.Next() {
+		it, err := scanItem(rows)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+	}
+	return items, translate(rows.Err())
+}
+
+func listLimit(n int) int {
+	if n <= 0 || n > wq.MaxListLimit {
+		return wq.MaxListLimit
+	}
+	return n
+}
+
+// qualified prefixes each column of a comma-separated list with alias.
+func qualified(alias, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, p := range parts {
+		parts[i] = alias + "." + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// RetryItem makes a failed or cancelled item active again.
+func (s *Store) RetryItem(ctx context.Context, id wq.ItemID, dims []wq.DimensionUpdate, now time.Time) (*wq.Item, error) {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE work_items SET phase = 'active', reason = '', error = '', attempts = 0, retry_after = NULL,
+		finished_at = NULL, actionable = 1, revision = revision + 1, leased_until = NULL, lease_token = NULL, lease_owner = NULL,
+		updated_at = ? WHERE id = ? AND phase IN ('failed', 'cancelled')`, ts(now), id.String())
+	if err != nil {
+		return nil, fmt.Errorf("retry item %s: %w", id, translate(err))
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return nil, s.phaseConflict(ctx, id, "retry", "failed or cancelled")
+	}
+	if err := upsertDimensions(ctx, tx, id, dims, now); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, translate(err)
+	}
+	return s.GetItem(ctx, id)
+}
+
+// CancelItem cancels an active or failed item.
+func (s *Store) CancelItem(ctx context.Context, id wq.ItemID, reason string, now time.Time) (*wq.Item, error) {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE work_items SET phase = 'cancelled', reason = ?, finished_at = ?, updated_at = ?,
+		leased_until = NULL, lease_token = NULL, lease_owner = NULL WHERE id = ? AND phase IN ('active', 'failed')`,
+		reason, ts(now), ts(now), id.String())
+	if err != nil {
+		return nil, fmt.Errorf("cancel item %s: %w", id, translate(err))
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return nil, s.phaseConflict(ctx, id, "cancel", "active or failed")
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE work_item_statuses SET pending_until = NULL WHERE work_item_id = ? AND pending_until IS NOT NULL`, id.String()); err != nil {
+		return nil, translate(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, translate(err)
+	}
+	return s.GetItem(ctx, id)
+}
+
+// phaseConflict explains why a phase-conditional update matched nothing.
+func (s *Store) phaseConflict(ctx context.Context, id wq.ItemID, op, want string) error {
+	it, err := s.GetItem(ctx, id)
+	if err != nil {
+		return fmt.Errorf("%s item %s: %w", op, id, err)
+	}
+	return fmt.Errorf("%s item %s: %w", op, id, wq.Errorf(wq.ECONFLICT, "item is %s; only %s items can be %s", it.Phase, want, pastTense(op)))
+}
+
+func pastTense(op string) string {
+	if op == "cancel" {
+		return "cancelled"
+	}
+	return op + "d"
+}

@@ -49,6 +49,8 @@ type Config struct {
 	Projects []Project `yaml:"projects"`
 	// MR tunes the merge-request item type.
 	MR MR `yaml:"mr"`
+	// Auth configures who may call the API.
+	Auth Auth `yaml:"auth"`
 }
 
 // Processing tunes the engine; see engine.Config for each field's meaning.
@@ -237,6 +239,7 @@ func (c Config) Validate() error {
 		}
 	}
 	c.validateForges(bad)
+	c.validateAuth(bad)
 	return errors.Join(errs...)
 }
 

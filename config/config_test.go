@@ -83,6 +83,9 @@ func TestBadConfigErrorsNameTheField(t *testing.T) {
 		{"blocked glob", "forges: [{name: g, kind: gitea, url: 'http://x', token_env: T}]\nprojects: [{match: 'a/*', forge: g, blocked_paths: ['[']}]", "projects[0].blocked_paths[0]"},
 		{"public url", "public_url: nope", "public_url: want http(s)"},
 		{"mr interval", "mr: {reconcile_interval: 1ms}", "mr: reconcile_interval"},
+		{"token hash", "auth: {tokens: [{name: ci, sha256: abc, permissions: [read]}]}", "auth.tokens[0].sha256"},
+		{"token permission", "auth: {tokens: [{name: ci, sha256: '" + strings.Repeat("a", 64) + "', permissions: [root]}]}", "auth.tokens[0].permissions[0]: want one of"},
+		{"token without permissions", "auth: {tokens: [{name: ci, sha256: '" + strings.Repeat("a", 64) + "'}]}", "auth.tokens[0].permissions"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse(strings.NewReader(tc.doc))

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/store"
@@ -92,6 +93,37 @@ func TestServeWithZeroConfigRunsOnSQLiteInTheWorkingDirectory(t *testing.T) {
 	}
 	if err := m.Close(); err != nil {
 		t.Errorf("Close: %v", err)
+	}
+}
+
+func TestTokenCreatePrintsATokenAndTheEntryThatAcceptsIt(t *testing.T) {
+	out, err := runCommand(t, "token", "create", "ci-bot", "--permissions", "read,submit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok, entry string
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "token: "); ok {
+			tok = v
+		}
+		if strings.HasPrefix(line, "- {") {
+			entry = line
+		}
+	}
+	cfg, err := config.Parse(strings.NewReader("auth:\n  tokens:\n  " + entry + "\n"))
+	if err != nil {
+		t.Fatalf("the printed entry does not load: %v\n%s", err, out)
+	}
+	s, err := auth.NewStaticTokens(cfg.StaticTokens())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Authenticate(context.Background(), tok)
+	if err != nil || !c.Can(auth.Submit) || c.Can(auth.Retry) {
+		t.Errorf("the printed token: %+v, %v", c, err)
+	}
+	if _, err := runCommand(t, "token", "create", "x", "--permissions", "root"); err == nil {
+		t.Error("an unknown permission was accepted")
 	}
 }
 

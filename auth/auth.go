@@ -1,0 +1,116 @@
+// Package auth answers "who is calling, and may they do this?" for the
+// HTTP API. Today: static bearer tokens, stored as SHA-256 hashes (DDR-24:
+// bearer tokens only). OIDC and introspected tokens come later behind the
+// same Authenticator.
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// Permission is one thing a caller may do.
+type Permission string
+
+// The permissions. admin implies every other one.
+const (
+	Read      Permission = "read"
+	Submit    Permission = "submit"
+	Retry     Permission = "retry"
+	Admin     Permission = "admin"
+	Agent     Permission = "agent"     // reserved for the control plane
+	Incidents Permission = "incidents" // reserved for the incident bridge
+)
+
+// Permissions lists every permission, for validation and help.
+var Permissions = []Permission{Read, Submit, Retry, Admin, Agent, Incidents}
+
+// Valid reports whether p is a known permission.
+func (p Permission) Valid() bool { return slices.Contains(Permissions, p) }
+
+// Caller is an authenticated caller.
+type Caller struct {
+	Identity    string // recorded as caller_identity and as the audit actor
+	Rule        string // what matched: "token:<name>"
+	Permissions []Permission
+}
+
+// Can reports whether the caller holds p (admin holds everything).
+func (c *Caller) Can(p Permission) bool {
+	return c != nil && (slices.Contains(c.Permissions, p) || slices.Contains(c.Permissions, Admin))
+}
+
+// Authenticator turns a bearer token into a caller. It returns an
+// EUNAUTHORIZED error for a token it does not accept; it never logs or
+// returns the token.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (*Caller, error)
+}
+
+// Token is a configured static token.
+type Token struct {
+	Name        string
+	SHA256      string // lowercase hex of the token's SHA-256
+	Permissions []Permission
+}
+
+// StaticTokens authenticates configured static tokens by their hash.
+type StaticTokens struct {
+	byHash map[[sha256.Size]byte]*Caller
+}
+
+// NewStaticTokens checks and indexes tokens.
+func NewStaticTokens(tokens []Token) (*StaticTokens, error) {
+	s := &StaticTokens{byHash: map[[sha256.Size]byte]*Caller{}}
+	for i, t := range tokens {
+		var h [sha256.Size]byte
+		if b, err := hex.DecodeString(t.SHA256); err != nil || len(b) != sha256.Size || strings.ToLower(t.SHA256) != t.SHA256 {
+			return nil, fmt.Errorf("auth.tokens[%d].sha256: want 64 lowercase hex digits", i)
+		} else {
+			copy(h[:], b)
+		}
+		if _, dup := s.byHash[h]; dup {
+			return nil, fmt.Errorf("auth.tokens[%d].sha256: the same token is configured twice", i)
+		}
+		s.byHash[h] = &Caller{Identity: "token:" + t.Name, Rule: "token:" + t.Name, Permissions: slices.Clone(t.Permissions)}
+	}
+	return s, nil
+}
+
+// Authenticate looks the token's hash up. Comparing hashes, not tokens,
+// leaks nothing useful through timing: the hash has no known preimage.
+func (s *StaticTokens) Authenticate(_ context.Context, token string) (*Caller, error) {
+	if token == "" || len(token) > 8<<10 {
+		return nil, wq.Errorf(wq.EUNAUTHORIZED, "invalid token")
+	}
+	c, ok := s.byHash[sha256.Sum256([]byte(token))]
+	if !ok {
+		return nil, wq.Errorf(wq.EUNAUTHORIZED, "invalid token")
+	}
+	return c, nil
+}
+
+// NewToken returns a new random token ("wq_" and 43 base64url characters,
+// 256 bits) and the hex SHA-256 to configure for it.
+func NewToken() (token, hash string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	token = "wq_" + base64.RawURLEncoding.EncodeToString(b)
+	return token, HashToken(token), nil
+}
+
+// HashToken returns the lowercase hex SHA-256 of a token.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}

@@ -78,6 +78,7 @@ type Stats struct {
 	ActionsExecuted int64
 	ActionsFailed   int64
 	WritesRefused   int64 // fenced writes refused because the lease was lost
+	DeadlineYields  int64 // loops that gave up their worker at the item deadline (DDR-44)
 }
 
 // Engine processes items of its handled types.
@@ -98,7 +99,7 @@ type Engine struct {
 	sweepStop context.CancelFunc
 	wg        sync.WaitGroup
 
-	itemsExited, actionsExecuted, actionsFailed, writesRefused atomic.Int64
+	itemsExited, actionsExecuted, actionsFailed, writesRefused, deadlineYields atomic.Int64
 
 	faults faultHooks
 }
@@ -198,6 +199,7 @@ func (e *Engine) Stats() Stats {
 		ActionsExecuted: e.actionsExecuted.Load(),
 		ActionsFailed:   e.actionsFailed.Load(),
 		WritesRefused:   e.writesRefused.Load(),
+		DeadlineYields:  e.deadlineYields.Load(),
 	}
 }
 

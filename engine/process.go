@@ -136,6 +136,7 @@ func (w *worker) loop(ctx context.Context, log *slog.Logger, item *wq.Item) loop
 			return loopStopped
 		}
 		if e.clock.Now().After(deadline) {
+			e.deadlineYields.Add(1)
 			e.queue.Add(w.lease.ItemID) // DDR-44: yield the worker; go to the back of the queue
 			return loopStopped
 		}

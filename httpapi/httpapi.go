@@ -1,31 +1,45 @@
-// Package httpapi is workqueue's HTTP interface. Today it serves the
-// health and readiness probes; errors are RFC 9457 problem documents with
-// the application error code as a stable "code" member.
+// Package httpapi is workqueue's HTTP interface: the probes, and the items
+// API under /api/v1 behind bearer tokens. Errors are RFC 9457 problem
+// documents with the application error code as a stable "code" member.
 package httpapi
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/auth"
+	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/service"
 )
 
 // Server holds the handlers' dependencies.
 type Server struct {
 	store wq.Store
+	items *service.Items
+	auth  auth.Authenticator
 	log   *slog.Logger
 	mux   *http.ServeMux
 }
 
-// NewServer returns the HTTP interface over store.
-func NewServer(store wq.Store, log *slog.Logger) *Server {
-	s := &Server{store: store, log: log.With("component", "http"), mux: http.NewServeMux()}
+// NewServer returns the HTTP interface. items and authn may be nil: then
+// only the probes answer, and every API route is 401.
+func NewServer(store wq.Store, items *service.Items, authn auth.Authenticator, log *slog.Logger) *Server {
+	s := &Server{store: store, items: items, auth: authn, log: log.With("component", "http"), mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
+	if items != nil {
+		s.mux.HandleFunc("POST /api/v1/items", s.authenticated(auth.Submit, s.submitItem))
+		s.mux.HandleFunc("GET /api/v1/items", s.authenticated(auth.Read, s.listItems))
+		s.mux.HandleFunc("GET /api/v1/items/{id}", s.authenticated(auth.Read, s.getItem))
+		s.mux.HandleFunc("POST /api/v1/items/{id}/retry", s.authenticated(auth.Retry, s.itemAction(items.Retry)))
+		s.mux.HandleFunc("POST /api/v1/items/{id}/cancel", s.authenticated(auth.Retry, s.itemAction(items.Cancel)))
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, wq.Errorf(wq.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))
 	})
@@ -72,24 +86,35 @@ var statusByCode = map[string]int{
 	wq.EINTERNAL:     http.StatusInternalServerError,
 }
 
-// Problem is an RFC 9457 problem document.
+// Problem is an RFC 9457 problem document. Refusal is set when an
+// inspection refused a submission: it names the action index, the path
+// and the rule.
 type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail"`
-	Code   string `json:"code"`
+	Type    string      `json:"type"`
+	Title   string      `json:"title"`
+	Status  int         `json:"status"`
+	Detail  string      `json:"detail"`
+	Code    string      `json:"code"`
+	Refusal *mr.Refusal `json:"refusal,omitempty"`
 }
 
 // Error writes err as a problem document. Internal errors are logged with
 // their detail and shown to the caller only as "internal error".
 func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
+	var refusal *mr.Refusal
+	if errors.As(err, &refusal) {
+		s.problem(w, r, http.StatusUnprocessableEntity, wq.EINVALID, refusal.Error(), refusal)
+		return
+	}
 	code := wq.ErrorCode(err)
 	if code == wq.EINTERNAL {
 		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	status := statusByCode[code]
-	p := Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: wq.ErrorMessage(err), Code: code}
+	s.problem(w, r, statusByCode[code], code, wq.ErrorMessage(err), nil)
+}
+
+func (s *Server) problem(w http.ResponseWriter, r *http.Request, status int, code, detail string, refusal *mr.Refusal) {
+	p := Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Code: code, Refusal: refusal}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)

@@ -99,7 +99,8 @@ schema current). On a signal it stops taking work, lets in-flight items
 finish within processing.shutdown_grace, and releases their leases.
 
 With no --config and no $WORKQUEUE_CONFIG it uses the defaults: SQLite in
-./workqueue.db and 127.0.0.1:8080.`,
+./workqueue.db and 127.0.0.1:8080, and an admin API token that it creates
+on first start in ./workqueue-admin.token (mode 0600).`,
 		Example: `  workqueue serve
   workqueue serve --config /etc/workqueue.yaml
   workqueue serve --db postgres://wq@db:5432/wq --listen 0.0.0.0:8080`,
@@ -111,6 +112,9 @@ With no --config and no $WORKQUEUE_CONFIG it uses the defaults: SQLite in
 			}
 			log := newLogger(cmd.ErrOrStderr(), cfg.Log)
 			m := NewMain(cfg, log)
+			if file, _ := cmd.Flags().GetString("config"); file == "" {
+				m.AdminTokenFile = "workqueue-admin.token" // zero config: an admin token beside the database
+			}
 			if err := m.Run(cmd.Context()); err != nil {
 				m.Close()
 				return err

@@ -7,15 +7,21 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/audit"
+	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/example"
+	"github.com/workqueue-dev/workqueue/forge/gitea"
 	"github.com/workqueue-dev/workqueue/httpapi"
+	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/service"
 	"github.com/workqueue-dev/workqueue/store"
 )
 
@@ -24,6 +30,9 @@ import (
 type Main struct {
 	Config config.Config
 	Log    *slog.Logger
+	// AdminTokenFile, when set, holds an admin API token, created on
+	// first start (serve does this when it runs without a config file).
+	AdminTokenFile string
 
 	Store  wq.Store
 	Engine *engine.Engine
@@ -65,21 +74,35 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("database schema at version %d, want %d: run workqueue migrate", applied, latest)
 	}
 
-	m.Engine, err = engine.New(m.Config.Engine(), s, nil, audit.NewLogSink(m.Log), m.Log)
+	forges, err := m.openForges()
+	if err != nil {
+		return err
+	}
+	authn, err := m.authenticator()
+	if err != nil {
+		return err
+	}
+	sink := audit.NewLogSink(m.Log)
+	m.Engine, err = engine.New(m.Config.Engine(), s, nil, sink, m.Log)
 	if err != nil {
 		return err
 	}
 	m.Engine.Register(example.Type(example.Options{StepDelay: time.Duration(m.Config.Example.StepDelay)}))
+	m.Engine.Register(mr.Type(mr.Options{Store: s, Forges: forges, PublicURL: m.Config.PublicURL,
+		ReconcileInterval:    time.Duration(m.Config.MR.ReconcileInterval),
+		MergeRecheckInterval: time.Duration(m.Config.MR.MergeRecheckInterval),
+		EmptyCheckInterval:   time.Duration(m.Config.MR.EmptyCheckInterval)}))
 	if err := m.Engine.Start(ctx); err != nil {
 		return err
 	}
+	items := &service.Items{Store: s, Config: m.Config, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log)}
 
 	m.listener, err = net.Listen("tcp", m.Config.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	m.HTTP = &http.Server{
-		Handler:           httpapi.NewServer(s, m.Log),
+		Handler:           httpapi.NewServer(s, items, authn, m.Log),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		WriteTimeout:      time.Minute,
@@ -91,6 +114,74 @@ func (m *Main) Run(ctx context.Context) error {
 	go func() { m.served <- m.HTTP.Serve(m.listener) }()
 	m.Log.Info("listening", "addr", m.Addr())
 	return nil
+}
+
+// openForges builds a client for every configured forge.
+func (m *Main) openForges() (map[string]wq.Forge, error) {
+	forges := map[string]wq.Forge{}
+	for _, f := range m.Config.Forges {
+		token, err := f.Token()
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		switch f.Kind {
+		case wq.ForgeGitea:
+			g, err := gitea.New(f.URL, token, gitea.Options{})
+			if err != nil {
+				return nil, fmt.Errorf("forge %s: %w", f.Name, err)
+			}
+			forges[f.Name] = g
+		default:
+			return nil, fmt.Errorf("forge %s: kind %s is not supported by this build yet", f.Name, f.Kind)
+		}
+	}
+	return forges, nil
+}
+
+// authenticator returns the configured static tokens, plus the admin
+// token of AdminTokenFile when it is set (serve without a config file).
+func (m *Main) authenticator() (auth.Authenticator, error) {
+	tokens := m.Config.StaticTokens()
+	if m.AdminTokenFile != "" {
+		token, created, err := adminToken(m.AdminTokenFile)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			m.Log.Warn("created an admin API token; it is in the file named here (mode 0600)", "file", m.AdminTokenFile)
+		} else {
+			m.Log.Info("admin API token read from file", "file", m.AdminTokenFile)
+		}
+		tokens = append(tokens, auth.Token{Name: "admin", SHA256: auth.HashToken(token), Permissions: []auth.Permission{auth.Admin}})
+	}
+	return auth.NewStaticTokens(tokens)
+}
+
+// adminToken reads the admin token from path, or creates it there with
+// mode 0600 on first start.
+func adminToken(path string) (token string, created bool, err error) {
+	if b, err := os.ReadFile(path); err == nil {
+		token = strings.TrimSpace(string(b))
+		if token == "" {
+			return "", false, fmt.Errorf("admin token file %s is empty", path)
+		}
+		return token, false, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", false, fmt.Errorf("admin token: %w", err)
+	}
+	token, _, err = auth.NewToken()
+	if err != nil {
+		return "", false, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", false, fmt.Errorf("admin token: %w", err)
+	}
+	if _, err := f.WriteString(token + "\n"); err != nil {
+		f.Close()
+		return "", false, fmt.Errorf("admin token: %w", err)
+	}
+	return token, true, f.Close()
 }
 
 // Addr is the address the HTTP server listens on (useful with port 0).

@@ -1,0 +1,354 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/auth"
+	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/forge/gitea"
+	"github.com/workqueue-dev/workqueue/internal/testgitea"
+	"github.com/workqueue-dev/workqueue/mr"
+)
+
+// apiWorld is a running workqueue serve in process, on a real Gitea.
+type apiWorld struct {
+	t      *testing.T
+	base   string
+	tokens map[string]string // by permission
+	forge  *gitea.Forge
+	repo   string
+}
+
+func startAPI(t *testing.T, forgeURL string, edit func(*config.Config)) *apiWorld {
+	t.Helper()
+	srv := testgitea.Get(t)
+	if forgeURL == "" {
+		forgeURL = srv.URL
+	}
+	t.Setenv("WQ_TEST_GITEA_TOKEN", srv.Token)
+	w := &apiWorld{t: t, tokens: map[string]string{}, repo: srv.NewRepo(t)}
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "wq.db")
+	cfg.HandledTypes = []string{mr.ItemType}
+	cfg.Processing.SweepInterval = config.Duration(100 * time.Millisecond)
+	cfg.MR.MergeRecheckInterval = config.Duration(200 * time.Millisecond)
+	cfg.Forges = []config.Forge{{Name: "gitea", Kind: "gitea", URL: forgeURL, TokenEnv: "WQ_TEST_GITEA_TOKEN"}}
+	cfg.Projects = []config.Project{{Match: "workqueue/**", Forge: "gitea", BlockedPaths: []string{"secrets/**", "**/CODEOWNERS"},
+		MaxFileBytes: 1000, MaxTotalBytes: 1500, AutoMerge: true}}
+	for _, p := range []auth.Permission{auth.Read, auth.Submit, auth.Retry} {
+		tok, hash, _ := auth.NewToken()
+		w.tokens[string(p)] = tok
+		cfg.Auth.Tokens = append(cfg.Auth.Tokens, config.Token{Name: string(p) + "-bot", SHA256: hash, Permissions: []string{string(p), "read"}})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m := NewMain(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	w.base = "http://" + m.Addr()
+	var err error
+	if w.forge, err = gitea.New(srv.URL, srv.Token, gitea.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (w *apiWorld) do(method, path, token string, body any) (int, map[string]any, http.Header) {
+	w.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, w.base+path, r)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out, resp.Header
+}
+
+func (w *apiWorld) submission(branch string, actions ...map[string]any) map[string]any {
+	if len(actions) == 0 {
+		actions = []map[string]any{{"action": "create", "file_path": "hello.txt", "content": "hello\n"}}
+	}
+	return map[string]any{"item_type": "mr", "forge": "gitea", "project": w.repo, "source_branch": branch,
+		"target_branch": "main", "title": "Say hello", "file_actions": actions}
+}
+
+// waitPhase polls GET /api/v1/items/{id} until cond holds.
+func (w *apiWorld) waitItem(id, what string, cond func(map[string]any) bool) map[string]any {
+	w.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		status, item, _ := w.do("GET", "/api/v1/items/"+id, w.tokens["read"], nil)
+		if status != http.StatusOK {
+			w.t.Fatalf("GET item: %d %v", status, item)
+		}
+		if cond(item) {
+			return item
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("timed out waiting for %s: %v", what, item)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestAPIRefusesCallersWithoutTheRightToken(t *testing.T) {
+	w := startAPI(t, "", nil)
+	sub := w.submission("wq/auth")
+	status, body, hdr := w.do("POST", "/api/v1/items", "", sub)
+	if status != http.StatusUnauthorized || !strings.HasPrefix(hdr.Get("WWW-Authenticate"), "Bearer") || body["code"] != "unauthorized" {
+		t.Errorf("no token: %d %v %q", status, body, hdr.Get("WWW-Authenticate"))
+	}
+	if status, _, _ := w.do("GET", "/api/v1/items", "wq_not-a-token", nil); status != http.StatusUnauthorized {
+		t.Errorf("bad token: %d", status)
+	}
+	if status, body, _ := w.do("POST", "/api/v1/items", w.tokens["read"], sub); status != http.StatusForbidden || body["code"] != "forbidden" {
+		t.Errorf("read token submitting: %d %v", status, body)
+	}
+	if status, body, _ := w.do("GET", "/api/v1/items", w.tokens["read"], nil); status != http.StatusOK || len(body["items"].([]any)) != 0 {
+		t.Errorf("after refused submissions: %d %v", status, body)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if status, _, _ := w.do("GET", path, "", nil); status != http.StatusOK {
+			t.Errorf("%s without a token: %d", path, status)
+		}
+	}
+}
+
+func TestAPISubmissionIsMergedAndShown(t *testing.T) {
+	w := startAPI(t, "", nil)
+	status, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("wq/hello"))
+	if status != http.StatusCreated || body["result"] != "created" || body["id"] == "" {
+		t.Fatalf("submit: %d %v", status, body)
+	}
+	id := body["id"].(string)
+	item := w.waitItem(id, "completion", func(it map[string]any) bool { return it["phase"] != "active" })
+	detail, _ := item["detail"].(map[string]any)
+	if item["phase"] != "completed" || item["reason"] != "merged" || item["attempts"] != float64(0) || item["item_type"] != "mr" ||
+		detail["mr_iid"] == nil || !strings.Contains(fmt.Sprint(detail["mr_url"]), "/pulls/") || item["dimensions"] == nil {
+		t.Errorf("item %v", item)
+	}
+	if status, again, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("wq/hello")); status != http.StatusCreated || again["generation"] != float64(2) {
+		t.Errorf("the same change after a merge: %d %v (a new generation)", status, again)
+	}
+	status, list, _ := w.do("GET", "/api/v1/items?item_type=mr&phase=completed&project="+url.QueryEscape(w.repo), w.tokens["read"], nil)
+	if items, _ := list["items"].([]any); status != http.StatusOK || len(items) != 1 {
+		t.Errorf("list: %d %v", status, list)
+	}
+	if status, body, _ := w.do("GET", "/api/v1/items?phase=done", w.tokens["read"], nil); status != http.StatusUnprocessableEntity || !strings.HasPrefix(body["detail"].(string), "phase:") {
+		t.Errorf("bad filter: %d %v", status, body)
+	}
+}
+
+func TestAPIInspectionRefusalsNameIndexPathAndRuleAndPushNothing(t *testing.T) {
+	w := startAPI(t, "", nil)
+	ok := map[string]any{"action": "create", "file_path": "fine.txt", "content": "fine\n"}
+	for _, tc := range []struct {
+		action map[string]any
+		path   string
+		rule   string
+	}{
+		{map[string]any{"action": "symlink", "file_path": "a"}, "a", mr.RuleUnknownAction},
+		{map[string]any{"action": "create", "file_path": "", "content": "x"}, "", mr.RulePathEmpty},
+		{map[string]any{"action": "create", "file_path": "/etc/passwd", "content": "x"}, "/etc/passwd", mr.RulePathAbsolute},
+		{map[string]any{"action": "create", "file_path": "a//b", "content": "x"}, "a//b", mr.RulePathNotClean},
+		{map[string]any{"action": "create", "file_path": "../x", "content": "x"}, "../x", mr.RulePathDotDot},
+		{map[string]any{"action": "create", "file_path": ".git/config", "content": "x"}, ".git/config", mr.RulePathGitDir},
+		{map[string]any{"action": "create", "file_path": "GIT~1/config", "content": "x"}, "GIT~1/config", mr.RulePathGitDir},
+		{map[string]any{"action": "create", "file_path": ".git. /hooks/x", "content": "x"}, ".git. /hooks/x", mr.RulePathGitDir},
+		{map[string]any{"action": "create", "file_path": ".g\u200cit/config", "content": "x"}, ".g\u200cit/config", mr.RulePathGitDir},
+		{map[string]any{"action": "create", "file_path": "a\u0001b", "content": "x"}, "a\u0001b", mr.RulePathControlChar},
+		{map[string]any{"action": "create", "file_path": `a\b`, "content": "x"}, `a\b`, mr.RulePathBackslash},
+		{map[string]any{"action": "create", "file_path": strings.Repeat("x", 300), "content": "x"}, strings.Repeat("x", 300), mr.RulePathTooLong},
+		{map[string]any{"action": "create", "file_path": "fine.txt", "content": "x"}, "fine.txt", mr.RulePathDuplicate},
+		{map[string]any{"action": "create", "file_path": "FINE.txt", "content": "x"}, "FINE.txt", mr.RulePathCaseCollision},
+		{map[string]any{"action": "create", "file_path": "secrets/key", "content": "x"}, "secrets/key", mr.RulePathBlocked},
+		{map[string]any{"action": "delete", "file_path": "team/CODEOWNERS"}, "team/CODEOWNERS", mr.RulePathBlocked},
+		{map[string]any{"action": "move", "file_path": "b"}, "b", mr.RulePreviousPath},
+		{map[string]any{"action": "create", "file_path": "b", "previous_path": "a", "content": "x"}, "b", mr.RuleUnexpectedField},
+		{map[string]any{"action": "update", "file_path": "b"}, "b", mr.RuleContentRequired},
+		{map[string]any{"action": "chmod", "file_path": "b"}, "b", mr.RuleFilemodeRequired},
+		{map[string]any{"action": "create", "file_path": "b", "content": "x", "encoding": "hex"}, "b", mr.RuleEncoding},
+		{map[string]any{"action": "create", "file_path": "b", "content": "!!", "encoding": "base64"}, "b", mr.RuleBase64},
+		{map[string]any{"action": "create", "file_path": "b", "content": "AAEC", "encoding": "base64"}, "b", mr.RuleBinary},
+		{map[string]any{"action": "create", "file_path": "b", "content": strings.Repeat("x", 1001)}, "b", mr.RuleFileTooLarge},
+		{map[string]any{"action": "create", "file_path": "b", "content": strings.Repeat("x", 999)}, "b", mr.RuleTotalTooLarge},
+	} {
+		t.Run(tc.rule+" "+tc.path, func(t *testing.T) {
+			branch := "wq/refused"
+			big := map[string]any{"action": "create", "file_path": "big.txt", "content": strings.Repeat("y", 600)}
+			actions := []map[string]any{ok, tc.action}
+			if tc.rule == mr.RuleTotalTooLarge {
+				actions = []map[string]any{big, tc.action}
+			}
+			status, body, hdr := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission(branch, actions...))
+			refusal, _ := body["refusal"].(map[string]any)
+			if status != http.StatusUnprocessableEntity || hdr.Get("Content-Type") != "application/problem+json" ||
+				refusal["index"] != float64(1) || refusal["path"] != tc.path || refusal["rule"] != tc.rule {
+				t.Fatalf("%d %v, want 422 refusing action 1 %q for %s", status, body, tc.path, tc.rule)
+			}
+			if _, err := w.forge.BranchHead(context.Background(), w.repo, branch); !wq.IsForgeError(err, wq.ForgeNotFound) {
+				t.Errorf("a branch exists after a refusal: %v", err)
+			}
+		})
+	}
+	if status, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], map[string]any{"item_type": "mr", "forge": "gitea",
+		"project": "someone/else", "source_branch": "x", "target_branch": "main", "title": "t", "file_actions": []any{ok}}); status != http.StatusUnprocessableEntity || !strings.HasPrefix(body["detail"].(string), "project:") {
+		t.Errorf("unconfigured project: %d %v", status, body)
+	}
+	if status, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], map[string]any{"item_type": "mr", "surprise": 1}); status != http.StatusUnprocessableEntity || !strings.Contains(body["detail"].(string), "surprise") {
+		t.Errorf("unknown field: %d %v", status, body)
+	}
+	if status, body, _ := w.do("GET", "/api/v1/items", w.tokens["read"], nil); status != http.StatusOK || len(body["items"].([]any)) != 0 {
+		t.Errorf("refused submissions were stored: %v", body)
+	}
+}
+
+func TestAPIIdenticalSubmissionsAtOnceMakeOneItemAndOnePullRequest(t *testing.T) {
+	w := startAPI(t, "", func(c *config.Config) { c.Projects[0].AutoMerge = false })
+	var wg sync.WaitGroup
+	ids := make([]string, 6)
+	start := make(chan struct{})
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("wq/twins"))
+			ids[i], _ = body["id"].(string)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, id := range ids {
+		if id == "" || id != ids[0] {
+			t.Fatalf("submission %d got item %q, submission 0 got %q", i, id, ids[0])
+		}
+	}
+	w.waitItem(ids[0], "the pull request", func(it map[string]any) bool {
+		d, _ := it["detail"].(map[string]any)
+		return d["mr_iid"] != nil
+	})
+	pr, err := w.forge.FindMergeRequest(context.Background(), w.repo, "wq/twins", "main")
+	if err != nil || pr == nil || pr.Number != 1 {
+		t.Errorf("pull requests: %+v %v; want exactly #1", pr, err)
+	}
+}
+
+func TestAPIForgeDownBacksOffFailsAndRetryCompletes(t *testing.T) {
+	srv := testgitea.Get(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // the forge's address refuses connections for now
+	w := startAPI(t, "http://"+addr, func(c *config.Config) {
+		c.Processing.MaxAttempts = 2
+		c.Processing.BackoffBase = config.Duration(200 * time.Millisecond)
+		c.Processing.BackoffMax = config.Duration(400 * time.Millisecond)
+	})
+	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("wq/outage"))
+	id := body["id"].(string)
+	backingOff := w.waitItem(id, "a failed attempt", func(it map[string]any) bool { return it["attempts"] == float64(1) })
+	if backingOff["retry_after"] == nil || !strings.Contains(backingOff["error"].(string), "transient") || backingOff["phase"] != "active" {
+		t.Errorf("after one failure: %v", backingOff)
+	}
+	failed := w.waitItem(id, "failure", func(it map[string]any) bool { return it["phase"] == "failed" })
+	if failed["attempts"] != float64(2) || failed["error"] == "" {
+		t.Errorf("failed item: %v", failed)
+	}
+
+	// The forge comes back at the same address.
+	back, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _ := url.Parse(srv.URL)
+	proxy := &http.Server{Handler: httputil.NewSingleHostReverseProxy(target)}
+	go proxy.Serve(back)
+	t.Cleanup(func() { proxy.Close() })
+	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/retry", w.tokens["read"], nil); status != http.StatusForbidden {
+		t.Errorf("retry with a read token: %d %v", status, body)
+	}
+	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/retry", w.tokens["retry"], nil); status != http.StatusOK || body["phase"] != "active" {
+		t.Fatalf("retry: %d %v", status, body)
+	}
+	done := w.waitItem(id, "completion after retry", func(it map[string]any) bool { return it["phase"] != "active" })
+	if done["phase"] != "completed" || done["reason"] != "merged" {
+		t.Errorf("after retry: %v", done)
+	}
+	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/retry", w.tokens["retry"], nil); status != http.StatusConflict {
+		t.Errorf("retry of a completed item: %d %v", status, body)
+	}
+}
+
+func TestAPIRetryReopensAPullRequestAPersonClosed(t *testing.T) {
+	w := startAPI(t, "", func(c *config.Config) {
+		c.Projects[0].AutoMerge = false
+		c.MR.ReconcileInterval = config.Duration(200 * time.Millisecond)
+	})
+	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("wq/closed"))
+	id := body["id"].(string)
+	item := w.waitItem(id, "the pull request", func(it map[string]any) bool {
+		d, _ := it["detail"].(map[string]any)
+		return d["mr_iid"] != nil
+	})
+	number := int64(item["detail"].(map[string]any)["mr_iid"].(float64))
+	closed := wq.MergeRequestClosed
+	if _, err := w.forge.UpdateMergeRequest(context.Background(), w.repo, number, wq.MergeRequestUpdate{State: &closed}); err != nil {
+		t.Fatal(err)
+	}
+	cancelled := w.waitItem(id, "cancellation", func(it map[string]any) bool { return it["phase"] != "active" })
+	if cancelled["phase"] != "cancelled" || cancelled["reason"] != "closed" {
+		t.Fatalf("after a person closed the pull request: %v", cancelled)
+	}
+	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/retry", w.tokens["retry"], nil); status != http.StatusOK || body["phase"] != "active" {
+		t.Fatalf("retry: %d %v", status, body)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pr, err := w.forge.GetMergeRequest(context.Background(), w.repo, number)
+		if err == nil && pr.State == wq.MergeRequestOpen {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pull request was not reopened: %+v %v", pr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/cancel", w.tokens["retry"], nil); status != http.StatusOK || body["phase"] != "cancelled" {
+		t.Errorf("cancel: %d %v", status, body)
+	}
+}

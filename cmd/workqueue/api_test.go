@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -350,5 +351,49 @@ func TestAPIRetryReopensAPullRequestAPersonClosed(t *testing.T) {
 	}
 	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/cancel", w.tokens["retry"], nil); status != http.StatusOK || body["phase"] != "cancelled" {
 		t.Errorf("cancel: %d %v", status, body)
+	}
+}
+
+func TestCLISubmitsWatchesAndShowsAnItem(t *testing.T) {
+	w := startAPI(t, "", nil)
+	file := filepath.Join(t.TempDir(), "change.yaml")
+	doc := fmt.Sprintf(`item_type: mr
+forge: gitea
+project: %s
+source_branch: wq/cli
+target_branch: main
+title: From the command line
+file_actions:
+  - {action: create, file_path: cli.txt, content: "hello from the CLI\n"}
+`, w.repo)
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCommand(t, "items", "submit", "-f", file, "--server", w.base, "--token", w.tokens["submit"], "-o", "json")
+	if err != nil {
+		t.Fatalf("submit: %v\n%s", err, out)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res["result"] != "created" {
+		t.Fatalf("submit output %q: %v", out, err)
+	}
+	id := res["id"].(string)
+	out, err = runCommand(t, "items", "watch", id, "--server", w.base, "--token", w.tokens["read"], "--interval", "100ms")
+	if err != nil || !strings.Contains(out, "completed (merged)") || !strings.Contains(out, "/pulls/") {
+		t.Fatalf("watch: %v\n%s", err, out)
+	}
+	out, err = runCommand(t, "items", "show", id, "--server", w.base, "--token", w.tokens["read"])
+	if err != nil || !strings.Contains(out, "completed") || !strings.Contains(out, "merge request") {
+		t.Errorf("show: %v\n%s", err, out)
+	}
+	out, err = runCommand(t, "items", "list", "--server", w.base, "--token", w.tokens["read"], "--phase", "completed", "-o", "json")
+	if err != nil || !strings.Contains(out, id) {
+		t.Errorf("list: %v\n%s", err, out)
+	}
+	if _, err := runCommand(t, "items", "list", "--server", w.base, "--token", ""); err == nil || !strings.Contains(err.Error(), "WORKQUEUE_TOKEN") {
+		t.Errorf("no token: %v", err)
+	}
+	if _, err := runCommand(t, "items", "submit", "-f", file, "--server", w.base, "--token", w.tokens["read"]); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("a read token submitting: %v", err)
 	}
 }

@@ -1,0 +1,355 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/workqueue-dev/workqueue/client"
+	"github.com/workqueue-dev/workqueue/service"
+)
+
+// clientFlags are the flags of every command that talks to a server.
+type clientFlags struct {
+	server, token, output string
+}
+
+func (f *clientFlags) register(cmd *cobra.Command) {
+	server := os.Getenv("WORKQUEUE_URL")
+	if server == "" {
+		server = "http://127.0.0.1:8080"
+	}
+	cmd.PersistentFlags().StringVar(&f.server, "server", server, "workqueue server URL (default $WORKQUEUE_URL or http://127.0.0.1:8080)")
+	cmd.PersistentFlags().StringVar(&f.token, "token", os.Getenv("WORKQUEUE_TOKEN"), "API token (default $WORKQUEUE_TOKEN)")
+	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+}
+
+func (f *clientFlags) client() (*client.Client, error) {
+	if f.output != "text" && f.output != "json" {
+		return nil, fmt.Errorf("--output: want text or json, got %q", f.output)
+	}
+	if f.token == "" {
+		return nil, errors.New("no API token: set WORKQUEUE_TOKEN or pass --token")
+	}
+	return client.New(f.server, f.token)
+}
+
+func newItemsCommand() *cobra.Command {
+	var flags clientFlags
+	items := &cobra.Command{
+		Use:   "items",
+		Short: "Submit and follow work items on a workqueue server",
+		Long: `Submit and follow work items on a workqueue server.
+
+The server and token come from $WORKQUEUE_URL and $WORKQUEUE_TOKEN, or
+--server and --token. Output is for people by default; -o json prints
+the API's JSON for scripts.`,
+	}
+	flags.register(items)
+	items.AddCommand(newSubmitCommand(&flags), newListCommand(&flags), newShowCommand(&flags), newWatchCommand(&flags),
+		newItemActionCommand(&flags, "retry", "Retry a failed or cancelled item", (*client.Client).Retry),
+		newItemActionCommand(&flags, "cancel", "Cancel an active or failed item", (*client.Client).Cancel))
+	return items
+}
+
+func newSubmitCommand(flags *clientFlags) *cobra.Command {
+	var file string
+	overrides := map[string]*string{}
+	cmd := &cobra.Command{
+		Use:   "submit -f FILE",
+		Short: "Submit desired state: an item described in a JSON or YAML file",
+		Long: `Submit desired state: a JSON or YAML file describing one item, such as
+
+  item_type: mr
+  forge: gitea
+  project: demo/hello
+  source_branch: wq/greeting
+  target_branch: main
+  title: Add a greeting
+  file_actions:
+    - {action: create, file_path: hello.txt, content: "hello\n"}
+
+Flags override the file's fields. Submitting the same content again is
+"unchanged"; new content for the same branch updates the same merge
+request.`,
+		Example: `  workqueue items submit -f change.yaml
+  workqueue items submit -f change.json --source-branch wq/other --title "Other change"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := flags.client()
+			if err != nil {
+				return err
+			}
+			doc, err := readSubmission(cmd.InOrStdin(), file)
+			if err != nil {
+				return err
+			}
+			for field, v := range overrides {
+				if cmd.Flags().Changed(strings.ReplaceAll(field, "_", "-")) {
+					doc[field] = *v
+				}
+			}
+			body, err := json.Marshal(doc)
+			if err != nil {
+				return err
+			}
+			res, err := c.Submit(cmd.Context(), body)
+			if err != nil {
+				return err
+			}
+			if flags.output == "json" {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%s)\n", res.Result, res.ID, res.Phase)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", `JSON or YAML file describing the item ("-" for standard input)`)
+	cmd.MarkFlagRequired("file")
+	for _, field := range []string{"forge", "project", "source_branch", "target_branch", "title", "description"} {
+		overrides[field] = cmd.Flags().String(strings.ReplaceAll(field, "_", "-"), "", "override the file's "+field)
+	}
+	return cmd
+}
+
+// readSubmission reads a JSON or YAML object (JSON is YAML).
+func readSubmission(stdin io.Reader, file string) (map[string]any, error) {
+	var r io.Reader = stdin
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, fmt.Errorf("--file: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("--file: %w", err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("--file %s: %w", file, err)
+	}
+	if doc == nil {
+		return nil, fmt.Errorf("--file %s: empty", file)
+	}
+	return doc, nil
+}
+
+func newListCommand(flags *clientFlags) *cobra.Command {
+	var itemType, phase, forge, project, cursor string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List items, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := flags.client()
+			if err != nil {
+				return err
+			}
+			q := url.Values{}
+			for k, v := range map[string]string{"item_type": itemType, "phase": phase, "forge": forge, "project": project, "cursor": cursor} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			if limit > 0 {
+				q.Set("limit", fmt.Sprint(limit))
+			}
+			items, next, err := c.List(cmd.Context(), q)
+			if err != nil {
+				return err
+			}
+			if flags.output == "json" {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"items": items, "next_cursor": next})
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tTYPE\tPHASE\tREASON\tATTEMPTS\tCREATED")
+			for _, it := range items {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", it.ID, it.ItemType, it.Phase, it.Reason, it.Attempts, it.CreatedAt.Format(time.RFC3339))
+			}
+			if next != "" {
+				fmt.Fprintf(tw, "\nmore: --cursor %s\n", next)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&itemType, "type", "", "only items of this type")
+	cmd.Flags().StringVar(&phase, "phase", "", "only items in this phase: active, completed, failed or cancelled")
+	cmd.Flags().StringVar(&forge, "forge", "", "only mr items on this forge")
+	cmd.Flags().StringVar(&project, "project", "", "only mr items of this project")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after this item (from a previous page)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "items per page (default 50, at most 500)")
+	return cmd
+}
+
+func newShowCommand(flags *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one item: phase, merge request, dimensions",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := flags.client()
+			if err != nil {
+				return err
+			}
+			it, err := c.Get(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if flags.output == "json" {
+				return printJSON(cmd.OutOrStdout(), it)
+			}
+			printItem(cmd.OutOrStdout(), it)
+			return nil
+		},
+	}
+}
+
+func newWatchCommand(flags *clientFlags) *cobra.Command {
+	var interval time.Duration
+	cmd := &cobra.Command{
+		Use:   "watch ID",
+		Short: "Follow an item until it is completed, failed or cancelled",
+		Long: `Follow an item, printing each change of its phase, attempts, error,
+merge request and dimensions, until it reaches a terminal phase. Exits 0
+when the item completed, 1 when it failed or was cancelled.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := flags.client()
+			if err != nil {
+				return err
+			}
+			if interval < 100*time.Millisecond {
+				return fmt.Errorf("--interval: at least 100ms")
+			}
+			last := ""
+			for {
+				it, err := c.Get(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if line := progressLine(it); line != last {
+					if flags.output == "json" {
+						b, _ := json.Marshal(it)
+						fmt.Fprintln(cmd.OutOrStdout(), string(b))
+					} else {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s  %s\n", time.Now().Format("15:04:05"), line)
+					}
+					last = line
+				}
+				switch it.Phase {
+				case "completed":
+					return nil
+				case "failed", "cancelled":
+					return fmt.Errorf("item %s %s: %s%s", it.ID, it.Phase, it.Reason, it.Error)
+				}
+				select {
+				case <-cmd.Context().Done():
+					return cmd.Context().Err()
+				case <-time.After(interval):
+				}
+			}
+		},
+	}
+	cmd.Flags().DurationVar(&interval, "interval", time.Second, "how often to look")
+	return cmd
+}
+
+func newItemActionCommand(flags *clientFlags, name, short string, act func(*client.Client, context.Context, string) (*service.Item, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   name + " ID",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := flags.client()
+			if err != nil {
+				return err
+			}
+			it, err := act(c, cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if flags.output == "json" {
+				return printJSON(cmd.OutOrStdout(), it)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is %s\n", it.ID, it.Phase)
+			return nil
+		},
+	}
+}
+
+// progressLine summarises what watch reports.
+func progressLine(it *service.Item) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", it.Phase)
+	if it.Reason != "" {
+		fmt.Fprintf(&b, " (%s)", it.Reason)
+	}
+	if it.Attempts > 0 {
+		fmt.Fprintf(&b, " attempts=%d", it.Attempts)
+	}
+	if it.Error != "" {
+		fmt.Fprintf(&b, " error=%q", it.Error)
+	}
+	if it.Detail != nil && it.Detail.MRURL != "" {
+		fmt.Fprintf(&b, " mr=%s", it.Detail.MRURL)
+	}
+	var needs []string
+	for _, d := range it.Dimensions {
+		if d.Status == "true" && d.PendingUntil == nil {
+			needs = append(needs, d.Dimension)
+		}
+	}
+	if len(needs) > 0 {
+		fmt.Fprintf(&b, " needs=%s", strings.Join(needs, ","))
+	}
+	return b.String()
+}
+
+func printItem(w io.Writer, it *service.Item) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "id\t%s\ntype\t%s\nphase\t%s\n", it.ID, it.ItemType, it.Phase)
+	if it.Reason != "" {
+		fmt.Fprintf(tw, "reason\t%s\n", it.Reason)
+	}
+	fmt.Fprintf(tw, "attempts\t%d\n", it.Attempts)
+	if it.Error != "" {
+		fmt.Fprintf(tw, "error\t%s\n", it.Error)
+	}
+	if it.RetryAfter != nil {
+		fmt.Fprintf(tw, "retry after\t%s\n", it.RetryAfter.Format(time.RFC3339))
+	}
+	if d := it.Detail; d != nil {
+		fmt.Fprintf(tw, "project\t%s on %s\nbranches\t%s → %s\ntitle\t%s\nfiles\t%d\n", d.Project, d.Forge, d.SourceBranch, d.TargetBranch, d.Title, len(d.Files))
+		if d.MRURL != "" {
+			fmt.Fprintf(tw, "merge request\t%s\n", d.MRURL)
+		}
+	}
+	for _, d := range it.Dimensions {
+		state := d.Status
+		if d.PendingUntil != nil {
+			state += " from " + d.PendingUntil.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", d.Dimension, state)
+	}
+	tw.Flush()
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -309,7 +309,7 @@ func progressLine(it *service.Item) string {
 	}
 	var needs []string
 	for _, d := range it.Dimensions {
-		if d.Status == "true" && d.PendingUntil == nil {
+		if it.Phase == "active" && d.Status == "true" && d.PendingUntil == nil {
 			needs = append(needs, d.Dimension)
 		}
 	}

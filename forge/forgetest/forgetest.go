@@ -186,11 +186,18 @@ func Run(t *testing.T, newProject func(t *testing.T) Project) {
 		waitMergeable(t, p, mr.Number)
 		err = p.Forge.MergeMergeRequest(ctx, p.Path, mr.Number, "0000000000000000000000000000000000000000")
 		wantKind(t, err, wq.ForgeConflict)
-		// A refused merge makes Gitea recompute mergeability; meanwhile it
-		// answers "try again later" (Unprocessable), which callers retry.
-		waitMergeable(t, p, mr.Number)
-		if err := p.Forge.MergeMergeRequest(ctx, p.Path, mr.Number, c.SHA); err != nil {
-			t.Fatalf("merge at the head: %v", err)
+		// A refused merge makes Gitea recompute mergeability; until it is
+		// done it answers "try again later" (Unprocessable), which callers
+		// retry, as reconcile_mr does.
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			err := p.Forge.MergeMergeRequest(ctx, p.Path, mr.Number, c.SHA)
+			if err == nil {
+				break
+			}
+			if !wq.IsForgeError(err, wq.ForgeUnprocessable) || time.Now().After(deadline) {
+				t.Fatalf("merge at the head: %v", err)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 		got, err := p.Forge.GetMergeRequest(ctx, p.Path, mr.Number)
 		if err != nil || got.State != wq.MergeRequestMerged {

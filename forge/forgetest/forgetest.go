@@ -242,7 +242,10 @@ func mergeNow(ctx context.Context, p Project, branch string) error {
 			return err
 		}
 		if got.Mergeable {
-			return p.Forge.MergeMergeRequest(ctx, p.Path, mr.Number, got.HeadSHA)
+			err := p.Forge.MergeMergeRequest(ctx, p.Path, mr.Number, got.HeadSHA)
+			if !wq.IsForgeError(err, wq.ForgeUnprocessable) {
+				return err
+			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("merge request %d never became mergeable", mr.Number)

@@ -19,6 +19,7 @@ import (
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/example"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
+	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/httpapi"
 	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/service"
@@ -131,8 +132,14 @@ func (m *Main) openForges() (map[string]wq.Forge, error) {
 				return nil, fmt.Errorf("forge %s: %w", f.Name, err)
 			}
 			forges[f.Name] = g
+		case wq.ForgeGitLab:
+			g, err := gitlab.New(f.URL, token, gitlab.Options{})
+			if err != nil {
+				return nil, fmt.Errorf("forge %s: %w", f.Name, err)
+			}
+			forges[f.Name] = g
 		default:
-			return nil, fmt.Errorf("forge %s: kind %s is not supported by this build yet", f.Name, f.Kind)
+			return nil, fmt.Errorf("forge %s: unknown kind %q", f.Name, f.Kind)
 		}
 	}
 	return forges, nil

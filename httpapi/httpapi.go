@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,19 +32,46 @@ type Server struct {
 // only the probes answer, and every API route is 401.
 func NewServer(store wq.Store, items *service.Items, authn auth.Authenticator, log *slog.Logger) *Server {
 	s := &Server{store: store, items: items, auth: authn, log: log.With("component", "http"), mux: http.NewServeMux()}
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
-	if items != nil {
-		s.mux.HandleFunc("POST /api/v1/items", s.authenticated(auth.Submit, s.submitItem))
-		s.mux.HandleFunc("GET /api/v1/items", s.authenticated(auth.Read, s.listItems))
-		s.mux.HandleFunc("GET /api/v1/items/{id}", s.authenticated(auth.Read, s.getItem))
-		s.mux.HandleFunc("POST /api/v1/items/{id}/retry", s.authenticated(auth.Retry, s.itemAction(items.Retry)))
-		s.mux.HandleFunc("POST /api/v1/items/{id}/cancel", s.authenticated(auth.Retry, s.itemAction(items.Cancel)))
+	for _, rt := range s.routes() {
+		s.mux.HandleFunc(rt.method+" "+rt.path, rt.handler)
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, wq.Errorf(wq.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))
 	})
 	return s
+}
+
+// openAPI is the API's description; a test checks every route and
+// response against it, so it cannot drift from the handlers.
+//
+//go:embed openapi.json
+var openAPI []byte
+
+type route struct {
+	method, path string
+	handler      http.HandlerFunc
+}
+
+// routes lists every route; registration and the OpenAPI test use it.
+func (s *Server) routes() []route {
+	rs := []route{
+		{"GET", "/healthz", s.healthz},
+		{"GET", "/readyz", s.readyz},
+	}
+	if s.items == nil {
+		return rs
+	}
+	return append(rs,
+		route{"GET", "/api/v1/openapi.json", s.authenticated(auth.Read, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(openAPI)
+		})},
+		route{"POST", "/api/v1/items", s.authenticated(auth.Submit, s.submitItem)},
+		route{"GET", "/api/v1/items", s.authenticated(auth.Read, s.listItems)},
+		route{"GET", "/api/v1/items/{id}", s.authenticated(auth.Read, s.getItem)},
+		route{"POST", "/api/v1/items/{id}/retry", s.authenticated(auth.Retry, s.itemAction(s.items.Retry))},
+		route{"POST", "/api/v1/items/{id}/cancel", s.authenticated(auth.Retry, s.itemAction(s.items.Cancel))},
+	)
 }
 
 // ServeHTTP serves the routes.

@@ -1,0 +1,164 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+
+	"github.com/workqueue-dev/workqueue/auth"
+	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/service"
+	"github.com/workqueue-dev/workqueue/store"
+)
+
+func loadOpenAPI(t *testing.T) *openapi3.T {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(openAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("the OpenAPI document is not valid: %v", err)
+	}
+	return doc
+}
+
+func testServer(t *testing.T) (*Server, map[auth.Permission]string) {
+	t.Helper()
+	st := testdb.Open(t, store.KindSQLite)
+	cfg := config.Default()
+	cfg.Forges = []config.Forge{{Name: "gitea", Kind: "gitea", URL: "http://127.0.0.1:1", TokenEnv: "UNUSED"}}
+	cfg.Projects = []config.Project{{Match: "team/**", Forge: "gitea"}}
+	tokens := map[auth.Permission]string{}
+	var configured []auth.Token
+	for _, p := range []auth.Permission{auth.Read, auth.Submit, auth.Retry} {
+		tok, hash, _ := auth.NewToken()
+		tokens[p] = tok
+		configured = append(configured, auth.Token{Name: string(p), SHA256: hash, Permissions: []auth.Permission{p, auth.Read}})
+	}
+	authn, err := auth.NewStaticTokens(configured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := &service.Items{Store: st, Config: cfg}
+	return NewServer(st, items, authn, slog.New(slog.NewTextHandler(io.Discard, nil))), tokens
+}
+
+func TestEveryRouteIsDocumentedAndEveryDocumentedRouteExists(t *testing.T) {
+	doc := loadOpenAPI(t)
+	s, _ := testServer(t)
+	served := map[string]bool{}
+	for _, rt := range s.routes() {
+		key := rt.method + " " + rt.path
+		served[key] = true
+		if item := doc.Paths.Find(rt.path); item == nil || item.GetOperation(rt.method) == nil {
+			t.Errorf("%s is served but not in openapi.json", key)
+		}
+	}
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			if !served[method+" "+path] {
+				t.Errorf("%s %s is in openapi.json but not served", method, path)
+			}
+		}
+	}
+}
+
+// TestResponsesFollowTheOpenAPIDocument sends real requests and checks
+// each request and response against the document.
+func TestResponsesFollowTheOpenAPIDocument(t *testing.T) {
+	doc := loadOpenAPI(t)
+	s, tok := testServer(t)
+	submission := `{"item_type":"mr","forge":"gitea","project":"team/app","source_branch":"wq/a","target_branch":"main",
+		"title":"T","file_actions":[{"action":"create","file_path":"a.txt","content":"a\n"}]}`
+	refused := strings.Replace(submission, "a.txt", ".git/config", 1)
+	var id string
+	for _, tc := range []struct {
+		method, path, template, token, body string
+		want                                int
+	}{
+		{"GET", "/healthz", "/healthz", "", "", 200},
+		{"GET", "/readyz", "/readyz", "", "", 200},
+		{"GET", "/api/v1/openapi.json", "/api/v1/openapi.json", tok[auth.Read], "", 200},
+		{"POST", "/api/v1/items", "/api/v1/items", tok[auth.Submit], submission, 201},
+		{"POST", "/api/v1/items", "/api/v1/items", tok[auth.Submit], submission, 200},
+		{"POST", "/api/v1/items", "/api/v1/items", tok[auth.Submit], refused, 422},
+		{"POST", "/api/v1/items", "/api/v1/items", "", submission, 401},
+		{"POST", "/api/v1/items", "/api/v1/items", tok[auth.Read], submission, 403},
+		{"GET", "/api/v1/items?item_type=mr&limit=10", "/api/v1/items", tok[auth.Read], "", 200},
+		{"GET", "/api/v1/items?phase=later", "/api/v1/items", tok[auth.Read], "", 422},
+		{"GET", "/api/v1/items/{id}", "/api/v1/items/{id}", tok[auth.Read], "", 200},
+		{"GET", "/api/v1/items/0190a0a0-0000-7000-8000-000000000000", "/api/v1/items/{id}", tok[auth.Read], "", 404},
+		{"GET", "/api/v1/items/not-an-id", "/api/v1/items/{id}", tok[auth.Read], "", 422},
+		{"POST", "/api/v1/items/{id}/retry", "/api/v1/items/{id}/retry", tok[auth.Retry], "", 409},
+		{"POST", "/api/v1/items/{id}/cancel", "/api/v1/items/{id}/cancel", tok[auth.Retry], "", 200},
+		{"POST", "/api/v1/items/{id}/cancel", "/api/v1/items/{id}/cancel", tok[auth.Retry], "", 409},
+		{"POST", "/api/v1/items/{id}/retry", "/api/v1/items/{id}/retry", tok[auth.Retry], "", 200},
+	} {
+		path := strings.Replace(tc.path, "{id}", id, 1)
+		req := httptest.NewRequest(tc.method, path, strings.NewReader(tc.body))
+		if tc.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Fatalf("%s %s: %d %s, want %d", tc.method, path, rec.Code, rec.Body, tc.want)
+		}
+		if tc.want == 201 {
+			var body map[string]any
+			json.Unmarshal(rec.Body.Bytes(), &body)
+			id = body["id"].(string)
+		}
+
+		item := doc.Paths.Find(tc.template)
+		op := item.GetOperation(tc.method)
+		params := map[string]string{}
+		if strings.Contains(tc.template, "{id}") {
+			params["id"] = strings.Split(strings.TrimPrefix(path, "/api/v1/items/"), "/")[0]
+		}
+		input := &openapi3filter.RequestValidationInput{
+			Request: httptest.NewRequest(tc.method, path, strings.NewReader(tc.body)), PathParams: params,
+			Route:   &routers.Route{Spec: doc, Path: tc.template, PathItem: item, Method: tc.method, Operation: op},
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+		}
+		if tc.body != "" {
+			input.Request.Header.Set("Content-Type", "application/json")
+		}
+		if tc.want < 400 {
+			if err := openapi3filter.ValidateRequest(context.Background(), input); err != nil {
+				t.Errorf("%s %s: the request does not follow the document: %v", tc.method, path, err)
+			}
+		}
+		err := openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: input, Status: rec.Code, Header: rec.Header(), Body: io.NopCloser(bytes.NewReader(rec.Body.Bytes())),
+			Options: &openapi3filter.Options{IncludeResponseStatus: true},
+		})
+		if err != nil {
+			t.Errorf("%s %s → %d: the response does not follow the document: %v\n%s", tc.method, path, rec.Code, err, rec.Body)
+		}
+	}
+}
+
+func TestOpenAPIDocumentNeedsAToken(t *testing.T) {
+	s, _ := testServer(t)
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/openapi.json", nil))
+	if rec.Code != http.StatusUnauthorized {
+		t.Errorf("without a token: %d", rec.Code)
+	}
+}

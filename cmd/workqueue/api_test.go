@@ -390,6 +390,22 @@ file_actions:
 	if err != nil || !strings.Contains(out, id) {
 		t.Errorf("list: %v\n%s", err, out)
 	}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "docs"), 0o755)
+	os.WriteFile(filepath.Join(dir, "docs", "guide.md"), []byte("# guide\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("notes\n"), 0o644)
+	out, err = runCommand(t, "items", "submit", "--dir", dir, "--forge", "gitea", "--project", w.repo, "--source-branch", "wq/dir",
+		"--target-branch", "main", "--title", "From a directory", "--server", w.base, "--token", w.tokens["submit"], "-o", "json")
+	if err != nil {
+		t.Fatalf("submit --dir: %v\n%s", err, out)
+	}
+	json.Unmarshal([]byte(out), &res)
+	if files := res["detail"].(map[string]any)["files"].([]any); len(files) != 2 {
+		t.Errorf("submit --dir made %d file actions, want 2: %v", len(files), files)
+	}
+	if _, err := runCommand(t, "items", "submit", "--dir", dir, "-f", file, "--server", w.base, "--token", w.tokens["submit"]); err == nil {
+		t.Error("--dir and --file together were accepted")
+	}
 	if _, err := runCommand(t, "items", "list", "--server", w.base, "--token", ""); err == nil || !strings.Contains(err.Error(), "WORKQUEUE_TOKEN") {
 		t.Errorf("no token: %v", err)
 	}

@@ -1,16 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -63,11 +68,11 @@ the API's JSON for scripts.`,
 }
 
 func newSubmitCommand(flags *clientFlags) *cobra.Command {
-	var file string
+	var file, dir, action string
 	overrides := map[string]*string{}
 	cmd := &cobra.Command{
-		Use:   "submit -f FILE",
-		Short: "Submit desired state: an item described in a JSON or YAML file",
+		Use:   "submit (-f FILE | --dir DIR --forge F --project P --source-branch B --target-branch T --title TITLE)",
+		Short: "Submit desired state: an item from a JSON or YAML file, or from flags and a directory of files",
 		Long: `Submit desired state: a JSON or YAML file describing one item, such as
 
   item_type: mr
@@ -79,20 +84,41 @@ func newSubmitCommand(flags *clientFlags) *cobra.Command {
   file_actions:
     - {action: create, file_path: hello.txt, content: "hello\n"}
 
+Or give the fields as flags and --dir: every regular file under the
+directory becomes one file action at its relative path, "create" unless
+--action update says the files exist already. Text files go as text,
+others as base64 (the project decides whether binary content is allowed).
+
 Flags override the file's fields. Submitting the same content again is
 "unchanged"; new content for the same branch updates the same merge
 request.`,
 		Example: `  workqueue items submit -f change.yaml
-  workqueue items submit -f change.json --source-branch wq/other --title "Other change"`,
+  workqueue items submit -f change.json --source-branch wq/other --title "Other change"
+  workqueue items submit --dir ./generated --forge gitea --project team/app \
+      --source-branch wq/generated --target-branch main --title "Regenerate" --action update`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := flags.client()
 			if err != nil {
 				return err
 			}
-			doc, err := readSubmission(cmd.InOrStdin(), file)
-			if err != nil {
-				return err
+			var doc map[string]any
+			switch {
+			case (file == "") == (dir == ""):
+				return errors.New("give exactly one of --file and --dir")
+			case file != "":
+				if doc, err = readSubmission(cmd.InOrStdin(), file); err != nil {
+					return err
+				}
+			default:
+				if action != "create" && action != "update" {
+					return fmt.Errorf("--action: want create or update, got %q", action)
+				}
+				actions, err := dirActions(dir, action)
+				if err != nil {
+					return err
+				}
+				doc = map[string]any{"item_type": "mr", "file_actions": actions}
 			}
 			for field, v := range overrides {
 				if cmd.Flags().Changed(strings.ReplaceAll(field, "_", "-")) {
@@ -115,11 +141,52 @@ request.`,
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", `JSON or YAML file describing the item ("-" for standard input)`)
-	cmd.MarkFlagRequired("file")
+	cmd.Flags().StringVar(&dir, "dir", "", "directory whose files become the file actions (with the fields as flags)")
+	cmd.Flags().StringVar(&action, "action", "create", "with --dir: create (new files) or update (existing files)")
 	for _, field := range []string{"forge", "project", "source_branch", "target_branch", "title", "description"} {
 		overrides[field] = cmd.Flags().String(strings.ReplaceAll(field, "_", "-"), "", "override the file's "+field)
 	}
 	return cmd
+}
+
+// dirActions turns every regular file under dir into a file action.
+// Anything else (a symlink, a device) is refused rather than skipped.
+func dirActions(dir, action string) ([]map[string]any, error) {
+	var actions []map[string]any
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("--dir: %s is not a regular file", path)
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		content, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		a := map[string]any{"action": action, "file_path": filepath.ToSlash(rel)}
+		if utf8.Valid(content) && !bytes.ContainsRune(content, 0) {
+			a["content"] = string(content)
+		} else {
+			a["content"], a["encoding"] = base64.StdEncoding.EncodeToString(content), "base64"
+		}
+		actions = append(actions, a)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(actions) == 0 {
+		return nil, fmt.Errorf("--dir: no files under %s", dir)
+	}
+	return actions, nil
 }
 
 // readSubmission reads a JSON or YAML object (JSON is YAML).

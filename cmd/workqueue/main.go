@@ -110,23 +110,33 @@ on first start in ./workqueue-admin.token (mode 0600).`,
 			if err != nil {
 				return err
 			}
-			log := newLogger(cmd.ErrOrStderr(), cfg.Log)
-			m := NewMain(cfg, log)
-			if file, _ := cmd.Flags().GetString("config"); file == "" {
-				m.AdminTokenFile = "workqueue-admin.token" // zero config: an admin token beside the database
-			}
+			m := newServeMain(cmd, cfg)
 			if err := m.Run(cmd.Context()); err != nil {
 				m.Close()
 				return err
 			}
 			<-cmd.Context().Done()
-			log.Info("shutting down")
+			m.Log.Info("shutting down")
 			return m.Close()
 		},
 	}
 	registerConfigFlags(cmd)
 	cmd.Flags().String("listen", "", "HTTP listen address, overriding the file (default 127.0.0.1:8080)")
 	return cmd
+}
+
+// adminTokenFile is where serve without a config file keeps its admin
+// token, beside the default database in the working directory.
+const adminTokenFile = "workqueue-admin.token"
+
+// newServeMain builds serve's process: without a config file, it also
+// gets an admin token, created on first start.
+func newServeMain(cmd *cobra.Command, cfg config.Config) *Main {
+	m := NewMain(cfg, newLogger(cmd.ErrOrStderr(), cfg.Log))
+	if file, _ := cmd.Flags().GetString("config"); file == "" {
+		m.AdminTokenFile = adminTokenFile
+	}
+	return m
 }
 
 func newMigrateCommand() *cobra.Command {

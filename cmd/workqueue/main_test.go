@@ -127,6 +127,57 @@ func TestTokenCreatePrintsATokenAndTheEntryThatAcceptsIt(t *testing.T) {
 	}
 }
 
+func TestServeWithoutConfigCreatesAnAdminTokenOnce(t *testing.T) {
+	t.Chdir(t.TempDir())
+	start := func() (*Main, string) {
+		t.Helper()
+		cmd := newServeCommand()
+		cmd.SetErr(io.Discard)
+		cmd.ParseFlags(nil)
+		cfg, err := loadConfig(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Listen = "127.0.0.1:0"
+		m := newServeMain(cmd, cfg)
+		if err := m.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(adminTokenFile)
+		if err != nil {
+			t.Fatalf("no admin token file: %v", err)
+		}
+		return m, strings.TrimSpace(string(b))
+	}
+	m, token := start()
+	info, err := os.Stat(adminTokenFile)
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode %v (%v), want 0600", info.Mode().Perm(), err)
+	}
+	get := func(m *Main, token string) int {
+		req, _ := http.NewRequest("GET", "http://"+m.Addr()+"/api/v1/items", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(m, token); code != http.StatusOK {
+		t.Errorf("the admin token gets %d", code)
+	}
+	m.Close()
+	again, sameToken := start()
+	defer again.Close()
+	if sameToken != token {
+		t.Error("a second start made a new admin token")
+	}
+	if code := get(again, token); code != http.StatusOK {
+		t.Errorf("after a restart the admin token gets %d", code)
+	}
+}
+
 func TestHelpExplainsEveryCommand(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"serve", "--help"}, {"migrate", "--help"}} {
 		out, err := runCommand(t, args...)

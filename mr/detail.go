@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 
@@ -103,4 +104,29 @@ func ContentHash(actions []FileAction) string {
 	b, _ := json.Marshal(sorted) // FileAction always marshals
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// EncodeColumns renders the detail's JSON columns (labels, file_actions)
+// as the drivers store them.
+func (d Detail) EncodeColumns() (labels, actions string, err error) {
+	if d.Labels == nil {
+		d.Labels = []string{}
+	}
+	l, err := json.Marshal(d.Labels)
+	if err != nil {
+		return "", "", err
+	}
+	a, err := json.Marshal(d.FileActions)
+	return string(l), string(a), err
+}
+
+// DecodeColumns reads the detail's JSON columns back.
+func (d *Detail) DecodeColumns(labels, actions string) error {
+	if err := json.Unmarshal([]byte(labels), &d.Labels); err != nil {
+		return fmt.Errorf("mr labels: %w", err)
+	}
+	if err := json.Unmarshal([]byte(actions), &d.FileActions); err != nil {
+		return fmt.Errorf("mr file actions: %w", err)
+	}
+	return nil
 }

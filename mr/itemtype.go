@@ -175,21 +175,28 @@ func targetHolds(ctx context.Context, f wq.Forge, project, ref string, chs []wq.
 	return true, nil
 }
 
+// loadChange loads the item's detail and forge, decodes its changes, and
+// tells whether the target branch already holds them.
+func (x *executors) loadChange(ctx context.Context, item *wq.Item) (d *Detail, f wq.Forge, chs []wq.FileChange, holds bool, err error) {
+	if d, f, err = x.load(ctx, item); err != nil {
+		return nil, nil, nil, false, err
+	}
+	if chs, err = changes(d.FileActions); err != nil {
+		return nil, nil, nil, false, err
+	}
+	if holds, err = targetHolds(ctx, f, d.Project, d.TargetBranch, chs); err != nil {
+		return nil, nil, nil, false, forgeFailure("read the target", err)
+	}
+	return d, f, chs, holds, nil
+}
+
 // ensureMR makes the branch one commit on top of the target holding the
 // desired change, and the merge request match the desired title and
 // description (DESIGN section 6).
 func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
-	d, f, err := x.load(ctx, ex.Item)
+	d, f, chs, holds, err := x.loadChange(ctx, ex.Item)
 	if err != nil {
 		return err
-	}
-	chs, err := changes(d.FileActions)
-	if err != nil {
-		return err
-	}
-	holds, err := targetHolds(ctx, f, d.Project, d.TargetBranch, chs)
-	if err != nil {
-		return forgeFailure("read the target", err)
 	}
 	if holds {
 		if d.MRNumber == 0 {
@@ -302,17 +309,9 @@ func (x *executors) supersede(ctx context.Context, ex *wq.Execution, d *Detail, 
 // checkEmptyDiff closes the merge request when the target received the
 // change another way; otherwise it reschedules itself.
 func (x *executors) checkEmptyDiff(ctx context.Context, ex *wq.Execution) error {
-	d, f, err := x.load(ctx, ex.Item)
+	d, f, _, holds, err := x.loadChange(ctx, ex.Item)
 	if err != nil {
 		return err
-	}
-	chs, err := changes(d.FileActions)
-	if err != nil {
-		return err
-	}
-	holds, err := targetHolds(ctx, f, d.Project, d.TargetBranch, chs)
-	if err != nil {
-		return forgeFailure("read the target", err)
 	}
 	if holds && d.MRNumber != 0 {
 		return x.supersede(ctx, ex, d, f)

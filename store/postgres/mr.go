@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -26,25 +25,10 @@ func scanMRDetail(row pgx.Row) (*mr.Detail, error) {
 		&labels, &actions, &d.AutoMerge, &d.MRNumber, &d.MRURL, &d.HeadSHA, &d.PushedHash, &d.HeadPipelineID, &d.NoteID); err != nil {
 		return nil, translate(err)
 	}
-	if err := json.Unmarshal([]byte(labels), &d.Labels); err != nil {
-		return nil, fmt.Errorf("mr labels: %w", err)
-	}
-	if err := json.Unmarshal([]byte(actions), &d.FileActions); err != nil {
-		return nil, fmt.Errorf("mr file actions: %w", err)
+	if err := d.DecodeColumns(labels, actions); err != nil {
+		return nil, err
 	}
 	return &d, nil
-}
-
-func mrJSON(d mr.Detail) (labels, actions string, err error) {
-	if d.Labels == nil {
-		d.Labels = []string{}
-	}
-	l, err := json.Marshal(d.Labels)
-	if err != nil {
-		return "", "", err
-	}
-	a, err := json.Marshal(d.FileActions)
-	return string(l), string(a), err
 }
 
 // CreateMR inserts the item and its detail in one transaction.
@@ -55,7 +39,7 @@ func (s *Store) CreateMR(ctx context.Context, n wq.NewItem, d mr.Detail, now tim
 	if n.Generation == 0 {
 		n.Generation = 1
 	}
-	labels, actions, err := mrJSON(d)
+	labels, actions, err := d.EncodeColumns()
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +107,7 @@ func (s *Store) LatestMRGeneration(ctx context.Context, forge, project, source s
 
 // ResubmitMR replaces an active or failed item's desired state.
 func (s *Store) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.Detail, hash string, now time.Time) (*wq.Item, error) {
-	labels, actions, err := mrJSON(d)
+	labels, actions, err := d.EncodeColumns()
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,13 @@ type Store interface {
 	// same item is not stored: inserted is false. ENOTFOUND.
 	InsertEvent(ctx context.Context, ev Event) (inserted bool, err error)
 
+	// InsertDelivery stores one webhook delivery's events, one per item it
+	// concerns, in one transaction: each event marks its item actionable
+	// under the per-item lock, as InsertEvent does. A delivery whose
+	// (source, delivery id) was stored before stores nothing and returns
+	// duplicate true, even after its events were processed.
+	InsertDelivery(ctx context.Context, source, deliveryID string, events []Event, now time.Time) (duplicate bool, err error)
+
 	// NextEvent returns the item's oldest pending event, or nil.
 	NextEvent(ctx context.Context, id ItemID) (*Event, error)
 

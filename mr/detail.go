@@ -76,6 +76,12 @@ type Store interface {
 	// revision moved or the item is no longer active or failed.
 	ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d Detail, contentHash string, now time.Time) (*wq.Item, error)
 
+	// FindActiveMR resolves a forge event to the active item it concerns
+	// (DDR-32): the one whose merge request has this number, else the one
+	// for this source branch (an event can beat the number's recording).
+	// ok is false when no active item matches.
+	FindActiveMR(ctx context.Context, forge, project string, number int64, sourceBranch string) (id wq.ItemID, ok bool, err error)
+
 	// RecordForgeState writes the forge state under the lease.
 	// ErrLeaseLost.
 	RecordForgeState(ctx context.Context, l wq.Lease, s ForgeState, now time.Time) error

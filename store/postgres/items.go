@@ -408,3 +408,37 @@ func (s *Store) DueItems(ctx context.Context, types []string, now time.Time, lim
 	}
 	return ids, nil
 }
+
+// InsertDelivery stores a webhook delivery's events once.
+func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, events []wq.Event, now time.Time) (bool, error) {
+	duplicate := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (source, delivery_id, received_at) VALUES ($1, $2, $3)
+			ON CONFLICT DO NOTHING`, source, deliveryID, now.UTC())
+		if err != nil {
+			return translate(err)
+		}
+		if tag.RowsAffected() == 0 {
+			duplicate = true
+			return nil
+		}
+		for _, ev := range events {
+			if err := lockItemTx(ctx, tx, ev.ItemID); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO pending_events (work_item_id, source, event_type, delivery_id, body, event_ts, received_at)
+				VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7) ON CONFLICT (work_item_id, source, delivery_id) DO NOTHING`,
+				ev.ItemID, source, ev.EventType, deliveryID, string(ev.Body), tsArg(ev.EventTS), now.UTC()); err != nil {
+				return translate(err)
+			}
+			if _, err := tx.Exec(ctx, `UPDATE work_items SET actionable = true, revision = revision + 1 WHERE id = $1`, ev.ItemID); err != nil {
+				return translate(err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("insert delivery %s/%s: %w", source, deliveryID, err)
+	}
+	return duplicate, nil
+}

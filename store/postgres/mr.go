@@ -153,3 +153,18 @@ func (s *Store) RecordForgeState(ctx context.Context, l wq.Lease, st mr.ForgeSta
 		return translate(err)
 	})
 }
+
+// FindActiveMR resolves a forge event to its active item.
+func (s *Store) FindActiveMR(ctx context.Context, forge, project string, number int64, source string) (wq.ItemID, bool, error) {
+	var id uuid.UUID
+	err := s.pool.QueryRow(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+		WHERE m.forge = $1 AND m.project = $2 AND w.phase = 'active' AND (m.mr_iid = $3 OR m.source_branch = $4)
+		ORDER BY (m.mr_iid = $3) DESC NULLS LAST LIMIT 1`, forge, project, number, source).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, false, nil
+	}
+	if err != nil {
+		return uuid.Nil, false, fmt.Errorf("find active mr: %w", translate(err))
+	}
+	return id, true, nil
+}

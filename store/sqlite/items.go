@@ -451,3 +451,31 @@ func dueItemsQuery(types []string, now time.Time, limit int) (string, []any) {
 	args = append(args, n, n, limit)
 	return q, args
 }
+
+// InsertDelivery stores a webhook delivery's events once.
+func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, events []wq.Event, now time.Time) (bool, error) {
+	tx, err := s.write.BeginTx(ctx, nil) // IMMEDIATE: serialised with FinishProcessing (DDR-34)
+	if err != nil {
+		return false, translate(err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (source, delivery_id, received_at) VALUES (?, ?, ?)
+		ON CONFLICT DO NOTHING`, source, deliveryID, ts(now))
+	if err != nil {
+		return false, fmt.Errorf("insert delivery %s/%s: %w", source, deliveryID, translate(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return true, nil
+	}
+	for _, ev := range events {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO pending_events (work_item_id, source, event_type, delivery_id, body, event_ts, received_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (work_item_id, source, delivery_id) DO NOTHING`,
+			ev.ItemID.String(), source, ev.EventType, deliveryID, string(ev.Body), ts(ev.EventTS), ts(now)); err != nil {
+			return false, fmt.Errorf("insert delivery %s/%s: %w", source, deliveryID, translate(err))
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE work_items SET actionable = 1, revision = revision + 1 WHERE id = ?`, ev.ItemID.String()); err != nil {
+			return false, translate(err)
+		}
+	}
+	return false, translate(tx.Commit())
+}

@@ -166,3 +166,19 @@ func (s *Store) RecordForgeState(ctx context.Context, l wq.Lease, st mr.ForgeSta
 		return translate(err)
 	})
 }
+
+// FindActiveMR resolves a forge event to its active item.
+func (s *Store) FindActiveMR(ctx context.Context, forge, project string, number int64, source string) (wq.ItemID, bool, error) {
+	var id string
+	err := s.read.QueryRowContext(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+		WHERE m.forge = ? AND m.project = ? AND w.phase = 'active' AND (m.mr_iid = ? OR m.source_branch = ?)
+		ORDER BY (m.mr_iid = ?) DESC LIMIT 1`, forge, project, number, source, number).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return uuid.Nil, false, nil
+	}
+	if err != nil {
+		return uuid.Nil, false, fmt.Errorf("find active mr: %w", translate(err))
+	}
+	u, err := uuid.Parse(id)
+	return u, err == nil, err
+}

@@ -134,6 +134,32 @@ func RunMR(t *testing.T, open func(t *testing.T) MRStore) {
 		}
 	})
 
+	t.Run("events resolve to the active item by merge request number, else by branch", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s)
+		if id, ok, err := s.FindActiveMR(ctx, "gitea", "o/r", 7, "wq/a"); err != nil || !ok || id != it.ID {
+			t.Errorf("by branch before the number is known: %v %v %v", id, ok, err)
+		}
+		l, _ := s.ClaimItem(ctx, it.ID, "w", T0, time.Minute)
+		if err := s.RecordForgeState(ctx, l, mr.ForgeState{MRNumber: 7}, T0); err != nil {
+			t.Fatal(err)
+		}
+		if id, ok, _ := s.FindActiveMR(ctx, "gitea", "o/r", 7, "other-branch"); !ok || id != it.ID {
+			t.Errorf("by number: %v %v", id, ok)
+		}
+		for _, miss := range [][]any{{"gitlab", "o/r", int64(7), "wq/a"}, {"gitea", "o/x", int64(7), "wq/a"}, {"gitea", "o/r", int64(8), "nope"}} {
+			if _, ok, err := s.FindActiveMR(ctx, miss[0].(string), miss[1].(string), miss[2].(int64), miss[3].(string)); ok || err != nil {
+				t.Errorf("%v resolved: %v", miss, err)
+			}
+		}
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted}, T0); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := s.FindActiveMR(ctx, "gitea", "o/r", 7, "wq/a"); ok {
+			t.Error("a completed item still resolves (DDR-32: active only)")
+		}
+	})
+
 	t.Run("forge state is written only under the lease", func(t *testing.T) {
 		s := open(t)
 		it := create(t, s)

@@ -310,6 +310,44 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 		}
 	})
 
+	t.Run("a webhook delivery is stored once, for every item it concerns, even after it was applied", func(t *testing.T) {
+		s := open(t)
+		a, b := create(t, s, wq.NewItem{}), create(t, s, wq.NewItem{})
+		for _, it := range []*wq.Item{a, b} {
+			l := claim(t, s, it.ID, T0)
+			if exited, err := s.FinishProcessing(ctx, l, it.Revision, T0); err != nil || !exited {
+				t.Fatal(exited, err)
+			}
+		}
+		events := []wq.Event{{ItemID: a.ID, EventType: "pull_request", Body: []byte(`{"n":1}`), EventTS: T0},
+			{ItemID: b.ID, EventType: "pull_request", Body: []byte(`{"n":1}`), EventTS: T0}}
+		dup, err := s.InsertDelivery(ctx, "gitea", "d-1", events, T0)
+		if err != nil || dup {
+			t.Fatalf("first delivery: duplicate %v, %v", dup, err)
+		}
+		for _, it := range []*wq.Item{a, b} {
+			got := get(t, s, it.ID)
+			ev, _ := s.NextEvent(ctx, it.ID)
+			if !got.Actionable || got.Revision != it.Revision+1 || ev == nil || ev.Source != "gitea" || ev.DeliveryID != "d-1" || ev.EventType != "pull_request" {
+				t.Errorf("item %s after the delivery: %+v, event %+v", it.ID, got, ev)
+			}
+			l := claim(t, s, it.ID, T0)
+			if _, err := s.ApplyEvent(ctx, l, ev, wq.EventResult{}, T0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dup, err = s.InsertDelivery(ctx, "gitea", "d-1", events, T0.Add(time.Minute))
+		if err != nil || !dup {
+			t.Fatalf("redelivery: duplicate %v, %v", dup, err)
+		}
+		if ev, _ := s.NextEvent(ctx, a.ID); ev != nil {
+			t.Errorf("a redelivery stored an event again: %+v", ev)
+		}
+		if dup, err := s.InsertDelivery(ctx, "gitlab", "d-1", events[:1], T0); err != nil || dup {
+			t.Errorf("the same id from another source: duplicate %v, %v", dup, err)
+		}
+	})
+
 	t.Run("applying an event changes phase unless stale, always upserts dimensions, and deletes it", func(t *testing.T) {
 		s := open(t)
 		it := create(t, s, wq.NewItem{})

@@ -21,17 +21,24 @@ import (
 
 // Server holds the handlers' dependencies.
 type Server struct {
-	store wq.Store
-	items *service.Items
-	auth  auth.Authenticator
-	log   *slog.Logger
-	mux   *http.ServeMux
+	store    wq.Store
+	items    *service.Items
+	webhooks *service.Webhooks
+	auth     auth.Authenticator
+	log      *slog.Logger
+	mux      *http.ServeMux
 }
 
 // NewServer returns the HTTP interface. items and authn may be nil: then
 // only the probes answer, and every API route is 401.
 func NewServer(store wq.Store, items *service.Items, authn auth.Authenticator, log *slog.Logger) *Server {
-	s := &Server{store: store, items: items, auth: authn, log: log.With("component", "http"), mux: http.NewServeMux()}
+	return NewServerWithWebhooks(store, items, nil, authn, log)
+}
+
+// NewServerWithWebhooks also serves POST /webhooks/{forge} when webhooks is
+// not nil.
+func NewServerWithWebhooks(store wq.Store, items *service.Items, webhooks *service.Webhooks, authn auth.Authenticator, log *slog.Logger) *Server {
+	s := &Server{store: store, items: items, webhooks: webhooks, auth: authn, log: log.With("component", "http"), mux: http.NewServeMux()}
 	for _, rt := range s.routes() {
 		s.mux.HandleFunc(rt.method+" "+rt.path, rt.handler)
 	}
@@ -57,6 +64,9 @@ func (s *Server) routes() []route {
 	rs := []route{
 		{"GET", "/healthz", s.healthz},
 		{"GET", "/readyz", s.readyz},
+	}
+	if s.webhooks != nil {
+		rs = append(rs, route{"POST", "/webhooks/{forge}", s.receiveWebhook})
 	}
 	if s.items == nil {
 		return rs

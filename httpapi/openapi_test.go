@@ -52,7 +52,8 @@ func testServer(t *testing.T) (*Server, map[auth.Permission]string) {
 		t.Fatal(err)
 	}
 	items := &service.Items{Store: st, Config: cfg}
-	return NewServer(st, items, authn, slog.New(slog.NewTextHandler(io.Discard, nil))), tokens
+	hooks := &service.Webhooks{Store: st, Config: cfg, Secrets: map[string]string{"gitea": "hook-secret"}}
+	return NewServerWithWebhooks(st, items, hooks, authn, slog.New(slog.NewTextHandler(io.Discard, nil))), tokens
 }
 
 func TestEveryRouteIsDocumentedAndEveryDocumentedRouteExists(t *testing.T) {

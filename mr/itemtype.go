@@ -69,8 +69,14 @@ func Type(opts Options) wq.ItemType {
 			ActPostDashboard:  x.postDashboard,
 			ActReconcileMR:    x.reconcileMR,
 		},
+		EventHandlers: map[string]wq.EventHandler{
+			"pull_request":  x.onGiteaPullRequest,   // webhook.GiteaPullRequest
+			"merge_request": x.onGitLabMergeRequest, // webhook.GitLabMergeRequest
+		},
 	}
 }
+
+var timeZero time.Time
 
 // Decide picks the next action in DESIGN section 6's priority order. A
 // missing dimension row means the action is needed (DDR-48); ensure_mr

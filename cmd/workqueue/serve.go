@@ -97,13 +97,20 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	items := &service.Items{Store: s, Config: m.Config, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log)}
+	secrets := map[string]string{}
+	for _, f := range m.Config.Forges {
+		if secrets[f.Name], err = f.WebhookSecret(); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+	}
+	hooks := &service.Webhooks{Store: s, Config: m.Config, Secrets: secrets, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log)}
 
 	m.listener, err = net.Listen("tcp", m.Config.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	m.HTTP = &http.Server{
-		Handler:           httpapi.NewServer(s, items, authn, m.Log),
+		Handler:           httpapi.NewServerWithWebhooks(s, items, hooks, authn, m.Log),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		WriteTimeout:      time.Minute,

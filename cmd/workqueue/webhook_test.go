@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "code.gitea.io/sdk/gitea"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/internal/testgitea"
+)
+
+const hookSecret = "hook-secret-for-tests"
+
+// startHooked runs serve with hour-long sweep and reconcile intervals, so
+// that only a webhook can move an item quickly, and points the repository's
+// webhook at it.
+func startHooked(t *testing.T) *apiWorld {
+	t.Helper()
+	t.Setenv("WQ_TEST_HOOK_SECRET", hookSecret)
+	w := startAPI(t, "", func(c *config.Config) {
+		c.Processing.SweepInterval = config.Duration(time.Hour)
+		c.MR.ReconcileInterval = config.Duration(time.Hour)
+		c.MR.EmptyCheckInterval = config.Duration(time.Hour)
+		c.Projects[0].AutoMerge = false
+		c.Forges[0].WebhookSecretEnv = "WQ_TEST_HOOK_SECRET"
+	})
+	srv := testgitea.Get(t)
+	c, err := sdk.NewClient(srv.URL, sdk.SetToken(srv.Token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, name, _ := strings.Cut(w.repo, "/")
+	if _, _, err := c.CreateRepoHook(owner, name, sdk.CreateHookOption{Type: sdk.HookTypeGitea, Active: true, Events: []string{"pull_request"},
+		Config: map[string]string{"url": w.base + "/webhooks/gitea", "content_type": "json", "secret": hookSecret}}); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// openPR submits a change and waits until its pull request exists and the
+// item is idle.
+func (w *apiWorld) openPR(branch string) (string, int64) {
+	w.t.Helper()
+	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission(branch))
+	id := body["id"].(string)
+	item := w.waitItem(id, "the pull request", func(it map[string]any) bool {
+		d, _ := it["detail"].(map[string]any)
+		return d["mr_iid"] != nil && it["dimensions"] != nil
+	})
+	return id, int64(item["detail"].(map[string]any)["mr_iid"].(float64))
+}
+
+func TestWebhookCompletesAndCancelsItemsWithinTwoSeconds(t *testing.T) {
+	w := startHooked(t)
+	ctx := context.Background()
+	mergedID, mergedPR := w.openPR("wq/to-merge")
+	closedID, closedPR := w.openPR("wq/to-close")
+
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		pr, _ := w.forge.GetMergeRequest(ctx, w.repo, mergedPR)
+		if pr != nil && pr.Mergeable && w.forge.MergeMergeRequest(ctx, w.repo, mergedPR, pr.HeadSHA) == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("could not merge through Gitea")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	merged := time.Now()
+	item := w.waitItem(mergedID, "completion by webhook", func(it map[string]any) bool { return it["phase"] != "active" })
+	mergeLatency := time.Since(merged)
+	if item["phase"] != "completed" || item["reason"] != "merged" || mergeLatency > 2*time.Second {
+		t.Errorf("after the merge: %s/%s in %v, want completed/merged within 2s", item["phase"], item["reason"], mergeLatency)
+	}
+
+	closed := wq.MergeRequestClosed
+	if _, err := w.forge.UpdateMergeRequest(ctx, w.repo, closedPR, wq.MergeRequestUpdate{State: &closed}); err != nil {
+		t.Fatal(err)
+	}
+	closedAt := time.Now()
+	item = w.waitItem(closedID, "cancellation by webhook", func(it map[string]any) bool { return it["phase"] != "active" })
+	closeLatency := time.Since(closedAt)
+	if item["phase"] != "cancelled" || item["reason"] != "closed" || closeLatency > 2*time.Second {
+		t.Errorf("after the close: %s/%s in %v, want cancelled/closed within 2s", item["phase"], item["reason"], closeLatency)
+	}
+	t.Logf("forge call returned → item terminal: merge %v, close %v", mergeLatency, closeLatency)
+}
+
+func signedDelivery(t *testing.T, w *apiWorld, delivery, body, secret string) (int, map[string]any) {
+	t.Helper()
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(body))
+	req, _ := http.NewRequest("POST", w.base+"/webhooks/gitea", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Gitea-Event", "pull_request")
+	req.Header.Set("X-Gitea-Delivery", delivery)
+	req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func TestWebhookRefusesForgeriesAndStoresEachDeliveryOnce(t *testing.T) {
+	w := startHooked(t)
+	id, pr := w.openPR("wq/guarded")
+	before := w.waitItem(id, "idle", func(map[string]any) bool { return true })
+	event := func(action string, merged bool) string {
+		return fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"merged":%t,"state":"open","updated_at":"%s",
+			"head":{"ref":"wq/guarded","sha":"%s"}},"repository":{"full_name":%q}}`, action, pr, pr, merged,
+			time.Now().UTC().Format(time.RFC3339), before["detail"].(map[string]any)["head_sha"], w.repo)
+	}
+	if status, _ := signedDelivery(t, w, "forged-1", event("closed", true), "not-the-secret"); status != http.StatusUnauthorized {
+		t.Errorf("wrong signature: %d", status)
+	}
+	req, _ := http.NewRequest("POST", w.base+"/webhooks/gitea", strings.NewReader(event("closed", true)))
+	req.Header.Set("X-Gitea-Event", "pull_request")
+	req.Header.Set("X-Gitea-Delivery", "forged-2")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("missing signature: %v %v", resp.StatusCode, err)
+	}
+	if status, _ := signedDelivery(t, w, "big", strings.Repeat(" ", 2<<20), hookSecret); status != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversized body: %d", status)
+	}
+	if status, _ := signedDelivery(t, w, "bad", `{"action":`, hookSecret); status != http.StatusBadRequest {
+		t.Errorf("malformed body: %d", status)
+	}
+	if status, _ := signedDelivery(t, w, "x", `{}`, hookSecret); status != http.StatusBadRequest {
+		t.Errorf("body without a pull request: %d", status)
+	}
+	if status, _, _ := w.do("POST", "/webhooks/nosuchforge", "", map[string]any{}); status != http.StatusNotFound {
+		t.Errorf("unknown forge: %d", status)
+	}
+	if after := w.waitItem(id, "unchanged", func(map[string]any) bool { return true }); after["phase"] != "active" || after["updated_at"] != before["updated_at"] {
+		t.Errorf("a refused delivery changed the item: %v", after)
+	}
+
+	// A genuine "edited" delivery, posted twice: stored and applied once.
+	status, first := signedDelivery(t, w, "same-delivery", event("edited", false), hookSecret)
+	if status != http.StatusOK || first["stored"] != float64(1) {
+		t.Fatalf("first delivery: %d %v", status, first)
+	}
+	status, second := signedDelivery(t, w, "same-delivery", event("edited", false), hookSecret)
+	if status != http.StatusOK || second["duplicate"] != true || second["stored"] != float64(0) {
+		t.Errorf("redelivery: %d %v, want a duplicate that stores nothing", status, second)
+	}
+
+	// Once the item is terminal, events for it are acknowledged and not stored (DDR-32, DDR-37).
+	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/cancel", w.tokens["retry"], nil); status != http.StatusOK {
+		t.Fatalf("cancel: %d %v", status, body)
+	}
+	status, late := signedDelivery(t, w, "late", event("closed", true), hookSecret)
+	if status != http.StatusOK || late["stored"] != float64(0) {
+		t.Errorf("an event for a cancelled item: %d %v, want acknowledged and not stored", status, late)
+	}
+	if item := w.waitItem(id, "still cancelled", func(map[string]any) bool { return true }); item["phase"] != "cancelled" {
+		t.Errorf("a late event moved a cancelled item to %v", item["phase"])
+	}
+}

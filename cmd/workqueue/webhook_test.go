@@ -7,8 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +20,10 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/forge/gitea"
+	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
+	"github.com/workqueue-dev/workqueue/mr"
 )
 
 const hookSecret = "hook-secret-for-tests"
@@ -169,5 +176,152 @@ func TestWebhookRefusesForgeriesAndStoresEachDeliveryOnce(t *testing.T) {
 	}
 	if item := w.waitItem(id, "still cancelled", func(map[string]any) bool { return true }); item["phase"] != "cancelled" {
 		t.Errorf("a late event moved a cancelled item to %v", item["phase"])
+	}
+}
+
+// TestWebhookAnsweredBeforeACrashIsAppliedAfterRestart kills serve with
+// SIGKILL after it answered a delivery and before anything processed it:
+// the first process handles no item types (an API-only instance), so only
+// the restarted one can apply the stored event.
+func TestWebhookAnsweredBeforeACrashIsAppliedAfterRestart(t *testing.T) {
+	srv := testgitea.Get(t)
+	t.Setenv("WQ_TEST_GITEA_TOKEN", srv.Token)
+	t.Setenv("WQ_TEST_HOOK_SECRET", hookSecret)
+	ctx := context.Background()
+	repo := srv.NewRepo(t)
+	dir := t.TempDir()
+	dbURL := "sqlite://" + filepath.Join(dir, "wq.db")
+	f, err := gitea.New(srv.URL, srv.Token, gitea.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// An item whose pull request is open and which waits for nothing but
+	// a webhook (its reconcile is an hour away).
+	st := testdb.OpenURL(t, dbURL)
+	sub := mr.Submission{Forge: "gitea", Project: repo, SourceBranch: "wq/crash", TargetBranch: "main", Title: "Crash",
+		FileActions: []mr.FileAction{{Action: "create", FilePath: "c.txt", Content: new("crash\n")}}}
+	item, _, err := mr.Submit(ctx, st, sub, mr.Project{}, "test", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.CommitFiles(ctx, wq.CommitRequest{Project: repo, Base: "main", Branch: "wq/crash", Message: "Crash",
+		Changes: []wq.FileChange{{Action: "create", Path: "c.txt", Content: []byte("crash\n")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: repo, SourceBranch: "wq/crash", TargetBranch: "main", Title: "Crash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	l, err := st.ClaimItem(ctx, item.ID, "seed", time.Now(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordForgeState(ctx, l, mr.ForgeState{MRNumber: pr.Number, MRURL: pr.URL, HeadSHA: c.SHA, PushedHash: item.ContentHash}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ApplyChange(ctx, l, wq.Change{Dimensions: []wq.DimensionUpdate{
+		{DimensionKey: wq.DimensionKey{Dimension: mr.DimMR}, Status: wq.StatusFalse},
+		{DimensionKey: wq.DimensionKey{Dimension: mr.DimDashboard}, Status: wq.StatusFalse},
+		{DimensionKey: wq.DimensionKey{Dimension: mr.DimEmptyCheck}, Status: wq.StatusTrue, PendingUntil: later},
+		{DimensionKey: wq.DimensionKey{Dimension: mr.DimReconcile}, Status: wq.StatusTrue, PendingUntil: later}}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	seeded, _ := st.GetItem(ctx, item.ID)
+	if exited, err := st.FinishProcessing(ctx, l, seeded.Revision, time.Now()); err != nil || !exited {
+		t.Fatal(exited, err)
+	}
+
+	port := freePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	config := func(handled string) string {
+		path := filepath.Join(dir, "wq-"+handled+".yaml")
+		doc := fmt.Sprintf(`listen: 127.0.0.1:%d
+database: %q
+handled_types: [%s]
+processing: {sweep_interval: 1h}
+mr: {reconcile_interval: 1h, empty_check_interval: 1h}
+forges: [{name: gitea, kind: gitea, url: %q, token_env: WQ_TEST_GITEA_TOKEN, webhook_secret_env: WQ_TEST_HOOK_SECRET}]
+projects: [{match: "workqueue/**", forge: gitea}]
+`, port, dbURL, handled, srv.URL)
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cl, _ := sdk.NewClient(srv.URL, sdk.SetToken(srv.Token))
+	owner, name, _ := strings.Cut(repo, "/")
+	if _, _, err := cl.CreateRepoHook(owner, name, sdk.CreateHookOption{Type: sdk.HookTypeGitea, Active: true, Events: []string{"pull_request"},
+		Config: map[string]string{"url": base + "/webhooks/gitea", "content_type": "json", "secret": hookSecret}}); err != nil {
+		t.Fatal(err)
+	}
+
+	apiOnly, log := serveProcess(t, config(""))
+	waitReady(t, base, log)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		got, _ := f.GetMergeRequest(ctx, repo, pr.Number)
+		if got != nil && got.Mergeable && f.MergeMergeRequest(ctx, repo, pr.Number, c.SHA) == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("could not merge")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; { // the webhook was answered: its event is stored
+		if ev, _ := st.NextEvent(ctx, item.ID); ev != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no event was stored\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	apiOnly.Process.Signal(syscall.SIGKILL)
+	apiOnly.Wait()
+	if got, _ := st.GetItem(ctx, item.ID); got.Phase != wq.PhaseActive {
+		t.Fatalf("the API-only instance processed the item: %s", got.Phase)
+	}
+
+	restarted, log2 := serveProcess(t, config("mr"))
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		got, _ := st.GetItem(ctx, item.ID)
+		if got.Phase == wq.PhaseCompleted && got.Reason == mr.ReasonMerged {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart the event was not applied: %+v\n%s", got, log2)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	restarted.Process.Signal(syscall.SIGTERM)
+	restarted.Wait()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func waitReady(t *testing.T, base string, log fmt.Stringer) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if resp, err := http.Get(base + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve never became ready\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

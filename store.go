@@ -135,3 +135,12 @@ type Store interface {
 	// Close releases the store's connections.
 	Close() error
 }
+
+// WakeupListener is implemented by stores that several instances share
+// (PostgreSQL): ListenWakeups calls ready once it is subscribed, then wake
+// for every item some instance enqueued work for, until ctx ends or the
+// connection fails. Every write that marks an item actionable sends the
+// wake-up in its own transaction, so it is heard only once committed.
+type WakeupListener interface {
+	ListenWakeups(ctx context.Context, ready func(), wake func(itemType string, id ItemID)) error
+}

@@ -123,3 +123,58 @@ func TestTwoEnginesOnOnePostgresNeverOverlap(t *testing.T) {
 	}
 	t.Logf("work split: %v", by)
 }
+
+// TestAnotherInstancesWritesWakeThisEngineAtOnce: on PostgreSQL, work
+// that another instance enqueues (a new item, an event) reaches this
+// engine through NOTIFY, long before its sweep would (24 h here).
+func TestAnotherInstancesWritesWakeThisEngineAtOnce(t *testing.T) {
+	ctx := context.Background()
+	url := testdb.URL(t, store.KindPostgres)
+	worker := testdb.OpenURL(t, url)
+	api := testdb.OpenURL(t, url) // the instance that takes the request
+	var log eventLog
+	cfg := testConfig("worker") // sweep interval 24h
+	e, err := engine.New(cfg, worker, clockwork.NewRealClock(), &recorder{}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Register(log.itemType(markActed))
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Stop(ctx) })
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := e.WaitListening(waitCtx); err != nil { // a wake-up sent before would only be found by the sweep
+		t.Fatal(err)
+	}
+
+	it, err := api.CreateItem(ctx, wq.NewItem{ItemType: "test"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, cond func(*wq.Item) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			got, err := api.GetItem(ctx, it.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cond(got) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 5s (%+v)", what, got)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("a new item processed", func(got *wq.Item) bool {
+		return got.Dimensions[wq.DimensionKey{Dimension: "needs_act"}].Status == wq.StatusFalse && !got.Actionable
+	})
+	if _, err := api.InsertEvent(ctx, wq.Event{ItemID: it.ID, Source: "test", EventType: "close", DeliveryID: "d", Body: []byte(`{}`),
+		EventTS: time.Now(), ReceivedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("an event applied", func(got *wq.Item) bool { return got.Phase == wq.PhaseCancelled })
+}

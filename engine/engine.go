@@ -101,6 +101,9 @@ type Engine struct {
 
 	itemsExited, actionsExecuted, actionsFailed, writesRefused, deadlineYields atomic.Int64
 
+	listening     chan struct{} // closed once the wake-up listener is subscribed
+	listeningOnce sync.Once
+
 	faults faultHooks
 }
 
@@ -120,13 +123,14 @@ func New(cfg Config, store wq.Store, clock clockwork.Clock, sink wq.AuditSink, l
 		sink = audit.NewLogSink(log)
 	}
 	return &Engine{
-		cfg:   cfg,
-		store: store,
-		clock: clock,
-		audit: audit.Safe(sink, log),
-		log:   log.With("component", "engine"),
-		types: map[string]*wq.ItemType{},
-		queue: newQueue(),
+		cfg:       cfg,
+		store:     store,
+		clock:     clock,
+		audit:     audit.Safe(sink, log),
+		log:       log.With("component", "engine"),
+		types:     map[string]*wq.ItemType{},
+		queue:     newQueue(),
+		listening: make(chan struct{}),
 	}, nil
 }
 
@@ -176,6 +180,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.wg.Add(1)
 	go e.sweepLoop(sweepCtx)
+	if l, ok := e.store.(wq.WakeupListener); ok && len(e.handled) > 0 {
+		e.wg.Add(1)
+		go e.listenLoop(sweepCtx, l)
+	}
 	e.log.Info("engine started", "workers", e.cfg.Workers, "handled_types", e.handled)
 	return nil
 }
@@ -185,6 +193,18 @@ func (e *Engine) Start(ctx context.Context) error {
 func (e *Engine) Notify(itemType string, id wq.ItemID) {
 	if slices.Contains(e.handled, itemType) {
 		e.queue.Add(id)
+	}
+}
+
+// WaitListening blocks until the engine hears other instances' wake-ups
+// (PostgreSQL), or ctx ends. For tests: a wake-up sent before it would
+// only be found by the sweep.
+func (e *Engine) WaitListening(ctx context.Context) error {
+	select {
+	case <-e.listening:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -277,6 +297,27 @@ func (e *Engine) sweepLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ticker.Chan():
+		}
+	}
+}
+
+// listenLoop hears other instances' wake-ups (PostgreSQL NOTIFY) and hands
+// the items to the pool; after a failure it listens again a second later
+// (the sweep covers anything missed meanwhile).
+func (e *Engine) listenLoop(ctx context.Context, l wq.WakeupListener) {
+	defer e.wg.Done()
+	for ctx.Err() == nil {
+		err := l.ListenWakeups(ctx, func() { e.listeningOnce.Do(func() { close(e.listening) }) }, e.Notify)
+		if ctx.Err() != nil {
+			return
+		}
+		e.log.Warn("listening for wake-ups failed; retrying", "err", err)
+		retry := e.clock.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+			retry.Stop()
+			return
+		case <-retry.Chan():
 		}
 	}
 }

@@ -28,14 +28,14 @@ import (
 
 // apiWorld is a running workqueue serve in process, on a real Gitea.
 type apiWorld struct {
-	t      *testing.T
+	t      testing.TB
 	base   string
 	tokens map[string]string // by permission
 	forge  *gitea.Forge
 	repo   string
 }
 
-func startAPI(t *testing.T, forgeURL string, edit func(*config.Config)) *apiWorld {
+func startAPI(t testing.TB, forgeURL string, edit func(*config.Config)) *apiWorld {
 	t.Helper()
 	srv := testgitea.Get(t)
 	if forgeURL == "" {

@@ -31,7 +31,7 @@ const hookSecret = "hook-secret-for-tests"
 // startHooked runs serve with hour-long sweep and reconcile intervals, so
 // that only a webhook can move an item quickly, and points the repository's
 // webhook at it.
-func startHooked(t *testing.T) *apiWorld {
+func startHooked(t testing.TB) *apiWorld {
 	t.Helper()
 	t.Setenv("WQ_TEST_HOOK_SECRET", hookSecret)
 	w := startAPI(t, "", func(c *config.Config) {
@@ -58,7 +58,10 @@ func startHooked(t *testing.T) *apiWorld {
 // item is idle.
 func (w *apiWorld) openPR(branch string) (string, int64) {
 	w.t.Helper()
-	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission(branch))
+	// Each branch adds its own file, so merging one never empties another.
+	file := strings.ReplaceAll(branch, "/", "-") + ".txt"
+	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission(branch,
+		map[string]any{"action": "create", "file_path": file, "content": branch + "\n"}))
 	id := body["id"].(string)
 	item := w.waitItem(id, "the pull request", func(it map[string]any) bool {
 		d, _ := it["detail"].(map[string]any)

@@ -83,7 +83,10 @@ func (s *Store) RetryItem(ctx context.Context, id wq.ItemID, dims []wq.Dimension
 		if tag.RowsAffected() != 1 {
 			return errNoMatch
 		}
-		return upsertDimensions(ctx, tx, id, dims, now)
+		if err := upsertDimensions(ctx, tx, id, dims, now); err != nil {
+			return err
+		}
+		return notifyItem(ctx, tx, id)
 	})
 	if errors.Is(err, errNoMatch) {
 		return nil, s.phaseConflict(ctx, id, "retry", "failed or cancelled")

@@ -55,7 +55,10 @@ func (s *Store) CreateItem(ctx context.Context, n wq.NewItem, now time.Time) (*w
 			n.ID, n.ItemType, nullString(n.IdempotencyKey), n.Generation, n.CallerIdentity, n.ContentHash, now.UTC()); err != nil {
 			return translate(err)
 		}
-		return upsertDimensions(ctx, tx, n.ID, n.Dimensions, now)
+		if err := upsertDimensions(ctx, tx, n.ID, n.Dimensions, now); err != nil {
+			return err
+		}
+		return notifyItem(ctx, tx, n.ID)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create %s item: %w", n.ItemType, translate(err))
@@ -281,8 +284,10 @@ func (s *Store) InsertEvent(ctx context.Context, ev wq.Event) (bool, error) {
 			return nil
 		}
 		inserted = true
-		_, err = tx.Exec(ctx, `UPDATE work_items SET actionable = true, revision = revision + 1 WHERE id = $1`, ev.ItemID)
-		return translate(err)
+		if _, err = tx.Exec(ctx, `UPDATE work_items SET actionable = true, revision = revision + 1 WHERE id = $1`, ev.ItemID); err != nil {
+			return translate(err)
+		}
+		return notifyItem(ctx, tx, ev.ItemID)
 	})
 	if err != nil {
 		return false, fmt.Errorf("insert event for %s: %w", ev.ItemID, err)
@@ -433,6 +438,9 @@ func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, e
 			}
 			if _, err := tx.Exec(ctx, `UPDATE work_items SET actionable = true, revision = revision + 1 WHERE id = $1`, ev.ItemID); err != nil {
 				return translate(err)
+			}
+			if err := notifyItem(ctx, tx, ev.ItemID); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -54,7 +54,10 @@ func (s *Store) CreateMR(ctx context.Context, n wq.NewItem, d mr.Detail, now tim
 			n.ID, d.Forge, d.Project, d.SourceBranch, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge); err != nil {
 			return translate(err)
 		}
-		return upsertDimensions(ctx, tx, n.ID, n.Dimensions, now)
+		if err := upsertDimensions(ctx, tx, n.ID, n.Dimensions, now); err != nil {
+			return err
+		}
+		return notifyItem(ctx, tx, n.ID)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create mr item: %w", translate(err))
@@ -126,7 +129,10 @@ func (s *Store) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.D
 			id, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge); err != nil {
 			return translate(err)
 		}
-		return upsertDimensions(ctx, tx, id, []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: mr.DimMR}, Status: wq.StatusTrue}}, now)
+		if err := upsertDimensions(ctx, tx, id, []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: mr.DimMR}, Status: wq.StatusTrue}}, now); err != nil {
+			return err
+		}
+		return notifyItem(ctx, tx, id)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("resubmit mr item %s: %w", id, err)

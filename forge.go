@@ -65,6 +65,15 @@ type Forge interface {
 
 	// UpdateNote replaces a note's body.
 	UpdateNote(ctx context.Context, project string, number, noteID int64, body string) error
+
+	// ListProjects returns the full paths of the projects the token can
+	// reach (for matching the configured project globs).
+	ListProjects(ctx context.Context) ([]string, error)
+
+	// EnsureWebhook makes the project deliver merge request and CI events
+	// to url, signed with secret. It is idempotent: created is false when a
+	// hook to url exists already (its secret cannot be read back).
+	EnsureWebhook(ctx context.Context, project, url, secret string) (created bool, err error)
 }
 
 // FileChange is one file change as a forge applies it: inspected, with

@@ -41,7 +41,7 @@ runs on SQLite in the working directory and listens on 127.0.0.1:8080.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServeCommand(), newMigrateCommand(), newTokenCommand(), newItemsCommand())
+	root.AddCommand(newServeCommand(), newMigrateCommand(), newTokenCommand(), newItemsCommand(), newHooksCommand())
 	return root
 }
 

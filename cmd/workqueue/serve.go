@@ -75,7 +75,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("database schema at version %d, want %d: run workqueue migrate", applied, latest)
 	}
 
-	forges, err := m.openForges()
+	forges, err := openForges(m.Config)
 	if err != nil {
 		return err
 	}
@@ -125,9 +125,9 @@ func (m *Main) Run(ctx context.Context) error {
 }
 
 // openForges builds a client for every configured forge.
-func (m *Main) openForges() (map[string]wq.Forge, error) {
+func openForges(cfg config.Config) (map[string]wq.Forge, error) {
 	forges := map[string]wq.Forge{}
-	for _, f := range m.Config.Forges {
+	for _, f := range cfg.Forges {
 		token, err := f.Token()
 		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)

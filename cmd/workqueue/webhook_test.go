@@ -328,3 +328,33 @@ func waitReady(t *testing.T, base string, log fmt.Stringer) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestHooksEnsureIsIdempotentAndReportsWhatItDid(t *testing.T) {
+	srv := testgitea.Get(t)
+	t.Setenv("WQ_TEST_GITEA_TOKEN", srv.Token)
+	t.Setenv("WQ_TEST_HOOK_SECRET", hookSecret)
+	repo := srv.NewRepo(t)
+	cfgFile := filepath.Join(t.TempDir(), "wq.yaml")
+	// Only this test's repository is covered, so other tests' repositories are left alone.
+	doc := fmt.Sprintf(`public_url: http://127.0.0.1:9/
+forges: [{name: gitea, kind: gitea, url: %q, token_env: WQ_TEST_GITEA_TOKEN, webhook_secret_env: WQ_TEST_HOOK_SECRET}]
+projects: [{match: %q, forge: gitea}]
+`, srv.URL, repo)
+	if err := os.WriteFile(cfgFile, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCommand(t, "hooks", "ensure", "--config", cfgFile)
+	if err != nil || !strings.Contains(out, "created "+repo+": gitea → http://127.0.0.1:9/webhooks/gitea") {
+		t.Fatalf("first run: %v\n%s", err, out)
+	}
+	out, err = runCommand(t, "hooks", "ensure", "--config", cfgFile)
+	if err != nil || !strings.Contains(out, "found "+repo) || strings.Contains(out, "created") {
+		t.Errorf("second run: %v\n%s", err, out)
+	}
+	owner, name, _ := strings.Cut(repo, "/")
+	cl, _ := sdk.NewClient(srv.URL, sdk.SetToken(srv.Token))
+	hooks, _, err := cl.ListRepoHooks(owner, name, sdk.ListHooksOptions{})
+	if err != nil || len(hooks) != 1 || hooks[0].Config["url"] != "http://127.0.0.1:9/webhooks/gitea" {
+		t.Errorf("hooks on the repository: %+v, %v", hooks, err)
+	}
+}

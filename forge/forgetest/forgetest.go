@@ -176,6 +176,28 @@ func Run(t *testing.T, newProject func(t *testing.T) Project) {
 		}
 	})
 
+	t.Run("a project's webhook is ensured once and the project is listed", func(t *testing.T) {
+		p := newProject(t)
+		projects, err := p.Forge.ListProjects(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := false
+		for _, path := range projects {
+			listed = listed || path == p.Path
+		}
+		if !listed {
+			t.Errorf("ListProjects = %v, want it to hold %s", projects, p.Path)
+		}
+		url := "http://127.0.0.1:8080/webhooks/test"
+		if created, err := p.Forge.EnsureWebhook(ctx, p.Path, url, "secret"); err != nil || !created {
+			t.Fatalf("first EnsureWebhook: created %v, %v", created, err)
+		}
+		if created, err := p.Forge.EnsureWebhook(ctx, p.Path, url, "secret"); err != nil || created {
+			t.Errorf("second EnsureWebhook: created %v, %v; want found", created, err)
+		}
+	})
+
 	t.Run("a merge is pinned to the head SHA", func(t *testing.T) {
 		p := newProject(t)
 		c := commit(t, p, "wq/merge", change("create", "m.txt", "merged\n"))

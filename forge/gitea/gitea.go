@@ -429,3 +429,52 @@ func (f *Forge) UpdateNote(ctx context.Context, project string, number, noteID i
 		return resp, err
 	})
 }
+
+// ListProjects returns the repositories the token's user can reach.
+func (f *Forge) ListProjects(ctx context.Context) ([]string, error) {
+	var out []string
+	err := f.call(ctx, "list repositories", func(c *sdk.Client) (*sdk.Response, error) {
+		for page := 1; ; page++ {
+			repos, resp, err := c.ListMyRepos(sdk.ListReposOptions{ListOptions: sdk.ListOptions{Page: page, PageSize: 50}})
+			if err != nil {
+				return resp, err
+			}
+			for _, r := range repos {
+				out = append(out, r.FullName)
+			}
+			if len(repos) < 50 {
+				return resp, nil
+			}
+		}
+	})
+	return out, err
+}
+
+// EnsureWebhook creates a Gitea hook for the pull request family and
+// commit statuses, unless one to url exists.
+func (f *Forge) EnsureWebhook(ctx context.Context, project, url, secret string) (bool, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return false, err
+	}
+	exists := false
+	err = f.call(ctx, "list hooks of "+project, func(c *sdk.Client) (*sdk.Response, error) {
+		hooks, resp, err := c.ListRepoHooks(owner, repo, sdk.ListHooksOptions{ListOptions: sdk.ListOptions{PageSize: 50}})
+		for _, h := range hooks {
+			if h.Config["url"] == url {
+				exists = true
+			}
+		}
+		return resp, err
+	})
+	if err != nil || exists {
+		return false, err
+	}
+	err = f.call(ctx, "create hook on "+project, func(c *sdk.Client) (*sdk.Response, error) {
+		_, resp, err := c.CreateRepoHook(owner, repo, sdk.CreateHookOption{Type: sdk.HookTypeGitea, Active: true,
+			Events: []string{"pull_request", "status"},
+			Config: map[string]string{"url": url, "content_type": "json", "secret": secret}})
+		return resp, err
+	})
+	return err == nil, err
+}

@@ -289,3 +289,49 @@ func (f *Forge) UpdateNote(ctx context.Context, project string, number, noteID i
 		return err
 	})
 }
+
+// ListProjects returns the projects the token's user is a member of.
+func (f *Forge) ListProjects(ctx context.Context) ([]string, error) {
+	var out []string
+	err := f.call(ctx, "list projects", func(o gl.RequestOptionFunc) error {
+		for page := int64(1); ; page++ {
+			ps, _, err := f.client.Projects.ListProjects(&gl.ListProjectsOptions{Membership: gl.Ptr(true),
+				ListOptions: gl.ListOptions{Page: page, PerPage: 100}}, o)
+			if err != nil {
+				return err
+			}
+			for _, p := range ps {
+				out = append(out, p.PathWithNamespace)
+			}
+			if len(ps) < 100 {
+				return nil
+			}
+		}
+	})
+	return out, err
+}
+
+// EnsureWebhook creates a project hook for merge request, pipeline, job
+// and note events, unless one to url exists.
+func (f *Forge) EnsureWebhook(ctx context.Context, project, url, secret string) (bool, error) {
+	exists := false
+	err := f.call(ctx, "list hooks of "+project, func(o gl.RequestOptionFunc) error {
+		hooks, _, err := f.client.Projects.ListProjectHooks(project, &gl.ListProjectHooksOptions{ListOptions: gl.ListOptions{PerPage: 100}}, o)
+		for _, h := range hooks {
+			if h.URL == url {
+				exists = true
+			}
+		}
+		return err
+	})
+	if err != nil || exists {
+		return false, err
+	}
+	err = f.call(ctx, "create hook on "+project, func(o gl.RequestOptionFunc) error {
+		_, _, err := f.client.Projects.AddProjectHook(project, &gl.AddProjectHookOptions{URL: &url, Token: &secret,
+			MergeRequestsEvents: gl.Ptr(true), PipelineEvents: gl.Ptr(true), JobEvents: gl.Ptr(true), NoteEvents: gl.Ptr(true),
+			PushEvents: gl.Ptr(false)}, o)
+		return err
+	})
+	return err == nil, err
+}

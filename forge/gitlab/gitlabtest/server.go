@@ -52,6 +52,7 @@ type mergeRequest struct {
 type project struct {
 	id       int
 	path     string
+	hooks    []map[string]any
 	branches map[string]string // name → commit sha
 	commits  map[string]*commit
 	mrs      []*mergeRequest
@@ -105,6 +106,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if u, err := url.PathUnescape(p); err == nil {
 			parts[i] = u
 		}
+	}
+	if len(parts) == 1 && parts[0] == "projects" && r.Method == "GET" {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var out []any
+		for _, p := range s.projects {
+			out = append(out, map[string]any{"id": p.id, "path_with_namespace": p.path})
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
 	}
 	if len(parts) < 3 || parts[0] != "projects" {
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Not Found"})
@@ -174,6 +185,20 @@ func (s *Server) route(r *http.Request, p *project, rest []string) (int, any, *a
 		return 200, []byte(content), nil
 	case rest[0] == "merge_requests":
 		return s.mergeRequests(r, p, rest[1:])
+	case path == "hooks" && m == "GET":
+		out := []any{}
+		for _, h := range p.hooks {
+			out = append(out, map[string]any{"id": h["id"], "url": h["url"], "merge_requests_events": h["merge_requests_events"]})
+		}
+		return 200, out, nil
+	case path == "hooks" && m == "POST":
+		var h map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&h); err != nil || h["url"] == nil {
+			return 0, nil, fail(400, "url is missing")
+		}
+		h["id"] = len(p.hooks) + 1
+		p.hooks = append(p.hooks, h)
+		return http.StatusCreated, map[string]any{"id": h["id"], "url": h["url"]}, nil
 	}
 	return 0, nil, fail(404, "404 Not Found")
 }

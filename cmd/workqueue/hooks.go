@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func newHooksCommand() *cobra.Command {
+	hooks := &cobra.Command{Use: "hooks", Short: "Manage the forge webhooks that drive items in seconds"}
+	ensure := &cobra.Command{
+		Use:   "ensure",
+		Short: "Make every configured project deliver its webhooks to this service",
+		Long: `For every forge with a webhook secret, find the projects its token can
+reach that a projects[] entry covers, and make each deliver merge request
+and CI events to public_url/webhooks/<forge>, signed with the forge's
+webhook secret. Running it again changes nothing: it reports each hook as
+created or found.`,
+		Example: `  workqueue hooks ensure --config /etc/workqueue.yaml`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			if cfg.PublicURL == "" {
+				return errors.New("config: public_url: required, it is where the forges deliver")
+			}
+			forges, err := openForges(cfg)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			for _, fc := range cfg.Forges {
+				secret, err := fc.WebhookSecret()
+				if err != nil {
+					return fmt.Errorf("config: %w", err)
+				}
+				if secret == "" {
+					fmt.Fprintf(out, "%s: no webhook secret configured; skipped\n", fc.Name)
+					continue
+				}
+				projects, err := forges[fc.Name].ListProjects(cmd.Context())
+				if err != nil {
+					return fmt.Errorf("%s: %w", fc.Name, err)
+				}
+				url := strings.TrimRight(cfg.PublicURL, "/") + "/webhooks/" + fc.Name
+				for _, p := range projects {
+					if _, ok := cfg.ProjectFor(fc.Name, p); !ok {
+						continue
+					}
+					created, err := forges[fc.Name].EnsureWebhook(cmd.Context(), p, url, secret)
+					if err != nil {
+						return fmt.Errorf("%s %s: %w", fc.Name, p, err)
+					}
+					state := "found"
+					if created {
+						state = "created"
+					}
+					fmt.Fprintf(out, "%s %s: %s → %s\n", state, p, fc.Name, url)
+				}
+			}
+			return nil
+		},
+	}
+	registerConfigFlags(ensure)
+	hooks.AddCommand(ensure)
+	return hooks
+}

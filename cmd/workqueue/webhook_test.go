@@ -358,3 +358,32 @@ projects: [{match: %q, forge: gitea}]
 		t.Errorf("hooks on the repository: %+v, %v", hooks, err)
 	}
 }
+
+func TestAForeignPushToTheServicesBranchIsOverwritten(t *testing.T) {
+	w := startHooked(t)
+	ctx := context.Background()
+	id, _ := w.openPR("wq/owned")
+	item := w.waitItem(id, "idle", func(it map[string]any) bool { return it["dimensions"] != nil })
+	ours := item["detail"].(map[string]any)["head_sha"].(string)
+
+	// Someone else commits on top of the service's branch.
+	srv := testgitea.Get(t)
+	cl, _ := sdk.NewClient(srv.URL, sdk.SetToken(srv.Token))
+	owner, name, _ := strings.Cut(w.repo, "/")
+	if _, _, err := cl.ChangeFiles(owner, name, sdk.ChangeFilesOptions{Branch: "wq/owned", Message: "by hand",
+		Files: []*sdk.ChangeFileOperation{{Operation: "create", Path: "by-hand.txt", Content: "aGFuZAo="}}}); err != nil {
+		t.Fatal(err)
+	}
+	// The synchronized webhook shows a head the service did not push: it
+	// puts the desired state back, one commit on top of the target.
+	w.waitItem(id, "the branch taken back", func(it map[string]any) bool {
+		head := it["detail"].(map[string]any)["head_sha"]
+		return head != ours && head != nil
+	})
+	if _, found, err := w.forge.ReadFile(ctx, w.repo, "wq/owned", "by-hand.txt"); err != nil || found {
+		t.Errorf("the foreign commit's file is still on the branch (%v)", err)
+	}
+	if _, found, _ := w.forge.ReadFile(ctx, w.repo, "wq/owned", "wq-owned.txt"); !found {
+		t.Error("the desired change is not on the branch")
+	}
+}

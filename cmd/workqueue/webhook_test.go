@@ -33,14 +33,7 @@ const hookSecret = "hook-secret-for-tests"
 // webhook at it.
 func startHooked(t testing.TB) *apiWorld {
 	t.Helper()
-	t.Setenv("WQ_TEST_HOOK_SECRET", hookSecret)
-	w := startAPI(t, "", func(c *config.Config) {
-		c.Processing.SweepInterval = config.Duration(time.Hour)
-		c.MR.ReconcileInterval = config.Duration(time.Hour)
-		c.MR.EmptyCheckInterval = config.Duration(time.Hour)
-		c.Projects[0].AutoMerge = false
-		c.Forges[0].WebhookSecretEnv = "WQ_TEST_HOOK_SECRET"
-	})
+	w := startWithWebhookSecret(t)
 	srv := testgitea.Get(t)
 	c, err := sdk.NewClient(srv.URL, sdk.SetToken(srv.Token))
 	if err != nil {
@@ -54,6 +47,33 @@ func startHooked(t testing.TB) *apiWorld {
 	return w
 }
 
+// startWithWebhookSecret runs serve like startHooked, but Gitea delivers
+// nothing: only the test's own deliveries arrive.
+func startWithWebhookSecret(t testing.TB) *apiWorld {
+	t.Helper()
+	t.Setenv("WQ_TEST_HOOK_SECRET", hookSecret)
+	w := startAPI(t, "", func(c *config.Config) {
+		c.Processing.SweepInterval = config.Duration(time.Hour)
+		c.MR.ReconcileInterval = config.Duration(time.Hour)
+		c.MR.EmptyCheckInterval = config.Duration(time.Hour)
+		c.Projects[0].AutoMerge = false
+		c.Forges[0].WebhookSecretEnv = "WQ_TEST_HOOK_SECRET"
+	})
+	return w
+}
+
+// settled reports whether an mr item has nothing left to do until its
+// hour-long reconcile: the state a refused delivery must not change.
+func settled(it map[string]any) bool {
+	dims, _ := it["dimensions"].([]any)
+	pending := map[string]bool{}
+	for _, d := range dims {
+		m := d.(map[string]any)
+		pending[m["dimension"].(string)] = m["status"] == "false" || m["pending_until"] != nil
+	}
+	return len(dims) == 4 && pending["needs_mr"] && pending["needs_dashboard"] && pending["needs_empty_check"] && pending["needs_reconcile"]
+}
+
 // openPR submits a change and waits until its pull request exists and the
 // item is idle.
 func (w *apiWorld) openPR(branch string) (string, int64) {
@@ -63,10 +83,9 @@ func (w *apiWorld) openPR(branch string) (string, int64) {
 	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission(branch,
 		map[string]any{"action": "create", "file_path": file, "content": branch + "\n"}))
 	id := body["id"].(string)
-	item := w.waitItem(id, "the pull request", func(it map[string]any) bool {
-		d, _ := it["detail"].(map[string]any)
-		return d["mr_iid"] != nil && it["dimensions"] != nil
-	})
+	// Settled: the pull request exists and the item waits for nothing but
+	// a webhook, so what happens next is the webhook's doing.
+	item := w.waitItem(id, "the pull request", settled)
 	return id, int64(item["detail"].(map[string]any)["mr_iid"].(float64))
 }
 
@@ -126,9 +145,9 @@ func signedDelivery(t *testing.T, w *apiWorld, delivery, body, secret string) (i
 }
 
 func TestWebhookRefusesForgeriesAndStoresEachDeliveryOnce(t *testing.T) {
-	w := startHooked(t)
+	w := startWithWebhookSecret(t)
 	id, pr := w.openPR("wq/guarded")
-	before := w.waitItem(id, "idle", func(map[string]any) bool { return true })
+	before := w.waitItem(id, "settled", settled)
 	event := func(action string, merged bool) string {
 		return fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"merged":%t,"state":"open","updated_at":"%s",
 			"head":{"ref":"wq/guarded","sha":"%s"}},"repository":{"full_name":%q}}`, action, pr, pr, merged,

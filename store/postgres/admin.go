@@ -100,7 +100,7 @@ func (s *Store) RetryItem(ctx context.Context, id wq.ItemID, dims []wq.Dimension
 // CancelItem cancels an active or failed item.
 func (s *Store) CancelItem(ctx context.Context, id wq.ItemID, reason string, now time.Time) (*wq.Item, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE work_items SET phase = 'cancelled', reason = $2, finished_at = $3, updated_at = $3,
+		tag, err := tx.Exec(ctx, `UPDATE work_items SET phase = 'cancelled', reason = $2, finished_at = $3, updated_at = $3, actionable = false,
 			leased_until = NULL, lease_token = NULL, lease_owner = NULL WHERE id = $1 AND phase IN ('active', 'failed')`, id, reason, now.UTC())
 		if err != nil {
 			return translate(err)

@@ -202,6 +202,11 @@ func setPhase(ctx context.Context, tx pgx.Tx, id wq.ItemID, phase wq.Phase, reas
 		return translate(err)
 	}
 	if phase.Terminal() {
+		// A terminal item is never processed again: it is not actionable,
+		// even if the worker dies before its exit decision.
+		if _, err := tx.Exec(ctx, `UPDATE work_items SET actionable = false WHERE id = $1`, id); err != nil {
+			return translate(err)
+		}
 		if _, err := tx.Exec(ctx, `UPDATE work_item_statuses SET pending_until = NULL
 			WHERE work_item_id = $1 AND pending_until IS NOT NULL`, id); err != nil {
 			return translate(err)

@@ -101,7 +101,7 @@ func (s *Store) CancelItem(ctx context.Context, id wq.ItemID, reason string, now
 		return nil, translate(err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `UPDATE work_items SET phase = 'cancelled', reason = ?, finished_at = ?, updated_at = ?,
+	res, err := tx.ExecContext(ctx, `UPDATE work_items SET phase = 'cancelled', reason = ?, finished_at = ?, updated_at = ?, actionable = 0,
 		leased_until = NULL, lease_token = NULL, lease_owner = NULL WHERE id = ? AND phase IN ('active', 'failed')`,
 		reason, ts(now), ts(now), id.String())
 	if err != nil {

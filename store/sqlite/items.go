@@ -218,6 +218,11 @@ func setPhase(ctx context.Context, tx *sql.Tx, id wq.ItemID, phase wq.Phase, rea
 		return translate(err)
 	}
 	if phase.Terminal() {
+		// A terminal item is never processed again: it is not actionable,
+		// even if the worker dies before its exit decision.
+		if _, err := tx.ExecContext(ctx, `UPDATE work_items SET actionable = 0 WHERE id = ?`, id.String()); err != nil {
+			return translate(err)
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE work_item_statuses SET pending_until = NULL
 			WHERE work_item_id = ? AND pending_until IS NOT NULL`, id.String()); err != nil {
 			return translate(err)

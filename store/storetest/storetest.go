@@ -240,6 +240,9 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 		if got.Phase != wq.PhaseCompleted || got.Reason != "empty_diff" || !got.FinishedAt.Equal(T0.Add(time.Second)) || !got.UpdatedAt.Equal(T0.Add(time.Second)) {
 			t.Errorf("item = %+v", got)
 		}
+		if got.Actionable {
+			t.Error("a terminal item is still actionable: a worker dying before its exit decision would leave it so forever")
+		}
 		if d := got.Dimensions[wq.DimensionKey{Dimension: "needs_reconcile"}]; !d.PendingUntil.IsZero() {
 			t.Errorf("needs_reconcile pending until %v, want cleared", d.PendingUntil)
 		}
@@ -493,7 +496,7 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Phase != wq.PhaseCancelled || got.Reason != "cancelled by alice" || got.FinishedAt.IsZero() || got.LeaseOwner != "" ||
+		if got.Phase != wq.PhaseCancelled || got.Reason != "cancelled by alice" || got.FinishedAt.IsZero() || got.LeaseOwner != "" || got.Actionable ||
 			!got.Dimensions[wq.DimensionKey{Dimension: "needs_r"}].PendingUntil.IsZero() {
 			t.Errorf("after cancel: %+v", got)
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -48,7 +49,7 @@ func (e *Engine) process(name string, id wq.ItemID) {
 		return
 	}
 	typ, ok := e.types[item.ItemType]
-	if !ok || !e.handles(item.ItemType) {
+	if !ok || !slices.Contains(e.handled, item.ItemType) {
 		e.release(lease)
 		return
 	}
@@ -66,15 +67,6 @@ func (e *Engine) process(name string, id wq.ItemID) {
 	default:
 		e.release(w.lease)
 	}
-}
-
-func (e *Engine) handles(itemType string) bool {
-	for _, t := range e.handled {
-		if t == itemType {
-			return true
-		}
-	}
-	return false
 }
 
 // release gives up a lease even while shutting down.

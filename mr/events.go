@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
 )
@@ -68,7 +69,7 @@ func (x *executors) onMergeRequestEvent(ctx context.Context, item *wq.Item, e pr
 	case e.closed:
 		return wq.EventResult{Phase: wq.PhaseCancelled, Reason: ReasonClosed, Trigger: trigger}, nil
 	}
-	dims := []wq.DimensionUpdate{dim(DimReconcile, wq.StatusTrue, timeZero)}
+	dims := []wq.DimensionUpdate{dim(DimReconcile, wq.StatusTrue, time.Time{})}
 	d, err := x.Store.GetMRDetail(ctx, item.ID)
 	if err != nil {
 		return wq.EventResult{}, err

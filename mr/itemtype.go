@@ -76,8 +76,6 @@ func Type(opts Options) wq.ItemType {
 	}
 }
 
-var timeZero time.Time
-
 // Decide picks the next action in DESIGN section 6's priority order. A
 // missing dimension row means the action is needed (DDR-48); ensure_mr
 // comes first, so the later actions only run once the merge request

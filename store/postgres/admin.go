@@ -36,7 +36,10 @@ func (s *Store) ListItems(ctx context.Context, f wq.ItemFilter) ([]*wq.Item, err
 	if f.Before != uuid.Nil {
 		add("w.id < $%d", f.Before)
 	}
-	q := `SELECT ` + qualified("w", itemColumns) + ` FROM work_items w LEFT JOIN mr_details m ON m.work_item_id = w.id`
+	q := `SELECT ` + qualified("w", itemColumns) + ` FROM work_items w`
+	if f.Forge != "" || f.Project != "" { // only mr items have a forge and a project
+		q += ` JOIN mr_details m ON m.work_item_id = w.id`
+	}
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}

@@ -160,6 +160,34 @@ func RunMR(t *testing.T, open func(t *testing.T) MRStore) {
 		}
 	})
 
+	t.Run("items are listed by forge and project", func(t *testing.T) {
+		s := open(t)
+		mine := create(t, s)
+		other := detail
+		other.Project, other.SourceBranch = "o/other", "wq/b"
+		n := newItem(1)
+		n.IdempotencyKey = mr.IdempotencyKey("gitea", "o/other", "wq/b")
+		if _, err := s.CreateMR(ctx, n, other, T0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateItem(ctx, wq.NewItem{ItemType: "example"}, T0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.ListItems(ctx, wq.ItemFilter{Forge: "gitea", Project: "o/r"})
+		if err != nil || len(got) != 1 || got[0].ID != mine.ID {
+			t.Errorf("by project: %v, %v; want only %s", got, err, mine.ID)
+		}
+		if got, _ := s.ListItems(ctx, wq.ItemFilter{Forge: "gitea"}); len(got) != 2 {
+			t.Errorf("by forge: %d items, want the 2 mr items", len(got))
+		}
+		if got, _ := s.ListItems(ctx, wq.ItemFilter{Forge: "gitlab"}); len(got) != 0 {
+			t.Errorf("another forge: %d items", len(got))
+		}
+		if got, _ := s.ListItems(ctx, wq.ItemFilter{}); len(got) != 3 {
+			t.Errorf("unfiltered: %d items, want 3", len(got))
+		}
+	})
+
 	t.Run("forge state is written only under the lease", func(t *testing.T) {
 		s := open(t)
 		it := create(t, s)

@@ -131,6 +131,10 @@ type MergeRequest struct {
 	// MergeStatus is the forge's own word for it (GitLab
 	// detailed_merge_status; Gitea: "mergeable", "checking", "conflict").
 	MergeStatus string
+	// HeadPipelineID is the CI pipeline of the head (GitLab's
+	// head_pipeline); 0 when there is none or the forge does not say
+	// (Gitea).
+	HeadPipelineID int64
 }
 
 // MergeRequestCreate opens a merge request.

@@ -42,12 +42,32 @@ type Detail struct {
 // ForgeState is what the executors record about the forge, under the
 // item's lease.
 type ForgeState struct {
-	MRNumber   int64
-	MRURL      string
-	HeadSHA    string
-	PushedHash string
-	NoteID     int64
+	MRNumber       int64
+	MRURL          string
+	HeadSHA        string
+	PushedHash     string
+	HeadPipelineID int64 // the CI pipeline of HeadSHA, 0 until one is seen
+	NoteID         int64
 }
+
+// ForgeState returns the forge state the detail holds, for an executor to
+// change a field of and record.
+func (d *Detail) ForgeState() ForgeState {
+	return ForgeState{MRNumber: d.MRNumber, MRURL: d.MRURL, HeadSHA: d.HeadSHA, PushedHash: d.PushedHash,
+		HeadPipelineID: d.HeadPipelineID, NoteID: d.NoteID}
+}
+
+// EventRef is what a forge event says about the merge request it concerns;
+// zero fields say nothing. Resolution tries them in this order (DDR-32).
+type EventRef struct {
+	Number       int64  // merge request number
+	PipelineID   int64  // CI pipeline (GitLab pipeline, Gitea workflow run)
+	SourceBranch string // the merge request's source branch
+	HeadSHA      string // a commit: matches the head the service pushed
+}
+
+// IsZero reports whether the reference names nothing.
+func (r EventRef) IsZero() bool { return r == EventRef{} }
 
 // Store is the persistence the mr type needs beyond the generic store.
 // Both drivers implement it and pass store/storetest.RunMR.
@@ -77,10 +97,12 @@ type Store interface {
 	ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d Detail, contentHash string, now time.Time) (*wq.Item, error)
 
 	// FindActiveMR resolves a forge event to the active item it concerns
-	// (DDR-32): the one whose merge request has this number, else the one
-	// for this source branch (an event can beat the number's recording).
-	// ok is false when no active item matches.
-	FindActiveMR(ctx context.Context, forge, project string, number int64, sourceBranch string) (id wq.ItemID, ok bool, err error)
+	// (DDR-32): the one whose merge request has ref's number, else whose
+	// head pipeline is ref's pipeline, else whose source branch is ref's
+	// branch (an event can beat the recording of the number or the
+	// pipeline), else whose pushed head is ref's commit. ok is false when
+	// no active item matches.
+	FindActiveMR(ctx context.Context, forge, project string, ref EventRef) (id wq.ItemID, ok bool, err error)
 
 	// RecordForgeState writes the forge state under the lease.
 	// ErrLeaseLost.

@@ -4,10 +4,26 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/webhook"
 )
+
+// eventHandlers reads the events the webhook package stores.
+func (x *executors) eventHandlers() map[string]wq.EventHandler {
+	return map[string]wq.EventHandler{
+		webhook.GiteaPullRequest:   x.onGiteaPullRequest,
+		webhook.GiteaReview:        x.onGiteaReview,
+		webhook.GiteaStatus:        x.onGiteaStatus,
+		webhook.GiteaWorkflowRun:   x.onGiteaWorkflowRun,
+		webhook.GiteaWorkflowJob:   x.onGiteaWorkflowJob,
+		webhook.GitLabMergeRequest: x.onGitLabMergeRequest,
+		webhook.GitLabPipeline:     x.onGitLabPipeline,
+		webhook.GitLabJob:          x.onGitLabJob,
+	}
+}
 
 // prEvent is what the handlers read of a merge request event, whichever
 // forge sent it.
@@ -57,10 +73,11 @@ func (x *executors) onGitLabMergeRequest(ctx context.Context, item *wq.Item, ev 
 
 // onMergeRequestEvent turns a merge request event into an EventResult
 // (DDR-33: it reads, the generic layer applies). Merged completes, closed
-// cancels; anything else asks for a reconcile now, which merges when
-// mergeable. A head the service did not push means someone else pushed to
-// its branch: recorded on needs_mr, whose ensure_mr puts the desired state
-// back (the service owns the branches it creates; see docs/DESIGN.md).
+// cancels; anything else (reopened, updated, approved) asks for a
+// reconcile now, which merges when mergeable. A head the service did not
+// push means someone else pushed to its branch: recorded on needs_mr,
+// whose ensure_mr puts the desired state back (the service owns the
+// branches it creates; see docs/DESIGN.md).
 func (x *executors) onMergeRequestEvent(ctx context.Context, item *wq.Item, e prEvent) (wq.EventResult, error) {
 	trigger := map[string]any{"action": e.action}
 	switch {
@@ -80,4 +97,152 @@ func (x *executors) onMergeRequestEvent(ctx context.Context, item *wq.Item, e pr
 		trigger["reason"] = "foreign_push"
 	}
 	return wq.EventResult{Dimensions: dims, Trigger: trigger}, nil
+}
+
+// onGiteaReview reads an approval or a request for changes: either may
+// change mergeability, so look now. The payload's pull request state is
+// not trusted for phase changes: a review carries no event time to order
+// it by.
+func (x *executors) onGiteaReview(ctx context.Context, item *wq.Item, ev *wq.Event) (wq.EventResult, error) {
+	var p struct {
+		Review struct {
+			Type string `json:"type"`
+		} `json:"review"`
+	}
+	if err := json.Unmarshal(ev.Body, &p); err != nil {
+		return wq.EventResult{}, fmt.Errorf("review event: %w", err)
+	}
+	return wq.EventResult{Dimensions: []wq.DimensionUpdate{dim(DimReconcile, wq.StatusTrue, time.Time{})},
+		Trigger: map[string]any{"action": "reviewed", "review": p.Review.Type}}, nil
+}
+
+// ciEvent is what the handlers read of a CI event, whichever forge sent
+// it.
+type ciEvent struct {
+	kind       string // "pipeline" or "job"
+	pipelineID int64
+	sha        string
+	status     string
+	finished   bool // a pipeline reached a final state
+	failed     bool // a job failed
+}
+
+// ReconcileDetail is the detail the CI handlers leave on needs_reconcile:
+// the pipeline reconcile_mr records as the head's (DDR-32's
+// head_pipeline_id), whichever forge reported it.
+type ReconcileDetail struct {
+	PipelineID int64  `json:"pipeline_id,omitempty"`
+	SHA        string `json:"sha,omitempty"`
+	Status     string `json:"status,omitempty"`
+}
+
+// onCIEvent asks for a reconcile now when CI news can change what the
+// merge request needs: a pipeline of the pushed head finished (it may be
+// mergeable now), a job of it failed, or a pipeline not yet recorded as
+// the head's started (so that its jobs' events resolve by pipeline).
+// Anything about another commit is history: no change.
+func (x *executors) onCIEvent(ctx context.Context, item *wq.Item, e ciEvent) (wq.EventResult, error) {
+	trigger := map[string]any{"ci": e.kind, "pipeline_id": e.pipelineID, "status": e.status}
+	d, err := x.Store.GetMRDetail(ctx, item.ID)
+	if err != nil {
+		return wq.EventResult{}, err
+	}
+	if d.HeadSHA == "" || (e.sha != "" && e.sha != d.HeadSHA) {
+		trigger["ignored"] = "not the pushed head"
+		return wq.EventResult{Trigger: trigger}, nil
+	}
+	newPipeline := e.pipelineID != 0 && e.pipelineID != d.HeadPipelineID
+	if !e.finished && !e.failed && !newPipeline {
+		return wq.EventResult{Trigger: trigger}, nil
+	}
+	detail, _ := json.Marshal(ReconcileDetail{PipelineID: e.pipelineID, SHA: d.HeadSHA, Status: e.status})
+	return wq.EventResult{Trigger: trigger, Dimensions: []wq.DimensionUpdate{{
+		DimensionKey: wq.DimensionKey{Dimension: DimReconcile}, Status: wq.StatusTrue, Detail: detail}}}, nil
+}
+
+// onGiteaStatus reads a commit status. Statuses have no pipeline id.
+func (x *executors) onGiteaStatus(ctx context.Context, item *wq.Item, ev *wq.Event) (wq.EventResult, error) {
+	var p struct {
+		SHA   string `json:"sha"`
+		State string `json:"state"`
+	}
+	if err := json.Unmarshal(ev.Body, &p); err != nil {
+		return wq.EventResult{}, fmt.Errorf("status event: %w", err)
+	}
+	return x.onCIEvent(ctx, item, ciEvent{kind: "status", sha: p.SHA, status: p.State,
+		finished: slices.Contains([]string{"success", "failure", "error", "warning"}, p.State)})
+}
+
+// onGiteaWorkflowRun reads a Gitea Actions run: the run is the pipeline.
+func (x *executors) onGiteaWorkflowRun(ctx context.Context, item *wq.Item, ev *wq.Event) (wq.EventResult, error) {
+	var p struct {
+		Action string `json:"action"`
+		Run    struct {
+			ID         int64  `json:"id"`
+			HeadSHA    string `json:"head_sha"`
+			Conclusion string `json:"conclusion"`
+		} `json:"workflow_run"`
+	}
+	if err := json.Unmarshal(ev.Body, &p); err != nil {
+		return wq.EventResult{}, fmt.Errorf("workflow_run event: %w", err)
+	}
+	status := p.Action
+	if p.Run.Conclusion != "" {
+		status = p.Run.Conclusion
+	}
+	return x.onCIEvent(ctx, item, ciEvent{kind: "pipeline", pipelineID: p.Run.ID, sha: p.Run.HeadSHA, status: status,
+		finished: p.Action == "completed"})
+}
+
+// onGiteaWorkflowJob reads a Gitea Actions job.
+func (x *executors) onGiteaWorkflowJob(ctx context.Context, item *wq.Item, ev *wq.Event) (wq.EventResult, error) {
+	var p struct {
+		Action string `json:"action"`
+		Job    struct {
+			RunID      int64  `json:"run_id"`
+			HeadSHA    string `json:"head_sha"`
+			Conclusion string `json:"conclusion"`
+		} `json:"workflow_job"`
+	}
+	if err := json.Unmarshal(ev.Body, &p); err != nil {
+		return wq.EventResult{}, fmt.Errorf("workflow_job event: %w", err)
+	}
+	return x.onCIEvent(ctx, item, ciEvent{kind: "job", pipelineID: p.Job.RunID, sha: p.Job.HeadSHA, status: p.Job.Conclusion,
+		failed: p.Action == "completed" && p.Job.Conclusion == "failure"})
+}
+
+// gitlabPipelineFinal are the pipeline states GitLab does not leave on
+// its own.
+var gitlabPipelineFinal = []string{"success", "failed", "canceled", "skipped", "manual", "blocked"}
+
+// onGitLabPipeline reads GitLab's Pipeline Hook.
+func (x *executors) onGitLabPipeline(ctx context.Context, item *wq.Item, ev *wq.Event) (wq.EventResult, error) {
+	var p struct {
+		Attrs struct {
+			ID     int64  `json:"id"`
+			SHA    string `json:"sha"`
+			Status string `json:"status"`
+		} `json:"object_attributes"`
+	}
+	if err := json.Unmarshal(ev.Body, &p); err != nil {
+		return wq.EventResult{}, fmt.Errorf("pipeline event: %w", err)
+	}
+	return x.onCIEvent(ctx, item, ciEvent{kind: "pipeline", pipelineID: p.Attrs.ID, sha: p.Attrs.SHA, status: p.Attrs.Status,
+		finished: slices.Contains(gitlabPipelineFinal, p.Attrs.Status)})
+}
+
+// onGitLabJob reads GitLab's Job Hook: only a failure is news (its
+// failure_reason can be set on jobs that did not fail, so the status
+// decides).
+func (x *executors) onGitLabJob(ctx context.Context, item *wq.Item, ev *wq.Event) (wq.EventResult, error) {
+	var p struct {
+		PipelineID int64  `json:"pipeline_id"`
+		SHA        string `json:"sha"`
+		Status     string `json:"build_status"`
+	}
+	if err := json.Unmarshal(ev.Body, &p); err != nil {
+		return wq.EventResult{}, fmt.Errorf("job event: %w", err)
+	}
+	return x.onCIEvent(ctx, item, ciEvent{kind: "job", pipelineID: p.PipelineID, sha: p.SHA, status: p.Status,
+		failed: p.Status == "failed"})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -69,10 +70,7 @@ func Type(opts Options) wq.ItemType {
 			ActPostDashboard:  x.postDashboard,
 			ActReconcileMR:    x.reconcileMR,
 		},
-		EventHandlers: map[string]wq.EventHandler{
-			"pull_request":  x.onGiteaPullRequest,   // webhook.GiteaPullRequest
-			"merge_request": x.onGitLabMergeRequest, // webhook.GitLabMergeRequest
-		},
+		EventHandlers: x.eventHandlers(),
 	}
 }
 
@@ -210,7 +208,7 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		}
 		return x.supersede(ctx, ex, d, f)
 	}
-	state := ForgeState{MRNumber: d.MRNumber, MRURL: d.MRURL, HeadSHA: d.HeadSHA, PushedHash: d.PushedHash, NoteID: d.NoteID}
+	state := d.ForgeState()
 
 	// The commit: skipped when the branch still holds exactly what we
 	// pushed for this content (a title or description change).
@@ -224,7 +222,7 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		if err != nil {
 			return forgeFailure("commit", err)
 		}
-		state.HeadSHA, state.PushedHash = c.SHA, ex.Item.ContentHash
+		state.HeadSHA, state.PushedHash, state.HeadPipelineID = c.SHA, ex.Item.ContentHash, 0 // a new head, no pipeline yet
 		// Record the push at once: a crash before the merge request is made
 		// must not lose which commit is ours.
 		if err := x.recordState(ctx, ex, state); err != nil {
@@ -292,6 +290,24 @@ func (x *executors) ensureMergeRequest(ctx context.Context, f wq.Forge, d *Detai
 	return mr, nil
 }
 
+// headPipeline is the pipeline of the pushed head: the forge's word for it
+// (GitLab), else the one a CI event left on needs_reconcile (Gitea
+// Actions). 0 when neither knows, or the merge request's head is not ours.
+func headPipeline(item *wq.Item, d *Detail, mr *wq.MergeRequest) int64 {
+	if mr.HeadSHA != d.HeadSHA {
+		return 0
+	}
+	if mr.HeadPipelineID != 0 {
+		return mr.HeadPipelineID
+	}
+	var seen ReconcileDetail
+	if row, ok := item.Dimensions[wq.DimensionKey{Dimension: DimReconcile}]; ok && len(row.Detail) > 0 &&
+		json.Unmarshal(row.Detail, &seen) == nil && seen.SHA == d.HeadSHA {
+		return seen.PipelineID
+	}
+	return 0
+}
+
 func (x *executors) recordState(ctx context.Context, ex *wq.Execution, s ForgeState) error {
 	return x.Store.RecordForgeState(ctx, ex.Lease, s, ex.Now)
 }
@@ -339,7 +355,9 @@ func (x *executors) postDashboard(ctx context.Context, ex *wq.Execution) error {
 		if err != nil {
 			return forgeFailure("post the dashboard note", err)
 		}
-		if err := x.recordState(ctx, ex, ForgeState{MRNumber: d.MRNumber, MRURL: d.MRURL, HeadSHA: d.HeadSHA, PushedHash: d.PushedHash, NoteID: id}); err != nil {
+		state := d.ForgeState()
+		state.NoteID = id
+		if err := x.recordState(ctx, ex, state); err != nil {
 			return err
 		}
 	}
@@ -363,6 +381,13 @@ func (x *executors) reconcileMR(ctx context.Context, ex *wq.Execution) error {
 		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: ReasonMerged})
 	case wq.MergeRequestClosed:
 		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCancelled, Reason: ReasonClosed})
+	}
+	if id := headPipeline(ex.Item, d, mr); id != 0 && id != d.HeadPipelineID {
+		state := d.ForgeState()
+		state.HeadPipelineID = id
+		if err := x.recordState(ctx, ex, state); err != nil {
+			return err
+		}
 	}
 	next := ex.Now.Add(x.ReconcileInterval)
 	if d.AutoMerge && mr.HeadSHA == d.HeadSHA {

@@ -41,7 +41,8 @@ func (w *Webhooks) Receive(ctx context.Context, forgeName string, h http.Header,
 	if err != nil || d == nil {
 		return Received{}, err
 	}
-	id, ok, err := w.Store.FindActiveMR(ctx, forge.Name, d.Project, d.Number, d.SourceBranch)
+	id, ok, err := w.Store.FindActiveMR(ctx, forge.Name, d.Project,
+		mr.EventRef{Number: d.Number, PipelineID: d.PipelineID, SourceBranch: d.SourceBranch, HeadSHA: d.HeadSHA})
 	if err != nil || !ok {
 		return Received{}, err // DDR-32: no active item, nothing to store
 	}
@@ -63,7 +64,7 @@ func (w *Webhooks) Receive(ctx context.Context, forgeName string, h http.Header,
 	if w.Audit != nil {
 		w.Audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: "webhook_stored", ItemID: id.String(), ItemType: mr.ItemType,
 			Actor: "forge:" + forge.Name, Trigger: map[string]any{"source": "webhook", "event_type": d.EventType},
-			Metadata: map[string]any{"delivery_id": d.DeliveryID, "project": d.Project, "number": d.Number}})
+			Metadata: map[string]any{"delivery_id": d.DeliveryID, "project": d.Project, "number": d.Number, "pipeline_id": d.PipelineID}})
 	}
 	return Received{Stored: 1}, nil
 }

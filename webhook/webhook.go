@@ -16,25 +16,42 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 )
 
-// Event types handed to item types' handlers.
+// Event types handed to item types' handlers, as stored with the event.
 const (
-	GiteaPullRequest   = "pull_request"  // Gitea's pull_request family
-	GitLabMergeRequest = "merge_request" // GitLab's Merge Request Hook
+	GiteaPullRequest   = "pull_request"        // Gitea's pull_request family
+	GiteaReview        = "pull_request_review" // Gitea's pull_request_approved and pull_request_rejected
+	GiteaStatus        = "status"              // a commit status on Gitea
+	GiteaWorkflowRun   = "workflow_run"        // a Gitea Actions run
+	GiteaWorkflowJob   = "workflow_job"        // a Gitea Actions job
+	GitLabMergeRequest = "merge_request"       // GitLab's Merge Request Hook
+	GitLabPipeline     = "pipeline"            // GitLab's Pipeline Hook
+	GitLabJob          = "build"               // GitLab's Job Hook (object_kind "build")
 )
+
+// GiteaHookEvents are the events a Gitea hook must send: "pull_request"
+// subscribes the whole family, reviews included.
+var GiteaHookEvents = []string{"pull_request", "status", "workflow_run", "workflow_job"}
 
 // MaxBodyBytes bounds a delivery's body.
 const MaxBodyBytes = 1 << 20
 
 // Delivery is a verified delivery, reduced to what resolution needs; Body
-// keeps the raw payload for the item type's handler.
+// keeps the raw payload for the item type's handler. Of Number,
+// PipelineID, SourceBranch and HeadSHA, at least one is set: they are what
+// the event says about the merge request it concerns.
 type Delivery struct {
 	DeliveryID   string
 	EventType    string
 	Project      string
 	Number       int64 // merge request number
+	PipelineID   int64 // GitLab pipeline id, Gitea Actions run id
 	SourceBranch string
-	EventTS      time.Time
-	Body         json.RawMessage
+	HeadSHA      string
+	// EventTS orders phase changes (the stale guard); zero for events that
+	// only ask for a look (CI, reviews), whose clocks are not the merge
+	// request's.
+	EventTS time.Time
+	Body    json.RawMessage
 }
 
 // Parse verifies and reads a delivery from a forge of the given kind. It
@@ -45,13 +62,27 @@ func Parse(kind, secret string, h http.Header, body []byte) (*Delivery, error) {
 	if secret == "" {
 		return nil, wq.Errorf(wq.EUNAUTHORIZED, "no webhook secret is configured for this forge")
 	}
+	var d *Delivery
+	var err error
 	switch kind {
 	case wq.ForgeGitea:
-		return parseGitea(secret, h, body)
+		d, err = parseGitea(secret, h, body)
 	case wq.ForgeGitLab:
-		return parseGitLab(secret, h, body)
+		d, err = parseGitLab(secret, h, body)
+	default:
+		return nil, wq.Errorf(wq.EINVALID, "unknown forge kind %q", kind)
 	}
-	return nil, wq.Errorf(wq.EINVALID, "unknown forge kind %q", kind)
+	if err != nil || d == nil {
+		return nil, err
+	}
+	if d.Project == "" || (d.Number <= 0 && d.PipelineID <= 0 && d.SourceBranch == "" && d.HeadSHA == "") {
+		return nil, wq.Errorf(wq.EINVALID, "body: a %s event needs its project and a merge request, pipeline, branch or commit", d.EventType)
+	}
+	if d.Number < 0 || d.PipelineID < 0 {
+		return nil, wq.Errorf(wq.EINVALID, "body: negative number or pipeline id")
+	}
+	d.Body = body
+	return d, nil
 }
 
 func parseGitea(secret string, h http.Header, body []byte) (*Delivery, error) {
@@ -66,12 +97,33 @@ func parseGitea(secret string, h http.Header, body []byte) (*Delivery, error) {
 	if id == "" || len(id) > 200 {
 		return nil, wq.Errorf(wq.EINVALID, "X-Gitea-Delivery: missing or too long")
 	}
-	if h.Get("X-Gitea-Event") != "pull_request" {
+	var d *Delivery
+	var err error
+	switch h.Get("X-Gitea-Event") {
+	case "pull_request":
+		d, err = giteaPullRequest(GiteaPullRequest, body)
+	case "pull_request_approved", "pull_request_rejected":
+		d, err = giteaPullRequest(GiteaReview, body)
+	case "status":
+		d, err = giteaStatus(body)
+	case "workflow_run", "workflow_job":
+		d, err = giteaWorkflow(h.Get("X-Gitea-Event"), body)
+	default:
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	d.DeliveryID = id
+	return d, nil
+}
+
+type giteaRepo struct {
+	FullName string `json:"full_name"`
+}
+
+func giteaPullRequest(eventType string, body []byte) (*Delivery, error) {
 	var p struct {
-		Action      string `json:"action"`
-		Number      int64  `json:"number"`
 		PullRequest *struct {
 			Number    int64      `json:"number"`
 			UpdatedAt *time.Time `json:"updated_at"`
@@ -79,20 +131,65 @@ func parseGitea(secret string, h http.Header, body []byte) (*Delivery, error) {
 				Ref string `json:"ref"`
 			} `json:"head"`
 		} `json:"pull_request"`
-		Repository struct {
-			FullName string `json:"full_name"`
-		} `json:"repository"`
+		Repository giteaRepo `json:"repository"`
 	}
-	if err := json.Unmarshal(body, &p); err != nil {
-		return nil, wq.Errorf(wq.EINVALID, "body: %v", err)
+	if err := unmarshal(body, &p); err != nil {
+		return nil, err
 	}
-	if p.PullRequest == nil || p.Repository.FullName == "" || p.PullRequest.Number <= 0 {
-		return nil, wq.Errorf(wq.EINVALID, "body: a pull_request event needs pull_request.number and repository.full_name")
+	if p.PullRequest == nil || p.PullRequest.Number <= 0 {
+		return nil, wq.Errorf(wq.EINVALID, "body: a %s event needs pull_request.number", eventType)
 	}
-	d := &Delivery{DeliveryID: id, EventType: GiteaPullRequest, Project: p.Repository.FullName, Number: p.PullRequest.Number,
-		SourceBranch: p.PullRequest.Head.Ref, Body: body}
-	if p.PullRequest.UpdatedAt != nil {
+	d := &Delivery{EventType: eventType, Project: p.Repository.FullName, Number: p.PullRequest.Number,
+		SourceBranch: p.PullRequest.Head.Ref}
+	if p.PullRequest.UpdatedAt != nil && eventType == GiteaPullRequest {
 		d.EventTS = p.PullRequest.UpdatedAt.UTC()
+	}
+	return d, nil
+}
+
+// giteaStatus reads a commit status: it names only the commit.
+func giteaStatus(body []byte) (*Delivery, error) {
+	var p struct {
+		SHA        string    `json:"sha"`
+		Repository giteaRepo `json:"repository"`
+	}
+	if err := unmarshal(body, &p); err != nil {
+		return nil, err
+	}
+	return &Delivery{EventType: GiteaStatus, Project: p.Repository.FullName, HeadSHA: p.SHA}, nil
+}
+
+// giteaWorkflow reads an Actions run or job event: the run is the
+// pipeline.
+func giteaWorkflow(event string, body []byte) (*Delivery, error) {
+	type run struct {
+		ID         int64  `json:"id"`
+		RunID      int64  `json:"run_id"`
+		HeadSHA    string `json:"head_sha"`
+		HeadBranch string `json:"head_branch"`
+	}
+	var p struct {
+		Run         *run `json:"workflow_run"`
+		Job         *run `json:"workflow_job"`
+		PullRequest *struct {
+			Number int64 `json:"number"`
+		} `json:"pull_request"`
+		Repository giteaRepo `json:"repository"`
+	}
+	if err := unmarshal(body, &p); err != nil {
+		return nil, err
+	}
+	d := &Delivery{EventType: event, Project: p.Repository.FullName}
+	switch {
+	case event == GiteaWorkflowRun && p.Run != nil:
+		d.PipelineID, d.HeadSHA, d.SourceBranch = p.Run.ID, p.Run.HeadSHA, p.Run.HeadBranch
+	case event == GiteaWorkflowJob && p.Job != nil:
+		d.PipelineID, d.HeadSHA, d.SourceBranch = p.Job.RunID, p.Job.HeadSHA, p.Job.HeadBranch
+	default:
+		return nil, wq.Errorf(wq.EINVALID, "body: a %s event needs %s", event, event)
+	}
+	if p.PullRequest != nil {
+		d.Number = p.PullRequest.Number
 	}
 	return d, nil
 }
@@ -102,32 +199,118 @@ func parseGitLab(secret string, h http.Header, body []byte) (*Delivery, error) {
 	if subtle.ConstantTimeCompare([]byte(secret), []byte(got)) != 1 {
 		return nil, wq.Errorf(wq.EUNAUTHORIZED, "X-Gitlab-Token does not match")
 	}
-	id := h.Get("X-Gitlab-Event-UUID")
+	// Idempotency-Key (GitLab 17.4+) is stable across retries; the event
+	// UUID is what older versions send.
+	id := h.Get("Idempotency-Key")
+	if id == "" {
+		id = h.Get("X-Gitlab-Event-UUID")
+	}
 	if id == "" || len(id) > 200 {
 		return nil, wq.Errorf(wq.EINVALID, "X-Gitlab-Event-UUID: missing or too long")
 	}
-	if h.Get("X-Gitlab-Event") != "Merge Request Hook" {
+	var d *Delivery
+	var err error
+	switch h.Get("X-Gitlab-Event") {
+	case "Merge Request Hook":
+		d, err = gitlabMergeRequest(body)
+	case "Pipeline Hook":
+		d, err = gitlabPipeline(body)
+	case "Job Hook":
+		d, err = gitlabJob(body)
+	default:
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	d.DeliveryID = id
+	return d, nil
+}
+
+type gitlabProject struct {
+	PathWithNamespace string `json:"path_with_namespace"`
+}
+
+func gitlabMergeRequest(body []byte) (*Delivery, error) {
 	var p struct {
-		ObjectKind string `json:"object_kind"`
-		Project    struct {
-			PathWithNamespace string `json:"path_with_namespace"`
-		} `json:"project"`
-		Attrs *struct {
+		ObjectKind string        `json:"object_kind"`
+		Project    gitlabProject `json:"project"`
+		Attrs      *struct {
 			IID          int64      `json:"iid"`
 			SourceBranch string     `json:"source_branch"`
 			UpdatedAt    gitlabTime `json:"updated_at"`
 		} `json:"object_attributes"`
 	}
-	if err := json.Unmarshal(body, &p); err != nil {
-		return nil, wq.Errorf(wq.EINVALID, "body: %v", err)
+	if err := unmarshal(body, &p); err != nil {
+		return nil, err
 	}
-	if p.ObjectKind != "merge_request" || p.Attrs == nil || p.Attrs.IID <= 0 || p.Project.PathWithNamespace == "" {
-		return nil, wq.Errorf(wq.EINVALID, "body: a merge request event needs object_attributes.iid and project.path_with_namespace")
+	if p.ObjectKind != "merge_request" || p.Attrs == nil || p.Attrs.IID <= 0 {
+		return nil, wq.Errorf(wq.EINVALID, "body: a merge request event needs object_kind merge_request and object_attributes.iid")
 	}
-	return &Delivery{DeliveryID: id, EventType: GitLabMergeRequest, Project: p.Project.PathWithNamespace, Number: p.Attrs.IID,
-		SourceBranch: p.Attrs.SourceBranch, EventTS: time.Time(p.Attrs.UpdatedAt), Body: body}, nil
+	return &Delivery{EventType: GitLabMergeRequest, Project: p.Project.PathWithNamespace, Number: p.Attrs.IID,
+		SourceBranch: p.Attrs.SourceBranch, EventTS: time.Time(p.Attrs.UpdatedAt)}, nil
+}
+
+func gitlabPipeline(body []byte) (*Delivery, error) {
+	var p struct {
+		ObjectKind string        `json:"object_kind"`
+		Project    gitlabProject `json:"project"`
+		Attrs      *struct {
+			ID  int64  `json:"id"`
+			Ref string `json:"ref"`
+			Tag bool   `json:"tag"`
+			SHA string `json:"sha"`
+		} `json:"object_attributes"`
+		MergeRequest *struct {
+			IID          int64  `json:"iid"`
+			SourceBranch string `json:"source_branch"`
+		} `json:"merge_request"`
+	}
+	if err := unmarshal(body, &p); err != nil {
+		return nil, err
+	}
+	if p.ObjectKind != "pipeline" || p.Attrs == nil || p.Attrs.ID <= 0 {
+		return nil, wq.Errorf(wq.EINVALID, "body: a pipeline event needs object_kind pipeline and object_attributes.id")
+	}
+	d := &Delivery{EventType: GitLabPipeline, Project: p.Project.PathWithNamespace, PipelineID: p.Attrs.ID, HeadSHA: p.Attrs.SHA}
+	if !p.Attrs.Tag {
+		d.SourceBranch = p.Attrs.Ref // a merge request pipeline's ref is refs/merge-requests/N/head: matches no branch
+	}
+	if p.MergeRequest != nil {
+		d.Number, d.SourceBranch = p.MergeRequest.IID, p.MergeRequest.SourceBranch
+	}
+	return d, nil
+}
+
+// gitlabJob reads a Job Hook. Its commit.id is the pipeline id, not a
+// commit: pipeline_id is read instead.
+func gitlabJob(body []byte) (*Delivery, error) {
+	var p struct {
+		ObjectKind string        `json:"object_kind"`
+		Project    gitlabProject `json:"project"`
+		PipelineID int64         `json:"pipeline_id"`
+		Ref        string        `json:"ref"`
+		Tag        bool          `json:"tag"`
+		SHA        string        `json:"sha"`
+	}
+	if err := unmarshal(body, &p); err != nil {
+		return nil, err
+	}
+	if p.ObjectKind != "build" {
+		return nil, wq.Errorf(wq.EINVALID, "body: a job event needs object_kind build")
+	}
+	d := &Delivery{EventType: GitLabJob, Project: p.Project.PathWithNamespace, PipelineID: p.PipelineID, HeadSHA: p.SHA}
+	if !p.Tag {
+		d.SourceBranch = p.Ref
+	}
+	return d, nil
+}
+
+func unmarshal(body []byte, v any) error {
+	if err := json.Unmarshal(body, v); err != nil {
+		return wq.Errorf(wq.EINVALID, "body: %v", err)
+	}
+	return nil
 }
 
 // gitlabTime reads GitLab's webhook timestamps: RFC 3339, or the older

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -101,16 +102,113 @@ func TestGitLabMergeRequestHook(t *testing.T) {
 	}
 }
 
+func TestEveryUsedEventResolvesByWhatItNames(t *testing.T) {
+	gitlab := func(event, body string) (http.Header, string) {
+		return http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {event}, "X-Gitlab-Event-Uuid": {"u-1"}}, body
+	}
+	gitea := func(event, body string) (http.Header, string) { return giteaHeaders(sign("k", body), event), body }
+	for _, tc := range []struct {
+		name, kind string
+		h          http.Header
+		body       string
+		want       webhook.Delivery
+	}{
+		{name: "gitea approval", kind: wq.ForgeGitea, want: webhook.Delivery{EventType: webhook.GiteaReview, Project: "o/r", Number: 4, SourceBranch: "wq/b"}},
+		{name: "gitea commit status", kind: wq.ForgeGitea, want: webhook.Delivery{EventType: webhook.GiteaStatus, Project: "o/r", HeadSHA: "c0ffee"}},
+		{name: "gitea workflow run", kind: wq.ForgeGitea, want: webhook.Delivery{EventType: webhook.GiteaWorkflowRun, Project: "o/r", PipelineID: 12, SourceBranch: "wq/b", HeadSHA: "c0ffee"}},
+		{name: "gitea workflow job", kind: wq.ForgeGitea, want: webhook.Delivery{EventType: webhook.GiteaWorkflowJob, Project: "o/r", Number: 4, PipelineID: 12, SourceBranch: "wq/b", HeadSHA: "c0ffee"}},
+		{name: "gitlab merge request pipeline", kind: wq.ForgeGitLab, want: webhook.Delivery{EventType: webhook.GitLabPipeline, Project: "g/p", Number: 9, PipelineID: 31, SourceBranch: "wq/x", HeadSHA: "c0ffee"}},
+		{name: "gitlab branch pipeline", kind: wq.ForgeGitLab, want: webhook.Delivery{EventType: webhook.GitLabPipeline, Project: "g/p", PipelineID: 32, SourceBranch: "wq/x", HeadSHA: "c0ffee"}},
+		{name: "gitlab tag pipeline names no branch", kind: wq.ForgeGitLab, want: webhook.Delivery{EventType: webhook.GitLabPipeline, Project: "g/p", PipelineID: 33, HeadSHA: "c0ffee"}},
+		{name: "gitlab job reads pipeline_id, not commit.id", kind: wq.ForgeGitLab, want: webhook.Delivery{EventType: webhook.GitLabJob, Project: "g/p", PipelineID: 31, SourceBranch: "wq/x", HeadSHA: "c0ffee"}},
+	} {
+		switch tc.name {
+		case "gitea approval":
+			tc.h, tc.body = gitea("pull_request_approved", `{"action":"reviewed","pull_request":{"number":4,"updated_at":"2026-03-04T05:06:07Z","head":{"ref":"wq/b"}},"review":{"type":"pull_request_review_approved"},"repository":{"full_name":"o/r"}}`)
+		case "gitea commit status":
+			tc.h, tc.body = gitea("status", `{"sha":"c0ffee","state":"success","context":"ci","repository":{"full_name":"o/r"}}`)
+		case "gitea workflow run":
+			tc.h, tc.body = gitea("workflow_run", `{"action":"completed","workflow_run":{"id":12,"head_sha":"c0ffee","head_branch":"wq/b","conclusion":"success"},"repository":{"full_name":"o/r"}}`)
+		case "gitea workflow job":
+			tc.h, tc.body = gitea("workflow_job", `{"action":"completed","workflow_job":{"id":5,"run_id":12,"head_sha":"c0ffee","head_branch":"wq/b"},"pull_request":{"number":4},"repository":{"full_name":"o/r"}}`)
+		case "gitlab merge request pipeline":
+			tc.h, tc.body = gitlab("Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":31,"ref":"refs/merge-requests/9/head","sha":"c0ffee","status":"success"},"merge_request":{"iid":9,"source_branch":"wq/x"}}`)
+		case "gitlab branch pipeline":
+			tc.h, tc.body = gitlab("Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":32,"ref":"wq/x","sha":"c0ffee","status":"running"}}`)
+		case "gitlab tag pipeline names no branch":
+			tc.h, tc.body = gitlab("Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":33,"ref":"v1","tag":true,"sha":"c0ffee"}}`)
+		case "gitlab job reads pipeline_id, not commit.id":
+			tc.h, tc.body = gitlab("Job Hook", `{"object_kind":"build","project":{"path_with_namespace":"g/p"},"ref":"wq/x","sha":"c0ffee","build_status":"failed","pipeline_id":31,"commit":{"id":999,"sha":"c0ffee"}}`)
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := webhook.Parse(tc.kind, "k", tc.h, []byte(tc.body))
+			if err != nil || d == nil {
+				t.Fatalf("%+v, %v", d, err)
+			}
+			got := *d
+			got.DeliveryID, got.Body = "", nil
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCIAndReviewEventsCarryNoEventTime(t *testing.T) {
+	// The stale guard orders phase changes by the merge request's own
+	// clock; a CI system's clock must not move last_event_at.
+	body := `{"action":"reviewed","pull_request":{"number":4,"updated_at":"2030-01-01T00:00:00Z"},"repository":{"full_name":"o/r"}}`
+	d, err := webhook.Parse(wq.ForgeGitea, "k", giteaHeaders(sign("k", body), "pull_request_rejected"), []byte(body))
+	if err != nil || !d.EventTS.IsZero() {
+		t.Errorf("review: %+v %v, want no event time", d, err)
+	}
+}
+
+func TestGitLabIdempotencyKeyIsTheDeliveryID(t *testing.T) {
+	body := `{"object_kind":"merge_request","project":{"path_with_namespace":"g/p"},"object_attributes":{"iid":1}}`
+	h := http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {"Merge Request Hook"}, "X-Gitlab-Event-Uuid": {"per-attempt"},
+		"Idempotency-Key": {"stable"}}
+	if d, err := webhook.Parse(wq.ForgeGitLab, "k", h, []byte(body)); err != nil || d.DeliveryID != "stable" {
+		t.Errorf("%+v %v", d, err)
+	}
+}
+
+func TestEventsNamingNothingAreInvalid(t *testing.T) {
+	for name, tc := range map[string]struct{ kind, event, body string }{
+		"status without sha":       {wq.ForgeGitea, "status", `{"state":"success","repository":{"full_name":"o/r"}}`},
+		"status without repo":      {wq.ForgeGitea, "status", `{"sha":"abc"}`},
+		"workflow run without run": {wq.ForgeGitea, "workflow_run", `{"action":"completed","repository":{"full_name":"o/r"}}`},
+		"pipeline without id":      {wq.ForgeGitLab, "Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"ref":"b"}}`},
+		"job of another kind":      {wq.ForgeGitLab, "Job Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"pipeline_id":3}`},
+		"negative pipeline":        {wq.ForgeGitLab, "Job Hook", `{"object_kind":"build","project":{"path_with_namespace":"g/p"},"pipeline_id":-3,"ref":"b"}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := giteaHeaders(sign("k", tc.body), tc.event)
+			h.Set("X-Gitlab-Token", "k")
+			h.Set("X-Gitlab-Event", tc.event)
+			h.Set("X-Gitlab-Event-UUID", "u")
+			if _, err := webhook.Parse(tc.kind, "k", h, []byte(tc.body)); wq.ErrorCode(err) != wq.EINVALID {
+				t.Errorf("err %v, want invalid", err)
+			}
+		})
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add("gitea", "pull_request", giteaMerged)
+	f.Add("gitea", "status", `{"sha":"abc","state":"success","repository":{"full_name":"o/r"}}`)
+	f.Add("gitea", "workflow_job", `{"action":"completed","workflow_job":{"run_id":1,"head_sha":"a"},"repository":{"full_name":"o/r"}}`)
 	f.Add("gitlab", "Merge Request Hook", `{"object_kind":"merge_request","object_attributes":{"iid":1}}`)
+	f.Add("gitlab", "Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":3,"ref":"b"}}`)
+	f.Add("gitlab", "Job Hook", `{"object_kind":"build","project":{"path_with_namespace":"g/p"},"pipeline_id":3}`)
 	f.Fuzz(func(t *testing.T, kind, event, body string) {
 		h := giteaHeaders(sign("k", body), event)
 		h.Set("X-Gitlab-Token", "k")
 		h.Set("X-Gitlab-Event", event)
 		h.Set("X-Gitlab-Event-UUID", "u")
 		d, err := webhook.Parse(kind, "k", h, []byte(body))
-		if err == nil && d != nil && (d.Number <= 0 || d.Project == "" || d.DeliveryID == "") {
+		if err == nil && d != nil && (d.Project == "" || d.DeliveryID == "" || d.Number < 0 || d.PipelineID < 0 ||
+			(d.Number == 0 && d.PipelineID == 0 && d.SourceBranch == "" && d.HeadSHA == "")) {
 			t.Fatalf("accepted an unusable delivery: %+v", d)
 		}
 	})

@@ -162,6 +162,9 @@ func toMergeRequest(mr *gl.MergeRequest) *wq.MergeRequest {
 	out := &wq.MergeRequest{Number: mr.IID, URL: mr.WebURL, SourceBranch: mr.SourceBranch, TargetBranch: mr.TargetBranch,
 		HeadSHA: mr.SHA, Title: mr.Title, Description: mr.Description, Labels: []string(mr.Labels),
 		MergeStatus: mr.DetailedMergeStatus, Mergeable: mr.DetailedMergeStatus == "mergeable"}
+	if mr.HeadPipeline != nil {
+		out.HeadPipelineID = mr.HeadPipeline.ID
+	}
 	switch mr.State {
 	case "merged":
 		out.State = wq.MergeRequestMerged

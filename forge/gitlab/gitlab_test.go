@@ -51,3 +51,28 @@ func TestRefusedConnectionIsTransient(t *testing.T) {
 		t.Errorf("refused connection: %v, want transient", err)
 	}
 }
+
+func TestOpenMergeRequestReportsItsHeadPipeline(t *testing.T) {
+	srv := gitlabtest.New()
+	defer srv.Close()
+	srv.CreateProject("g/p")
+	f, _ := gitlab.New(srv.URL, srv.Token, gitlab.Options{})
+	ctx := context.Background()
+	content := []byte("x\n")
+	c, err := f.CommitFiles(ctx, wq.CommitRequest{Project: "g/p", Base: "main", Branch: "wq/a", Message: "m",
+		Changes: []wq.FileChange{{Action: "create", Path: "a", Content: content}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: "g/p", SourceBranch: "wq/a", TargetBranch: "main", Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.GetMergeRequest(ctx, "g/p", mr.Number)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.HeadSHA != c.SHA || got.HeadPipelineID <= gitlabtest.PipelineBase {
+		t.Errorf("head %s pipeline %d, want %s and a pipeline", got.HeadSHA, got.HeadPipelineID, c.SHA)
+	}
+}

@@ -143,15 +143,9 @@ func (s *Store) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.D
 // RecordForgeState writes the forge state under the lease.
 func (s *Store) RecordForgeState(ctx context.Context, l wq.Lease, st mr.ForgeState, now time.Time) error {
 	return s.fenced(ctx, l, "record forge state of", func(tx pgx.Tx, _ wq.Phase) error {
-		var number, note *int64
-		if st.MRNumber != 0 {
-			number = &st.MRNumber
-		}
-		if st.NoteID != 0 {
-			note = &st.NoteID
-		}
-		_, err := tx.Exec(ctx, `UPDATE mr_details SET mr_iid = $2, mr_url = $3, head_sha = $4, pushed_hash = $5, note_id = $6
-			WHERE work_item_id = $1`, l.ItemID, number, st.MRURL, st.HeadSHA, st.PushedHash, note)
+		_, err := tx.Exec(ctx, `UPDATE mr_details SET mr_iid = $2, mr_url = $3, head_sha = $4, pushed_hash = $5,
+			head_pipeline_id = $6, note_id = $7 WHERE work_item_id = $1`, l.ItemID, nonZero(st.MRNumber), st.MRURL, st.HeadSHA,
+			st.PushedHash, nonZero(st.HeadPipelineID), nonZero(st.NoteID))
 		if err != nil {
 			return translate(err)
 		}
@@ -160,12 +154,19 @@ func (s *Store) RecordForgeState(ctx context.Context, l wq.Lease, st mr.ForgeSta
 	})
 }
 
-// FindActiveMR resolves a forge event to its active item.
-func (s *Store) FindActiveMR(ctx context.Context, forge, project string, number int64, source string) (wq.ItemID, bool, error) {
+// FindActiveMR resolves a forge event to its active item. Zero parts of
+// ref are NULL, which equals nothing.
+func (s *Store) FindActiveMR(ctx context.Context, forge, project string, ref mr.EventRef) (wq.ItemID, bool, error) {
+	if ref.IsZero() {
+		return uuid.Nil, false, nil
+	}
 	var id uuid.UUID
 	err := s.pool.QueryRow(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
-		WHERE m.forge = $1 AND m.project = $2 AND w.phase = 'active' AND (m.mr_iid = $3 OR m.source_branch = $4)
-		ORDER BY (m.mr_iid = $3) DESC NULLS LAST LIMIT 1`, forge, project, number, source).Scan(&id)
+		WHERE m.forge = $1 AND m.project = $2 AND w.phase = 'active'
+		  AND (m.mr_iid = $3 OR m.head_pipeline_id = $4 OR m.source_branch = $5 OR (m.head_sha = $6 AND m.head_sha <> ''))
+		ORDER BY coalesce(m.mr_iid = $3, false) DESC, coalesce(m.head_pipeline_id = $4, false) DESC,
+		         coalesce(m.source_branch = $5, false) DESC
+		LIMIT 1`, forge, project, nonZero(ref.Number), nonZero(ref.PipelineID), nonEmpty(ref.SourceBranch), nonEmpty(ref.HeadSHA)).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, false, nil
 	}
@@ -173,4 +174,20 @@ func (s *Store) FindActiveMR(ctx context.Context, forge, project string, number 
 		return uuid.Nil, false, fmt.Errorf("find active mr: %w", translate(err))
 	}
 	return id, true, nil
+}
+
+// nonZero is v, or NULL for 0.
+func nonZero(v int64) *int64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
+// nonEmpty is v, or NULL for "".
+func nonEmpty(v string) *string {
+	if v == "" {
+		return nil
+	}
+	return &v
 }

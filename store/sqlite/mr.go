@@ -151,15 +151,9 @@ func (s *Store) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.D
 // RecordForgeState writes the forge state under the lease.
 func (s *Store) RecordForgeState(ctx context.Context, l wq.Lease, st mr.ForgeState, now time.Time) error {
 	return s.fenced(ctx, l, "record forge state of", func(tx *sql.Tx, _ wq.Phase) error {
-		var number, note any
-		if st.MRNumber != 0 {
-			number = st.MRNumber
-		}
-		if st.NoteID != 0 {
-			note = st.NoteID
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE mr_details SET mr_iid = ?, mr_url = ?, head_sha = ?, pushed_hash = ?, note_id = ?
-			WHERE work_item_id = ?`, number, st.MRURL, st.HeadSHA, st.PushedHash, note, l.ItemID.String()); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE mr_details SET mr_iid = ?, mr_url = ?, head_sha = ?, pushed_hash = ?,
+			head_pipeline_id = ?, note_id = ? WHERE work_item_id = ?`, nonZero(st.MRNumber), st.MRURL, st.HeadSHA, st.PushedHash,
+			nonZero(st.HeadPipelineID), nonZero(st.NoteID), l.ItemID.String()); err != nil {
 			return translate(err)
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE work_items SET updated_at = ? WHERE id = ?`, ts(now), l.ItemID.String())
@@ -167,12 +161,19 @@ func (s *Store) RecordForgeState(ctx context.Context, l wq.Lease, st mr.ForgeSta
 	})
 }
 
-// FindActiveMR resolves a forge event to its active item.
-func (s *Store) FindActiveMR(ctx context.Context, forge, project string, number int64, source string) (wq.ItemID, bool, error) {
+// FindActiveMR resolves a forge event to its active item. Zero parts of
+// ref are NULL, which equals nothing.
+func (s *Store) FindActiveMR(ctx context.Context, forge, project string, ref mr.EventRef) (wq.ItemID, bool, error) {
+	if ref.IsZero() {
+		return uuid.Nil, false, nil
+	}
+	number, pipeline, branch, head := nonZero(ref.Number), nonZero(ref.PipelineID), nonEmpty(ref.SourceBranch), nonEmpty(ref.HeadSHA)
 	var id string
 	err := s.read.QueryRowContext(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
-		WHERE m.forge = ? AND m.project = ? AND w.phase = 'active' AND (m.mr_iid = ? OR m.source_branch = ?)
-		ORDER BY (m.mr_iid = ?) DESC LIMIT 1`, forge, project, number, source, number).Scan(&id)
+		WHERE m.forge = ? AND m.project = ? AND w.phase = 'active'
+		  AND (m.mr_iid = ? OR m.head_pipeline_id = ? OR m.source_branch = ? OR (m.head_sha = ? AND m.head_sha <> ''))
+		ORDER BY coalesce(m.mr_iid = ?, 0) DESC, coalesce(m.head_pipeline_id = ?, 0) DESC, coalesce(m.source_branch = ?, 0) DESC
+		LIMIT 1`, forge, project, number, pipeline, branch, head, number, pipeline, branch).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return uuid.Nil, false, nil
 	}
@@ -181,4 +182,20 @@ func (s *Store) FindActiveMR(ctx context.Context, forge, project string, number 
 	}
 	u, err := uuid.Parse(id)
 	return u, err == nil, err
+}
+
+// nonZero is v, or NULL for 0.
+func nonZero(v int64) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}
+
+// nonEmpty is v, or NULL for "".
+func nonEmpty(v string) any {
+	if v == "" {
+		return nil
+	}
+	return v
 }

@@ -27,9 +27,13 @@ func RunMR(t *testing.T, open func(t *testing.T) MRStore) {
 	newItem := func(gen int) wq.NewItem {
 		return wq.NewItem{ItemType: mr.ItemType, IdempotencyKey: mr.IdempotencyKey("gitea", "o/r", "wq/a"), Generation: gen, ContentHash: "h1"}
 	}
-	create := func(t *testing.T, s MRStore) *wq.Item {
+	create := func(t *testing.T, s MRStore, edit ...func(*wq.NewItem, *mr.Detail)) *wq.Item {
 		t.Helper()
-		it, err := s.CreateMR(ctx, newItem(1), detail, T0)
+		n, d := newItem(1), detail
+		for _, e := range edit {
+			e(&n, &d)
+		}
+		it, err := s.CreateMR(ctx, n, d, T0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,28 +138,74 @@ func RunMR(t *testing.T, open func(t *testing.T) MRStore) {
 		}
 	})
 
-	t.Run("events resolve to the active item by merge request number, else by branch", func(t *testing.T) {
+	t.Run("events resolve to the active item by number, pipeline, branch or pushed head", func(t *testing.T) {
 		s := open(t)
 		it := create(t, s)
-		if id, ok, err := s.FindActiveMR(ctx, "gitea", "o/r", 7, "wq/a"); err != nil || !ok || id != it.ID {
-			t.Errorf("by branch before the number is known: %v %v %v", id, ok, err)
+		other := create(t, s, func(n *wq.NewItem, d *mr.Detail) {
+			d.SourceBranch = "wq/other"
+			n.IdempotencyKey = mr.IdempotencyKey(d.Forge, d.Project, d.SourceBranch)
+		})
+		find := func(forge, project string, ref mr.EventRef) (wq.ItemID, bool) {
+			t.Helper()
+			id, ok, err := s.FindActiveMR(ctx, forge, project, ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id, ok
+		}
+		if id, ok := find("gitea", "o/r", mr.EventRef{Number: 7, SourceBranch: "wq/a"}); !ok || id != it.ID {
+			t.Errorf("by branch before the number is known: %v %v", id, ok)
+		}
+		if _, ok := find("gitea", "o/r", mr.EventRef{HeadSHA: ""}); ok {
+			t.Error("an empty reference resolved")
+		}
+		if _, ok := find("gitea", "o/r", mr.EventRef{Number: 7}); ok {
+			t.Error("a number no item has recorded resolved (an empty head or a NULL number matched)")
 		}
 		l, _ := s.ClaimItem(ctx, it.ID, "w", T0, time.Minute)
-		if err := s.RecordForgeState(ctx, l, mr.ForgeState{MRNumber: 7}, T0); err != nil {
+		if err := s.RecordForgeState(ctx, l, mr.ForgeState{MRNumber: 7, HeadSHA: "abc", HeadPipelineID: 40}, T0); err != nil {
 			t.Fatal(err)
 		}
-		if id, ok, _ := s.FindActiveMR(ctx, "gitea", "o/r", 7, "other-branch"); !ok || id != it.ID {
-			t.Errorf("by number: %v %v", id, ok)
+		ol, _ := s.ClaimItem(ctx, other.ID, "w", T0, time.Minute)
+		if err := s.RecordForgeState(ctx, ol, mr.ForgeState{MRNumber: 8, HeadSHA: "def", HeadPipelineID: 41}, T0); err != nil {
+			t.Fatal(err)
 		}
-		for _, miss := range [][]any{{"gitlab", "o/r", int64(7), "wq/a"}, {"gitea", "o/x", int64(7), "wq/a"}, {"gitea", "o/r", int64(8), "nope"}} {
-			if _, ok, err := s.FindActiveMR(ctx, miss[0].(string), miss[1].(string), miss[2].(int64), miss[3].(string)); ok || err != nil {
-				t.Errorf("%v resolved: %v", miss, err)
+		if d, err := s.GetMRDetail(ctx, it.ID); err != nil || d.HeadPipelineID != 40 {
+			t.Errorf("head pipeline recorded: %+v %v", d, err)
+		}
+		for name, tc := range map[string]struct {
+			ref  mr.EventRef
+			want wq.ItemID
+		}{
+			"number":                     {mr.EventRef{Number: 7, SourceBranch: "elsewhere"}, it.ID},
+			"number beats branch":        {mr.EventRef{Number: 8, SourceBranch: "wq/a"}, other.ID},
+			"pipeline":                   {mr.EventRef{PipelineID: 41}, other.ID},
+			"pipeline beats branch":      {mr.EventRef{PipelineID: 40, SourceBranch: "wq/other"}, it.ID},
+			"branch":                     {mr.EventRef{PipelineID: 99, SourceBranch: "wq/other"}, other.ID},
+			"branch beats pushed head":   {mr.EventRef{SourceBranch: "wq/a", HeadSHA: "def"}, it.ID},
+			"pushed head":                {mr.EventRef{HeadSHA: "def"}, other.ID},
+			"number of another pipeline": {mr.EventRef{Number: 7, PipelineID: 41}, it.ID},
+		} {
+			if id, ok := find("gitea", "o/r", tc.ref); !ok || id != tc.want {
+				t.Errorf("%s: resolved %v %v, want %v", name, id, ok, tc.want)
+			}
+		}
+		for name, miss := range map[string]struct {
+			forge, project string
+			ref            mr.EventRef
+		}{
+			"other forge":   {"gitlab", "o/r", mr.EventRef{Number: 7, SourceBranch: "wq/a"}},
+			"other project": {"gitea", "o/x", mr.EventRef{Number: 7, SourceBranch: "wq/a"}},
+			"nothing known": {"gitea", "o/r", mr.EventRef{Number: 9, PipelineID: 9, SourceBranch: "nope", HeadSHA: "fff"}},
+		} {
+			if _, ok := find(miss.forge, miss.project, miss.ref); ok {
+				t.Errorf("%s resolved", name)
 			}
 		}
 		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted}, T0); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok, _ := s.FindActiveMR(ctx, "gitea", "o/r", 7, "wq/a"); ok {
+		if _, ok := find("gitea", "o/r", mr.EventRef{Number: 7, SourceBranch: "wq/a"}); ok {
 			t.Error("a completed item still resolves (DDR-32: active only)")
 		}
 	})

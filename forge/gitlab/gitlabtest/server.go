@@ -23,6 +23,10 @@ import (
 )
 
 // Server is a GitLab-shaped server with in-memory projects.
+// PipelineBase is added to a commit's sequence number to make the id of
+// its pipeline, which merge requests report as head_pipeline.
+const PipelineBase = 5000
+
 type Server struct {
 	URL   string
 	Token string
@@ -34,9 +38,10 @@ type Server struct {
 }
 
 type commit struct {
-	sha    string
-	parent string
-	files  map[string]string
+	sha      string
+	parent   string
+	files    map[string]string
+	pipeline int64 // the CI pipeline GitLab would run for it
 }
 
 type mergeRequest struct {
@@ -83,7 +88,7 @@ func (s *Server) CreateProject(path string) {
 func (s *Server) newCommit(p *project, parent string, files map[string]string) *commit {
 	s.seq++
 	sum := sha1.Sum([]byte(fmt.Sprintf("%s/%d/%s", p.path, s.seq, parent)))
-	c := &commit{sha: hex.EncodeToString(sum[:]), parent: parent, files: files}
+	c := &commit{sha: hex.EncodeToString(sum[:]), parent: parent, files: files, pipeline: PipelineBase + int64(s.seq)}
 	p.commits[c.sha] = c
 	return c
 }
@@ -512,6 +517,9 @@ func (s *Server) mrJSON(p *project, mr *mergeRequest, full bool) map[string]any 
 		"sha": p.branches[mr.source], "web_url": fmt.Sprintf("%s/%s/-/merge_requests/%d", s.URL, p.path, mr.iid)}
 	if full {
 		out["detailed_merge_status"] = status
+		if c := p.commits[p.branches[mr.source]]; c != nil && mr.state == "opened" {
+			out["head_pipeline"] = map[string]any{"id": c.pipeline, "sha": c.sha, "ref": mr.source, "status": "success"}
+		}
 	}
 	return out
 }

@@ -1,0 +1,145 @@
+package mr_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/store"
+	"github.com/workqueue-dev/workqueue/webhook"
+)
+
+// TestEventHandlersReadEventsIntoResults drives every handler with the
+// payload shapes the forges send, for an item whose pushed head is "ours"
+// and whose head pipeline 77 is known.
+func TestEventHandlersReadEventsIntoResults(t *testing.T) {
+	ctx := context.Background()
+	s := testdb.Open(t, store.KindSQLite)
+	content := "x\n"
+	it, err := s.CreateMR(ctx, wq.NewItem{ItemType: mr.ItemType, IdempotencyKey: mr.IdempotencyKey("gitea", "o/r", "wq/a"), Generation: 1},
+		mr.Detail{Forge: "gitea", Project: "o/r", SourceBranch: "wq/a", TargetBranch: "main", Title: "t",
+			FileActions: []mr.FileAction{{Action: mr.ActionCreate, FilePath: "a", Content: &content}}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.ClaimItem(ctx, it.ID, "test", time.Now(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordForgeState(ctx, l, mr.ForgeState{MRNumber: 3, HeadSHA: "ours", HeadPipelineID: 77}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	handlers := mr.Type(mr.Options{Store: s}).EventHandlers
+
+	const (
+		none      = ""
+		reconcile = "reconcile now"
+	)
+	for _, tc := range []struct {
+		name, eventType, body string
+		phase                 wq.Phase
+		reason                string
+		want                  string // none or reconcile
+		foreign               bool   // needs_mr set with the foreign head
+		pipeline              int64  // pipeline id left on needs_reconcile
+	}{
+		{"gitea merged completes", webhook.GiteaPullRequest,
+			`{"action":"closed","pull_request":{"merged":true,"state":"closed","head":{"sha":"ours"}}}`, wq.PhaseCompleted, mr.ReasonMerged, none, false, 0},
+		{"gitea closed cancels", webhook.GiteaPullRequest,
+			`{"action":"closed","pull_request":{"merged":false,"state":"closed","head":{"sha":"ours"}}}`, wq.PhaseCancelled, mr.ReasonClosed, none, false, 0},
+		{"gitea reopened reconciles", webhook.GiteaPullRequest,
+			`{"action":"reopened","pull_request":{"state":"open","head":{"sha":"ours"}}}`, "", "", reconcile, false, 0},
+		{"gitea push by someone else is recorded on needs_mr", webhook.GiteaPullRequest,
+			`{"action":"synchronized","pull_request":{"state":"open","head":{"sha":"theirs"}}}`, "", "", reconcile, true, 0},
+		{"gitea approval reconciles", webhook.GiteaReview,
+			`{"action":"reviewed","review":{"type":"pull_request_review_approved"},"pull_request":{"state":"closed","merged":true}}`, "", "", reconcile, false, 0},
+		{"gitea success status of our head reconciles", webhook.GiteaStatus, `{"sha":"ours","state":"success"}`, "", "", reconcile, false, 0},
+		{"gitea failed status of our head reconciles", webhook.GiteaStatus, `{"sha":"ours","state":"failure"}`, "", "", reconcile, false, 0},
+		{"gitea pending status waits", webhook.GiteaStatus, `{"sha":"ours","state":"pending"}`, "", "", none, false, 0},
+		{"gitea status of another commit is history", webhook.GiteaStatus, `{"sha":"old","state":"success"}`, "", "", none, false, 0},
+		{"gitea new run records its pipeline", webhook.GiteaWorkflowRun,
+			`{"action":"requested","workflow_run":{"id":78,"head_sha":"ours","status":"queued"}}`, "", "", reconcile, false, 78},
+		{"gitea known run in progress waits", webhook.GiteaWorkflowRun,
+			`{"action":"in_progress","workflow_run":{"id":77,"head_sha":"ours"}}`, "", "", none, false, 0},
+		{"gitea run completed reconciles", webhook.GiteaWorkflowRun,
+			`{"action":"completed","workflow_run":{"id":77,"head_sha":"ours","conclusion":"success"}}`, "", "", reconcile, false, 77},
+		{"gitea failed job reconciles", webhook.GiteaWorkflowJob,
+			`{"action":"completed","workflow_job":{"run_id":77,"head_sha":"ours","conclusion":"failure"}}`, "", "", reconcile, false, 77},
+		{"gitea successful job of a known run waits", webhook.GiteaWorkflowJob,
+			`{"action":"completed","workflow_job":{"run_id":77,"head_sha":"ours","conclusion":"success"}}`, "", "", none, false, 0},
+		{"gitlab merge completes", webhook.GitLabMergeRequest,
+			`{"object_attributes":{"action":"merge","state":"merged","last_commit":{"id":"ours"}}}`, wq.PhaseCompleted, mr.ReasonMerged, none, false, 0},
+		{"gitlab close cancels", webhook.GitLabMergeRequest,
+			`{"object_attributes":{"action":"close","state":"closed","last_commit":{"id":"ours"}}}`, wq.PhaseCancelled, mr.ReasonClosed, none, false, 0},
+		{"gitlab approval reconciles", webhook.GitLabMergeRequest,
+			`{"object_attributes":{"action":"approved","state":"opened","last_commit":{"id":"ours"}}}`, "", "", reconcile, false, 0},
+		{"gitlab pipeline finished reconciles", webhook.GitLabPipeline,
+			`{"object_attributes":{"id":77,"sha":"ours","status":"success"}}`, "", "", reconcile, false, 77},
+		{"gitlab pipeline failed reconciles", webhook.GitLabPipeline,
+			`{"object_attributes":{"id":77,"sha":"ours","status":"failed"}}`, "", "", reconcile, false, 77},
+		{"gitlab known pipeline running waits", webhook.GitLabPipeline,
+			`{"object_attributes":{"id":77,"sha":"ours","status":"running"}}`, "", "", none, false, 0},
+		{"gitlab new pipeline is recorded", webhook.GitLabPipeline,
+			`{"object_attributes":{"id":79,"sha":"ours","status":"pending"}}`, "", "", reconcile, false, 79},
+		{"gitlab pipeline of an old commit is history", webhook.GitLabPipeline,
+			`{"object_attributes":{"id":70,"sha":"old","status":"success"}}`, "", "", none, false, 0},
+		{"gitlab failed job reconciles", webhook.GitLabJob,
+			`{"pipeline_id":77,"sha":"ours","build_status":"failed","commit":{"id":77}}`, "", "", reconcile, false, 77},
+		{"gitlab job that succeeded waits despite a failure_reason", webhook.GitLabJob,
+			`{"pipeline_id":77,"sha":"ours","build_status":"success","build_failure_reason":"unknown_failure"}`, "", "", none, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, ok := handlers[tc.eventType]
+			if !ok {
+				t.Fatalf("no handler for %q", tc.eventType)
+			}
+			r, err := h(ctx, it, &wq.Event{ItemID: it.ID, EventType: tc.eventType, Body: json.RawMessage(tc.body)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Phase != tc.phase || r.Reason != tc.reason {
+				t.Errorf("phase %q/%q, want %q/%q", r.Phase, r.Reason, tc.phase, tc.reason)
+			}
+			var rec, needsMR *wq.DimensionUpdate
+			for i, d := range r.Dimensions {
+				switch d.Dimension {
+				case mr.DimReconcile:
+					rec = &r.Dimensions[i]
+				case mr.DimMR:
+					needsMR = &r.Dimensions[i]
+				}
+			}
+			if got := rec != nil && rec.Status == wq.StatusTrue && rec.PendingUntil.IsZero(); got != (tc.want == reconcile) {
+				t.Errorf("reconcile now = %v, want %v (%+v)", got, tc.want == reconcile, r.Dimensions)
+			}
+			if (needsMR != nil) != tc.foreign {
+				t.Errorf("needs_mr set = %v, want %v", needsMR != nil, tc.foreign)
+			}
+			if tc.pipeline != 0 {
+				var seen mr.ReconcileDetail
+				if rec == nil || json.Unmarshal(rec.Detail, &seen) != nil || seen.PipelineID != tc.pipeline || seen.SHA != "ours" {
+					t.Errorf("pipeline left for reconcile: %s, want %d of ours", detailOf(rec), tc.pipeline)
+				}
+			}
+			if r.Trigger == nil {
+				t.Error("no trigger for the audit")
+			}
+		})
+	}
+	for _, bad := range []string{webhook.GiteaPullRequest, webhook.GiteaStatus, webhook.GitLabPipeline, webhook.GitLabJob} {
+		if _, err := handlers[bad](ctx, it, &wq.Event{EventType: bad, Body: json.RawMessage(`[`)}); err == nil {
+			t.Errorf("%s: a malformed body was read", bad)
+		}
+	}
+}
+
+func detailOf(d *wq.DimensionUpdate) string {
+	if d == nil {
+		return "none"
+	}
+	return string(d.Detail)
+}

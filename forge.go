@@ -70,11 +70,23 @@ type Forge interface {
 	// reach (for matching the configured project globs).
 	ListProjects(ctx context.Context) ([]string, error)
 
-	// EnsureWebhook makes the project deliver merge request and CI events
-	// to url, signed with secret. It is idempotent: created is false when a
-	// hook to url exists already (its secret cannot be read back).
-	EnsureWebhook(ctx context.Context, project, url, secret string) (created bool, err error)
+	// EnsureWebhook makes the project deliver merge request, review and CI
+	// events to url, signed with secret. It is idempotent: a hook to url
+	// that is active and sends those events is found and left alone (its
+	// secret cannot be read back); one that is inactive or misses events
+	// is updated, secret included; otherwise one is created.
+	EnsureWebhook(ctx context.Context, project, url, secret string) (WebhookOutcome, error)
 }
+
+// WebhookOutcome says what EnsureWebhook did.
+type WebhookOutcome string
+
+// Webhook outcomes.
+const (
+	WebhookCreated WebhookOutcome = "created"
+	WebhookUpdated WebhookOutcome = "updated"
+	WebhookFound   WebhookOutcome = "found"
+)
 
 // FileChange is one file change as a forge applies it: inspected, with
 // its content decoded.

@@ -28,10 +28,6 @@ const (
 	GitLabJob          = "build"               // GitLab's Job Hook (object_kind "build")
 )
 
-// GiteaHookEvents are the events a Gitea hook must send: "pull_request"
-// subscribes the whole family, reviews included.
-var GiteaHookEvents = []string{"pull_request", "status", "workflow_run", "workflow_job"}
-
 // MaxBodyBytes bounds a delivery's body.
 const MaxBodyBytes = 1 << 20
 

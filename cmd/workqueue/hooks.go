@@ -51,15 +51,11 @@ created or found.`,
 					if _, ok := cfg.ProjectFor(fc.Name, p); !ok {
 						continue
 					}
-					created, err := forges[fc.Name].EnsureWebhook(cmd.Context(), p, url, secret)
+					outcome, err := forges[fc.Name].EnsureWebhook(cmd.Context(), p, url, secret)
 					if err != nil {
 						return fmt.Errorf("%s %s: %w", fc.Name, p, err)
 					}
-					state := "found"
-					if created {
-						state = "created"
-					}
-					fmt.Fprintf(out, "%s %s: %s → %s\n", state, p, fc.Name, url)
+					fmt.Fprintf(out, "%s %s: %s → %s\n", outcome, p, fc.Name, url)
 				}
 			}
 			return nil

@@ -190,11 +190,14 @@ func Run(t *testing.T, newProject func(t *testing.T) Project) {
 			t.Errorf("ListProjects = %v, want it to hold %s", projects, p.Path)
 		}
 		url := "http://127.0.0.1:8080/webhooks/test"
-		if created, err := p.Forge.EnsureWebhook(ctx, p.Path, url, "secret"); err != nil || !created {
-			t.Fatalf("first EnsureWebhook: created %v, %v", created, err)
+		if got, err := p.Forge.EnsureWebhook(ctx, p.Path, url, "secret"); err != nil || got != wq.WebhookCreated {
+			t.Fatalf("first EnsureWebhook: %q, %v; want created", got, err)
 		}
-		if created, err := p.Forge.EnsureWebhook(ctx, p.Path, url, "secret"); err != nil || created {
-			t.Errorf("second EnsureWebhook: created %v, %v; want found", created, err)
+		if got, err := p.Forge.EnsureWebhook(ctx, p.Path, url, "secret"); err != nil || got != wq.WebhookFound {
+			t.Errorf("second EnsureWebhook: %q, %v; want found", got, err)
+		}
+		if got, err := p.Forge.EnsureWebhook(ctx, p.Path, url+"/other", "secret"); err != nil || got != wq.WebhookCreated {
+			t.Errorf("EnsureWebhook to another URL: %q, %v; want created", got, err)
 		}
 	})
 

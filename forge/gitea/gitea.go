@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -450,31 +451,57 @@ func (f *Forge) ListProjects(ctx context.Context) ([]string, error) {
 	return out, err
 }
 
-// EnsureWebhook creates a Gitea hook for the pull request family and
-// commit statuses, unless one to url exists.
-func (f *Forge) EnsureWebhook(ctx context.Context, project, url, secret string) (bool, error) {
+// HookEvents are the events a Gitea hook must send for the webhook
+// package to read: "pull_request" subscribes the whole family, reviews
+// included.
+var HookEvents = []string{"pull_request", "status", "workflow_run", "workflow_job"}
+
+// EnsureWebhook makes a Gitea hook to url send HookEvents, signed with
+// secret.
+func (f *Forge) EnsureWebhook(ctx context.Context, project, url, secret string) (wq.WebhookOutcome, error) {
 	owner, repo, err := splitProject(project)
 	if err != nil {
-		return false, err
+		return "", err
 	}
-	exists := false
-	err = f.call(ctx, "list hooks of "+project, func(c *sdk.Client) (*sdk.Response, error) {
-		hooks, resp, err := c.ListRepoHooks(owner, repo, sdk.ListHooksOptions{ListOptions: sdk.ListOptions{PageSize: 50}})
+	var found *sdk.Hook
+	for page := 1; found == nil; page++ {
+		var hooks []*sdk.Hook
+		err = f.call(ctx, "list hooks of "+project, func(c *sdk.Client) (resp *sdk.Response, err error) {
+			hooks, resp, err = c.ListRepoHooks(owner, repo, sdk.ListHooksOptions{ListOptions: sdk.ListOptions{Page: page, PageSize: 50}})
+			return resp, err
+		})
+		if err != nil {
+			return "", err
+		}
 		for _, h := range hooks {
 			if h.Config["url"] == url {
-				exists = true
+				found = h
 			}
 		}
-		return resp, err
-	})
-	if err != nil || exists {
-		return false, err
+		if len(hooks) < 50 {
+			break
+		}
 	}
-	err = f.call(ctx, "create hook on "+project, func(c *sdk.Client) (*sdk.Response, error) {
-		_, resp, err := c.CreateRepoHook(owner, repo, sdk.CreateHookOption{Type: sdk.HookTypeGitea, Active: true,
-			Events: []string{"pull_request", "status"},
-			Config: map[string]string{"url": url, "content_type": "json", "secret": secret}})
-		return resp, err
+	config := map[string]string{"url": url, "content_type": "json", "secret": secret}
+	if found == nil {
+		err = f.call(ctx, "create hook on "+project, func(c *sdk.Client) (*sdk.Response, error) {
+			_, resp, err := c.CreateRepoHook(owner, repo, sdk.CreateHookOption{Type: sdk.HookTypeGitea, Active: true,
+				Events: HookEvents, Config: config})
+			return resp, err
+		})
+		return wq.WebhookCreated, err
+	}
+	missing := !found.Active || found.Config["content_type"] != "json"
+	for _, e := range HookEvents {
+		missing = missing || !slices.Contains(found.Events, e)
+	}
+	if !missing {
+		return wq.WebhookFound, nil
+	}
+	active := true
+	err = f.call(ctx, "update hook on "+project, func(c *sdk.Client) (*sdk.Response, error) {
+		return c.EditRepoHook(owner, repo, found.ID, sdk.EditHookOption{Active: &active,
+			Events: slices.Concat(found.Events, HookEvents), Config: config})
 	})
-	return err == nil, err
+	return wq.WebhookUpdated, err
 }

@@ -3,8 +3,12 @@ package gitea_test
 import (
 	"context"
 	"net"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	sdk "code.gitea.io/sdk/gitea"
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/forge/forgetest"
@@ -54,5 +58,41 @@ func TestProjectMustBeOwnerSlashName(t *testing.T) {
 		if _, err := f.BranchHead(context.Background(), p, "main"); !wq.IsForgeError(err, wq.ForgePermanent) {
 			t.Errorf("project %q: %v, want a permanent error", p, err)
 		}
+	}
+}
+
+func TestHookMissingEventsIsUpdatedOnRealGitea(t *testing.T) {
+	srv := testgitea.Get(t)
+	f, _ := gitea.New(srv.URL, srv.Token, gitea.Options{})
+	c, err := sdk.NewClient(srv.URL, sdk.SetToken(srv.Token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := srv.NewRepo(t)
+	owner, name, _ := strings.Cut(repo, "/")
+	const url = "http://127.0.0.1:9/webhooks/gitea"
+	// A hook made by hand before CI events were subscribed, and disabled.
+	if _, _, err := c.CreateRepoHook(owner, name, sdk.CreateHookOption{Type: sdk.HookTypeGitea, Active: false,
+		Events: []string{"pull_request"}, Config: map[string]string{"url": url, "content_type": "json"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if got, err := f.EnsureWebhook(ctx, repo, url, "s"); err != nil || got != wq.WebhookUpdated {
+		t.Fatalf("%q %v, want updated", got, err)
+	}
+	hooks, _, err := c.ListRepoHooks(owner, name, sdk.ListHooksOptions{})
+	if err != nil || len(hooks) != 1 {
+		t.Fatalf("%d hooks, %v", len(hooks), err)
+	}
+	for _, e := range gitea.HookEvents {
+		if !slices.Contains(hooks[0].Events, e) {
+			t.Errorf("event %s not subscribed: %v", e, hooks[0].Events)
+		}
+	}
+	if !hooks[0].Active {
+		t.Error("hook still inactive")
+	}
+	if got, err := f.EnsureWebhook(ctx, repo, url, "s"); err != nil || got != wq.WebhookFound {
+		t.Errorf("%q %v, want found", got, err)
 	}
 }

@@ -314,27 +314,46 @@ func (f *Forge) ListProjects(ctx context.Context) ([]string, error) {
 	return out, err
 }
 
-// EnsureWebhook creates a project hook for merge request, pipeline, job
-// and note events, unless one to url exists.
-func (f *Forge) EnsureWebhook(ctx context.Context, project, url, secret string) (bool, error) {
-	exists := false
-	err := f.call(ctx, "list hooks of "+project, func(o gl.RequestOptionFunc) error {
-		hooks, _, err := f.client.Projects.ListProjectHooks(project, &gl.ListProjectHooksOptions{ListOptions: gl.ListOptions{PerPage: 100}}, o)
+// EnsureWebhook makes a project hook to url send merge request, pipeline,
+// job and note events with secret as its token.
+func (f *Forge) EnsureWebhook(ctx context.Context, project, url, secret string) (wq.WebhookOutcome, error) {
+	var found *gl.ProjectHook
+	for page := int64(1); found == nil; page++ {
+		var hooks []*gl.ProjectHook
+		var resp *gl.Response
+		err := f.call(ctx, "list hooks of "+project, func(o gl.RequestOptionFunc) (err error) {
+			hooks, resp, err = f.client.Projects.ListProjectHooks(project,
+				&gl.ListProjectHooksOptions{ListOptions: gl.ListOptions{Page: page, PerPage: 100}}, o)
+			return err
+		})
+		if err != nil {
+			return "", err
+		}
 		for _, h := range hooks {
 			if h.URL == url {
-				exists = true
+				found = h
 			}
 		}
-		return err
-	})
-	if err != nil || exists {
-		return false, err
+		if resp == nil || resp.NextPage == 0 {
+			break
+		}
 	}
-	err = f.call(ctx, "create hook on "+project, func(o gl.RequestOptionFunc) error {
-		_, _, err := f.client.Projects.AddProjectHook(project, &gl.AddProjectHookOptions{URL: &url, Token: &secret,
-			MergeRequestsEvents: gl.Ptr(true), PipelineEvents: gl.Ptr(true), JobEvents: gl.Ptr(true), NoteEvents: gl.Ptr(true),
-			PushEvents: gl.Ptr(false)}, o)
+	if found == nil {
+		err := f.call(ctx, "create hook on "+project, func(o gl.RequestOptionFunc) error {
+			_, _, err := f.client.Projects.AddProjectHook(project, &gl.AddProjectHookOptions{URL: &url, Token: &secret,
+				MergeRequestsEvents: gl.Ptr(true), PipelineEvents: gl.Ptr(true), JobEvents: gl.Ptr(true), NoteEvents: gl.Ptr(true),
+				PushEvents: gl.Ptr(false)}, o)
+			return err
+		})
+		return wq.WebhookCreated, err
+	}
+	if found.MergeRequestsEvents && found.PipelineEvents && found.JobEvents && found.NoteEvents {
+		return wq.WebhookFound, nil
+	}
+	err := f.call(ctx, "update hook on "+project, func(o gl.RequestOptionFunc) error {
+		_, _, err := f.client.Projects.EditProjectHook(project, found.ID, &gl.EditProjectHookOptions{URL: &url, Token: &secret,
+			MergeRequestsEvents: gl.Ptr(true), PipelineEvents: gl.Ptr(true), JobEvents: gl.Ptr(true), NoteEvents: gl.Ptr(true)}, o)
 		return err
 	})
-	return err == nil, err
+	return wq.WebhookUpdated, err
 }

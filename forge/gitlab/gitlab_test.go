@@ -76,3 +76,26 @@ func TestOpenMergeRequestReportsItsHeadPipeline(t *testing.T) {
 		t.Errorf("head %s pipeline %d, want %s and a pipeline", got.HeadSHA, got.HeadPipelineID, c.SHA)
 	}
 }
+
+func TestHookMissingEventsIsUpdated(t *testing.T) {
+	srv := gitlabtest.New()
+	defer srv.Close()
+	srv.CreateProject("g/p")
+	f, _ := gitlab.New(srv.URL, srv.Token, gitlab.Options{})
+	ctx := context.Background()
+	const url = "http://wq.example/webhooks/gitlab"
+	if got, err := f.EnsureWebhook(ctx, "g/p", url, "s"); err != nil || got != wq.WebhookCreated {
+		t.Fatalf("%q %v", got, err)
+	}
+	srv.SetHookEvent("g/p", url, "pipeline_events", false) // someone unticked it
+	if got, err := f.EnsureWebhook(ctx, "g/p", url, "s"); err != nil || got != wq.WebhookUpdated {
+		t.Fatalf("%q %v, want updated", got, err)
+	}
+	ev := srv.HookEvents("g/p", url)
+	if !ev["merge_requests_events"] || !ev["pipeline_events"] || !ev["job_events"] || !ev["note_events"] {
+		t.Errorf("events after update: %v", ev)
+	}
+	if got, err := f.EnsureWebhook(ctx, "g/p", url, "s"); err != nil || got != wq.WebhookFound {
+		t.Errorf("%q %v, want found", got, err)
+	}
+}

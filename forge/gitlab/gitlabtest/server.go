@@ -193,7 +193,7 @@ func (s *Server) route(r *http.Request, p *project, rest []string) (int, any, *a
 	case path == "hooks" && m == "GET":
 		out := []any{}
 		for _, h := range p.hooks {
-			out = append(out, map[string]any{"id": h["id"], "url": h["url"], "merge_requests_events": h["merge_requests_events"]})
+			out = append(out, hookJSON(h))
 		}
 		return 200, out, nil
 	case path == "hooks" && m == "POST":
@@ -203,7 +203,20 @@ func (s *Server) route(r *http.Request, p *project, rest []string) (int, any, *a
 		}
 		h["id"] = len(p.hooks) + 1
 		p.hooks = append(p.hooks, h)
-		return http.StatusCreated, map[string]any{"id": h["id"], "url": h["url"]}, nil
+		return http.StatusCreated, hookJSON(h), nil
+	case rest[0] == "hooks" && len(rest) == 2 && m == "PUT":
+		id, err := strconv.Atoi(rest[1])
+		if err != nil || id < 1 || id > len(p.hooks) {
+			return 0, nil, fail(404, "404 Not found")
+		}
+		var edit map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&edit); err != nil || edit["url"] == nil {
+			return 0, nil, fail(400, "url is missing")
+		}
+		for k, v := range edit {
+			p.hooks[id-1][k] = v
+		}
+		return 200, hookJSON(p.hooks[id-1]), nil
 	}
 	return 0, nil, fail(404, "404 Not Found")
 }
@@ -522,6 +535,45 @@ func (s *Server) mrJSON(p *project, mr *mergeRequest, full bool) map[string]any 
 		}
 	}
 	return out
+}
+
+// hookJSON renders a hook as GitLab lists it: never its token.
+func hookJSON(h map[string]any) map[string]any {
+	out := map[string]any{"id": h["id"], "url": h["url"]}
+	for _, k := range []string{"merge_requests_events", "pipeline_events", "job_events", "note_events", "push_events"} {
+		out[k] = h[k] == true
+	}
+	return out
+}
+
+// SetHookEvent sets one event flag of a project's hook, as a person
+// editing it in GitLab would.
+func (s *Server) SetHookEvent(project, url, event string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.projects[project].hooks {
+		if h["url"] == url {
+			h[event] = on
+		}
+	}
+}
+
+// HookEvents returns the event flags of a project's hook to url.
+func (s *Server) HookEvents(project, url string) map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.projects[project].hooks {
+		if h["url"] == url {
+			out := map[string]bool{}
+			for k, v := range hookJSON(h) {
+				if b, ok := v.(bool); ok {
+					out[k] = b
+				}
+			}
+			return out
+		}
+	}
+	return nil
 }
 
 func orEmpty(s []string) []string {

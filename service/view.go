@@ -23,6 +23,7 @@ type Item struct {
 	CreatedAt      time.Time   `json:"created_at"`
 	UpdatedAt      time.Time   `json:"updated_at"`
 	FinishedAt     *time.Time  `json:"finished_at,omitempty"`
+	LastEventAt    *time.Time  `json:"last_event_at,omitempty"` // the newest forge event time applied (the stale guard's mark)
 	Detail         *MRDetail   `json:"detail,omitempty"`
 	Dimensions     []Dimension `json:"dimensions,omitempty"`
 }
@@ -42,6 +43,7 @@ type MRDetail struct {
 	MRIID        int64      `json:"mr_iid,omitempty"`
 	MRURL        string     `json:"mr_url,omitempty"`
 	HeadSHA      string     `json:"head_sha,omitempty"`
+	PipelineID   int64      `json:"head_pipeline_id,omitempty"`
 }
 
 // FileView names one file action.
@@ -70,7 +72,7 @@ func optTime(t time.Time) *time.Time {
 func render(it *wq.Item, d *mr.Detail) *Item {
 	v := &Item{ID: it.ID.String(), ItemType: it.ItemType, Phase: it.Phase, Reason: it.Reason, Attempts: it.Attempts,
 		Error: it.Error, RetryAfter: optTime(it.RetryAfter), Generation: it.Generation, CallerIdentity: it.CallerIdentity,
-		CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt, FinishedAt: optTime(it.FinishedAt)}
+		CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt, FinishedAt: optTime(it.FinishedAt), LastEventAt: optTime(it.LastEventAt)}
 	for k, dim := range it.Dimensions {
 		v.Dimensions = append(v.Dimensions, Dimension{Dimension: k.Dimension, Variant: k.Variant, Status: dim.Status,
 			PendingUntil: optTime(dim.PendingUntil), Detail: dim.Detail})
@@ -82,7 +84,7 @@ func render(it *wq.Item, d *mr.Detail) *Item {
 	if d != nil {
 		md := &MRDetail{Forge: d.Forge, Project: d.Project, SourceBranch: d.SourceBranch, TargetBranch: d.TargetBranch,
 			Title: d.Title, Description: d.Description, Labels: d.Labels, AutoMerge: d.AutoMerge,
-			MRIID: d.MRNumber, MRURL: d.MRURL, HeadSHA: d.HeadSHA, Files: []FileView{}}
+			MRIID: d.MRNumber, MRURL: d.MRURL, HeadSHA: d.HeadSHA, PipelineID: d.HeadPipelineID, Files: []FileView{}}
 		for _, a := range d.FileActions {
 			md.Files = append(md.Files, FileView{Action: a.Action, Path: a.FilePath, PreviousPath: a.PreviousPath})
 		}

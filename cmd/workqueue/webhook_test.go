@@ -201,6 +201,50 @@ func TestWebhookRefusesForgeriesAndStoresEachDeliveryOnce(t *testing.T) {
 	}
 }
 
+// TestOlderWebhookEventDoesNotMoveThePhaseBack delivers, through HTTP, a
+// reopen at T2, then a close stamped T1 < T2 (a forge retry arriving
+// late): the close is applied as stale and the item stays active. A close
+// stamped after T2 then cancels it, so the guard orders rather than
+// blocks.
+func TestOlderWebhookEventDoesNotMoveThePhaseBack(t *testing.T) {
+	w := startWithWebhookSecret(t)
+	id, pr := w.openPR("wq/ordered")
+	head := w.waitItem(id, "settled", settled)["detail"].(map[string]any)["head_sha"].(string)
+	event := func(action, state string, at time.Time) string {
+		return fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"merged":false,"state":%q,"updated_at":%q,
+			"head":{"ref":"wq/ordered","sha":%q}},"repository":{"full_name":%q}}`, action, pr, pr, state, at.Format(time.RFC3339), head, w.repo)
+	}
+	t2 := time.Now().UTC().Truncate(time.Second)
+	t1, t3, t4 := t2.Add(-time.Minute), t2.Add(time.Minute), t2.Add(2*time.Minute)
+	applied := func(at time.Time) func(map[string]any) bool {
+		return func(it map[string]any) bool { return it["last_event_at"] == at.Format(time.RFC3339) && settled(it) }
+	}
+	deliver := func(delivery, body string) {
+		t.Helper()
+		if status, out := signedDelivery(t, w, delivery, body, hookSecret); status != http.StatusOK || out["stored"] != float64(1) {
+			t.Fatalf("%s: %d %v", delivery, status, out)
+		}
+	}
+
+	deliver("reopen-t2", event("reopened", "open", t2))
+	w.waitItem(id, "the reopen applied", applied(t2))
+
+	// The late close, then a newer edit: events apply oldest first, so once
+	// the edit is applied the close was too.
+	deliver("close-t1", event("closed", "closed", t1))
+	deliver("edit-t3", event("edited", "open", t3))
+	item := w.waitItem(id, "the late close and the edit applied", applied(t3))
+	if item["phase"] != "active" {
+		t.Fatalf("an event older than the last applied moved the phase to %v/%v", item["phase"], item["reason"])
+	}
+
+	deliver("close-t4", event("closed", "closed", t4))
+	item = w.waitItem(id, "the newer close applied", func(it map[string]any) bool { return it["phase"] != "active" })
+	if item["phase"] != "cancelled" || item["last_event_at"] != t4.Format(time.RFC3339) {
+		t.Errorf("after a newer close: %v/%v at %v, want cancelled at %s", item["phase"], item["reason"], item["last_event_at"], t4)
+	}
+}
+
 // TestWebhookAnsweredBeforeACrashIsAppliedAfterRestart kills serve with
 // SIGKILL after it answered a delivery and before anything processed it:
 // the first process handles no item types (an API-only instance), so only

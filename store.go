@@ -82,6 +82,11 @@ type Store interface {
 	// duplicate true, even after its events were processed.
 	InsertDelivery(ctx context.Context, source, deliveryID string, events []Event, now time.Time) (duplicate bool, err error)
 
+	// PruneDeliveries forgets the deliveries received before before: a
+	// redelivery of one of them would be stored again. It returns how
+	// many it forgot.
+	PruneDeliveries(ctx context.Context, before time.Time) (int64, error)
+
 	// NextEvent returns the item's oldest pending event, or nil.
 	NextEvent(ctx context.Context, id ItemID) (*Event, error)
 

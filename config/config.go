@@ -65,6 +65,9 @@ type Processing struct {
 	BackoffBase   Duration `yaml:"backoff_base"`
 	BackoffMax    Duration `yaml:"backoff_max"`
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// DeliveryRetention is how long webhook delivery ids are remembered
+	// for deduplication.
+	DeliveryRetention Duration `yaml:"delivery_retention"`
 }
 
 // Log configures logging.
@@ -107,15 +110,16 @@ func Default() Config {
 		Database:    "sqlite:workqueue.db",
 		AutoMigrate: true,
 		Processing: Processing{
-			Workers:       e.Workers,
-			Lease:         Duration(e.Lease),
-			SweepInterval: Duration(e.SweepInterval),
-			SweepBatch:    e.SweepBatch,
-			ItemDeadline:  Duration(e.ItemDeadline),
-			MaxAttempts:   e.MaxAttempts,
-			BackoffBase:   Duration(e.BackoffBase),
-			BackoffMax:    Duration(e.BackoffMax),
-			ShutdownGrace: Duration(e.ShutdownGrace),
+			Workers:           e.Workers,
+			Lease:             Duration(e.Lease),
+			SweepInterval:     Duration(e.SweepInterval),
+			SweepBatch:        e.SweepBatch,
+			ItemDeadline:      Duration(e.ItemDeadline),
+			MaxAttempts:       e.MaxAttempts,
+			BackoffBase:       Duration(e.BackoffBase),
+			BackoffMax:        Duration(e.BackoffMax),
+			ShutdownGrace:     Duration(e.ShutdownGrace),
+			DeliveryRetention: Duration(e.DeliveryRetention),
 		},
 		Log: Log{Level: "info", Format: "text"},
 		MR: MR{
@@ -206,6 +210,9 @@ func (c Config) Validate() error {
 	if p.SweepInterval < Duration(100*time.Millisecond) {
 		bad("processing.sweep_interval", "must be at least 100ms, got %s", time.Duration(p.SweepInterval))
 	}
+	if p.DeliveryRetention < Duration(time.Hour) {
+		bad("processing.delivery_retention", "must be at least 1h (forges retry a delivery for hours), got %s", time.Duration(p.DeliveryRetention))
+	}
 	if p.SweepBatch < 1 || p.SweepBatch > 100000 {
 		bad("processing.sweep_batch", "must be between 1 and 100000, got %d", p.SweepBatch)
 	}
@@ -260,6 +267,7 @@ func (c Config) Engine() engine.Config {
 	e.BackoffBase = time.Duration(p.BackoffBase)
 	e.BackoffMax = time.Duration(p.BackoffMax)
 	e.ShutdownGrace = time.Duration(p.ShutdownGrace)
+	e.DeliveryRetention = time.Duration(p.DeliveryRetention)
 	e.HandledTypes = slices.Clone(c.HandledTypes)
 	return e
 }

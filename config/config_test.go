@@ -66,6 +66,7 @@ func TestBadConfigErrorsNameTheField(t *testing.T) {
 		{"workers", "processing: {workers: 0}", "processing.workers: must be between 1 and 1000"},
 		{"heartbeat", "processing: {lease: 10s, heartbeat: 10s}", "processing.heartbeat: must be shorter than processing.lease"},
 		{"backoff", "processing: {backoff_base: 1m, backoff_max: 1s}", "processing.backoff_max: must be at least processing.backoff_base"},
+		{"delivery retention", "processing: {delivery_retention: 5m}", "processing.delivery_retention: must be at least 1h"},
 		{"listen", "listen: 8080", "listen: want host:port"},
 		{"database", "database: mysql://x", "database: want sqlite:///absolute/path.db"},
 		{"database password not echoed", "database: 'mysql://u:hunter2@x/db'", "database: want"},

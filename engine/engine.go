@@ -37,24 +37,29 @@ type Config struct {
 	BackoffMax    time.Duration // backoff cap
 	ShutdownGrace time.Duration // how long Stop lets in-flight items finish
 	HandledTypes  []string      // item types this instance processes; none means none (DDR-25)
-	Owner         string        // lease owner name, e.g. host:pid
+	// DeliveryRetention is how long a webhook delivery id is remembered,
+	// so that a redelivery within it is stored once. Forges retry for
+	// hours at most; the default is a week.
+	DeliveryRetention time.Duration
+	Owner             string // lease owner name, e.g. host:pid
 }
 
 // DefaultConfig returns the engine defaults; config files override them.
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	return Config{
-		Workers:       10,
-		Lease:         60 * time.Second,
-		Heartbeat:     20 * time.Second,
-		SweepInterval: 60 * time.Second,
-		SweepBatch:    1000,
-		ItemDeadline:  60 * time.Second,
-		MaxAttempts:   5,
-		BackoffBase:   10 * time.Second,
-		BackoffMax:    10 * time.Minute,
-		ShutdownGrace: 30 * time.Second,
-		Owner:         fmt.Sprintf("%s:%d", host, os.Getpid()),
+		Workers:           10,
+		Lease:             60 * time.Second,
+		Heartbeat:         20 * time.Second,
+		SweepInterval:     60 * time.Second,
+		SweepBatch:        1000,
+		ItemDeadline:      60 * time.Second,
+		MaxAttempts:       5,
+		BackoffBase:       10 * time.Second,
+		BackoffMax:        10 * time.Minute,
+		ShutdownGrace:     30 * time.Second,
+		DeliveryRetention: 7 * 24 * time.Hour,
+		Owner:             fmt.Sprintf("%s:%d", host, os.Getpid()),
 	}
 }
 
@@ -68,6 +73,8 @@ func (c Config) validate() error {
 		return errors.New("sweep interval and batch must be positive")
 	case c.ItemDeadline <= 0 || c.MaxAttempts < 1 || c.BackoffBase <= 0 || c.BackoffMax < c.BackoffBase:
 		return errors.New("item deadline, max attempts and backoff must be positive")
+	case c.DeliveryRetention <= 0:
+		return errors.New("delivery retention must be positive")
 	}
 	return nil
 }
@@ -261,6 +268,19 @@ func (e *Engine) work(name string) {
 	}
 }
 
+// pruneInterval is how often the sweep loop forgets old deliveries.
+const pruneInterval = time.Hour
+
+// PruneDeliveries forgets the webhook deliveries older than the retention;
+// the sweep loop calls it at start and hourly.
+func (e *Engine) PruneDeliveries(ctx context.Context) (int64, error) {
+	n, err := e.store.PruneDeliveries(ctx, e.clock.Now().Add(-e.cfg.DeliveryRetention))
+	if n > 0 {
+		e.log.Info("forgot old webhook deliveries", "count", n, "retention", e.cfg.DeliveryRetention)
+	}
+	return n, err
+}
+
 // Sweep finds due items and notifies them (DESIGN section 5, DDR-35). It
 // returns how many it found. The sweep loop calls it; tests may too.
 func (e *Engine) Sweep(ctx context.Context) (int, error) {
@@ -281,7 +301,14 @@ func (e *Engine) sweepLoop(ctx context.Context) {
 	}
 	ticker := e.clock.NewTicker(e.cfg.SweepInterval)
 	defer ticker.Stop()
+	var pruned time.Time
 	for {
+		if now := e.clock.Now(); now.Sub(pruned) >= pruneInterval {
+			pruned = now
+			if _, err := e.PruneDeliveries(ctx); err != nil && ctx.Err() == nil {
+				e.log.Warn("pruning webhook deliveries failed", "err", err)
+			}
+		}
 		n, err := e.Sweep(ctx)
 		if err != nil && ctx.Err() == nil {
 			e.log.Error("sweep failed", "err", err)

@@ -445,3 +445,33 @@ func TestStartRefusesAnUnregisteredHandledType(t *testing.T) {
 		t.Errorf("Start = %v, want an error naming mr", err)
 	}
 }
+
+func TestOldWebhookDeliveriesAreForgottenAfterTheRetention(t *testing.T) {
+	forEachDB(t, func(t *testing.T, h *harness) {
+		cfg := testConfig("a")
+		cfg.DeliveryRetention = 24 * time.Hour
+		e := h.engine(cfg, oneAction(markActed))
+		it := h.create(wq.NewItem{})
+		ev := []wq.Event{{ItemID: it.ID, EventType: "e", Body: []byte(`{}`)}}
+		deliver := func(id string, at time.Time) (dup bool) {
+			t.Helper()
+			dup, err := h.store.InsertDelivery(h.ctx, "gitea", id, ev, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return dup
+		}
+		deliver("old", h.clock.Now().Add(-25*time.Hour))
+		deliver("recent", h.clock.Now().Add(-23*time.Hour))
+		if n, err := e.PruneDeliveries(h.ctx); err != nil || n != 1 {
+			t.Fatalf("pruned %d, %v; want the one past the retention", n, err)
+		}
+		if !deliver("recent", h.clock.Now()) {
+			t.Error("a delivery within the retention was forgotten: its redelivery would apply twice")
+		}
+		h.clock.Advance(2 * time.Hour)
+		if n, _ := e.PruneDeliveries(h.ctx); n != 1 || deliver("recent", h.clock.Now()) {
+			t.Errorf("after the clock passed its retention the delivery is still remembered (pruned %d)", n)
+		}
+	})
+}

@@ -419,6 +419,15 @@ func (s *Store) DueItems(ctx context.Context, types []string, now time.Time, lim
 	return ids, nil
 }
 
+// PruneDeliveries forgets deliveries received before before.
+func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM webhook_deliveries WHERE received_at < $1`, before.UTC())
+	if err != nil {
+		return 0, fmt.Errorf("prune deliveries: %w", translate(err))
+	}
+	return tag.RowsAffected(), nil
+}
+
 // InsertDelivery stores a webhook delivery's events once.
 func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, events []wq.Event, now time.Time) (bool, error) {
 	duplicate := false

@@ -457,6 +457,15 @@ func dueItemsQuery(types []string, now time.Time, limit int) (string, []any) {
 	return q, args
 }
 
+// PruneDeliveries forgets deliveries received before before.
+func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE received_at < ?`, ts(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune deliveries: %w", translate(err))
+	}
+	return res.RowsAffected()
+}
+
 // InsertDelivery stores a webhook delivery's events once.
 func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, events []wq.Event, now time.Time) (bool, error) {
 	tx, err := s.write.BeginTx(ctx, nil) // IMMEDIATE: serialised with FinishProcessing (DDR-34)

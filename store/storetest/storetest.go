@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -348,6 +349,26 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 		}
 		if dup, err := s.InsertDelivery(ctx, "gitlab", "d-1", events[:1], T0); err != nil || dup {
 			t.Errorf("the same id from another source: duplicate %v, %v", dup, err)
+		}
+	})
+
+	t.Run("pruned deliveries are forgotten, newer ones are not", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		ev := []wq.Event{{ItemID: it.ID, EventType: "e", Body: []byte(`{}`)}}
+		for i, at := range []time.Time{T0, T0.Add(time.Hour), T0.Add(2 * time.Hour)} {
+			if _, err := s.InsertDelivery(ctx, "gitea", fmt.Sprintf("d-%d", i), ev, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := s.PruneDeliveries(ctx, T0.Add(time.Hour)); err != nil || n != 1 {
+			t.Fatalf("pruned %d, %v; want 1", n, err)
+		}
+		if dup, _ := s.InsertDelivery(ctx, "gitea", "d-0", ev, T0.Add(3*time.Hour)); dup {
+			t.Error("a pruned delivery is still remembered")
+		}
+		if dup, _ := s.InsertDelivery(ctx, "gitea", "d-1", ev, T0.Add(3*time.Hour)); !dup {
+			t.Error("a delivery received at the cut was forgotten")
 		}
 	})
 

@@ -127,11 +127,16 @@ func TestWebhookCompletesAndCancelsItemsWithinTwoSeconds(t *testing.T) {
 
 func signedDelivery(t *testing.T, w *apiWorld, delivery, body, secret string) (int, map[string]any) {
 	t.Helper()
+	return signedEvent(t, w, "pull_request", delivery, body, secret)
+}
+
+func signedEvent(t *testing.T, w *apiWorld, event, delivery, body, secret string) (int, map[string]any) {
+	t.Helper()
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write([]byte(body))
 	req, _ := http.NewRequest("POST", w.base+"/webhooks/gitea", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Gitea-Event", "pull_request")
+	req.Header.Set("X-Gitea-Event", event)
 	req.Header.Set("X-Gitea-Delivery", delivery)
 	req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
 	resp, err := http.DefaultClient.Do(req)
@@ -199,6 +204,51 @@ func TestWebhookRefusesForgeriesAndStoresEachDeliveryOnce(t *testing.T) {
 	if item := w.waitItem(id, "still cancelled", func(map[string]any) bool { return true }); item["phase"] != "cancelled" {
 		t.Errorf("a late event moved a cancelled item to %v", item["phase"])
 	}
+}
+
+// TestCIEventsRecordTheHeadPipelineAndResolveByIt sends Gitea Actions
+// events through HTTP: a run of the pushed head is recorded as the head's
+// pipeline, after which a job event naming only that run finds the item,
+// and a run of another commit changes nothing.
+func TestCIEventsRecordTheHeadPipelineAndResolveByIt(t *testing.T) {
+	w := startWithWebhookSecret(t)
+	id, _ := w.openPR("wq/ci")
+	before := w.waitItem(id, "settled", settled)
+	head := before["detail"].(map[string]any)["head_sha"].(string)
+	send := func(event, delivery, body string) map[string]any {
+		t.Helper()
+		status, out := signedEvent(t, w, event, delivery, body, hookSecret)
+		if status != http.StatusOK {
+			t.Fatalf("%s: %d %v", delivery, status, out)
+		}
+		return out
+	}
+	run := func(id int64, sha, action string) string {
+		return fmt.Sprintf(`{"action":%q,"workflow_run":{"id":%d,"head_sha":%q,"head_branch":"wq/ci","status":"queued"},
+			"repository":{"full_name":%q}}`, action, id, sha, w.repo)
+	}
+	if out := send("workflow_run", "run-old", run(4100, "0000000000000000000000000000000000000000", "requested")); out["stored"] != float64(1) {
+		t.Fatalf("a run on the branch did not resolve: %v", out)
+	}
+	if out := send("workflow_run", "run-head", run(4242, head, "requested")); out["stored"] != float64(1) {
+		t.Fatalf("the head's run did not resolve: %v", out)
+	}
+	item := w.waitItem(id, "the head pipeline recorded", func(it map[string]any) bool {
+		return it["detail"].(map[string]any)["head_pipeline_id"] == float64(4242) && settled(it)
+	})
+	if item["phase"] != "active" {
+		t.Fatalf("phase %v", item["phase"])
+	}
+	// A job event that names only its run: resolved by the head pipeline.
+	job := fmt.Sprintf(`{"action":"completed","workflow_job":{"id":9,"run_id":4242,"conclusion":"failure"},"repository":{"full_name":%q}}`, w.repo)
+	if out := send("workflow_job", "job-1", job); out["stored"] != float64(1) {
+		t.Errorf("a job of the head pipeline did not resolve by pipeline: %v", out)
+	}
+	other := fmt.Sprintf(`{"action":"completed","workflow_job":{"id":10,"run_id":4100},"repository":{"full_name":%q}}`, w.repo)
+	if out := send("workflow_job", "job-2", other); out["stored"] != float64(0) {
+		t.Errorf("a job of a pipeline that is not the head's resolved: %v", out)
+	}
+	w.waitItem(id, "settled after the job", settled)
 }
 
 // TestOlderWebhookEventDoesNotMoveThePhaseBack delivers, through HTTP, a

@@ -1,7 +1,8 @@
 // Package auth answers "who is calling, and may they do this?" for the
-// HTTP API. Today: static bearer tokens, stored as SHA-256 hashes (DDR-24:
-// bearer tokens only). OIDC and introspected tokens come later behind the
-// same Authenticator.
+// HTTP API (DESIGN section 8). Bearer tokens only (DDR-24): static tokens
+// stored as SHA-256 hashes, OIDC JWTs verified against their issuer's
+// keys, and opaque tokens validated by an introspection endpoint; rules
+// map what a token proves to permissions, optionally narrowed to projects.
 package auth
 
 import (
@@ -38,14 +39,59 @@ func (p Permission) Valid() bool { return slices.Contains(Permissions, p) }
 
 // Caller is an authenticated caller.
 type Caller struct {
-	Identity    string // recorded as caller_identity and as the audit actor
-	Rule        string // what matched: "token:<name>"
-	Permissions []Permission
+	Identity string   `json:"identity"` // recorded as caller_identity and as the audit actor
+	Kind     string   `json:"kind"`     // how it authenticated: token, jwt, introspection
+	Issuer   string   `json:"issuer,omitempty"`
+	Groups   []string `json:"groups,omitempty"`
+	Grants   []Grant  `json:"grants"` // one per matched rule (a static token is its own rule)
 }
 
-// Can reports whether the caller holds p (admin holds everything).
+// Can reports whether any grant holds p (admin holds everything),
+// whatever its projects: for routes that concern no one project.
 func (c *Caller) Can(p Permission) bool {
-	return c != nil && (slices.Contains(c.Permissions, p) || slices.Contains(c.Permissions, Admin))
+	if c == nil {
+		return false
+	}
+	for _, g := range c.Grants {
+		if g.holds(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// CanOn reports whether a grant holds p for project.
+func (c *Caller) CanOn(p Permission, project string) bool {
+	if c == nil {
+		return false
+	}
+	for _, g := range c.Grants {
+		if g.holds(p) && g.covers(project) {
+			return true
+		}
+	}
+	return false
+}
+
+// Rules names the rules that matched, for the audit.
+func (c *Caller) Rules() []string {
+	out := make([]string, 0, len(c.Grants))
+	for _, g := range c.Grants {
+		out = append(out, g.Rule)
+	}
+	return out
+}
+
+// Permissions is the union of the grants' permissions, in the order of
+// Permissions (admin expanded).
+func (c *Caller) Permissions() []Permission {
+	var out []Permission
+	for _, p := range Permissions {
+		if c.Can(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Authenticator turns a bearer token into a caller. It returns an
@@ -60,7 +106,19 @@ type Token struct {
 	Name        string
 	SHA256      string // lowercase hex of the token's SHA-256
 	Permissions []Permission
+	Projects    []string // globs; empty: every project
 }
+
+// How a caller authenticated.
+const (
+	KindToken         = "token"
+	KindJWT           = "jwt"
+	KindIntrospection = "introspection"
+)
+
+// MaxTokenBytes bounds a bearer token: longer ones are refused before
+// anything parses them.
+const MaxTokenBytes = 8 << 10
 
 // StaticTokens authenticates configured static tokens by their hash.
 type StaticTokens struct {
@@ -80,7 +138,8 @@ func NewStaticTokens(tokens []Token) (*StaticTokens, error) {
 		if _, dup := s.byHash[h]; dup {
 			return nil, fmt.Errorf("auth.tokens[%d].sha256: the same token is configured twice", i)
 		}
-		s.byHash[h] = &Caller{Identity: "token:" + t.Name, Rule: "token:" + t.Name, Permissions: slices.Clone(t.Permissions)}
+		s.byHash[h] = &Caller{Identity: "token:" + t.Name, Kind: KindToken,
+			Grants: []Grant{{Rule: "token:" + t.Name, Permissions: slices.Clone(t.Permissions), Projects: slices.Clone(t.Projects)}}}
 	}
 	return s, nil
 }
@@ -88,7 +147,7 @@ func NewStaticTokens(tokens []Token) (*StaticTokens, error) {
 // Authenticate looks the token's hash up. Comparing hashes, not tokens,
 // leaks nothing useful through timing: the hash has no known preimage.
 func (s *StaticTokens) Authenticate(_ context.Context, token string) (*Caller, error) {
-	if token == "" || len(token) > 8<<10 {
+	if token == "" || len(token) > MaxTokenBytes {
 		return nil, wq.Errorf(wq.EUNAUTHORIZED, "invalid token")
 	}
 	c, ok := s.byHash[sha256.Sum256([]byte(token))]

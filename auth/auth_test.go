@@ -33,9 +33,9 @@ func TestStaticTokensAuthenticateByHash(t *testing.T) {
 }
 
 func TestAdminHoldsEveryPermission(t *testing.T) {
-	c := &auth.Caller{Permissions: []auth.Permission{auth.Admin}}
+	c := &auth.Caller{Grants: []auth.Grant{{Rule: "r", Permissions: []auth.Permission{auth.Admin}}}}
 	for _, p := range auth.Permissions {
-		if !c.Can(p) {
+		if !c.Can(p) || !c.CanOn(p, "any/project") {
 			t.Errorf("admin lacks %s", p)
 		}
 	}

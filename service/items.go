@@ -162,7 +162,7 @@ func (s *Items) audit(ctx context.Context, now time.Time, event string, it *wq.I
 	}
 	s.Audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: event, ItemID: it.ID.String(), ItemType: it.ItemType,
 		Actor: caller.Identity, NewState: map[string]any{"phase": it.Phase},
-		Trigger: map[string]any{"source": "api", "rule": caller.Rule}, Metadata: meta})
+		Trigger: map[string]any{"source": "api", "rules": caller.Rules()}, Metadata: meta})
 }
 
 func (s *Items) view(ctx context.Context, it *wq.Item) (*Item, error) {

@@ -3,6 +3,8 @@ package auth_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"testing"
 
 	"github.com/workqueue-dev/workqueue/auth"
@@ -119,3 +121,5 @@ func TestClaimValuesRefuseStructures(t *testing.T) {
 		}
 	}
 }
+
+func newTextLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

@@ -2,7 +2,12 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
+	"strings"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/workqueue-dev/workqueue/auth"
 )
@@ -10,6 +15,41 @@ import (
 // Auth configures who may call the API.
 type Auth struct {
 	Tokens []Token `yaml:"tokens"`
+	// Rules map remote identities (JWT claims of an issuer, or an
+	// introspected user's groups) to permissions (DDR-21..23).
+	Rules []Rule `yaml:"rules"`
+	// JWT tunes the verification of OIDC tokens.
+	JWT JWT `yaml:"jwt"`
+	// Introspection validates opaque tokens (DDR-24), e.g. OpenShift's
+	// https://api.cluster:6443/apis/user.openshift.io/v1/users/~.
+	Introspection Introspection `yaml:"introspection"`
+	// ProxyAccessTokenHeader is the header an OAuth proxy in front of
+	// GET /me sets to the session's access token (DDR-27), e.g.
+	// X-Forwarded-Access-Token. Empty: /me takes bearer tokens only.
+	ProxyAccessTokenHeader string `yaml:"proxy_access_token_header"`
+}
+
+// Rule is one auth rule: groups, or issuer and claims.
+type Rule struct {
+	Name          string         `yaml:"name"`
+	Groups        []string       `yaml:"groups"`
+	Issuer        string         `yaml:"issuer"` // an https URL, or k8s
+	Claims        map[string]any `yaml:"claims"` // claim → value or list of values; "/a/b" is a JSON pointer
+	IdentityClaim string         `yaml:"identity_claim"`
+	Permissions   []string       `yaml:"permissions"`
+	Projects      []string       `yaml:"projects"` // globs; empty: every project
+}
+
+// JWT tunes JWT verification.
+type JWT struct {
+	Leeway     Duration `yaml:"leeway"`      // clock skew allowed on exp and nbf (default 30s)
+	MinRefresh Duration `yaml:"min_refresh"` // least time between two key fetches of an issuer (default 1m)
+}
+
+// Introspection configures opaque-token validation.
+type Introspection struct {
+	URL string   `yaml:"url"`
+	TTL Duration `yaml:"ttl"` // how long an answer is trusted (default 5m)
 }
 
 // Token is a static API token, configured by its hash only.
@@ -19,10 +59,31 @@ type Token struct {
 	Permissions []string `yaml:"permissions"`
 }
 
+var headerName = regexp.MustCompile(`^[A-Za-z0-9-]{1,100}$`)
+
 var tokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$`)
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 func (c Config) validateAuth(bad func(field, format string, args ...any)) {
+	c.validateRules(bad)
+	a := c.Auth
+	if a.JWT.Leeway < 0 || a.JWT.Leeway > Duration(5*time.Minute) {
+		bad("auth.jwt.leeway", "want between 0 and 5m, got %s", time.Duration(a.JWT.Leeway))
+	}
+	if a.JWT.MinRefresh < 0 {
+		bad("auth.jwt.min_refresh", "must not be negative, got %s", time.Duration(a.JWT.MinRefresh))
+	}
+	if a.Introspection.URL != "" {
+		if u, err := url.Parse(a.Introspection.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			bad("auth.introspection.url", "want an http(s) URL, got %q", a.Introspection.URL)
+		}
+	}
+	if a.Introspection.TTL < 0 || a.Introspection.TTL > Duration(time.Hour) {
+		bad("auth.introspection.ttl", "want between 0 and 1h (a revoked token is honoured this long), got %s", time.Duration(a.Introspection.TTL))
+	}
+	if h := a.ProxyAccessTokenHeader; h != "" && !headerName.MatchString(h) {
+		bad("auth.proxy_access_token_header", "want a header name, got %q", h)
+	}
 	names, hashes := map[string]bool{}, map[string]bool{}
 	for i, t := range c.Auth.Tokens {
 		field := fmt.Sprintf("auth.tokens[%d]", i)
@@ -58,6 +119,95 @@ func (c Config) StaticTokens() []auth.Token {
 			perms[i] = auth.Permission(p)
 		}
 		out = append(out, auth.Token{Name: t.Name, SHA256: t.SHA256, Permissions: perms})
+	}
+	return out
+}
+
+// validateRules checks every rule, naming the field of each problem.
+func (c Config) validateRules(bad func(field, format string, args ...any)) {
+	names := map[string]bool{}
+	for i, r := range c.Auth.Rules {
+		field := fmt.Sprintf("auth.rules[%d]", i)
+		if r.Name != "" {
+			if !tokenName.MatchString(r.Name) {
+				bad(field+".name", "want letters, digits and . _ @ -, got %q", r.Name)
+			} else if names[r.Name] {
+				bad(field+".name", "%q is used twice", r.Name)
+			}
+			names[r.Name] = true
+		}
+		switch {
+		case len(r.Groups) > 0 && (r.Issuer != "" || len(r.Claims) > 0):
+			bad(field, "a rule has either groups, or issuer and claims, not both")
+		case len(r.Groups) == 0 && r.Issuer == "":
+			bad(field, "a rule needs groups, or issuer and claims")
+		case r.Issuer != "":
+			if r.Issuer != auth.IssuerK8s {
+				if u, err := url.Parse(r.Issuer); err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
+					bad(field+".issuer", "want the issuer's URL (as its tokens' iss) or k8s, got %q", r.Issuer)
+				}
+			}
+			if _, ok := r.Claims["aud"]; !ok {
+				bad(field+".claims", "issuer rule must bind aud (a token minted for another service must not pass)")
+			}
+			for name, v := range r.Claims {
+				if strings.HasPrefix(name, "/") && !auth.ValidPointer(name) {
+					bad(fmt.Sprintf("%s.claims[%q]", field, name), "not a valid JSON pointer")
+				}
+				if _, err := auth.ClaimValues(v); err != nil {
+					bad(fmt.Sprintf("%s.claims[%q]", field, name), "%v", err)
+				}
+			}
+		}
+		for j, g := range r.Groups {
+			if g == "" {
+				bad(fmt.Sprintf("%s.groups[%d]", field, j), "must not be empty")
+			}
+		}
+		if len(r.Groups) > 0 && r.IdentityClaim != "" {
+			bad(field+".identity_claim", "only an issuer rule names an identity claim")
+		}
+		if len(r.Permissions) == 0 {
+			bad(field+".permissions", "at least one of %v", auth.Permissions)
+		}
+		for j, p := range r.Permissions {
+			if !auth.Permission(p).Valid() {
+				bad(fmt.Sprintf("%s.permissions[%d]", field, j), "want one of %v, got %q", auth.Permissions, p)
+			}
+		}
+		for j, p := range r.Projects {
+			if !doublestar.ValidatePattern(p) {
+				bad(fmt.Sprintf("%s.projects[%d]", field, j), "not a valid glob: %q", p)
+			}
+		}
+	}
+	if c.Auth.Introspection.URL == "" {
+		for i, r := range c.Auth.Rules {
+			if len(r.Groups) > 0 {
+				bad(fmt.Sprintf("auth.rules[%d].groups", i), "group rules need auth.introspection.url to learn a caller's groups")
+				break
+			}
+		}
+	}
+}
+
+// AuthRules returns the rules for the auth package; call after Validate.
+// A rule without a name is named by its position.
+func (c Config) AuthRules() []auth.Rule {
+	out := make([]auth.Rule, 0, len(c.Auth.Rules))
+	for i, r := range c.Auth.Rules {
+		ar := auth.Rule{Name: r.Name, Groups: r.Groups, Issuer: r.Issuer, IdentityClaim: r.IdentityClaim, Projects: r.Projects,
+			Claims: map[string][]string{}}
+		if ar.Name == "" {
+			ar.Name = fmt.Sprintf("rules[%d]", i)
+		}
+		for name, v := range r.Claims {
+			ar.Claims[name], _ = auth.ClaimValues(v)
+		}
+		for _, p := range r.Permissions {
+			ar.Permissions = append(ar.Permissions, auth.Permission(p))
+		}
+		out = append(out, ar)
 	}
 	return out
 }

@@ -87,6 +87,55 @@ func TestBadConfigErrorsNameTheField(t *testing.T) {
 		{"token hash", "auth: {tokens: [{name: ci, sha256: abc, permissions: [read]}]}", "auth.tokens[0].sha256"},
 		{"token permission", "auth: {tokens: [{name: ci, sha256: '" + strings.Repeat("a", 64) + "', permissions: [root]}]}", "auth.tokens[0].permissions[0]: want one of"},
 		{"token without permissions", "auth: {tokens: [{name: ci, sha256: '" + strings.Repeat("a", 64) + "'}]}", "auth.tokens[0].permissions"},
+		{"issuer rule without aud", `auth: {introspection: {url: 'https://api:6443/apis/user.openshift.io/v1/users/~'}, rules: [
+  {name: a, issuer: 'https://gitlab.example.com', claims: {aud: wq}, permissions: [read]},
+  {name: b, groups: [admins], permissions: [admin]},
+  {issuer: 'https://gitlab.example.com', claims: {project_id: 42}, permissions: [submit]}]}`, `auth.rules[2].claims: issuer rule must bind aud`},
+		{"groups and issuer", `auth: {introspection: {url: 'https://api:6443/apis/user.openshift.io/v1/users/~'}, rules: [
+  {name: a, issuer: 'https://gitlab.example.com', claims: {aud: wq}, permissions: [read]},
+  {name: b, groups: [admins], permissions: [admin]},
+  {groups: [x], issuer: 'https://i', claims: {aud: a}, permissions: [read]}]}`, `auth.rules[2]: a rule has either groups, or issuer and claims`},
+		{"neither", `auth: {introspection: {url: 'https://api:6443/apis/user.openshift.io/v1/users/~'}, rules: [
+  {name: a, issuer: 'https://gitlab.example.com', claims: {aud: wq}, permissions: [read]},
+  {name: b, groups: [admins], permissions: [admin]},
+  {permissions: [read]}]}`, `auth.rules[2]: a rule needs groups, or issuer and claims`},
+		{"issuer not a URL", `auth: {introspection: {url: 'https://api:6443/apis/user.openshift.io/v1/users/~'}, rules: [
+  {name: a, issuer: 'https://gitlab.example.com', claims: {aud: wq}, permissions: [read]},
+  {name: b, groups: [admins], permissions: [admin]},
+  {issuer: gitlab, claims: {aud: a}, permissions: [read]}]}`, `auth.rules[2].issuer: want the issuer's URL`},
+		{"bad pointer", `auth: {introspection: {url: 'https://api:6443/apis/user.openshift.io/v1/users/~'}, rules: [
+  {name: a, issuer: 'https://gitlab.example.com', claims: {aud: wq}, permissions: [read]},
+  {name: b, groups: [admins], permissions: [admin]},
+  {issuer: k8s, claims: {aud: a, '/x~2': b}, permissions: [read]}]}`, `auth.rules[2].claims["/x~2"]: not a valid JSON pointer`},
+		{"structured claim value", `auth: {introspection: {url: 'https://api:6443/apis/user.openshift.io/v1/users/~'}, rules: [
+  {name: a, issuer: 'https://gitlab.example.com', claims: {aud: wq}, permissions: [read]},
+  {name: b, groups: [admins], permissions: [admin]},
+  {issuer: k8s, claims: {aud: a, ns: {x: 1}}, permissions: [read]}]}`, `auth.rules[2].claims["ns"]: want a string`},
+		{"rule permission", `auth: {introspection: {url: 'https://api:6443/apis/user.openshift.io/v1/users/~'}, rules: [
+  {name: a, issuer: 'https://gitlab.example.com', claims: {aud: wq}, permissions: [read]},
+  {name: b, groups: [admins], permissions: [admin]},
+  {groups: [x], permissions: [root]}]}`, `auth.rules[2].permissions[0]: want one of`},
+		{"rule without permissions", `auth: {introspection: {url: 'https://api:6443/apis/user.openshift.io/v1/users/~'}, rules: [
+  {name: a, issuer: 'https://gitlab.example.com', claims: {aud: wq}, permissions: [read]},
+  {name: b, groups: [admins], permissions: [admin]},
+  {groups: [x]}]}`, `auth.rules[2].permissions: at least one`},
+		{"rule project glob", `auth: {introspection: {url: 'https://api:6443/apis/user.openshift.io/v1/users/~'}, rules: [
+  {name: a, issuer: 'https://gitlab.example.com', claims: {aud: wq}, permissions: [read]},
+  {name: b, groups: [admins], permissions: [admin]},
+  {groups: [x], permissions: [read], projects: ['a/[']}]}`, `auth.rules[2].projects[0]: not a valid glob`},
+		{"rule name twice", `auth: {introspection: {url: 'https://api:6443/apis/user.openshift.io/v1/users/~'}, rules: [
+  {name: a, issuer: 'https://gitlab.example.com', claims: {aud: wq}, permissions: [read]},
+  {name: b, groups: [admins], permissions: [admin]},
+  {name: a, groups: [x], permissions: [read]}]}`, `auth.rules[2].name: "a" is used twice`},
+		{"identity claim on a group rule", `auth: {introspection: {url: 'https://api:6443/apis/user.openshift.io/v1/users/~'}, rules: [
+  {name: a, issuer: 'https://gitlab.example.com', claims: {aud: wq}, permissions: [read]},
+  {name: b, groups: [admins], permissions: [admin]},
+  {groups: [x], identity_claim: sub, permissions: [read]}]}`, `auth.rules[2].identity_claim`},
+		{"group rules need introspection", "auth: {rules: [{groups: [x], permissions: [read]}]}", "auth.rules[0].groups: group rules need auth.introspection.url"},
+		{"introspection url", "auth: {introspection: {url: nope}}", "auth.introspection.url: want an http(s) URL"},
+		{"introspection ttl", "auth: {introspection: {ttl: 2h}}", "auth.introspection.ttl: want between 0 and 1h"},
+		{"jwt leeway", "auth: {jwt: {leeway: 1h}}", "auth.jwt.leeway: want between 0 and 5m"},
+		{"proxy header", "auth: {proxy_access_token_header: 'X Bad'}", "auth.proxy_access_token_header"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse(strings.NewReader(tc.doc))

@@ -26,6 +26,9 @@ type Server struct {
 	webhooks *service.Webhooks
 	auth     auth.Authenticator
 	log      *slog.Logger
+	audit    wq.AuditSink
+	// proxyHeader carries an OAuth proxy's access token to GET /me (DDR-27).
+	proxyHeader string
 	mux      *http.ServeMux
 }
 
@@ -47,6 +50,14 @@ func NewServerWithWebhooks(store wq.Store, items *service.Items, webhooks *servi
 	})
 	return s
 }
+
+// SetAudit makes every authentication and authorisation decision an audit
+// entry (never with the token).
+func (s *Server) SetAudit(a wq.AuditSink) { s.audit = a }
+
+// SetProxyAccessTokenHeader names the header in which an OAuth proxy in
+// front of GET /me passes the session's access token (DDR-27).
+func (s *Server) SetProxyAccessTokenHeader(h string) { s.proxyHeader = h }
 
 // openAPI is the API's description; a test checks every route and
 // response against it, so it cannot drift from the handlers.
@@ -76,6 +87,7 @@ func (s *Server) routes() []route {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write(openAPI)
 		})},
+		route{"GET", "/me", s.authenticated("", s.me)},
 		route{"POST", "/api/v1/items", s.authenticated(auth.Submit, s.submitItem)},
 		route{"GET", "/api/v1/items", s.authenticated(auth.Read, s.listItems)},
 		route{"GET", "/api/v1/items/{id}", s.authenticated(auth.Read, s.getItem)},

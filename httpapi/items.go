@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/auth"
@@ -27,27 +28,91 @@ func callerOf(ctx context.Context) *auth.Caller {
 }
 
 // authenticated wraps an API handler: a bearer token is required, and the
-// caller must hold perm.
+// caller must hold perm (on some project: handlers check the project the
+// request concerns). perm "" admits any authenticated caller. Every
+// decision is audited: allowed or refused, the rules that matched, why.
 func (s *Server) authenticated(perm auth.Permission, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if s.proxyHeader != "" && r.URL.Path == "/me" && r.Header.Get(s.proxyHeader) != "" {
+			token, ok = r.Header.Get(s.proxyHeader), true // DDR-27: the proxy's session token
+		}
 		if !ok || s.auth == nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="workqueue"`)
+			s.decision(r, nil, perm, false, "no bearer token")
 			s.Error(w, r, wq.Errorf(wq.EUNAUTHORIZED, "a bearer token is required"))
 			return
 		}
 		caller, err := s.auth.Authenticate(r.Context(), strings.TrimSpace(token))
 		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="workqueue", error="invalid_token"`)
+			if wq.ErrorCode(err) == wq.EUNAUTHORIZED {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="workqueue", error="invalid_token"`)
+			}
+			s.decision(r, nil, perm, false, wq.ErrorMessage(err))
 			s.Error(w, r, err)
 			return
 		}
-		if !caller.Can(perm) {
+		if perm != "" && !caller.Can(perm) {
+			s.decision(r, caller, perm, false, "no matched rule grants "+string(perm))
 			s.Error(w, r, wq.Errorf(wq.EFORBIDDEN, "%s may not %s: the %q permission is required", caller.Identity, r.Method+" "+r.URL.Path, perm))
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller)))
+		s.decision(r, caller, perm, true, "")
+		ctx := context.WithValue(r.Context(), callerKey{}, caller)
+		if s.proxyHeader != "" && r.URL.Path == "/me" {
+			ctx = context.WithValue(ctx, proxyTokenKey{}, r.Header.Get(s.proxyHeader))
+		}
+		h(w, r.WithContext(ctx))
 	}
+}
+
+type proxyTokenKey struct{}
+
+// decision audits one authentication/authorisation answer.
+func (s *Server) decision(r *http.Request, c *auth.Caller, perm auth.Permission, allowed bool, why string) {
+	if s.audit == nil {
+		return
+	}
+	e := wq.AuditEntry{Time: time.Now(), EventType: "auth_refused", Actor: "anonymous",
+		Trigger:  map[string]any{"source": "api", "method": r.Method, "path": r.URL.Path},
+		Metadata: map[string]any{"permission": string(perm)}}
+	if allowed {
+		e.EventType = "auth_allowed"
+	}
+	if why != "" {
+		e.Metadata["reason"] = why
+	}
+	if c != nil {
+		e.Actor = c.Identity
+		e.Metadata["kind"], e.Metadata["rules"] = c.Kind, c.Rules()
+	}
+	s.audit.WriteAudit(r.Context(), e)
+}
+
+// meResponse is GET /me: who the caller is to this service.
+type meResponse struct {
+	Identity    string            `json:"identity"`
+	Kind        string            `json:"kind"`
+	Issuer      string            `json:"issuer,omitempty"`
+	Groups      []string          `json:"groups,omitempty"`
+	Rules       []string          `json:"rules"`
+	Permissions []auth.Permission `json:"permissions"`
+	Grants      []auth.Grant      `json:"grants"`
+	// AccessToken is the OAuth proxy's session token, handed back so that
+	// a browser session can call the API with it as a bearer (DDR-27).
+	AccessToken string `json:"access_token,omitempty"`
+}
+
+func (s *Server) me(w http.ResponseWriter, r *http.Request) {
+	c := callerOf(r.Context())
+	token, _ := r.Context().Value(proxyTokenKey{}).(string)
+	perms := c.Permissions()
+	if perms == nil {
+		perms = []auth.Permission{}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, meResponse{Identity: c.Identity, Kind: c.Kind, Issuer: c.Issuer, Groups: c.Groups,
+		Rules: c.Rules(), Permissions: perms, Grants: c.Grants, AccessToken: token})
 }
 
 // submitResponse is an item with the upsert's result.
@@ -85,7 +150,7 @@ func (s *Server) getItem(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	it, err := s.items.Get(r.Context(), id)
+	it, err := s.items.Get(r.Context(), callerOf(r.Context()), id)
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -124,7 +189,7 @@ func (s *Server) listItems(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
-	items, next, err := s.items.List(r.Context(), f)
+	items, next, err := s.items.List(r.Context(), callerOf(r.Context()), f)
 	if err != nil {
 		s.Error(w, r, err)
 		return

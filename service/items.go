@@ -68,6 +68,9 @@ func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*
 	if req.ItemType != mr.ItemType {
 		return nil, "", wq.Errorf(wq.EINVALID, "item_type: want %q, got %q", mr.ItemType, req.ItemType)
 	}
+	if err := s.authorize(ctx, caller, auth.Submit, req.Project); err != nil {
+		return nil, "", err
+	}
 	project, ok := s.Config.ProjectFor(req.Forge, req.Project)
 	if !ok {
 		return nil, "", wq.Errorf(wq.EINVALID, "project: %q on forge %q is not configured for changes", req.Project, req.Forge)
@@ -92,18 +95,58 @@ func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*
 	return view, result, err
 }
 
-// Get returns one item with its detail and dimensions.
-func (s *Items) Get(ctx context.Context, id wq.ItemID) (*Item, error) {
+// Get returns one item with its detail and dimensions, if the caller may
+// read its project.
+func (s *Items) Get(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*Item, error) {
 	it, err := s.Store.GetItem(ctx, id)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeItem(ctx, caller, auth.Read, it); err != nil {
 		return nil, err
 	}
 	return s.view(ctx, it)
 }
 
+// authorize refuses, with EFORBIDDEN, a caller whose grants do not give
+// perm on project, and audits the refusal (allowed requests are audited by
+// what they do).
+func (s *Items) authorize(ctx context.Context, caller *auth.Caller, perm auth.Permission, project string) error {
+	if caller.CanOn(perm, project) {
+		return nil
+	}
+	if s.Audit != nil {
+		s.Audit.WriteAudit(ctx, wq.AuditEntry{Time: s.now(), EventType: "auth_refused", Actor: caller.Identity,
+			Trigger:  map[string]any{"source": "api", "rules": caller.Rules()},
+			Metadata: map[string]any{"permission": string(perm), "project": project, "reason": "no matched rule covers the project"}})
+	}
+	return wq.Errorf(wq.EFORBIDDEN, "%s may not %s on project %q: no rule that matched grants it there", caller.Identity, perm, project)
+}
+
+// authorizeItem authorizes perm on the item's project.
+func (s *Items) authorizeItem(ctx context.Context, caller *auth.Caller, perm auth.Permission, it *wq.Item) error {
+	project, err := s.projectOf(ctx, it)
+	if err != nil {
+		return err
+	}
+	return s.authorize(ctx, caller, perm, project)
+}
+
+// projectOf is the project an item changes ("" for types without one).
+func (s *Items) projectOf(ctx context.Context, it *wq.Item) (string, error) {
+	if it.ItemType != mr.ItemType {
+		return "", nil
+	}
+	d, err := s.Store.GetMRDetail(ctx, it.ID)
+	if err != nil {
+		return "", err
+	}
+	return d.Project, nil
+}
+
 // List returns a page of items, newest first, and the cursor of the next
 // page ("" on the last).
-func (s *Items) List(ctx context.Context, f wq.ItemFilter) ([]*Item, string, error) {
+func (s *Items) List(ctx context.Context, caller *auth.Caller, f wq.ItemFilter) ([]*Item, string, error) {
 	if f.Limit <= 0 || f.Limit > wq.MaxListLimit {
 		f.Limit = 50
 	}
@@ -113,6 +156,13 @@ func (s *Items) List(ctx context.Context, f wq.ItemFilter) ([]*Item, string, err
 	}
 	views := make([]*Item, 0, len(items))
 	for _, it := range items {
+		// Items of projects the caller may not read are left out; the
+		// cursor still moves past them.
+		if project, err := s.projectOf(ctx, it); err != nil {
+			return nil, "", err
+		} else if !caller.CanOn(auth.Read, project) {
+			continue
+		}
 		views = append(views, render(it, nil))
 	}
 	next := ""
@@ -128,6 +178,8 @@ func (s *Items) Retry(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*
 	now := s.now()
 	var dims []wq.DimensionUpdate
 	if it, err := s.Store.GetItem(ctx, id); err != nil {
+		return nil, err
+	} else if err := s.authorizeItem(ctx, caller, auth.Retry, it); err != nil {
 		return nil, err
 	} else if it.ItemType == mr.ItemType {
 		dims = []wq.DimensionUpdate{
@@ -148,6 +200,11 @@ func (s *Items) Retry(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*
 // left as it is.
 func (s *Items) Cancel(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*Item, error) {
 	now := s.now()
+	if it, err := s.Store.GetItem(ctx, id); err != nil {
+		return nil, err
+	} else if err := s.authorizeItem(ctx, caller, auth.Retry, it); err != nil {
+		return nil, err
+	}
 	it, err := s.Store.CancelItem(ctx, id, "cancelled by "+caller.Identity, now)
 	if err != nil {
 		return nil, err

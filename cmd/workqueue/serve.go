@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -109,8 +110,11 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	api := httpapi.NewServerWithWebhooks(s, items, hooks, authn, m.Log)
+	api.SetAudit(audit.Safe(sink, m.Log))
+	api.SetProxyAccessTokenHeader(m.Config.Auth.ProxyAccessTokenHeader)
 	m.HTTP = &http.Server{
-		Handler:           httpapi.NewServerWithWebhooks(s, items, hooks, authn, m.Log),
+		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		WriteTimeout:      time.Minute,
@@ -168,7 +172,23 @@ func (m *Main) authenticator() (auth.Authenticator, error) {
 		}
 		tokens = append(tokens, auth.Token{Name: "admin", SHA256: auth.HashToken(token), Permissions: []auth.Permission{auth.Admin}})
 	}
-	return auth.NewStaticTokens(tokens)
+	static, err := auth.NewStaticTokens(tokens)
+	if err != nil {
+		return nil, err
+	}
+	chain := &auth.Chain{Static: static}
+	rules := m.Config.AuthRules()
+	if slices.ContainsFunc(rules, func(r auth.Rule) bool { return r.Issuer != "" }) {
+		chain.JWTs, err = auth.NewJWTs(context.Background(), rules, auth.JWTOptions{Log: m.Log,
+			Leeway: time.Duration(m.Config.Auth.JWT.Leeway), MinRefresh: time.Duration(m.Config.Auth.JWT.MinRefresh)})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if in := m.Config.Auth.Introspection; in.URL != "" {
+		chain.Introspection = &auth.Introspection{URL: in.URL, TTL: time.Duration(in.TTL), Rules: rules}
+	}
+	return chain, nil
 }
 
 // adminToken reads the admin token from path, or creates it there with

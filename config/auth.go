@@ -57,6 +57,7 @@ type Token struct {
 	Name        string   `yaml:"name"`
 	SHA256      string   `yaml:"sha256"` // lowercase hex SHA-256 of the token; see workqueue token create
 	Permissions []string `yaml:"permissions"`
+	Projects    []string `yaml:"projects"` // globs the token is narrowed to; empty: every project
 }
 
 var headerName = regexp.MustCompile(`^[A-Za-z0-9-]{1,100}$`)
@@ -107,6 +108,11 @@ func (c Config) validateAuth(bad func(field, format string, args ...any)) {
 				bad(fmt.Sprintf("%s.permissions[%d]", field, j), "want one of %v, got %q", auth.Permissions, p)
 			}
 		}
+		for j, p := range t.Projects {
+			if !doublestar.ValidatePattern(p) {
+				bad(fmt.Sprintf("%s.projects[%d]", field, j), "not a valid glob: %q", p)
+			}
+		}
 	}
 }
 
@@ -118,7 +124,7 @@ func (c Config) StaticTokens() []auth.Token {
 		for i, p := range t.Permissions {
 			perms[i] = auth.Permission(p)
 		}
-		out = append(out, auth.Token{Name: t.Name, SHA256: t.SHA256, Permissions: perms})
+		out = append(out, auth.Token{Name: t.Name, SHA256: t.SHA256, Permissions: perms, Projects: t.Projects})
 	}
 	return out
 }

@@ -97,7 +97,7 @@ func TestServeWithZeroConfigRunsOnSQLiteInTheWorkingDirectory(t *testing.T) {
 }
 
 func TestTokenCreatePrintsATokenAndTheEntryThatAcceptsIt(t *testing.T) {
-	out, err := runCommand(t, "token", "create", "ci-bot", "--permissions", "read,submit")
+	out, err := runCommand(t, "token", "create", "ci-bot", "--permissions", "read,submit", "--projects", "group/app,group/libs/**")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +119,14 @@ func TestTokenCreatePrintsATokenAndTheEntryThatAcceptsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := s.Authenticate(context.Background(), tok)
-	if err != nil || !c.Can(auth.Submit) || c.Can(auth.Retry) {
+	if err != nil || !c.CanOn(auth.Submit, "group/libs/x") || c.CanOn(auth.Submit, "group/other") || c.Can(auth.Retry) {
 		t.Errorf("the printed token: %+v, %v", c, err)
 	}
 	if _, err := runCommand(t, "token", "create", "x", "--permissions", "root"); err == nil {
 		t.Error("an unknown permission was accepted")
+	}
+	if _, err := runCommand(t, "token", "create", "x", "--projects", "a/["); err == nil {
+		t.Error("a bad project glob was accepted")
 	}
 }
 

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/spf13/cobra"
 
 	"github.com/workqueue-dev/workqueue/auth"
@@ -11,7 +13,7 @@ import (
 
 func newTokenCommand() *cobra.Command {
 	token := &cobra.Command{Use: "token", Short: "Manage static API tokens"}
-	var permissions []string
+	var permissions, projects []string
 	create := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Print a new random API token and the config entry that accepts it",
@@ -21,6 +23,7 @@ The service stores only the token's SHA-256: add the printed entry to the
 configuration file's auth.tokens list, and hand the token to its user.
 The token is shown once; it cannot be recovered from the entry.`,
 		Example: `  workqueue token create ci-bot --permissions read,submit
+  workqueue token create app-ci --permissions submit --projects 'group/app,group/libs/**'
   workqueue token create alice --permissions admin`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -35,12 +38,25 @@ The token is shown once; it cannot be recovered from the entry.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "token: %s\n\n# add under auth.tokens in the configuration file:\n", tok)
-			fmt.Fprintf(out, "- {name: %q, sha256: %s, permissions: [%s]}\n", args[0], hash, strings.Join(permissions, ", "))
+			scope := ""
+			if len(projects) > 0 {
+				quoted := make([]string, len(projects))
+				for i, p := range projects {
+					if !doublestar.ValidatePattern(p) {
+						return fmt.Errorf("--projects: not a valid glob: %q", p)
+					}
+					quoted[i] = strconv.Quote(p)
+				}
+				scope = ", projects: [" + strings.Join(quoted, ", ") + "]"
+			}
+			fmt.Fprintf(out, "- {name: %q, sha256: %s, permissions: [%s]%s}\n", args[0], hash, strings.Join(permissions, ", "), scope)
 			return nil
 		},
 	}
 	create.Flags().StringSliceVar(&permissions, "permissions", []string{string(auth.Read)},
 		fmt.Sprintf("comma-separated permissions: %v", auth.Permissions))
+	create.Flags().StringSliceVar(&projects, "projects", nil,
+		"comma-separated project globs the token is narrowed to (default: every project)")
 	token.AddCommand(create)
 	return token
 }

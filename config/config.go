@@ -122,6 +122,8 @@ func Default() Config {
 			DeliveryRetention: Duration(e.DeliveryRetention),
 		},
 		Log: Log{Level: "info", Format: "text"},
+		Auth: Auth{JWT: JWT{Leeway: Duration(30 * time.Second), MinRefresh: Duration(time.Minute)},
+			Introspection: Introspection{TTL: Duration(5 * time.Minute)}},
 		MR: MR{
 			ReconcileInterval:    Duration(30 * time.Minute),
 			MergeRecheckInterval: Duration(time.Minute),

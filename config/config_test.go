@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 )
 
@@ -23,6 +24,15 @@ func TestExampleConfigLoads(t *testing.T) {
 		TokenEnv: "WORKQUEUE_GITEA_TOKEN", WebhookSecretEnv: "WORKQUEUE_GITEA_WEBHOOK_SECRET"}}
 	want.Projects = []config.Project{{Match: "demo/**", Forge: "gitea", BlockedPaths: []string{".gitea/**", ".github/**", "**/CODEOWNERS"},
 		MaxFileBytes: 1048576, MaxTotalBytes: 10485760, AutoMerge: true}}
+	want.Auth.Tokens = []config.Token{}
+	want.Auth.Rules = []config.Rule{
+		{Name: "app-ci", Issuer: "https://gitlab.example.com", IdentityClaim: "project_path", Permissions: []string{"submit", "read"},
+			Projects: []string{"group/app"}, Claims: map[string]any{"aud": "workqueue", "project_path": "group/app", "ref_protected": true}},
+		{Name: "ci-pods", Issuer: "k8s", Permissions: []string{"submit", "read"},
+			Claims: map[string]any{"aud": "workqueue", "/kubernetes.io/namespace": "ci"}},
+		{Name: "admins", Groups: []string{"wq-admins"}, Permissions: []string{"admin"}},
+	}
+	want.Auth.Introspection.URL = "https://api.cluster.example.com:6443/apis/user.openshift.io/v1/users/~"
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("example config differs from the defaults it claims to show (-want +got):\n%s", diff)
 	}
@@ -54,6 +64,24 @@ processing: {workers: 3, lease: 30s, heartbeat: 5s}
 	e := cfg.Engine()
 	if e.Workers != 3 || e.Lease != 30*time.Second || e.Heartbeat != 5*time.Second || e.HandledTypes[0] != "example" {
 		t.Errorf("engine config %+v", e)
+	}
+}
+
+func TestRulesBecomeAuthRulesWithClaimsAsLowercaseStrings(t *testing.T) {
+	cfg, err := config.Parse(strings.NewReader(`auth:
+  rules:
+    - {issuer: 'https://gitlab.example.com', claims: {aud: [WQ, other], project_id: 42, ref_protected: true}, permissions: [submit]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := cfg.AuthRules()
+	if len(rules) != 1 || rules[0].Name != "rules[0]" || rules[0].Permissions[0] != auth.Submit {
+		t.Fatalf("rules %+v", rules)
+	}
+	want := map[string][]string{"aud": {"wq", "other"}, "project_id": {"42"}, "ref_protected": {"true"}}
+	if diff := cmp.Diff(want, rules[0].Claims); diff != "" {
+		t.Errorf("claims (-want +got):\n%s", diff)
 	}
 }
 

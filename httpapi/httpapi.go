@@ -29,7 +29,7 @@ type Server struct {
 	audit    wq.AuditSink
 	// proxyHeader carries an OAuth proxy's access token to GET /me (DDR-27).
 	proxyHeader string
-	mux      *http.ServeMux
+	mux         *http.ServeMux
 }
 
 // NewServer returns the HTTP interface. items and authn may be nil: then

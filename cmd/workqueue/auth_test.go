@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/rand"
+	"encoding/base64"
 	"crypto/rsa"
 	"encoding/json"
 	"net/http"
@@ -64,5 +65,22 @@ func TestSubmitOutsideTheRuleProjectsIsForbiddenAndStoresNothing(t *testing.T) {
 	}
 	if status, _, _ := w.do("GET", "/me", "", nil); status != http.StatusUnauthorized {
 		t.Errorf("/me without a token: %d", status)
+	}
+
+	// Forged tokens get 401 at the API and change nothing.
+	b64 := base64.RawURLEncoding.EncodeToString
+	none := b64([]byte(`{"alg":"none","kid":"k1"}`)) + "." + b64(payload) + "."
+	expiredPayload, _ := json.Marshal(map[string]any{"iss": iss.URL, "aud": "workqueue", "sub": "x", "project_path": w.repo,
+		"ref_protected": true, "exp": time.Now().Add(-time.Hour).Unix()})
+	expired, _ := signer.Sign(expiredPayload)
+	expiredToken, _ := expired.CompactSerialize()
+	for name, forged := range map[string]string{"alg none": none, "expired": expiredToken, "tampered": token[:len(token)-4] + "AAAA"} {
+		if status, body, _ := w.do("POST", "/api/v1/items", forged, w.submission("wq/forged")); status != http.StatusUnauthorized {
+			t.Errorf("%s: %d %v, want 401", name, status, body)
+		}
+	}
+	status, list, _ = w.do("GET", "/api/v1/items", w.tokens["read"], nil)
+	if items, _ := list["items"].([]any); status != http.StatusOK || len(items) != 0 {
+		t.Errorf("a forged token stored something: %d %v", status, list)
 	}
 }

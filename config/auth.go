@@ -100,19 +100,7 @@ func (c Config) validateAuth(bad func(field, format string, args ...any)) {
 			bad(field+".sha256", "the same token is configured twice")
 		}
 		hashes[t.SHA256] = true
-		if len(t.Permissions) == 0 {
-			bad(field+".permissions", "at least one of %v", auth.Permissions)
-		}
-		for j, p := range t.Permissions {
-			if !auth.Permission(p).Valid() {
-				bad(fmt.Sprintf("%s.permissions[%d]", field, j), "want one of %v, got %q", auth.Permissions, p)
-			}
-		}
-		for j, p := range t.Projects {
-			if !doublestar.ValidatePattern(p) {
-				bad(fmt.Sprintf("%s.projects[%d]", field, j), "not a valid glob: %q", p)
-			}
-		}
+		validateGrant(field, t.Permissions, t.Projects, bad)
 	}
 }
 
@@ -120,11 +108,34 @@ func (c Config) validateAuth(bad func(field, format string, args ...any)) {
 func (c Config) StaticTokens() []auth.Token {
 	out := make([]auth.Token, 0, len(c.Auth.Tokens))
 	for _, t := range c.Auth.Tokens {
-		perms := make([]auth.Permission, len(t.Permissions))
-		for i, p := range t.Permissions {
-			perms[i] = auth.Permission(p)
+		out = append(out, auth.Token{Name: t.Name, SHA256: t.SHA256, Permissions: permissionsOf(t.Permissions), Projects: t.Projects})
+	}
+	return out
+}
+
+// validateGrant checks what a token or rule grants: known permissions,
+// at least one, and valid project globs.
+func validateGrant(field string, permissions, projects []string, bad func(field, format string, args ...any)) {
+	if len(permissions) == 0 {
+		bad(field+".permissions", "at least one of %v", auth.Permissions)
+	}
+	for j, p := range permissions {
+		if !auth.Permission(p).Valid() {
+			bad(fmt.Sprintf("%s.permissions[%d]", field, j), "want one of %v, got %q", auth.Permissions, p)
 		}
-		out = append(out, auth.Token{Name: t.Name, SHA256: t.SHA256, Permissions: perms, Projects: t.Projects})
+	}
+	for j, p := range projects {
+		if !doublestar.ValidatePattern(p) {
+			bad(fmt.Sprintf("%s.projects[%d]", field, j), "not a valid glob: %q", p)
+		}
+	}
+}
+
+// permissionsOf converts validated permission names.
+func permissionsOf(names []string) []auth.Permission {
+	out := make([]auth.Permission, len(names))
+	for i, p := range names {
+		out[i] = auth.Permission(p)
 	}
 	return out
 }
@@ -173,19 +184,7 @@ func (c Config) validateRules(bad func(field, format string, args ...any)) {
 		if len(r.Groups) > 0 && r.IdentityClaim != "" {
 			bad(field+".identity_claim", "only an issuer rule names an identity claim")
 		}
-		if len(r.Permissions) == 0 {
-			bad(field+".permissions", "at least one of %v", auth.Permissions)
-		}
-		for j, p := range r.Permissions {
-			if !auth.Permission(p).Valid() {
-				bad(fmt.Sprintf("%s.permissions[%d]", field, j), "want one of %v, got %q", auth.Permissions, p)
-			}
-		}
-		for j, p := range r.Projects {
-			if !doublestar.ValidatePattern(p) {
-				bad(fmt.Sprintf("%s.projects[%d]", field, j), "not a valid glob: %q", p)
-			}
-		}
+		validateGrant(field, r.Permissions, r.Projects, bad)
 	}
 	if c.Auth.Introspection.URL == "" {
 		for i, r := range c.Auth.Rules {
@@ -203,15 +202,12 @@ func (c Config) AuthRules() []auth.Rule {
 	out := make([]auth.Rule, 0, len(c.Auth.Rules))
 	for i, r := range c.Auth.Rules {
 		ar := auth.Rule{Name: r.Name, Groups: r.Groups, Issuer: r.Issuer, IdentityClaim: r.IdentityClaim, Projects: r.Projects,
-			Claims: map[string][]string{}}
+			Permissions: permissionsOf(r.Permissions), Claims: map[string][]string{}}
 		if ar.Name == "" {
 			ar.Name = fmt.Sprintf("rules[%d]", i)
 		}
 		for name, v := range r.Claims {
 			ar.Claims[name], _ = auth.ClaimValues(v)
-		}
-		for _, p := range r.Permissions {
-			ar.Permissions = append(ar.Permissions, auth.Permission(p))
 		}
 		out = append(out, ar)
 	}

@@ -93,24 +93,40 @@ func parseGitea(secret string, h http.Header, body []byte) (*Delivery, error) {
 	if id == "" || len(id) > 200 {
 		return nil, wq.Errorf(wq.EINVALID, "X-Gitea-Delivery: missing or too long")
 	}
-	var d *Delivery
-	var err error
-	switch h.Get("X-Gitea-Event") {
-	case "pull_request":
-		d, err = giteaPullRequest(GiteaPullRequest, body)
-	case "pull_request_approved", "pull_request_rejected":
-		d, err = giteaPullRequest(GiteaReview, body)
-	case "status":
-		d, err = giteaStatus(body)
-	case "workflow_run", "workflow_job":
-		d, err = giteaWorkflow(h.Get("X-Gitea-Event"), body)
-	default:
+	return parseWith(giteaParsers, h.Get("X-Gitea-Event"), id, body)
+}
+
+// A parser reads one event's body; the table maps each forge's event
+// header to it (events not listed are not used).
+type parser func(body []byte) (*Delivery, error)
+
+var giteaParsers = map[string]parser{
+	"pull_request":          func(b []byte) (*Delivery, error) { return giteaPullRequest(GiteaPullRequest, b) },
+	"pull_request_approved": func(b []byte) (*Delivery, error) { return giteaPullRequest(GiteaReview, b) },
+	"pull_request_rejected": func(b []byte) (*Delivery, error) { return giteaPullRequest(GiteaReview, b) },
+	"status":                giteaStatus,
+	"workflow_run":          func(b []byte) (*Delivery, error) { return giteaWorkflow(GiteaWorkflowRun, b) },
+	"workflow_job":          func(b []byte) (*Delivery, error) { return giteaWorkflow(GiteaWorkflowJob, b) },
+}
+
+var gitlabParsers = map[string]parser{
+	"Merge Request Hook": gitlabMergeRequest,
+	"Pipeline Hook":      gitlabPipeline,
+	"Job Hook":           gitlabJob,
+}
+
+// parseWith reads a delivery with the parser for its event; nil for an
+// event not used.
+func parseWith(parsers map[string]parser, event, deliveryID string, body []byte) (*Delivery, error) {
+	parse, ok := parsers[event]
+	if !ok {
 		return nil, nil
 	}
+	d, err := parse(body)
 	if err != nil {
 		return nil, err
 	}
-	d.DeliveryID = id
+	d.DeliveryID = deliveryID
 	return d, nil
 }
 
@@ -204,23 +220,7 @@ func parseGitLab(secret string, h http.Header, body []byte) (*Delivery, error) {
 	if id == "" || len(id) > 200 {
 		return nil, wq.Errorf(wq.EINVALID, "X-Gitlab-Event-UUID: missing or too long")
 	}
-	var d *Delivery
-	var err error
-	switch h.Get("X-Gitlab-Event") {
-	case "Merge Request Hook":
-		d, err = gitlabMergeRequest(body)
-	case "Pipeline Hook":
-		d, err = gitlabPipeline(body)
-	case "Job Hook":
-		d, err = gitlabJob(body)
-	default:
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	d.DeliveryID = id
-	return d, nil
+	return parseWith(gitlabParsers, h.Get("X-Gitlab-Event"), id, body)
 }
 
 type gitlabProject struct {

@@ -2,8 +2,8 @@ package main
 
 import (
 	"crypto/rand"
-	"encoding/base64"
 	"crypto/rsa"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"

@@ -73,6 +73,19 @@ func (c *Caller) CanOn(p Permission, project string) bool {
 	return false
 }
 
+// CanEverywhere reports whether a grant holds p on every project.
+func (c *Caller) CanEverywhere(p Permission) bool {
+	if c == nil {
+		return false
+	}
+	for _, g := range c.Grants {
+		if g.holds(p) && len(g.Projects) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Rules names the rules that matched, for the audit.
 func (c *Caller) Rules() []string {
 	out := make([]string, 0, len(c.Grants))

@@ -123,3 +123,14 @@ func TestClaimValuesRefuseStructures(t *testing.T) {
 }
 
 func newTextLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+func TestCanEverywhereNeedsAnUnscopedGrant(t *testing.T) {
+	scoped := &auth.Caller{Grants: []auth.Grant{{Rule: "a", Permissions: []auth.Permission{auth.Read}, Projects: []string{"g/**"}}}}
+	if scoped.CanEverywhere(auth.Read) {
+		t.Error("a scoped grant reads everywhere")
+	}
+	scoped.Grants = append(scoped.Grants, auth.Grant{Rule: "b", Permissions: []auth.Permission{auth.Admin}})
+	if !scoped.CanEverywhere(auth.Read) {
+		t.Error("an unscoped admin grant does not read everywhere")
+	}
+}

@@ -63,6 +63,23 @@ func TestSubmitOutsideTheRuleProjectsIsForbiddenAndStoresNothing(t *testing.T) {
 	if items, _ := list["items"].([]any); status != http.StatusOK || len(items) != 0 {
 		t.Errorf("something was stored: %d %v", status, list)
 	}
+	// An item of this project, submitted by a caller who may: the scoped
+	// caller neither sees it listed nor reads it.
+	status, created, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("wq/someone-elses"))
+	if status != http.StatusCreated {
+		t.Fatalf("submit by an unscoped token: %d %v", status, created)
+	}
+	if status, list, _ := w.do("GET", "/api/v1/items", token, nil); status != http.StatusOK || len(asList(list["items"])) != 0 {
+		t.Errorf("the scoped caller's list: %d %v, want no items", status, list)
+	}
+	if status, _, _ := w.do("GET", "/api/v1/items/"+created["id"].(string), token, nil); status != http.StatusForbidden {
+		t.Errorf("the scoped caller read another project's item: %d", status)
+	}
+	status, list, _ = w.do("GET", "/api/v1/items", w.tokens["read"], nil)
+	if items, _ := list["items"].([]any); status != http.StatusOK || len(items) != 1 {
+		t.Errorf("an unscoped reader's list: %d %v, want the one item", status, list)
+	}
+
 	if status, _, _ := w.do("GET", "/me", "", nil); status != http.StatusUnauthorized {
 		t.Errorf("/me without a token: %d", status)
 	}
@@ -80,7 +97,9 @@ func TestSubmitOutsideTheRuleProjectsIsForbiddenAndStoresNothing(t *testing.T) {
 		}
 	}
 	status, list, _ = w.do("GET", "/api/v1/items", w.tokens["read"], nil)
-	if items, _ := list["items"].([]any); status != http.StatusOK || len(items) != 0 {
+	if items, _ := list["items"].([]any); status != http.StatusOK || len(items) != 1 {
 		t.Errorf("a forged token stored something: %d %v", status, list)
 	}
 }
+
+func asList(v any) []any { l, _ := v.([]any); return l }

@@ -43,7 +43,7 @@ type signingKey struct {
 	key any // private key
 }
 
-func newIssuer(t *testing.T) *testIssuer {
+func newIssuer(t testing.TB) *testIssuer {
 	t.Helper()
 	is := &testIssuer{}
 	mux := http.NewServeMux()
@@ -62,7 +62,7 @@ func newIssuer(t *testing.T) *testIssuer {
 	return is
 }
 
-func newRSAKey(t *testing.T, kid string) signingKey {
+func newRSAKey(t testing.TB, kid string) signingKey {
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func newRSAKey(t *testing.T, kid string) signingKey {
 	return signingKey{kid, jose.RS256, k}
 }
 
-func newECKey(t *testing.T, kid string) signingKey {
+func newECKey(t testing.TB, kid string) signingKey {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func (is *testIssuer) publish(keys ...signingKey) {
 	}
 }
 
-func sign(t *testing.T, k signingKey, claims map[string]any) string {
+func sign(t testing.TB, k signingKey, claims map[string]any) string {
 	t.Helper()
 	s, err := jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: jose.JSONWebKey{Key: k.key, KeyID: k.kid}},
 		(&jose.SignerOptions{}).WithType("JWT"))

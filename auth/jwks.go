@@ -23,15 +23,17 @@ var errUnknownKey = errors.New("signed by a key the issuer does not publish")
 // keySet verifies JWS signatures with an issuer's published keys. It
 // satisfies go-oidc's KeySet. go-oidc's own remote key set refetches on
 // every unknown key id, which lets anyone make us hammer the issuer with
-// made-up kids; this one refetches at most once per minRefresh, and keeps
-// the keys it has when a fetch fails.
+// made-up kids; this one refetches at most once per minRefresh, keeps
+// the keys it has when a fetch fails, and never makes a token of a known
+// key wait for a fetch.
 type keySet struct {
 	url        string
 	client     *http.Client
 	minRefresh time.Duration
 	now        func() time.Time
 
-	mu        sync.Mutex // held across a fetch: concurrent misses wait for it
+	fetching  sync.Mutex // serialises fetches; verifications of known keys never wait for one
+	mu        sync.Mutex // guards the fields below, held briefly
 	keys      []jose.JSONWebKey
 	fetchedAt time.Time // last fetch attempt
 	fetches   int
@@ -64,27 +66,46 @@ func (k *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, error
 }
 
 // key returns the published key kid names, fetching the set when it is
-// not known and the last fetch is older than minRefresh.
+// not known and the last fetch is older than minRefresh. Concurrent misses
+// wait for one fetch and then look again.
 func (k *keySet) key(ctx context.Context, kid string) (jose.JSONWebKey, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if key, ok := k.find(kid); ok {
+	if key, ok := k.cached(kid); ok {
 		return key, nil
 	}
-	if !k.fetchedAt.IsZero() && k.now().Sub(k.fetchedAt) < k.minRefresh {
+	k.fetching.Lock()
+	defer k.fetching.Unlock()
+	k.mu.Lock()
+	key, ok := k.find(kid)
+	recent := !k.fetchedAt.IsZero() && k.now().Sub(k.fetchedAt) < k.minRefresh
+	if !ok && !recent {
+		k.fetchedAt = k.now()
+		k.fetches++
+	}
+	k.mu.Unlock()
+	if ok {
+		return key, nil // fetched by the one this call waited for
+	}
+	if recent {
 		return jose.JSONWebKey{}, errUnknownKey
 	}
-	k.fetchedAt = k.now()
-	k.fetches++
 	keys, err := k.fetch(ctx)
 	if err != nil {
 		return jose.JSONWebKey{}, fmt.Errorf("fetch the issuer's keys: %w", err)
 	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	k.keys = keys
 	if key, ok := k.find(kid); ok {
 		return key, nil
 	}
 	return jose.JSONWebKey{}, errUnknownKey
+}
+
+// cached looks kid up without waiting for a fetch in flight.
+func (k *keySet) cached(kid string) (jose.JSONWebKey, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.find(kid)
 }
 
 // find returns the signing key with this kid. A token without a kid

@@ -35,6 +35,9 @@ type testIssuer struct {
 	mu        sync.Mutex
 	published []jose.JSONWebKey
 	fetches   atomic.Int32
+	// gate, when set, holds each key fetch until it is closed; entered
+	// hears of each fetch that waits.
+	gate, entered chan struct{}
 }
 
 type signingKey struct {
@@ -53,6 +56,13 @@ func newIssuer(t testing.TB) *testIssuer {
 	})
 	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
 		is.fetches.Add(1)
+		is.mu.Lock()
+		gate, entered := is.gate, is.entered
+		is.mu.Unlock()
+		if gate != nil {
+			entered <- struct{}{}
+			<-gate
+		}
 		is.mu.Lock()
 		defer is.mu.Unlock()
 		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: is.published})
@@ -351,5 +361,40 @@ func TestK8sIssuerIsDiscoveredInCluster(t *testing.T) {
 	c, err := j.Authenticate(context.Background(), tok)
 	if err != nil || c.Identity != "system:serviceaccount:ci:bot" || !c.Can(auth.Submit) {
 		t.Errorf("in-cluster token: %+v %v", c, err)
+	}
+}
+
+func TestAKnownKeyNeverWaitsForAFetchInFlight(t *testing.T) {
+	w := newJWTWorld(t)
+	ctx := context.Background()
+	if _, err := w.jwts.Authenticate(ctx, sign(t, w.rsa, w.claims(nil))); err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Advance(2 * time.Minute)
+	w.issuer.mu.Lock()
+	w.issuer.gate, w.issuer.entered = make(chan struct{}), make(chan struct{}, 1)
+	w.issuer.mu.Unlock()
+	missed := make(chan error, 1)
+	go func() {
+		_, err := w.jwts.Authenticate(ctx, sign(t, newRSAKey(t, "made-up"), w.claims(nil)))
+		missed <- err
+	}()
+	<-w.issuer.entered // the unknown kid's fetch is now stuck at a slow issuer
+	known := make(chan error, 1)
+	go func() {
+		_, err := w.jwts.Authenticate(ctx, sign(t, w.ec, w.claims(nil)))
+		known <- err
+	}()
+	select {
+	case err := <-known:
+		if err != nil {
+			t.Errorf("known key while a fetch is in flight: %v", err)
+		}
+	case <-time.After(10 * time.Second): // a deadlock guard, not a timing assertion
+		t.Error("a token of a known key waited for another token's key fetch")
+	}
+	close(w.issuer.gate)
+	if err := <-missed; err == nil {
+		t.Error("the made-up kid was accepted")
 	}
 }

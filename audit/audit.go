@@ -5,6 +5,8 @@ package audit
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"sync"
 
 	wq "github.com/workqueue-dev/workqueue"
 )
@@ -74,4 +76,33 @@ func (s *safe) WriteAudit(ctx context.Context, e wq.AuditEntry) (err error) {
 		s.log.Error("audit sink failed; entry lost", "event_type", e.EventType, "item", e.ItemID, "err", err)
 	}
 	return nil
+}
+
+// Memory keeps every entry in memory, for tests and for callers that
+// inspect what was audited.
+type Memory struct {
+	mu      sync.Mutex
+	entries []wq.AuditEntry
+}
+
+// WriteAudit keeps e.
+func (m *Memory) WriteAudit(_ context.Context, e wq.AuditEntry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.entries = append(m.entries, e)
+	return nil
+}
+
+// Entries returns the entries kept so far, oldest first; with event
+// types given, only entries of those types.
+func (m *Memory) Entries(eventTypes ...string) []wq.AuditEntry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []wq.AuditEntry
+	for _, e := range m.entries {
+		if len(eventTypes) == 0 || slices.Contains(eventTypes, e.EventType) {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -75,3 +75,13 @@ func TestMultiWritesToEverySinkAndReportsTheFirstError(t *testing.T) {
 		t.Error("a failing sink stopped the others")
 	}
 }
+
+func TestMemoryKeepsEntriesAndFiltersByType(t *testing.T) {
+	m := &audit.Memory{}
+	for _, ev := range []string{"a", "b", "a"} {
+		m.WriteAudit(context.Background(), wq.AuditEntry{EventType: ev})
+	}
+	if len(m.Entries()) != 3 || len(m.Entries("a")) != 2 || len(m.Entries("b", "c")) != 1 {
+		t.Errorf("entries %v", m.Entries())
+	}
+}

@@ -36,7 +36,6 @@ type keySet struct {
 	mu        sync.Mutex // guards the fields below, held briefly
 	keys      []jose.JSONWebKey
 	fetchedAt time.Time // last fetch attempt
-	fetches   int
 }
 
 // signingAlgs are the algorithms a token may use; "none" and the HMAC
@@ -79,7 +78,6 @@ func (k *keySet) key(ctx context.Context, kid string) (jose.JSONWebKey, error) {
 	recent := !k.fetchedAt.IsZero() && k.now().Sub(k.fetchedAt) < k.minRefresh
 	if !ok && !recent {
 		k.fetchedAt = k.now()
-		k.fetches++
 	}
 	k.mu.Unlock()
 	if ok {
@@ -154,13 +152,6 @@ func (k *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
 		}
 	}
 	return keys, nil
-}
-
-// Fetches reports how many times the set was fetched.
-func (k *keySet) Fetches() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.fetches
 }
 
 // algFits pins the algorithm to the key: its own "alg" when it publishes

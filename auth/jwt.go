@@ -88,8 +88,8 @@ type issuer struct {
 	opts   *JWTOptions
 	rules  []Rule
 	client *http.Client
-	// discover returns the key set's URL; set for issuers resolved up front
-	// (k8s), else go-oidc discovery.
+	// jwksURL is set for issuers resolved up front (k8s); empty, go-oidc
+	// discovery finds it.
 	jwksURL string
 
 	mu       sync.Mutex
@@ -386,19 +386,4 @@ func unverifiedIssuer(token string) (string, error) {
 		return "", fmt.Errorf("payload names no issuer")
 	}
 	return p.Iss, nil
-}
-
-// KeyFetches reports how often the issuer's keys were fetched (for tests
-// and metrics).
-func (j *JWTs) KeyFetches(iss string) int {
-	is, ok := j.issuers[iss]
-	if !ok {
-		return 0
-	}
-	is.mu.Lock()
-	defer is.mu.Unlock()
-	if is.keys == nil {
-		return 0
-	}
-	return is.keys.Fetches()
 }

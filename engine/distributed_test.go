@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/store"
@@ -51,7 +52,7 @@ func TestTwoEnginesOnOnePostgresNeverOverlap(t *testing.T) {
 		cfg := testConfig(name)
 		cfg.Workers = 10
 		cfg.SweepInterval = 200 * time.Millisecond
-		e, err := engine.New(cfg, s, clockwork.NewRealClock(), &recorder{}, quietLog())
+		e, err := engine.New(cfg, s, clockwork.NewRealClock(), &audit.Memory{}, quietLog())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +135,7 @@ func TestAnotherInstancesWritesWakeThisEngineAtOnce(t *testing.T) {
 	api := testdb.OpenURL(t, url) // the instance that takes the request
 	var log eventLog
 	cfg := testConfig("worker") // sweep interval 24h
-	e, err := engine.New(cfg, worker, clockwork.NewRealClock(), &recorder{}, quietLog())
+	e, err := engine.New(cfg, worker, clockwork.NewRealClock(), &audit.Memory{}, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -214,8 +214,8 @@ func TestFailuresBackOffThenFailTheItemAtMaxAttempts(t *testing.T) {
 		if n := h.settle(e); n != 0 || runs.Load() != 3 {
 			t.Errorf("a failed item was processed again: sweep %d runs %d", n, runs.Load())
 		}
-		if len(h.audit.find(wq.AuditActionFailed)) != 3 {
-			t.Errorf("audited %d failures, want 3", len(h.audit.find(wq.AuditActionFailed)))
+		if len(h.audit.Entries(wq.AuditActionFailed)) != 3 {
+			t.Errorf("audited %d failures, want 3", len(h.audit.Entries(wq.AuditActionFailed)))
 		}
 	})
 }
@@ -289,7 +289,7 @@ func TestEventForTerminalItemChangesNothing(t *testing.T) {
 		if len(log.got()) != 0 || len(got.Dimensions) != 0 {
 			t.Errorf("the late event was applied to a cancelled item: handled %v dims %v", log.got(), got.Dimensions)
 		}
-		if len(h.audit.find(wq.AuditEventIgnored)) != 1 {
+		if len(h.audit.Entries(wq.AuditEventIgnored)) != 1 {
 			t.Errorf("want one event_ignored audit entry")
 		}
 	})
@@ -332,7 +332,7 @@ func TestWorkerThatLostItsLeaseCannotWrite(t *testing.T) {
 		if got.Phase != wq.PhaseCompleted || got.Reason != "fresh writer" || got.Attempts != 0 {
 			t.Errorf("the stale writer changed the item: %+v", got)
 		}
-		refused := h.audit.find(wq.AuditWriteRefused)
+		refused := h.audit.Entries(wq.AuditWriteRefused)
 		if len(refused) == 0 || !strings.HasPrefix(refused[0].Actor, "a/") || refused[0].ItemID != it.ID.String() {
 			t.Errorf("refused write not audited for engine a: %+v", refused)
 		}

@@ -4,55 +4,30 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 )
 
 var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
-// recorder is an audit sink that keeps every entry.
-type recorder struct {
-	mu      sync.Mutex
-	entries []wq.AuditEntry
-}
-
-func (r *recorder) WriteAudit(_ context.Context, e wq.AuditEntry) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.entries = append(r.entries, e)
-	return nil
-}
-
-func (r *recorder) find(eventType string) []wq.AuditEntry {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []wq.AuditEntry
-	for _, e := range r.entries {
-		if e.EventType == eventType {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 type harness struct {
 	t     *testing.T
 	ctx   context.Context
 	store wq.Store
 	clock *clockwork.FakeClock
-	audit *recorder
+	audit *audit.Memory
 }
 
 func newHarness(t *testing.T, kind string) *harness {
 	t.Helper()
-	return &harness{t: t, ctx: context.Background(), store: testdb.Open(t, kind), clock: clockwork.NewFakeClockAt(t0), audit: &recorder{}}
+	return &harness{t: t, ctx: context.Background(), store: testdb.Open(t, kind), clock: clockwork.NewFakeClockAt(t0), audit: &audit.Memory{}}
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -11,6 +11,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 )
@@ -29,7 +30,7 @@ func TestEventsRacingTheExitAreNeverOrphaned(t *testing.T) {
 			var log eventLog
 			cfg := testConfig("a")
 			cfg.Workers = 8
-			e, err := engine.New(cfg, s, clockwork.NewRealClock(), &recorder{}, quietLog())
+			e, err := engine.New(cfg, s, clockwork.NewRealClock(), &audit.Memory{}, quietLog())
 			if err != nil {
 				t.Fatal(err)
 			}

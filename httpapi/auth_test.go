@@ -1,15 +1,13 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
-	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/httpapi"
@@ -18,26 +16,13 @@ import (
 	"github.com/workqueue-dev/workqueue/store"
 )
 
-type auditLog struct {
-	mu      sync.Mutex
-	entries []wq.AuditEntry
-}
-
-func (a *auditLog) WriteAudit(_ context.Context, e wq.AuditEntry) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.entries = append(a.entries, e)
-	return nil
-}
-
-func (a *auditLog) text() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	b, _ := json.Marshal(a.entries)
+// auditText is the audited entries as JSON, to search.
+func auditText(m *audit.Memory) string {
+	b, _ := json.Marshal(m.Entries())
 	return string(b)
 }
 
-func newAuthServer(t *testing.T) (*httpapi.Server, *auditLog, string, string) {
+func newAuthServer(t *testing.T) (*httpapi.Server, *audit.Memory, string, string) {
 	t.Helper()
 	st := testdb.Open(t, store.KindSQLite)
 	reader, readerHash, _ := auth.NewToken()
@@ -49,7 +34,7 @@ func newAuthServer(t *testing.T) (*httpapi.Server, *auditLog, string, string) {
 		t.Fatal(err)
 	}
 	s := httpapi.NewServer(st, &service.Items{Store: st, Config: config.Default()}, &auth.Chain{Static: static}, quiet())
-	log := &auditLog{}
+	log := &audit.Memory{}
 	s.SetAudit(log)
 	s.SetProxyAccessTokenHeader("X-Forwarded-Access-Token")
 	return s, log, reader, admin
@@ -83,7 +68,7 @@ func TestEveryAuthDecisionIsAuditedWithoutTheToken(t *testing.T) {
 	if code, _ := call(s, "GET", "/api/v1/items", nil); code != http.StatusUnauthorized {
 		t.Errorf("no token: %d", code)
 	}
-	got := log.text()
+	got := auditText(log)
 	for _, want := range []string{`"auth_allowed"`, `"token:reader"`, `"no matched rule grants submit"`, `"invalid token"`, `"no bearer token"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("audit lacks %s: %s", want, got)

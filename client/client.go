@@ -41,6 +41,9 @@ type Problem struct {
 }
 
 func (p *Problem) Error() string {
+	if p.Refusal != nil && p.Refusal["field"] != nil {
+		return fmt.Sprintf("refused (HTTP %d): %v: %v: %v", p.Status, p.Refusal["field"], p.Refusal["rule"], p.Refusal["message"])
+	}
 	if p.Refusal != nil {
 		return fmt.Sprintf("refused (HTTP %d): action %v (%q): %v", p.Status, p.Refusal["index"], p.Refusal["path"], p.Refusal["rule"])
 	}

@@ -37,7 +37,6 @@ const (
 const (
 	maxTitleBytes       = 255
 	maxDescriptionBytes = 64 << 10
-	maxBranchBytes      = 255
 	maxLabels           = 20
 )
 
@@ -150,40 +149,13 @@ func (s Submission) validate() error {
 			return bad(fmt.Sprintf("labels[%d]", i), "want a label name of at most 100 bytes without commas, got %q", l)
 		}
 	}
-	if err := checkBranch(s.SourceBranch); err != nil {
-		return bad("source_branch", "%v", err)
-	}
-	if err := checkBranch(s.TargetBranch); err != nil {
-		return bad("target_branch", "%v", err)
+	for _, b := range []struct{ field, name string }{{"source_branch", s.SourceBranch}, {"target_branch", s.TargetBranch}} {
+		if err := CheckBranchName(b.name); err != nil {
+			return &Refusal{Index: -1, Field: b.field, Rule: RuleBranchNameInvalid, Message: fmt.Sprintf("%q: %v", b.name, err)}
+		}
 	}
 	if s.SourceBranch == s.TargetBranch {
 		return bad("source_branch", "must differ from target_branch")
-	}
-	return nil
-}
-
-// checkBranch applies git's check-ref-format rules to a branch name.
-func checkBranch(b string) error {
-	switch {
-	case b == "":
-		return fmt.Errorf("required")
-	case len(b) > maxBranchBytes:
-		return fmt.Errorf("at most %d bytes", maxBranchBytes)
-	case !utf8.ValidString(b):
-		return fmt.Errorf("not valid UTF-8")
-	case strings.HasPrefix(b, "-"), strings.HasPrefix(b, "/"), strings.HasSuffix(b, "/"), strings.HasSuffix(b, "."),
-		strings.HasSuffix(b, ".lock"), strings.Contains(b, ".."), strings.Contains(b, "//"), strings.Contains(b, "@{"), b == "@":
-		return fmt.Errorf("%q is not a valid git branch name", b)
-	}
-	for _, r := range b {
-		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
-			return fmt.Errorf("%q is not a valid git branch name (character %q)", b, r)
-		}
-	}
-	for _, c := range strings.Split(b, "/") {
-		if strings.HasPrefix(c, ".") {
-			return fmt.Errorf("%q is not a valid git branch name (component starts with a dot)", b)
-		}
 	}
 	return nil
 }

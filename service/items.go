@@ -5,9 +5,7 @@
 package service
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,18 +50,15 @@ type submitRequest struct {
 	mr.Submission
 }
 
-// Submit decodes a submission strictly, checks that its project is
-// configured, inspects and upserts it. It returns the item, the result
-// (created, unchanged, updated, retried) and nothing stored on any error.
+// Submit decodes a submission strictly (see decodeSubmission: invalid
+// UTF-8 and lone surrogates are refused, never replaced), checks that its
+// project is configured, inspects and upserts it. It returns the item, the
+// result (created, unchanged, updated, retried) and nothing stored on any
+// error.
 func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*Item, string, error) {
-	var req submitRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return nil, "", wq.Errorf(wq.EINVALID, "body: %v", err)
-	}
-	if dec.More() {
-		return nil, "", wq.Errorf(wq.EINVALID, "body: want one JSON object")
+	req, err := decodeSubmission(body)
+	if err != nil {
+		return nil, "", err
 	}
 	if req.ItemType != mr.ItemType {
 		return nil, "", wq.Errorf(wq.EINVALID, "item_type: want %q, got %q", mr.ItemType, req.ItemType)

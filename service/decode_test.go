@@ -1,0 +1,240 @@
+package service
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/mr"
+)
+
+// validBody is a submission the decoder accepts; the cases edit it.
+const validBody = `{"item_type":"mr","forge":"gitea","project":"o/r","source_branch":"workqueue/a","target_branch":"main",` +
+	`"title":"T","labels":["x"],"file_actions":[{"action":"create","file_path":"a.txt","content":"A"},` +
+	`{"action":"create","file_path":"b.txt","content":"B"}]}`
+
+func TestDecodeSubmissionRefusesTextItCannotKeep(t *testing.T) {
+	for _, tc := range []struct {
+		name, body   string
+		field        string
+		index        int
+		wantInDetail string
+	}{
+		{"invalid UTF-8 in a path", strings.Replace(validBody, `"b.txt"`, "\"b\xff.txt\"", 1), "file_actions[1].file_path", 1, "not valid UTF-8"},
+		{"invalid UTF-8 in content", strings.Replace(validBody, `"A"`, "\"\xc3\x28\"", 1), "file_actions[0].content", 0, "not valid UTF-8"},
+		{"an encoded surrogate (CESU-8)", strings.Replace(validBody, `"T"`, "\"\xed\xa0\x80\"", 1), "title", -1, "not valid UTF-8"},
+		{"an overlong encoding of /", strings.Replace(validBody, `"a.txt"`, "\"a\xc0\xaf\"", 1), "file_actions[0].file_path", 0, "not valid UTF-8"},
+		{"a truncated sequence at the end of a string", strings.Replace(validBody, `"main"`, "\"main\xe2\x82\"", 1), "target_branch", -1, "not valid UTF-8"},
+		{"a lone high surrogate escape", strings.Replace(validBody, `"a.txt"`, `"a\uD800.txt"`, 1), "file_actions[0].file_path", 0, `\uD800`},
+		{"a high surrogate escape at the end of a string", strings.Replace(validBody, `"T"`, `"T\ud83d"`, 1), "title", -1, `\uD83D`},
+		{"a high surrogate escape before a non-surrogate escape", strings.Replace(validBody, `"T"`, `"\uD83D\u0041"`, 1), "title", -1, "without a low surrogate"},
+		{"two high surrogate escapes", strings.Replace(validBody, `"T"`, `"\uD83D\uD83D"`, 1), "title", -1, "without a low surrogate"},
+		{"a lone low surrogate escape", strings.Replace(validBody, `"x"`, `"\uDC00"`, 1), "labels[0]", -1, "lone low surrogate"},
+		{"a low surrogate escape before a high one", strings.Replace(validBody, `"T"`, `"\uDE00\uD83D"`, 1), "title", -1, "lone low surrogate"},
+		{"invalid UTF-8 in a member name", strings.Replace(validBody, `"title"`, "\"ti\xfftle\"", 1), "(body)", -1, "member name"},
+		{"a lone surrogate in a nested member name", strings.Replace(validBody, `"content":"B"`, `"\uDC00":"B"`, 1), "file_actions[1]", 1, "member name"},
+		{"invalid UTF-8 outside any string", validBody + "\xff", "", -1, "not valid UTF-8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decodeSubmission([]byte(tc.body))
+			var r *mr.Refusal
+			if !errors.As(err, &r) {
+				t.Fatalf("err = %v, want an %s refusal", err, RuleInvalidUTF8)
+			}
+			if r.Rule != RuleInvalidUTF8 || r.Field != tc.field || r.Index != tc.index || !strings.Contains(r.Message, tc.wantInDetail) {
+				t.Errorf("refusal %+v, want rule %s, field %q, index %d, message with %q", r, RuleInvalidUTF8, tc.field, tc.index, tc.wantInDetail)
+			}
+			if !utf8.ValidString(r.Error()) {
+				t.Errorf("the refusal's message is not UTF-8: %q", r.Error())
+			}
+		})
+	}
+}
+
+func TestDecodeSubmissionKeepsValidEscapes(t *testing.T) {
+	body := strings.Replace(validBody, `"T"`, `"\uD83D\uDE00 \u00e9 \"q\" \\uD800 \u0000"`, 1)
+	req, err := decodeSubmission([]byte(body))
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if want := "\U0001F600 é \"q\" \\uD800 \x00"; req.Title != want {
+		t.Errorf("title %q, want %q", req.Title, want)
+	}
+}
+
+func TestDecodeSubmissionRefusesTrailingData(t *testing.T) {
+	for _, trailer := range []string{"]", "}", "{}", " x", "\n[]", " null", "0", ",", "\x00"} {
+		_, err := decodeSubmission([]byte(validBody + trailer))
+		if wq.ErrorCode(err) != wq.EINVALID || !strings.Contains(wq.ErrorMessage(err), "data after the JSON object") {
+			t.Errorf("body followed by %q: err %v, want invalid naming the trailing data", trailer, err)
+		}
+	}
+	for _, trailer := range []string{"", "\n", " \t\r\n "} {
+		if _, err := decodeSubmission([]byte(validBody + trailer)); err != nil {
+			t.Errorf("body followed by whitespace %q: %v", trailer, err)
+		}
+	}
+}
+
+func TestDecodeSubmissionRefusesMemberNamesItWouldMerge(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"a duplicate member", strings.Replace(validBody, `"title":"T"`, `"title":"T","title":"U"`, 1), `(body): member "title" is given twice`},
+		{"a duplicate member in a file action", strings.Replace(validBody, `"content":"B"`, `"content":"B","content":"C"`, 1), `file_actions[1]: member "content" is given twice`},
+		{"a member name in another case", strings.Replace(validBody, `"title"`, `"Title"`, 1), `member name "Title"`},
+		{"a member name that only case folding matches", strings.Replace(validBody, `"source_branch"`, `"\u017Fource_branch"`, 1), "case-sensitive"},
+		{"an unknown member", strings.Replace(validBody, `"target_branch":"main"`, `"target_branch":"main","labels_":1`, 1), "unknown field"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decodeSubmission([]byte(tc.body))
+			if wq.ErrorCode(err) != wq.EINVALID || !strings.Contains(wq.ErrorMessage(err), tc.want) {
+				t.Errorf("err %v, want invalid with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecodeSubmissionFieldNamesAreLowercaseASCII holds the assumption
+// checkMemberNames rests on: a lowercase ASCII name the decoder knows is
+// exactly a field's name only if every field's name is lowercase ASCII.
+func TestDecodeSubmissionFieldNamesAreLowercaseASCII(t *testing.T) {
+	var check func(reflect.Type)
+	check = func(typ reflect.Type) {
+		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice {
+			typ = typ.Elem()
+		}
+		if typ.Kind() == reflect.Map {
+			t.Errorf("%s: a map's keys are data, which checkMemberNames would refuse", typ)
+		}
+		if typ.Kind() != reflect.Struct {
+			return
+		}
+		for f := range typ.Fields() {
+			if f.Anonymous {
+				check(f.Type)
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.IsExported() && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+				t.Errorf("%s.%s: JSON name %q is not lowercase ASCII", typ, f.Name, name)
+			}
+			check(f.Type)
+		}
+	}
+	check(reflect.TypeFor[submitRequest]())
+}
+
+func TestDecodeSubmissionAcceptsAValidBody(t *testing.T) {
+	req, err := decodeSubmission([]byte(validBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.ItemType != "mr" || req.SourceBranch != "workqueue/a" || len(req.FileActions) != 2 || *req.FileActions[1].Content != "B" {
+		t.Errorf("decoded %+v", req)
+	}
+}
+
+// FuzzDecodeSubmission holds the decoder to its promise: whatever it
+// accepts was one JSON object and nothing after it, held no lone
+// surrogate escape, decodes to strings that are all valid UTF-8, and
+// survives a re-encoding unchanged.
+func FuzzDecodeSubmission(f *testing.F) {
+	for _, seed := range []string{
+		validBody,
+		validBody + "]",
+		validBody + " \n",
+		`{"item_type":"mr","title":"\uD83D\uDE00"}`,
+		`{"item_type":"mr","title":"\uD800"}`,
+		`{"item_type":"mr","title":"\uDC00\uD800"}`,
+		`{"title":"a\\uD800"}`,
+		"{\"title\":\"\xff\"}",
+		`{"labels":["a","\u00e9"]}{}`,
+		`{"file_actions":[{"action":"create","file_path":"x","content":"\"\\\/\b\f\n\r\t"}]}`,
+		`{"Title":"x"}`,
+		`{"title":"x","title":"y"}`,
+		`"just a string"`,
+		`[]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := decodeSubmission(body)
+		if err != nil {
+			var r *mr.Refusal
+			if errors.As(err, &r) && (r.Rule != RuleInvalidUTF8 || !utf8.ValidString(r.Error())) {
+				t.Fatalf("refusal %+v: want rule %s and a UTF-8 message", r, RuleInvalidUTF8)
+			}
+			if !errors.As(err, &r) && wq.ErrorCode(err) != wq.EINVALID {
+				t.Fatalf("err %v: want an invalid error or a refusal", err)
+			}
+			return
+		}
+		if !utf8.Valid(body) {
+			t.Fatalf("accepted a body that is not UTF-8: %q", body)
+		}
+		if off, why := firstInvalidText(body); off >= 0 {
+			t.Fatalf("accepted a body whose byte %d %s", off, why)
+		}
+		// The body is exactly one value: a decoder that reads past it
+		// finds only the end of input.
+		dec := json.NewDecoder(strings.NewReader(string(body)))
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			t.Fatalf("accepted a body the standard decoder refuses: %v", err)
+		}
+		if _, err := dec.Token(); err == nil {
+			t.Fatalf("accepted a body with data after the object: %q", body)
+		}
+		for _, s := range stringsOf(reflect.ValueOf(req)) {
+			if !utf8.ValidString(s) {
+				t.Fatalf("decoded a string that is not UTF-8: %q", s)
+			}
+		}
+		again, err := json.Marshal(req)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		back, err := decodeSubmission(again)
+		if err != nil {
+			t.Fatalf("re-encoded %s, refused: %v", again, err)
+		}
+		// Compared as encoded, since omitempty turns [] into an absent
+		// member that decodes to nil; and string by string.
+		if twice, _ := json.Marshal(back); string(twice) != string(again) {
+			t.Fatalf("round trip changed the submission:\n%s\n%s", again, twice)
+		}
+		if got, want := stringsOf(reflect.ValueOf(back)), stringsOf(reflect.ValueOf(req)); !slices.Equal(got, want) {
+			t.Fatalf("round trip changed strings:\n%q\n%q", want, got)
+		}
+	})
+}
+
+// stringsOf returns every string reachable from v.
+func stringsOf(v reflect.Value) []string {
+	switch v.Kind() {
+	case reflect.String:
+		return []string{v.String()}
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		return stringsOf(v.Elem())
+	case reflect.Slice, reflect.Array:
+		var out []string
+		for i := range v.Len() {
+			out = append(out, stringsOf(v.Index(i))...)
+		}
+		return out
+	case reflect.Struct:
+		var out []string
+		for i := range v.NumField() {
+			out = append(out, stringsOf(v.Field(i))...)
+		}
+		return out
+	}
+	return nil
+}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -33,17 +32,22 @@ func callerOf(ctx context.Context) *auth.Caller {
 // decision is audited: allowed or refused, the rules that matched, why.
 func (s *Server) authenticated(perm auth.Permission, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		token, ok, duplicate := bearerToken(r.Header)
+		if duplicate {
+			s.decision(r, nil, perm, false, "more than one Authorization header")
+			s.problem(w, r, http.StatusBadRequest, wq.EINVALID, "more than one Authorization header: send exactly one", nil)
+			return
+		}
 		if s.proxyHeader != "" && r.URL.Path == "/me" && r.Header.Get(s.proxyHeader) != "" {
 			token, ok = r.Header.Get(s.proxyHeader), true // DDR-27: the proxy's session token
 		}
 		if !ok || s.auth == nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="workqueue"`)
 			s.decision(r, nil, perm, false, "no bearer token")
-			s.Error(w, r, wq.Errorf(wq.EUNAUTHORIZED, "a bearer token is required"))
+			s.Error(w, r, wq.Errorf(wq.EUNAUTHORIZED, "a bearer token is required (Authorization: Bearer <token>)"))
 			return
 		}
-		caller, err := s.auth.Authenticate(r.Context(), strings.TrimSpace(token))
+		caller, err := s.auth.Authenticate(r.Context(), token)
 		if err != nil {
 			if wq.ErrorCode(err) == wq.EUNAUTHORIZED {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="workqueue", error="invalid_token"`)

@@ -37,6 +37,27 @@ const (
 	RuleBinary            = "binary_content"
 	RuleFileTooLarge      = "file_too_large"
 	RuleTotalTooLarge     = "total_too_large"
+
+	// Paths that cannot be checked out as themselves on Windows (git's
+	// verify_path with core.protectNTFS) or read as an option.
+	RulePathColon              = "path_colon"                 // "C:x", "a:b", "a::$DATA"
+	RulePathReservedChar       = "path_reserved_char"         // < > " | ? *
+	RulePathTrailingDotOrSpace = "path_trailing_dot_or_space" // "a./b", "a "
+	RulePathReservedName       = "path_reserved_name"         // "nul.txt", "Com1.tar.gz", "LPT¹", "con .x"
+	RulePathLeadingDash        = "path_leading_dash"          // "-rf", "a/--help"
+
+	// Paths whose Unicode changes what they mean or how they read.
+	RulePathBidiControl    = "path_bidi_control"    // U+202E and the other Bidi_Control code points
+	RulePathInvisibleChar  = "path_invisible_char"  // U+200B, U+00AD and all Default_Ignorable_Code_Point and Cf
+	RulePathUnassignedChar = "path_unassigned_char" // unassigned code points and noncharacters
+	RulePathNotNFC         = "path_not_nfc"         // "e\u0301" for "\u00e9"
+
+	// git's own configuration files (git fsck's .gitmodules and
+	// .gitattributes rules, and the per-project switch).
+	RuleGitmodulesRefused    = "gitmodules_refused"    // any .gitmodules while the project refuses git configuration files
+	RuleGitmodulesInvalid    = "gitmodules_invalid"    // a .gitmodules git fsck refuses, or a submodule URL that is not remote
+	RuleGitattributesDriver  = "gitattributes_driver"  // "*.c filter=x" while the project refuses git configuration files
+	RuleGitattributesInvalid = "gitattributes_invalid" // a .gitattributes git fsck refuses
 )
 
 // Bounds that hold whatever the project settings say.
@@ -47,12 +68,20 @@ const (
 	binarySniffBytes  = 8000 // git's own heuristic: a NUL in the first 8000 bytes
 )
 
-// Policy is the per-project part of inspection.
+// Policy is the per-project part of inspection. Its zero value is the
+// strictest policy.
 type Policy struct {
 	BlockedPaths  []string // doublestar globs (** crosses directories), matched against every path an action touches
 	MaxFileBytes  int64    // decoded size of one file's content; 0: no limit
 	MaxTotalBytes int64    // decoded size of all contents; 0: no limit
 	AllowBinary   bool
+	// AllowGitConfigFiles lets a change write .gitmodules (whose
+	// content must still pass git fsck's rules) and .gitattributes lines
+	// that name filter, diff or merge drivers. Off, any action on a
+	// .gitmodules is refused, in any directory and under any name a file
+	// system reads as it: a submodule makes a clone fetch from where the
+	// submitter says, and a driver picks which program runs on checkout.
+	AllowGitConfigFiles bool
 }
 
 // Refusal says which action broke which rule, and why.
@@ -87,8 +116,8 @@ func Inspect(actions []FileAction, p Policy) *Refusal {
 		return &Refusal{Index: MaxActions, Path: actions[MaxActions].FilePath, Rule: RuleTooManyActions,
 			Message: fmt.Sprintf("at most %d file actions per change", MaxActions)}
 	}
-	seen := map[string]int{}   // exact path → index
-	folded := map[string]int{} // case-folded path → index
+	seen := map[string]int{} // exact path → index
+	var names foldTree
 	var total int64
 	for i, a := range actions {
 		refuse := func(p, rule, format string, args ...any) *Refusal {
@@ -108,6 +137,7 @@ func Inspect(actions []FileAction, p Policy) *Refusal {
 		default:
 			return refuse(a.FilePath, RuleUnknownAction, "action must be create, update, delete, move or chmod, got %q", a.Action)
 		}
+		var gitFileContent *gitFileUse // a .gitmodules or .gitattributes whose content needs reading
 		for _, fp := range paths {
 			if r := checkPath(fp); r != nil {
 				r.Index = i
@@ -116,15 +146,30 @@ func Inspect(actions []FileAction, p Policy) *Refusal {
 			if j, dup := seen[fp]; dup {
 				return refuse(fp, RulePathDuplicate, "path already changed by action %d", j)
 			}
-			key := strings.ToLower(fp)
-			if j, dup := folded[key]; dup {
-				return refuse(fp, RulePathCaseCollision, "differs only in case from a path of action %d; it breaks checkouts on case-insensitive file systems", j)
+			// Every directory counts, not only whole paths: "Dir/a"
+			// and "dir/b" check out into one directory of two names
+			// on a case-insensitive file system.
+			if prefix, earlier, collides := names.add(fp, i); collides {
+				what := "path"
+				if prefix != fp {
+					what = "directory"
+				}
+				return refuse(fp, RulePathCaseCollision, "%s %q differs only in case or Unicode normalisation from %q in %q of action %d; a case-insensitive file system (Windows, macOS) holds one of them",
+					what, prefix, earlier.spelling, earlier.path, earlier.index)
 			}
-			seen[fp], folded[key] = i, i
+			seen[fp] = i
 			for _, glob := range p.BlockedPaths {
 				if ok, _ := doublestar.Match(glob, fp); ok {
 					return refuse(fp, RulePathBlocked, "matches the project's blocked path %q", glob)
 				}
+			}
+			use, r := checkGitFilePath(a, fp, p)
+			if r != nil {
+				r.Index = i
+				return r
+			}
+			if use != nil && use.content {
+				gitFileContent = use
 			}
 		}
 		if a.Encoding != "" && a.Encoding != EncodingText && a.Encoding != EncodingBase64 {
@@ -168,11 +213,20 @@ func Inspect(actions []FileAction, p Policy) *Refusal {
 		if !p.AllowBinary && isBinary(content) {
 			return refuse(a.FilePath, RuleBinary, "content looks binary (a NUL byte or invalid UTF-8); the project allows text only")
 		}
+		if gitFileContent != nil {
+			if r := gitFileContent.checkContent(string(content), p); r != nil {
+				r.Index = i
+				return r
+			}
+		}
 	}
 	return nil
 }
 
-// checkPath applies git's path protections and ours to one path.
+// checkPath applies git's path protections and ours to one path: git's
+// verify_path with both core.protectNTFS and core.protectHFS, as git for
+// Windows and macOS check out, and the Unicode and option-injection
+// classes of portable.go.
 func checkPath(p string) *Refusal {
 	refuse := func(rule, format string, args ...any) *Refusal {
 		return &Refusal{Path: p, Rule: rule, Message: fmt.Sprintf(format, args...)}
@@ -186,7 +240,9 @@ func checkPath(p string) *Refusal {
 		return refuse(RulePathInvalidUTF8, "path is not valid UTF-8")
 	}
 	for _, r := range p {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+		// U+2028 and U+2029 break a line wherever a path is shown, as
+		// a newline does.
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 {
 			return refuse(RulePathControlChar, "path holds control character %U", r)
 		}
 	}
@@ -212,6 +268,14 @@ func checkPath(p string) *Refusal {
 	}
 	if path.Clean(p) != p {
 		return refuse(RulePathNotClean, "path is not in clean form")
+	}
+	if r := checkCharacters(p); r != nil {
+		return r
+	}
+	for _, c := range strings.Split(p, "/") {
+		if r := checkComponent(p, c); r != nil {
+			return r
+		}
 	}
 	return nil
 }

@@ -33,6 +33,11 @@ type Project struct {
 	MaxTotalBytes int64    `yaml:"max_total_bytes"`
 	AllowBinary   bool     `yaml:"allow_binary"`
 	AutoMerge     bool     `yaml:"auto_merge"`
+	// AllowGitConfigFiles lets changes write .gitmodules (still held to
+	// git fsck's submodule rules) and .gitattributes lines naming filter,
+	// diff or merge drivers. Off by default: both decide what runs or is
+	// fetched when someone clones or checks out (mr.Policy).
+	AllowGitConfigFiles bool `yaml:"allow_git_config_files"`
 }
 
 // MR tunes the mr item type.

@@ -72,7 +72,7 @@ func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*
 	}
 	policy := mr.Project{
 		Policy: mr.Policy{BlockedPaths: project.BlockedPaths, MaxFileBytes: project.MaxFileBytes,
-			MaxTotalBytes: project.MaxTotalBytes, AllowBinary: project.AllowBinary},
+			MaxTotalBytes: project.MaxTotalBytes, AllowBinary: project.AllowBinary, AllowGitConfigFiles: project.AllowGitConfigFiles},
 		AutoMerge: project.AutoMerge,
 		Label:     s.Config.MR.ManagedLabel,
 	}

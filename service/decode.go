@@ -128,7 +128,7 @@ func invalidTextRefusal(body []byte, off int, why string) *mr.Refusal {
 // literal holding byte off (source_branch, labels[0],
 // file_actions[1].file_path), or of the object in which it is a member
 // name (isName); index is the file action's index, else -1. ok is false
-// when the document does not parse up to off.
+// when the document stops parsing before the token holding off.
 func memberAt(body []byte, off int64) (path string, index int, isName, ok bool) {
 	walkStrings(body, func(s stringToken) bool {
 		if s.end <= off {
@@ -152,7 +152,7 @@ func memberAt(body []byte, off int64) (path string, index int, isName, ok bool) 
 func checkMemberNames(body []byte) error {
 	var err error
 	walkStrings(body, func(s stringToken) bool {
-		if !s.isName {
+		if !s.isName || s.malformed {
 			return true
 		}
 		for _, c := range []byte(s.text) {
@@ -176,6 +176,7 @@ type stringToken struct {
 	end       int64 // the byte after its closing quote
 	isName    bool  // a member name, not a value
 	duplicate bool  // a member name already given in the same object
+	malformed bool  // the token where the document stops parsing; text is empty
 	levels    []level
 }
 
@@ -229,11 +230,21 @@ func walkStrings(body []byte, visit func(stringToken) bool) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	for {
+		prevEnd := dec.InputOffset()
 		tok, err := dec.Token()
+		top := len(stack) - 1
 		if err != nil {
+			// The token being read when the document stops parsing still
+			// has a place: a string that is also malformed (a raw control
+			// character, a missing quote) can be named. The decoder's
+			// error offset does not say where the token ends, so the raw
+			// literal is measured here.
+			if end, ok := malformedStringEnd(body, prevEnd); ok {
+				visit(stringToken{end: end, levels: stack, malformed: true,
+					isName: top >= 0 && stack[top].object && stack[top].wantKey})
+			}
 			return
 		}
-		top := len(stack) - 1
 		// A value ends when it is a scalar or a closing delimiter; the
 		// enclosing level then moves on to its next member or element.
 		valueDone := true
@@ -269,4 +280,27 @@ func walkStrings(body []byte, visit func(stringToken) bool) {
 			}
 		}
 	}
+}
+
+// malformedStringEnd is where the token after byte from ends when the
+// decoder could not read it and it is a string literal: after its closing
+// quote (escapes skipped), or at the end of the body if it has none. ok is
+// false when the token is not a string.
+func malformedStringEnd(body []byte, from int64) (end int64, ok bool) {
+	i := from
+	for i < int64(len(body)) && bytes.IndexByte([]byte(" \t\r\n,:"), body[i]) >= 0 {
+		i++
+	}
+	if i >= int64(len(body)) || body[i] != '"' {
+		return 0, false
+	}
+	for i++; i < int64(len(body)); i++ {
+		switch body[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1, true
+		}
+	}
+	return int64(len(body)), true
 }

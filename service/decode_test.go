@@ -39,6 +39,9 @@ func TestDecodeSubmissionRefusesTextItCannotKeep(t *testing.T) {
 		{"invalid UTF-8 in a member name", strings.Replace(validBody, `"title"`, "\"ti\xfftle\"", 1), "(body)", -1, "member name"},
 		{"a lone surrogate in a nested member name", strings.Replace(validBody, `"content":"B"`, `"\uDC00":"B"`, 1), "file_actions[1]", 1, "member name"},
 		{"invalid UTF-8 outside any string", validBody + "\xff", "", -1, "not valid UTF-8"},
+		{"invalid UTF-8 in a string that is also malformed", strings.Replace(validBody, `"A"`, "\"\xff\n\"", 1), "file_actions[0].content", 0, "not valid UTF-8"},
+		{"invalid UTF-8 in a string the body cuts off", "{\"item_type\":\"mr\",\"labels\":[\"a\",\"b\xff", "labels[1]", -1, "not valid UTF-8"},
+		{"invalid UTF-8 in a member name the body cuts off", "{\"item_type\":\"mr\",\"ti\xff", "(body)", -1, "member name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := decodeSubmission([]byte(tc.body))

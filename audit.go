@@ -36,6 +36,7 @@ const (
 	AuditAction          = "action"
 	AuditActionFailed    = "action_failed"
 	AuditWriteRefused    = "write_refused"
+	AuditWriteSuperseded = "write_superseded" // an executor's write dropped: newer work arrived during the action
 	AuditEventApplied    = "event_applied"
 	AuditEventIgnored    = "event_ignored"
 )

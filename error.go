@@ -3,6 +3,7 @@ package workqueue
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Application error codes. The set is closed: every error that crosses a
@@ -70,3 +71,41 @@ var ErrNotClaimable = &Error{Code: ECONFLICT, Message: "item not claimable"}
 // fails the item at once instead of backing off. Wrap it:
 // fmt.Errorf("%w: project %s does not exist", workqueue.ErrPermanent, p).
 var ErrPermanent = errors.New("permanent failure")
+
+// ErrSuperseded is returned by an executor's write (Store.ApplyChange with
+// Change.SeenRevision) when work was enqueued for the item after the
+// executor loaded it: a resubmission, a retry or an event. Nothing was
+// written; the newer request wins and the loop decides again on the new
+// state (see docs/DESIGN.md, "Executor writes are fenced by revision").
+var ErrSuperseded = &Error{Code: ECONFLICT, Message: "superseded by newer work"}
+
+// ErrTransient marks an executor error that is expected to go away on its
+// own (the forge or the database is unreachable, overloaded or rate
+// limiting): the engine backs off without counting an attempt, and fails
+// the item only after it failed this way continuously for the configured
+// give-up time. Wrap it as ErrPermanent.
+var ErrTransient = errors.New("transient failure")
+
+// IsTransient reports whether err is expected to pass on its own: marked
+// with ErrTransient, a forge error of kind ForgeTransient or
+// ForgeRateLimited, or an EUNAVAILABLE error. A permanent mark wins.
+func IsTransient(err error) bool {
+	if err == nil || errors.Is(err, ErrPermanent) {
+		return false
+	}
+	if errors.Is(err, ErrTransient) || ErrorCode(err) == EUNAVAILABLE {
+		return true
+	}
+	kind, ok := ForgeErrorOf(err)
+	return ok && (kind == ForgeTransient || kind == ForgeRateLimited)
+}
+
+// RetryAfterOf returns how long the forge asked the caller to wait (a
+// Retry-After header), or 0.
+func RetryAfterOf(err error) time.Duration {
+	var fe *ForgeError
+	if errors.As(err, &fe) {
+		return fe.RetryAfter
+	}
+	return 0
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -29,6 +32,13 @@ type Forge interface {
 	// current head of req.Base, holding every change, and force-updates
 	// req.Branch if it exists. NotFound if the project or base is missing.
 	CommitFiles(ctx context.Context, req CommitRequest) (Commit, error)
+
+	// CommitChanges lists the paths commit sha changed against its first
+	// parent: renames as the old path removed and the new one added, a
+	// mode change as modified. Executors compare it with what they asked
+	// for, so that a forge that silently dropped or added a path is caught
+	// (DESIGN section 6). NotFound.
+	CommitChanges(ctx context.Context, project, sha string) ([]PathChange, error)
 
 	// BranchHead returns the commit SHA at the head of branch. NotFound.
 	BranchHead(ctx context.Context, project, branch string) (string, error)
@@ -113,6 +123,24 @@ type CommitAuthor struct {
 	Name  string
 	Email string
 }
+
+// Path change statuses of CommitChanges.
+const (
+	PathAdded    = "added"
+	PathModified = "modified"
+	PathRemoved  = "removed"
+)
+
+// PathChange is one path a commit changed.
+type PathChange struct {
+	Path   string
+	Status string // PathAdded, PathModified or PathRemoved
+}
+
+// ForgeSetsFileModes reports whether a forge of this kind can set a file's
+// executable bit through its API: GitLab's Commits API can
+// (execute_filemode, chmod); Gitea's ChangeFiles cannot.
+func ForgeSetsFileModes(kind string) bool { return kind == ForgeGitLab }
 
 // Commit is a commit the forge made.
 type Commit struct {
@@ -218,6 +246,27 @@ func ForgeErrorOf(err error) (ForgeErrorKind, bool) {
 		return fe.Kind, true
 	}
 	return 0, false
+}
+
+// ParseRetryAfter reads a Retry-After header (RFC 9110 section 10.2.3):
+// delay-seconds or an HTTP-date, as a wait from now. Anything else, and a
+// date in the past, is 0. The wait is capped at a day: a forge that asks
+// for longer is treated as asking for a day.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		d = time.Duration(min(secs, 86400)) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), 24*time.Hour)
 }
 
 // IsForgeError reports whether err is a forge failure of kind k.

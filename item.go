@@ -38,15 +38,19 @@ func NewItemID() ItemID { return uuid.Must(uuid.NewV7()) }
 
 // Item is a work item as stored in the generic table, with its dimensions.
 type Item struct {
-	ID             ItemID
-	ItemType       string
-	Phase          Phase
-	Reason         string // why the item reached its phase (e.g. "empty_diff"); "" while active
-	Actionable     bool   // see DDR-49: true while work is enqueued, false only on a clean exit
-	LeasedUntil    time.Time
-	LeaseOwner     string
-	Attempts       int // consecutive executor failures (DDR-14)
-	RetryAfter     time.Time
+	ID          ItemID
+	ItemType    string
+	Phase       Phase
+	Reason      string // why the item reached its phase (e.g. "empty_diff"); "" while active
+	Actionable  bool   // see DDR-49: true while work is enqueued, false only on a clean exit
+	LeasedUntil time.Time
+	LeaseOwner  string
+	Attempts    int // consecutive executor failures that were not transient (DDR-14)
+	RetryAfter  time.Time
+	// FailingSince is when the current run of consecutive failures began
+	// (transient or not); zero after a success. A transient failure fails
+	// the item once it is older than the engine's give-up time.
+	FailingSince   time.Time
 	Error          string
 	IdempotencyKey string
 	Generation     int
@@ -84,4 +88,12 @@ type Change struct {
 	Reason     string // recorded with a phase change
 	Error      string // recorded error text; with Phase failed
 	Dimensions []DimensionUpdate
+	// SeenRevision, when not 0, makes the change conditional: it applies
+	// only if the item's revision is still this one, that is, if no work
+	// was enqueued (an event, a resubmission, a retry) since the writer
+	// loaded the item. Otherwise nothing is written and the store returns
+	// ErrSuperseded. The engine sets it on every executor write, so that
+	// an executor can never overwrite what it did not see (for example
+	// clear needs_mr that a resubmission set during the forge call).
+	SeenRevision int64
 }

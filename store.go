@@ -9,7 +9,10 @@ import (
 type Failure struct {
 	Error      string
 	RetryAfter time.Time // when the item may be tried again
-	Fail       bool      // fail the item now (max attempts reached, permanent error, unknown action)
+	Fail       bool      // fail the item now (max attempts reached, permanent error, unknown action, given up)
+	// Transient failures do not count toward attempts; they start (or
+	// continue) the failing_since run like any failure.
+	Transient bool
 }
 
 // ItemFilter selects items for ListItems. Zero fields do not filter.
@@ -56,17 +59,21 @@ type Store interface {
 	ReleaseLease(ctx context.Context, l Lease) error
 
 	// ApplyChange applies c under the lease and returns the phase before
-	// it. Reaching a terminal phase sets finished_at and clears the
-	// dimensions' pending_until. ErrLeaseLost.
+	// it. Reaching a terminal phase sets finished_at, clears the
+	// dimensions' pending_until and clears the lease, so a terminal item
+	// never shows a worker's lease; the writer's later fenced writes get
+	// ErrLeaseLost (it drops the item's events with DropEvents). With c.SeenRevision set and the revision moved,
+	// nothing changes: ErrSuperseded. ErrLeaseLost.
 	ApplyChange(ctx context.Context, l Lease, c Change, now time.Time) (old Phase, err error)
 
-	// RecordSuccess resets attempts, retry_after and error after a
-	// successful action (DDR-14). ErrLeaseLost.
+	// RecordSuccess resets attempts, failing_since, retry_after and error
+	// after a successful action (DDR-14). ErrLeaseLost.
 	RecordSuccess(ctx context.Context, l Lease, now time.Time) error
 
-	// RecordFailure increments attempts and sets retry_after and error; with
-	// f.Fail it also moves the item to failed. It returns the new attempts.
-	// ErrLeaseLost.
+	// RecordFailure increments attempts (unless f.Transient), sets
+	// failing_since if it is not set, retry_after and error; with f.Fail it
+	// also moves the item to failed (see ApplyChange for what a terminal
+	// phase clears). It returns the new attempts. ErrLeaseLost.
 	RecordFailure(ctx context.Context, l Lease, f Failure, now time.Time) (attempts int, err error)
 
 	// InsertEvent stores an event for an item and marks the item
@@ -86,6 +93,12 @@ type Store interface {
 	// redelivery of one of them would be stored again. It returns how
 	// many it forgot.
 	PruneDeliveries(ctx context.Context, before time.Time) (int64, error)
+
+	// DropEvents deletes and returns the pending events of an item that is
+	// completed, failed or cancelled (a terminal item takes no events,
+	// DDR-37), so that they can be audited as ignored. For an active item
+	// it deletes nothing. ENOTFOUND never: a missing item has no events.
+	DropEvents(ctx context.Context, id ItemID) ([]Event, error)
 
 	// NextEvent returns the item's oldest pending event, or nil.
 	NextEvent(ctx context.Context, id ItemID) (*Event, error)

@@ -62,6 +62,9 @@ type Processing struct {
 	SweepBatch    int      `yaml:"sweep_batch"`
 	ItemDeadline  Duration `yaml:"item_deadline"`
 	MaxAttempts   int      `yaml:"max_attempts"`
+	// GiveUpAfter is how long an item may fail transiently without a
+	// break (forge unreachable, 5xx, rate limited) before it fails.
+	GiveUpAfter   Duration `yaml:"give_up_after"`
 	BackoffBase   Duration `yaml:"backoff_base"`
 	BackoffMax    Duration `yaml:"backoff_max"`
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
@@ -116,6 +119,7 @@ func Default() Config {
 			SweepBatch:        e.SweepBatch,
 			ItemDeadline:      Duration(e.ItemDeadline),
 			MaxAttempts:       e.MaxAttempts,
+			GiveUpAfter:       Duration(e.GiveUpAfter),
 			BackoffBase:       Duration(e.BackoffBase),
 			BackoffMax:        Duration(e.BackoffMax),
 			ShutdownGrace:     Duration(e.ShutdownGrace),
@@ -224,6 +228,9 @@ func (c Config) Validate() error {
 	if p.MaxAttempts < 1 {
 		bad("processing.max_attempts", "must be at least 1, got %d", p.MaxAttempts)
 	}
+	if p.GiveUpAfter < Duration(time.Minute) {
+		bad("processing.give_up_after", "must be at least 1m (an item should outlive a forge restart), got %s", time.Duration(p.GiveUpAfter))
+	}
 	if p.BackoffBase <= 0 {
 		bad("processing.backoff_base", "must be positive, got %s", time.Duration(p.BackoffBase))
 	}
@@ -266,6 +273,7 @@ func (c Config) Engine() engine.Config {
 	e.SweepBatch = p.SweepBatch
 	e.ItemDeadline = time.Duration(p.ItemDeadline)
 	e.MaxAttempts = p.MaxAttempts
+	e.GiveUpAfter = time.Duration(p.GiveUpAfter)
 	e.BackoffBase = time.Duration(p.BackoffBase)
 	e.BackoffMax = time.Duration(p.BackoffMax)
 	e.ShutdownGrace = time.Duration(p.ShutdownGrace)

@@ -38,6 +38,23 @@ type Project struct {
 	// diff or merge drivers. Off by default: both decide what runs or is
 	// fetched when someone clones or checks out (mr.Policy).
 	AllowGitConfigFiles bool `yaml:"allow_git_config_files"`
+	// BranchPrefix is the prefix every source branch must start with:
+	// the service only writes branches it owns. Unset: DefaultBranchPrefix;
+	// "" is an explicit opt-out (any branch name the service did not
+	// create is still never overwritten).
+	BranchPrefix *string `yaml:"branch_prefix"`
+}
+
+// DefaultBranchPrefix is the branch prefix of a project that sets none.
+const DefaultBranchPrefix = "workqueue/"
+
+// SourceBranchPrefix is the project's branch prefix, the default when
+// unset.
+func (p Project) SourceBranchPrefix() string {
+	if p.BranchPrefix == nil {
+		return DefaultBranchPrefix
+	}
+	return *p.BranchPrefix
 }
 
 // MR tunes the mr item type.
@@ -49,6 +66,10 @@ type MR struct {
 }
 
 var forgeName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// branchPrefix admits the start of a git branch name: no character git
+// refuses in one, no leading - or / or ., no .. or // (git check-ref-format).
+var branchPrefix = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_+=,@#%-]*(?:[./][A-Za-z0-9_+=,@#%-]+)*/?$`)
 
 func (c Config) validateForges(bad func(field, format string, args ...any)) {
 	names := map[string]bool{}
@@ -80,6 +101,9 @@ func (c Config) validateForges(bad func(field, format string, args ...any)) {
 		}
 		if !names[p.Forge] {
 			bad(field+".forge", "%q is not a configured forge", p.Forge)
+		}
+		if pre := p.SourceBranchPrefix(); pre != "" && !branchPrefix.MatchString(pre) {
+			bad(field+".branch_prefix", "want the start of a branch name such as workqueue/ or bot-, got %q", pre)
 		}
 		for j, g := range p.BlockedPaths {
 			if g == "" || !doublestar.ValidatePattern(g) {

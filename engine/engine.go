@@ -32,7 +32,12 @@ type Config struct {
 	SweepInterval time.Duration // how often the sweep looks for due items
 	SweepBatch    int           // items the sweep takes per query
 	ItemDeadline  time.Duration // wall-clock time one item may hold a worker (DDR-44)
-	MaxAttempts   int           // consecutive failures before an item fails
+	MaxAttempts   int           // consecutive failures that were not transient before an item fails
+	// GiveUpAfter is how long an item may fail transiently without a break
+	// (the forge or database unreachable, 5xx, rate limited) before it
+	// fails: transient failures back off but do not count toward
+	// MaxAttempts, so an outage shorter than this fails nothing.
+	GiveUpAfter   time.Duration
 	BackoffBase   time.Duration // backoff after the first failure; doubles per failure
 	BackoffMax    time.Duration // backoff cap
 	ShutdownGrace time.Duration // how long Stop lets in-flight items finish
@@ -55,6 +60,7 @@ func DefaultConfig() Config {
 		SweepBatch:        1000,
 		ItemDeadline:      60 * time.Second,
 		MaxAttempts:       5,
+		GiveUpAfter:       24 * time.Hour,
 		BackoffBase:       10 * time.Second,
 		BackoffMax:        10 * time.Minute,
 		ShutdownGrace:     30 * time.Second,
@@ -73,6 +79,8 @@ func (c Config) validate() error {
 		return errors.New("sweep interval and batch must be positive")
 	case c.ItemDeadline <= 0 || c.MaxAttempts < 1 || c.BackoffBase <= 0 || c.BackoffMax < c.BackoffBase:
 		return errors.New("item deadline, max attempts and backoff must be positive")
+	case c.GiveUpAfter <= 0:
+		return errors.New("give-up time must be positive")
 	case c.DeliveryRetention <= 0:
 		return errors.New("delivery retention must be positive")
 	}
@@ -81,11 +89,12 @@ func (c Config) validate() error {
 
 // Stats are running totals since the engine started.
 type Stats struct {
-	ItemsExited     int64 // loops that ended with the item idle or terminal
-	ActionsExecuted int64
-	ActionsFailed   int64
-	WritesRefused   int64 // fenced writes refused because the lease was lost
-	DeadlineYields  int64 // loops that gave up their worker at the item deadline (DDR-44)
+	ItemsExited      int64 // loops that ended with the item idle or terminal
+	ActionsExecuted  int64
+	ActionsFailed    int64
+	WritesRefused    int64 // fenced writes refused because the lease was lost
+	WritesSuperseded int64 // executor writes dropped because newer work arrived meanwhile
+	DeadlineYields   int64 // loops that gave up their worker at the item deadline (DDR-44)
 }
 
 // Engine processes items of its handled types.
@@ -106,7 +115,7 @@ type Engine struct {
 	sweepStop context.CancelFunc
 	wg        sync.WaitGroup
 
-	itemsExited, actionsExecuted, actionsFailed, writesRefused, deadlineYields atomic.Int64
+	itemsExited, actionsExecuted, actionsFailed, writesRefused, writesSuperseded, deadlineYields atomic.Int64
 
 	listening     chan struct{} // closed once the wake-up listener is subscribed
 	listeningOnce sync.Once
@@ -222,11 +231,12 @@ func (e *Engine) WaitIdle(ctx context.Context) error { return e.queue.WaitIdle(c
 // Stats returns running totals.
 func (e *Engine) Stats() Stats {
 	return Stats{
-		ItemsExited:     e.itemsExited.Load(),
-		ActionsExecuted: e.actionsExecuted.Load(),
-		ActionsFailed:   e.actionsFailed.Load(),
-		WritesRefused:   e.writesRefused.Load(),
-		DeadlineYields:  e.deadlineYields.Load(),
+		ItemsExited:      e.itemsExited.Load(),
+		ActionsExecuted:  e.actionsExecuted.Load(),
+		ActionsFailed:    e.actionsFailed.Load(),
+		WritesRefused:    e.writesRefused.Load(),
+		WritesSuperseded: e.writesSuperseded.Load(),
+		DeadlineYields:   e.deadlineYields.Load(),
 	}
 }
 

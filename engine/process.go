@@ -139,6 +139,13 @@ func (w *worker) loop(ctx context.Context, log *slog.Logger, item *wq.Item) loop
 				return loopStopped
 			}
 		}
+		if item.Phase.Terminal() {
+			// The terminal write cleared the lease and actionable: nothing is
+			// left to do or to release, and events still pending are dropped.
+			w.dropEvents(ctx, item)
+			e.itemsExited.Add(1)
+			return loopExited
+		}
 		// 1. Drain pending events, oldest first.
 		if item.Revision != drainedAt {
 			applied, crashed, err := w.drainEvents(ctx)
@@ -220,6 +227,28 @@ func (w *worker) drainEvents(ctx context.Context) (applied int, crashed bool, er
 		if hook := e.faults.afterEventApplied; hook != nil && hook(w.lease.ItemID) {
 			return applied, true, nil
 		}
+		if outcome.NewPhase.Terminal() {
+			return applied, false, nil // the terminal write dropped the rest and the lease
+		}
+	}
+}
+
+// dropEvents deletes the events still pending for a terminal item and
+// audits each as ignored (DDR-37).
+func (w *worker) dropEvents(ctx context.Context, item *wq.Item) {
+	e := w.e
+	dropped, err := e.store.DropEvents(ctx, item.ID)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn("drop events of a terminal item failed; they stay until it is retried", "item", item.ID, "err", err)
+		}
+		return
+	}
+	now := e.clock.Now()
+	for _, ev := range dropped {
+		e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditEventIgnored, ItemID: item.ID.String(),
+			ItemType: item.ItemType, Actor: w.name, Trigger: map[string]any{"source": "event", "reason": ignoredReason(true, item.Phase)},
+			Metadata: map[string]any{"event_id": ev.ID, "event_type": ev.EventType, "source": ev.Source, "delivery_id": ev.DeliveryID}})
 	}
 }
 
@@ -244,6 +273,11 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, item *wq.Item, a
 	writer := &leaseWriter{w: w, item: item, action: action}
 	err := safeExecute(ctx, exec, &wq.Execution{Item: item, Action: action, Now: now, Writer: writer, Lease: w.lease})
 	e.actionsExecuted.Add(1)
+	if errors.Is(err, wq.ErrSuperseded) && !isLost(w.lost) {
+		// Newer work arrived during the action; its write was dropped.
+		// Decide again on the new state (the dirty re-run).
+		return ctx.Err() == nil
+	}
 	if errors.Is(err, wq.ErrLeaseLost) || isLost(w.lost) {
 		if errors.Is(err, wq.ErrLeaseLost) && !writer.refusedAudited {
 			w.refused("executor " + action) // a type-specific fenced write was refused
@@ -259,7 +293,7 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, item *wq.Item, a
 	}
 	e.audit.WriteAudit(ctx, wq.AuditEntry{Time: e.clock.Now(), EventType: wq.AuditAction, ItemID: item.ID.String(),
 		ItemType: item.ItemType, Actor: w.name, Trigger: map[string]any{"source": "worker", "action": action}})
-	if item.Attempts > 0 || item.Error != "" {
+	if item.Attempts > 0 || item.Error != "" || !item.FailingSince.IsZero() {
 		if err := e.store.RecordSuccess(ctx, w.lease, e.clock.Now()); err != nil {
 			w.writeFailed(ctx, log, "record success", err)
 			return false
@@ -287,22 +321,38 @@ func safeExecute(ctx context.Context, exec wq.Executor, x *wq.Execution) (err er
 }
 
 // recordFailure counts a failed action with capped exponential backoff and
-// jitter; at MaxAttempts, or when fail is set, the item fails (DDR-14).
-// It returns whether the item failed.
+// jitter; at MaxAttempts, or when fail is set, the item fails (DDR-14). A
+// transient failure (wq.IsTransient) is not counted: it backs off, at
+// least as long as the forge asked (Retry-After), and fails the item only
+// once the item has been failing for GiveUpAfter without a success. It
+// returns whether the item failed.
 func (w *worker) recordFailure(ctx context.Context, log *slog.Logger, item *wq.Item, action string, cause error, fail bool) bool {
 	e := w.e
 	now := e.clock.Now()
-	attempts := item.Attempts + 1
-	fail = fail || attempts >= e.cfg.MaxAttempts
-	f := wq.Failure{Error: fmt.Sprintf("%s: %v", action, cause), Fail: fail}
+	transient := !fail && wq.IsTransient(cause)
+	attempts := item.Attempts
+	var delay time.Duration
+	if transient {
+		since := item.FailingSince
+		if since.IsZero() {
+			since = now
+		}
+		fail = now.Sub(since) >= e.cfg.GiveUpAfter
+		delay = max(e.transientBackoff(now.Sub(since)), wq.RetryAfterOf(cause))
+	} else {
+		attempts++
+		fail = fail || attempts >= e.cfg.MaxAttempts
+		delay = e.backoff(attempts)
+	}
+	f := wq.Failure{Error: fmt.Sprintf("%s: %v", action, cause), Fail: fail, Transient: transient}
 	if !fail {
-		f.RetryAfter = now.Add(e.backoff(attempts))
+		f.RetryAfter = now.Add(delay)
 	}
 	if _, err := e.store.RecordFailure(ctx, w.lease, f, now); err != nil {
 		w.writeFailed(ctx, log, "record failure", err)
 		return false
 	}
-	newState := map[string]any{"attempts": attempts}
+	newState := map[string]any{"attempts": attempts, "transient": transient}
 	if fail {
 		newState["phase"] = wq.PhaseFailed
 	} else {
@@ -326,6 +376,15 @@ func (e *Engine) backoff(attempts int) time.Duration {
 		d *= 2
 	}
 	d = min(d, e.cfg.BackoffMax)
+	return d/2 + rand.N(d/2+1)
+}
+
+// transientBackoff is the wait after a transient failure, when the item
+// has been failing for failing: about as long again (so waits double
+// without a counter), at least BackoffBase and at most BackoffMax, with
+// equal jitter.
+func (e *Engine) transientBackoff(failing time.Duration) time.Duration {
+	d := min(max(failing, e.cfg.BackoffBase), e.cfg.BackoffMax)
 	return d/2 + rand.N(d/2+1)
 }
 
@@ -408,10 +467,22 @@ type leaseWriter struct {
 	refusedAudited bool
 }
 
+// Apply writes c under the lease, and only if no work was enqueued since
+// the executor's item was loaded: an executor never overwrites what it did
+// not see. A dropped write returns ErrSuperseded, which the executor
+// returns and the loop answers by deciding again.
 func (lw *leaseWriter) Apply(ctx context.Context, c wq.Change) error {
 	w := lw.w
 	now := w.e.clock.Now()
+	c.SeenRevision = lw.item.Revision
 	old, err := w.e.store.ApplyChange(ctx, w.lease, c, now)
+	if errors.Is(err, wq.ErrSuperseded) {
+		w.e.writesSuperseded.Add(1)
+		w.e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditWriteSuperseded, ItemID: lw.item.ID.String(),
+			ItemType: lw.item.ItemType, Actor: w.name, Trigger: map[string]any{"source": "worker", "action": lw.action,
+				"reason": "newer_work", "seen_revision": lw.item.Revision}})
+		return err
+	}
 	if errors.Is(err, wq.ErrLeaseLost) {
 		w.refused("apply change (" + lw.action + ")")
 		lw.refusedAudited = true

@@ -81,7 +81,7 @@ func TestEveryRouteIsDocumentedAndEveryDocumentedRouteExists(t *testing.T) {
 func TestResponsesFollowTheOpenAPIDocument(t *testing.T) {
 	doc := loadOpenAPI(t)
 	s, tok := testServer(t)
-	submission := `{"item_type":"mr","forge":"gitea","project":"team/app","source_branch":"wq/a","target_branch":"main",
+	submission := `{"item_type":"mr","forge":"gitea","project":"team/app","source_branch":"workqueue/a","target_branch":"main",
 		"title":"T","file_actions":[{"action":"create","file_path":"a.txt","content":"a\n"}]}`
 	refused := strings.Replace(submission, "a.txt", ".git/config", 1)
 	var id string

@@ -29,6 +29,10 @@ type Detail struct {
 	Labels        []string
 	FileActions   []FileAction
 	AutoMerge     bool
+	// ContentHash is the item's content hash (work_items.content_hash),
+	// read in the same snapshot as FileActions: the hash of exactly these
+	// actions. What ensure_mr pushes is recorded as PushedHash from it.
+	ContentHash string
 
 	// Forge state, written by the executors.
 	MRNumber       int64 // 0 until the merge request exists
@@ -37,6 +41,7 @@ type Detail struct {
 	PushedHash     string // content hash of what HeadSHA holds
 	HeadPipelineID int64
 	NoteID         int64
+	PushingHash    string // the content hash of a push begun and not yet recorded as done (see ForgeState)
 }
 
 // ForgeState is what the executors record about the forge, under the
@@ -48,13 +53,17 @@ type ForgeState struct {
 	PushedHash     string
 	HeadPipelineID int64 // the CI pipeline of HeadSHA, 0 until one is seen
 	NoteID         int64
+	// PushingHash is recorded before a push and cleared with the push's
+	// recording: when a crash fell between the two, a branch head the
+	// service has not recorded is its own push, not someone else's branch.
+	PushingHash string
 }
 
 // ForgeState returns the forge state the detail holds, for an executor to
 // change a field of and record.
 func (d *Detail) ForgeState() ForgeState {
 	return ForgeState{MRNumber: d.MRNumber, MRURL: d.MRURL, HeadSHA: d.HeadSHA, PushedHash: d.PushedHash,
-		HeadPipelineID: d.HeadPipelineID, NoteID: d.NoteID}
+		HeadPipelineID: d.HeadPipelineID, NoteID: d.NoteID, PushingHash: d.PushingHash}
 }
 
 // EventRef is what a forge event says about the merge request it concerns;
@@ -63,6 +72,7 @@ type EventRef struct {
 	Number       int64  // merge request number
 	PipelineID   int64  // CI pipeline (GitLab pipeline, Gitea workflow run)
 	SourceBranch string // the merge request's source branch
+	TargetBranch string // the merge request's target branch, if the event says
 	HeadSHA      string // a commit: matches the head the service pushed
 }
 
@@ -97,12 +107,21 @@ type Store interface {
 	ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d Detail, contentHash string, now time.Time) (*wq.Item, error)
 
 	// FindActiveMR resolves a forge event to the active item it concerns
-	// (DDR-32): the one whose merge request has ref's number, else whose
-	// head pipeline is ref's pipeline, else whose source branch is ref's
-	// branch (an event can beat the recording of the number or the
-	// pipeline), else whose pushed head is ref's commit. ok is false when
+	// (DDR-32). An event that names a merge request (ref.Number) resolves
+	// only to the item of that merge request, or to an item whose merge
+	// request is not recorded yet, from ref's source branch into ref's
+	// target (the event can beat the recording): once an item has its
+	// number, another merge request from the same branch is never its. An
+	// event without a number (CI) resolves to the item whose head
+	// pipeline is ref's pipeline, else whose pushed head is ref's commit,
+	// else, by branch, one without a merge request yet. ok is false when
 	// no active item matches.
 	FindActiveMR(ctx context.Context, forge, project string, ref EventRef) (id wq.ItemID, ok bool, err error)
+
+	// OwnsBranchHead reports whether any mr item for (forge, project,
+	// branch), of any generation, recorded sha as the head it pushed: the
+	// branch at that head is the service's own.
+	OwnsBranchHead(ctx context.Context, forge, project, branch, sha string) (bool, error)
 
 	// RecordForgeState writes the forge state under the lease.
 	// ErrLeaseLost.

@@ -178,7 +178,7 @@ func TestNewContentForceUpdatesTheSamePullRequest(t *testing.T) {
 		t.Error("the new commit is not directly on top of the target: the branch was not force-updated")
 	}
 	pr, _ := w.forge.GetMergeRequest(w.ctx, w.repo, second.MRNumber)
-	if pr.Title != "Update a to v2" || pr.Description != "Second try." || pr.HeadSHA != second.HeadSHA {
+	if pr.Title != "Update a to v2" || pr.Description != mr.ManagedDescription(it.ID, "Second try.") || pr.HeadSHA != second.HeadSHA {
 		t.Errorf("pull request not synced: %+v", pr)
 	}
 	if content, _, _ := w.forge.ReadFile(w.ctx, w.repo, "wq/update-a", "a.txt"); string(content) != "v2\n" {

@@ -72,26 +72,29 @@ func (x *executors) onGitLabMergeRequest(ctx context.Context, item *wq.Item, ev 
 }
 
 // onMergeRequestEvent turns a merge request event into an EventResult
-// (DDR-33: it reads, the generic layer applies). Merged completes, closed
-// cancels; anything else (reopened, updated, approved) asks for a
-// reconcile now, which merges when mergeable. A head the service did not
-// push means someone else pushed to its branch: recorded on needs_mr,
-// whose ensure_mr puts the desired state back (the service owns the
-// branches it creates; see docs/DESIGN.md).
+// (DDR-33: it reads, the generic layer applies). No event moves the phase
+// by itself: a payload can be forged by anyone who learns the secret,
+// replayed late, or describe another merge request than the one the item
+// holds, so merged, closed, reopened and updated all ask for a reconcile
+// now, which reads the merge request from the forge and completes, cancels
+// or merges from what the forge says. A head the service did not push
+// means someone else pushed to its branch: recorded on needs_mr, whose
+// ensure_mr puts the desired state back (the service owns the branches it
+// creates; see docs/DESIGN.md).
 func (x *executors) onMergeRequestEvent(ctx context.Context, item *wq.Item, e prEvent) (wq.EventResult, error) {
 	trigger := map[string]any{"action": e.action}
 	switch {
 	case e.merged:
-		return wq.EventResult{Phase: wq.PhaseCompleted, Reason: ReasonMerged, Trigger: trigger}, nil
+		trigger["says"] = "merged"
 	case e.closed:
-		return wq.EventResult{Phase: wq.PhaseCancelled, Reason: ReasonClosed, Trigger: trigger}, nil
+		trigger["says"] = "closed"
 	}
 	dims := []wq.DimensionUpdate{dim(DimReconcile, wq.StatusTrue, time.Time{})}
 	d, err := x.Store.GetMRDetail(ctx, item.ID)
 	if err != nil {
 		return wq.EventResult{}, err
 	}
-	if e.headSHA != "" && d.HeadSHA != "" && e.headSHA != d.HeadSHA {
+	if !e.merged && !e.closed && e.headSHA != "" && d.HeadSHA != "" && e.headSHA != d.HeadSHA {
 		detail, _ := json.Marshal(map[string]string{"foreign_head": e.headSHA, "our_head": d.HeadSHA})
 		dims = append(dims, wq.DimensionUpdate{DimensionKey: wq.DimensionKey{Dimension: DimMR}, Status: wq.StatusTrue, Detail: detail})
 		trigger["reason"] = "foreign_push"

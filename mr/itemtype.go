@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -194,7 +195,11 @@ func (x *executors) loadChange(ctx context.Context, item *wq.Item) (d *Detail, f
 
 // ensureMR makes the branch one commit on top of the target holding the
 // desired change, and the merge request match the desired title and
-// description (DESIGN section 6).
+// description (DESIGN section 6). It writes only a branch the service
+// owns and only a merge request it created; what it pushes is the content
+// it read, recorded with that content's hash, and its closing write is
+// dropped (ErrSuperseded) if a resubmission arrived meanwhile, so the
+// newer content is pushed next.
 func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 	d, f, chs, holds, err := x.loadChange(ctx, ex.Item)
 	if err != nil {
@@ -216,22 +221,34 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 	if err != nil && !wq.IsForgeError(err, wq.ForgeNotFound) {
 		return forgeFailure("read the branch", err)
 	}
-	if d.PushedHash != ex.Item.ContentHash || d.HeadSHA == "" || head != d.HeadSHA {
+	if err := x.checkOwnership(ctx, d, head); err != nil {
+		return err
+	}
+	if d.PushedHash != d.ContentHash || d.HeadSHA == "" || head != d.HeadSHA {
+		// Say what is being pushed before pushing it: a crash before the
+		// push is recorded must not make our own branch look foreign.
+		state.PushingHash = d.ContentHash
+		if err := x.recordState(ctx, ex, state); err != nil {
+			return err
+		}
 		c, err := f.CommitFiles(ctx, wq.CommitRequest{Project: d.Project, Base: d.TargetBranch, Branch: d.SourceBranch,
 			Message: d.CommitMessage, Changes: chs})
 		if err != nil {
 			return forgeFailure("commit", err)
 		}
-		state.HeadSHA, state.PushedHash, state.HeadPipelineID = c.SHA, ex.Item.ContentHash, 0 // a new head, no pipeline yet
 		// Record the push at once: a crash before the merge request is made
-		// must not lose which commit is ours.
+		// must not lose which commit is ours, or which content it holds.
+		state.HeadSHA, state.PushedHash, state.PushingHash, state.HeadPipelineID = c.SHA, d.ContentHash, "", 0 // a new head, no pipeline yet
 		if err := x.recordState(ctx, ex, state); err != nil {
+			return err
+		}
+		if err := x.verifyPush(ctx, f, d, c.SHA); err != nil {
 			return err
 		}
 	}
 
 	// The merge request.
-	mr, err := x.ensureMergeRequest(ctx, f, d)
+	mr, err := x.ensureMergeRequest(ctx, f, ex.Item.ID, d)
 	if err != nil {
 		return err
 	}
@@ -247,11 +264,102 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 	}})
 }
 
-// ensureMergeRequest finds, reopens or creates the merge request and syncs
-// its title and description.
-func (x *executors) ensureMergeRequest(ctx context.Context, f wq.Forge, d *Detail) (*wq.MergeRequest, error) {
+// checkOwnership refuses, permanently, to write a branch that exists and
+// that the service did not create: its head is not one the service pushed
+// for this branch, this item never pushed to it, and no push of ours was
+// in flight when a crash interrupted it. A branch the service created
+// stays its own even if someone pushed to it since (that push is
+// overwritten with the desired state: see docs/DESIGN.md, "Foreign
+// pushes").
+func (x *executors) checkOwnership(ctx context.Context, d *Detail, head string) error {
+	if head == "" || head == d.HeadSHA || d.HeadSHA != "" || d.PushingHash != "" {
+		return nil
+	}
+	owned, err := x.Store.OwnsBranchHead(ctx, d.Forge, d.Project, d.SourceBranch, head)
+	if err != nil {
+		return err
+	}
+	if !owned {
+		return fmt.Errorf("%w: branch %q already exists on %s at %.12s and workqueue did not create it; "+
+			"workqueue never overwrites a branch it does not own: submit to a new branch", wq.ErrPermanent, d.SourceBranch, d.Project, head)
+	}
+	return nil
+}
+
+// verifyPush checks that the pushed commit changed exactly what the
+// submission asked for: a forge that silently dropped a path, or changed
+// one that was not asked for, fails the item before any merge request can
+// carry the partial change.
+func (x *executors) verifyPush(ctx context.Context, f wq.Forge, d *Detail, sha string) error {
+	changed, err := f.CommitChanges(ctx, d.Project, sha)
+	if err != nil {
+		return forgeFailure("verify the commit", err)
+	}
+	unchanged, problem := CheckCommit(d.FileActions, changed)
+	if problem == "" {
+		for _, a := range unchanged {
+			// Not in the commit's diff: the target held this content already,
+			// or the forge dropped it. The branch tells which.
+			content, found, err := f.ReadFile(ctx, d.Project, sha, a.FilePath)
+			if err != nil {
+				return forgeFailure("verify the commit", err)
+			}
+			want, err := decodedContent(a)
+			if err != nil {
+				return err
+			}
+			if !found || (want != nil && !bytes.Equal(content, want)) {
+				problem = fmt.Sprintf("%s %q is not in the pushed commit", a.Action, a.FilePath)
+				break
+			}
+		}
+	}
+	if problem != "" {
+		return fmt.Errorf("%w: the forge's commit %.12s differs from the submitted change: %s", wq.ErrPermanent, sha, problem)
+	}
+	return nil
+}
+
+// decodedContent is an action's content as bytes, nil when it has none.
+func decodedContent(a FileAction) ([]byte, error) {
+	if a.Content == nil {
+		return nil, nil
+	}
+	if a.Encoding != EncodingBase64 {
+		return []byte(*a.Content), nil
+	}
+	b, err := base64.StdEncoding.DecodeString(*a.Content)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", wq.ErrPermanent, a.FilePath, err)
+	}
+	return b, nil
+}
+
+// Managed merge requests carry this marker, invisible when rendered, at
+// the end of their description: it is how the service recognises a merge
+// request it created when a crash fell between creating and recording it,
+// and never takes over one it did not create.
+const markerPrefix = "<!-- workqueue item "
+
+func marker(id wq.ItemID) string { return markerPrefix + id.String() + " -->" }
+
+// ManagedDescription is the description of the merge request the service
+// keeps for an item: the desired description, then the item's marker.
+func ManagedDescription(id wq.ItemID, description string) string {
+	if description == "" {
+		return marker(id)
+	}
+	return description + "\n\n" + marker(id)
+}
+
+// ensureMergeRequest finds, reopens or creates the item's merge request
+// and syncs its title and description. Only a merge request the item
+// created is ever found, reopened or edited: the recorded number, or, when
+// a crash lost it, one that carries the item's marker.
+func (x *executors) ensureMergeRequest(ctx context.Context, f wq.Forge, id wq.ItemID, d *Detail) (*wq.MergeRequest, error) {
 	var mr *wq.MergeRequest
 	var err error
+	description := ManagedDescription(id, d.Description)
 	if d.MRNumber != 0 {
 		mr, err = f.GetMergeRequest(ctx, d.Project, d.MRNumber)
 		if err != nil && !wq.IsForgeError(err, wq.ForgeNotFound) {
@@ -259,8 +367,12 @@ func (x *executors) ensureMergeRequest(ctx context.Context, f wq.Forge, d *Detai
 		}
 	}
 	if mr == nil {
-		if mr, err = f.FindMergeRequest(ctx, d.Project, d.SourceBranch, d.TargetBranch); err != nil {
+		found, err := f.FindMergeRequest(ctx, d.Project, d.SourceBranch, d.TargetBranch)
+		if err != nil {
 			return nil, forgeFailure("find the merge request", err)
+		}
+		if found != nil && strings.Contains(found.Description, marker(id)) {
+			mr = found
 		}
 	}
 	if mr != nil && mr.State == wq.MergeRequestClosed {
@@ -274,14 +386,18 @@ func (x *executors) ensureMergeRequest(ctx context.Context, f wq.Forge, d *Detai
 	}
 	if mr == nil || mr.State == wq.MergeRequestMerged {
 		created, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: d.Project, SourceBranch: d.SourceBranch,
-			TargetBranch: d.TargetBranch, Title: d.Title, Description: d.Description, Labels: d.Labels})
+			TargetBranch: d.TargetBranch, Title: d.Title, Description: description, Labels: d.Labels})
+		if wq.IsForgeError(err, wq.ForgeConflict) {
+			return nil, fmt.Errorf("%w: an open merge request that workqueue did not create already proposes %q into %q; "+
+				"workqueue never takes over a merge request it did not create", wq.ErrPermanent, d.SourceBranch, d.TargetBranch)
+		}
 		if err != nil {
 			return nil, forgeFailure("create the merge request", err)
 		}
 		return created, nil
 	}
-	if mr.Title != d.Title || mr.Description != d.Description {
-		synced, err := f.UpdateMergeRequest(ctx, d.Project, mr.Number, wq.MergeRequestUpdate{Title: &d.Title, Description: &d.Description})
+	if mr.Title != d.Title || mr.Description != description {
+		synced, err := f.UpdateMergeRequest(ctx, d.Project, mr.Number, wq.MergeRequestUpdate{Title: &d.Title, Description: &description})
 		if err != nil {
 			return nil, forgeFailure("sync the merge request", err)
 		}
@@ -315,6 +431,15 @@ func (x *executors) recordState(ctx context.Context, ex *wq.Execution, s ForgeSt
 // supersede closes a merge request whose change reached the target
 // another way, with a note, and completes the item.
 func (x *executors) supersede(ctx context.Context, ex *wq.Execution, d *Detail, f wq.Forge) error {
+	mr, err := f.GetMergeRequest(ctx, d.Project, d.MRNumber)
+	if err != nil && !wq.IsForgeError(err, wq.ForgeNotFound) {
+		return forgeFailure("read the merge request", err)
+	}
+	if mr == nil || mr.State != wq.MergeRequestOpen {
+		// Closed already (by us before a dropped write, or by a person), or
+		// merged: nothing left to close or to note.
+		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: ReasonSuperseded})
+	}
 	if _, err := f.CreateNote(ctx, d.Project, d.MRNumber, fmt.Sprintf(
 		"Closed by workqueue: `%s` already holds this change, so this merge request would merge nothing.", d.TargetBranch)); err != nil {
 		return forgeFailure("note the closing", err)
@@ -376,10 +501,15 @@ func (x *executors) reconcileMR(ctx context.Context, ex *wq.Execution) error {
 	if err != nil {
 		return forgeFailure("read the merge request", err)
 	}
-	switch mr.State {
-	case wq.MergeRequestMerged:
+	latest := d.PushedHash == d.ContentHash // the pushed head holds the latest accepted content
+	switch {
+	case !latest:
+		// The desired content changed since the push: push it first (a
+		// resubmission sets needs_mr itself; this is the backstop).
+		return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{dim(DimMR, wq.StatusTrue, time.Time{})}})
+	case mr.State == wq.MergeRequestMerged:
 		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: ReasonMerged})
-	case wq.MergeRequestClosed:
+	case mr.State == wq.MergeRequestClosed:
 		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCancelled, Reason: ReasonClosed})
 	}
 	if id := headPipeline(ex.Item, d, mr); id != 0 && id != d.HeadPipelineID {
@@ -392,6 +522,11 @@ func (x *executors) reconcileMR(ctx context.Context, ex *wq.Execution) error {
 	next := ex.Now.Add(x.ReconcileInterval)
 	if d.AutoMerge && mr.HeadSHA == d.HeadSHA {
 		if mr.Mergeable {
+			// The last look before the merge: a resubmission accepted since the
+			// detail was read must not see the older content merged.
+			if now, err := x.Store.GetMRDetail(ctx, ex.Item.ID); err != nil || now.ContentHash != d.ContentHash {
+				return err // nil: the resubmission set needs_mr; the loop pushes it next
+			}
 			err := f.MergeMergeRequest(ctx, d.Project, d.MRNumber, d.HeadSHA)
 			if err == nil {
 				return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: ReasonMerged})

@@ -3,6 +3,7 @@ package mr
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +34,11 @@ const (
 	ResultRetried   = "retried"   // a failed item was replaced and made active again
 )
 
+// SubmitRaceWait bounds how long one submission keeps losing races with
+// concurrent submissions for the same branch before it answers
+// EUNAVAILABLE.
+const SubmitRaceWait = 10 * time.Second
+
 // Bounds on submission fields.
 const (
 	maxTitleBytes       = 255
@@ -46,7 +52,21 @@ type Project struct {
 	Policy    Policy
 	AutoMerge bool
 	Label     string // the managed label every merge request gets
+	// BranchPrefix is what every source branch must start with ("" admits
+	// any): the service writes only branches it owns.
+	BranchPrefix string
+	// FileModes is whether the project's forge can set a file's executable
+	// bit (wq.ForgeSetsFileModes); if not, chmod and execute_filemode are
+	// refused at submit instead of failing later.
+	FileModes bool
 }
+
+// Rules of submission refusals that are about the submission's fields, not
+// one action's path.
+const (
+	RuleBranchOutsidePrefix = "branch_outside_prefix"
+	RuleFileModeUnsupported = "file_mode_unsupported"
+)
 
 // Submit validates and inspects a submission, then upserts its item
 // (DDR-40): created, unchanged, updated or retried. Nothing is stored when
@@ -57,8 +77,20 @@ func Submit(ctx context.Context, store Store, sub Submission, project Project, c
 	if err := sub.validate(); err != nil {
 		return nil, "", err
 	}
+	if project.BranchPrefix != "" && !strings.HasPrefix(sub.SourceBranch, project.BranchPrefix) {
+		return nil, "", &Refusal{Index: -1, Field: "source_branch", Rule: RuleBranchOutsidePrefix,
+			Message: fmt.Sprintf("%q does not start with %q: the service only writes branches of its own prefix", sub.SourceBranch, project.BranchPrefix)}
+	}
 	if r := Inspect(sub.FileActions, project.Policy); r != nil {
 		return nil, "", r
+	}
+	if !project.FileModes {
+		for i, a := range sub.FileActions {
+			if a.Action == ActionChmod || a.ExecuteFilemode != nil {
+				return nil, "", &Refusal{Index: i, Path: a.FilePath, Rule: RuleFileModeUnsupported,
+					Message: "this project's forge cannot set a file's executable bit through its API (chmod, execute_filemode)"}
+			}
+		}
 	}
 	d := Detail{
 		Forge: sub.Forge, Project: sub.Project, SourceBranch: sub.SourceBranch, TargetBranch: sub.TargetBranch,
@@ -72,7 +104,22 @@ func Submit(ctx context.Context, store Store, sub Submission, project Project, c
 		d.AutoMerge = *sub.AutoMerge
 	}
 	hash := ContentHash(sub.FileActions)
-	for range 5 {
+	// Concurrent submissions for one branch are serialised by the caller
+	// within a process (service.Items); across instances they race on the
+	// store's guards, and the upsert runs again after a short, jittered
+	// wait, for at most SubmitRaceWait of wall-clock time.
+	started := time.Now()
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if time.Since(started) > SubmitRaceWait {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, "", ctx.Err()
+			case <-time.After(time.Duration(1+rand.IntN(5*min(attempt, 20))) * time.Millisecond):
+			}
+		}
 		item, current, err := store.FindMRItem(ctx, d.Forge, d.Project, d.SourceBranch)
 		if err != nil {
 			return nil, "", err

@@ -13,6 +13,7 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/internal/keylock"
 	"github.com/workqueue-dev/workqueue/mr"
 )
 
@@ -29,6 +30,11 @@ type Items struct {
 	Notify func(itemType string, id wq.ItemID) // the engine's; may be nil
 	Audit  wq.AuditSink
 	Now    func() time.Time
+
+	// branches serialises submissions for one branch in this process, so
+	// that a burst of them queues instead of racing (and losing) on the
+	// store's guards.
+	branches keylock.Set
 }
 
 func (s *Items) now() time.Time {
@@ -70,14 +76,24 @@ func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*
 	if !ok {
 		return nil, "", wq.Errorf(wq.EINVALID, "project: %q on forge %q is not configured for changes", req.Project, req.Forge)
 	}
+	forge, _ := s.Config.ForgeNamed(req.Forge)
 	policy := mr.Project{
 		Policy: mr.Policy{BlockedPaths: project.BlockedPaths, MaxFileBytes: project.MaxFileBytes,
 			MaxTotalBytes: project.MaxTotalBytes, AllowBinary: project.AllowBinary, AllowGitConfigFiles: project.AllowGitConfigFiles},
-		AutoMerge: project.AutoMerge,
-		Label:     s.Config.MR.ManagedLabel,
+		AutoMerge:    project.AutoMerge,
+		Label:        s.Config.MR.ManagedLabel,
+		BranchPrefix: project.SourceBranchPrefix(),
+		FileModes:    wq.ForgeSetsFileModes(forge.Kind),
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, mr.SubmitRaceWait)
+	defer cancel()
+	unlock, err := s.branches.Lock(waitCtx, mr.IdempotencyKey(req.Forge, req.Project, req.SourceBranch))
+	if err != nil {
+		return nil, "", wq.Errorf(wq.EUNAVAILABLE, "too many concurrent changes to %s %s; try again", req.Project, req.SourceBranch)
 	}
 	now := s.now()
 	it, result, err := mr.Submit(ctx, s.Store, req.Submission, policy, caller.Identity, now)
+	unlock()
 	if err != nil {
 		return nil, "", err
 	}

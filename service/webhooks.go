@@ -42,7 +42,8 @@ func (w *Webhooks) Receive(ctx context.Context, forgeName string, h http.Header,
 		return Received{}, err
 	}
 	id, ok, err := w.Store.FindActiveMR(ctx, forge.Name, d.Project,
-		mr.EventRef{Number: d.Number, PipelineID: d.PipelineID, SourceBranch: d.SourceBranch, HeadSHA: d.HeadSHA})
+		mr.EventRef{Number: d.Number, PipelineID: d.PipelineID, SourceBranch: d.SourceBranch,
+			TargetBranch: d.TargetBranch, HeadSHA: d.HeadSHA})
 	if err != nil || !ok {
 		return Received{}, err // DDR-32: no active item, nothing to store
 	}

@@ -42,6 +42,7 @@ type Delivery struct {
 	Number       int64 // merge request number
 	PipelineID   int64 // GitLab pipeline id, Gitea Actions run id
 	SourceBranch string
+	TargetBranch string // set by merge request events: with SourceBranch, it resolves one not yet numbered
 	HeadSHA      string
 	// EventTS orders phase changes (the stale guard); zero for events that
 	// only ask for a look (CI, reviews), whose clocks are not the merge
@@ -142,6 +143,9 @@ func giteaPullRequest(eventType string, body []byte) (*Delivery, error) {
 			Head      struct {
 				Ref string `json:"ref"`
 			} `json:"head"`
+			Base struct {
+				Ref string `json:"ref"`
+			} `json:"base"`
 		} `json:"pull_request"`
 		Repository giteaRepo `json:"repository"`
 	}
@@ -152,7 +156,7 @@ func giteaPullRequest(eventType string, body []byte) (*Delivery, error) {
 		return nil, wq.Errorf(wq.EINVALID, "body: a %s event needs pull_request.number", eventType)
 	}
 	d := &Delivery{EventType: eventType, Project: p.Repository.FullName, Number: p.PullRequest.Number,
-		SourceBranch: p.PullRequest.Head.Ref}
+		SourceBranch: p.PullRequest.Head.Ref, TargetBranch: p.PullRequest.Base.Ref}
 	if p.PullRequest.UpdatedAt != nil && eventType == GiteaPullRequest {
 		d.EventTS = p.PullRequest.UpdatedAt.UTC()
 	}
@@ -234,6 +238,7 @@ func gitlabMergeRequest(body []byte) (*Delivery, error) {
 		Attrs      *struct {
 			IID          int64      `json:"iid"`
 			SourceBranch string     `json:"source_branch"`
+			TargetBranch string     `json:"target_branch"`
 			UpdatedAt    gitlabTime `json:"updated_at"`
 		} `json:"object_attributes"`
 	}
@@ -244,7 +249,7 @@ func gitlabMergeRequest(body []byte) (*Delivery, error) {
 		return nil, wq.Errorf(wq.EINVALID, "body: a merge request event needs object_kind merge_request and object_attributes.iid")
 	}
 	return &Delivery{EventType: GitLabMergeRequest, Project: p.Project.PathWithNamespace, Number: p.Attrs.IID,
-		SourceBranch: p.Attrs.SourceBranch, EventTS: time.Time(p.Attrs.UpdatedAt)}, nil
+		SourceBranch: p.Attrs.SourceBranch, TargetBranch: p.Attrs.TargetBranch, EventTS: time.Time(p.Attrs.UpdatedAt)}, nil
 }
 
 func gitlabPipeline(body []byte) (*Delivery, error) {

@@ -126,7 +126,7 @@ func (w *apiWorld) waitItem(id, what string, cond func(map[string]any) bool) map
 
 func TestAPIRefusesCallersWithoutTheRightToken(t *testing.T) {
 	w := startAPI(t, "", nil)
-	sub := w.submission("wq/auth")
+	sub := w.submission("workqueue/auth")
 	status, body, hdr := w.do("POST", "/api/v1/items", "", sub)
 	if status != http.StatusUnauthorized || !strings.HasPrefix(hdr.Get("WWW-Authenticate"), "Bearer") || body["code"] != "unauthorized" {
 		t.Errorf("no token: %d %v %q", status, body, hdr.Get("WWW-Authenticate"))
@@ -149,7 +149,7 @@ func TestAPIRefusesCallersWithoutTheRightToken(t *testing.T) {
 
 func TestAPISubmissionIsMergedAndShown(t *testing.T) {
 	w := startAPI(t, "", nil)
-	status, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("wq/hello"))
+	status, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("workqueue/hello"))
 	if status != http.StatusCreated || body["result"] != "created" || body["id"] == "" {
 		t.Fatalf("submit: %d %v", status, body)
 	}
@@ -160,7 +160,7 @@ func TestAPISubmissionIsMergedAndShown(t *testing.T) {
 		detail["mr_iid"] == nil || !strings.Contains(fmt.Sprint(detail["mr_url"]), "/pulls/") || item["dimensions"] == nil {
 		t.Errorf("item %v", item)
 	}
-	if status, again, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("wq/hello")); status != http.StatusCreated || again["generation"] != float64(2) {
+	if status, again, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("workqueue/hello")); status != http.StatusCreated || again["generation"] != float64(2) {
 		t.Errorf("the same change after a merge: %d %v (a new generation)", status, again)
 	}
 	status, list, _ := w.do("GET", "/api/v1/items?item_type=mr&phase=completed&project="+url.QueryEscape(w.repo), w.tokens["read"], nil)
@@ -207,7 +207,7 @@ func TestAPIInspectionRefusalsNameIndexPathAndRuleAndPushNothing(t *testing.T) {
 		{map[string]any{"action": "create", "file_path": "b", "content": strings.Repeat("x", 999)}, "b", mr.RuleTotalTooLarge},
 	} {
 		t.Run(tc.rule+" "+tc.path, func(t *testing.T) {
-			branch := "wq/refused"
+			branch := "workqueue/refused"
 			big := map[string]any{"action": "create", "file_path": "big.txt", "content": strings.Repeat("y", 600)}
 			actions := []map[string]any{ok, tc.action}
 			if tc.rule == mr.RuleTotalTooLarge {
@@ -246,7 +246,7 @@ func TestAPIIdenticalSubmissionsAtOnceMakeOneItemAndOnePullRequest(t *testing.T)
 		go func() {
 			defer wg.Done()
 			<-start
-			_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("wq/twins"))
+			_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("workqueue/twins"))
 			ids[i], _ = body["id"].(string)
 		}()
 	}
@@ -261,7 +261,7 @@ func TestAPIIdenticalSubmissionsAtOnceMakeOneItemAndOnePullRequest(t *testing.T)
 		d, _ := it["detail"].(map[string]any)
 		return d["mr_iid"] != nil
 	})
-	pr, err := w.forge.FindMergeRequest(context.Background(), w.repo, "wq/twins", "main")
+	pr, err := w.forge.FindMergeRequest(context.Background(), w.repo, "workqueue/twins", "main")
 	if err != nil || pr == nil || pr.Number != 1 {
 		t.Errorf("pull requests: %+v %v; want exactly #1", pr, err)
 	}
@@ -280,7 +280,7 @@ func TestAPIForgeDownBacksOffFailsAndRetryCompletes(t *testing.T) {
 		c.Processing.BackoffBase = config.Duration(200 * time.Millisecond)
 		c.Processing.BackoffMax = config.Duration(400 * time.Millisecond)
 	})
-	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("wq/outage"))
+	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("workqueue/outage"))
 	id := body["id"].(string)
 	backingOff := w.waitItem(id, "a failed attempt", func(it map[string]any) bool { return it["attempts"] == float64(1) })
 	if backingOff["retry_after"] == nil || !strings.Contains(backingOff["error"].(string), "transient") || backingOff["phase"] != "active" {
@@ -320,7 +320,7 @@ func TestAPIRetryReopensAPullRequestAPersonClosed(t *testing.T) {
 		c.Projects[0].AutoMerge = false
 		c.MR.ReconcileInterval = config.Duration(200 * time.Millisecond)
 	})
-	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("wq/closed"))
+	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("workqueue/closed"))
 	id := body["id"].(string)
 	item := w.waitItem(id, "the pull request", func(it map[string]any) bool {
 		d, _ := it["detail"].(map[string]any)
@@ -360,7 +360,7 @@ func TestCLISubmitsWatchesAndShowsAnItem(t *testing.T) {
 	doc := fmt.Sprintf(`item_type: mr
 forge: gitea
 project: %s
-source_branch: wq/cli
+source_branch: workqueue/cli
 target_branch: main
 title: From the command line
 file_actions:
@@ -394,7 +394,7 @@ file_actions:
 	os.MkdirAll(filepath.Join(dir, "docs"), 0o755)
 	os.WriteFile(filepath.Join(dir, "docs", "guide.md"), []byte("# guide\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("notes\n"), 0o644)
-	out, err = runCommand(t, "items", "submit", "--dir", dir, "--forge", "gitea", "--project", w.repo, "--source-branch", "wq/dir",
+	out, err = runCommand(t, "items", "submit", "--dir", dir, "--forge", "gitea", "--project", w.repo, "--source-branch", "workqueue/dir",
 		"--target-branch", "main", "--title", "From a directory", "--server", w.base, "--token", w.tokens["submit"], "-o", "json")
 	if err != nil {
 		t.Fatalf("submit --dir: %v\n%s", err, out)

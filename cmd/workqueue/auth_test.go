@@ -55,7 +55,7 @@ func TestSubmitOutsideTheRuleProjectsIsForbiddenAndStoresNothing(t *testing.T) {
 		t.Errorf("/me rules: %v", me["rules"])
 	}
 
-	status, body, _ := w.do("POST", "/api/v1/items", token, w.submission("wq/not-yours"))
+	status, body, _ := w.do("POST", "/api/v1/items", token, w.submission("workqueue/not-yours"))
 	if status != http.StatusForbidden || body["code"] != "forbidden" {
 		t.Errorf("submit outside the rule's projects: %d %v, want 403", status, body)
 	}
@@ -65,7 +65,7 @@ func TestSubmitOutsideTheRuleProjectsIsForbiddenAndStoresNothing(t *testing.T) {
 	}
 	// An item of this project, submitted by a caller who may: the scoped
 	// caller neither sees it listed nor reads it.
-	status, created, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("wq/someone-elses"))
+	status, created, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("workqueue/someone-elses"))
 	if status != http.StatusCreated {
 		t.Fatalf("submit by an unscoped token: %d %v", status, created)
 	}
@@ -92,7 +92,7 @@ func TestSubmitOutsideTheRuleProjectsIsForbiddenAndStoresNothing(t *testing.T) {
 	expired, _ := signer.Sign(expiredPayload)
 	expiredToken, _ := expired.CompactSerialize()
 	for name, forged := range map[string]string{"alg none": none, "expired": expiredToken, "tampered": token[:len(token)-4] + "AAAA"} {
-		if status, body, _ := w.do("POST", "/api/v1/items", forged, w.submission("wq/forged")); status != http.StatusUnauthorized {
+		if status, body, _ := w.do("POST", "/api/v1/items", forged, w.submission("workqueue/forged")); status != http.StatusUnauthorized {
 			t.Errorf("%s: %d %v, want 401", name, status, body)
 		}
 	}

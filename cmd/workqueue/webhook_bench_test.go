@@ -24,7 +24,7 @@ func BenchmarkWebhookMergeLatency(b *testing.B) {
 		// the webhook path.
 		var latencies []time.Duration
 		for i := range merges {
-			id, number := w.openPR(fmt.Sprintf("wq/bench-%d", i))
+			id, number := w.openPR(fmt.Sprintf("workqueue/bench-%d", i))
 			for deadline := time.Now().Add(30 * time.Second); ; {
 				got, _ := w.forge.GetMergeRequest(ctx, w.repo, number)
 				if got != nil && got.Mergeable && w.forge.MergeMergeRequest(ctx, w.repo, number, got.HeadSHA) == nil {

@@ -92,8 +92,8 @@ func (w *apiWorld) openPR(branch string) (string, int64) {
 func TestWebhookCompletesAndCancelsItemsWithinTwoSeconds(t *testing.T) {
 	w := startHooked(t)
 	ctx := context.Background()
-	mergedID, mergedPR := w.openPR("wq/to-merge")
-	closedID, closedPR := w.openPR("wq/to-close")
+	mergedID, mergedPR := w.openPR("workqueue/to-merge")
+	closedID, closedPR := w.openPR("workqueue/to-close")
 
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		pr, _ := w.forge.GetMergeRequest(ctx, w.repo, mergedPR)
@@ -151,11 +151,11 @@ func signedEvent(t *testing.T, w *apiWorld, event, delivery, body, secret string
 
 func TestWebhookRefusesForgeriesAndStoresEachDeliveryOnce(t *testing.T) {
 	w := startWithWebhookSecret(t)
-	id, pr := w.openPR("wq/guarded")
+	id, pr := w.openPR("workqueue/guarded")
 	before := w.waitItem(id, "settled", settled)
 	event := func(action string, merged bool) string {
 		return fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"merged":%t,"state":"open","updated_at":"%s",
-			"head":{"ref":"wq/guarded","sha":"%s"}},"repository":{"full_name":%q}}`, action, pr, pr, merged,
+			"head":{"ref":"workqueue/guarded","sha":"%s"}},"repository":{"full_name":%q}}`, action, pr, pr, merged,
 			time.Now().UTC().Format(time.RFC3339), before["detail"].(map[string]any)["head_sha"], w.repo)
 	}
 	if status, _ := signedDelivery(t, w, "forged-1", event("closed", true), "not-the-secret"); status != http.StatusUnauthorized {
@@ -212,7 +212,7 @@ func TestWebhookRefusesForgeriesAndStoresEachDeliveryOnce(t *testing.T) {
 // and a run of another commit changes nothing.
 func TestCIEventsRecordTheHeadPipelineAndResolveByIt(t *testing.T) {
 	w := startWithWebhookSecret(t)
-	id, _ := w.openPR("wq/ci")
+	id, _ := w.openPR("workqueue/ci")
 	before := w.waitItem(id, "settled", settled)
 	head := before["detail"].(map[string]any)["head_sha"].(string)
 	send := func(event, delivery, body string) map[string]any {
@@ -224,7 +224,7 @@ func TestCIEventsRecordTheHeadPipelineAndResolveByIt(t *testing.T) {
 		return out
 	}
 	run := func(id int64, sha, action string) string {
-		return fmt.Sprintf(`{"action":%q,"workflow_run":{"id":%d,"head_sha":%q,"head_branch":"wq/ci","status":"queued"},
+		return fmt.Sprintf(`{"action":%q,"workflow_run":{"id":%d,"head_sha":%q,"head_branch":"workqueue/ci","status":"queued"},
 			"repository":{"full_name":%q}}`, action, id, sha, w.repo)
 	}
 	if out := send("workflow_run", "run-old", run(4100, "0000000000000000000000000000000000000000", "requested")); out["stored"] != float64(1) {
@@ -258,11 +258,11 @@ func TestCIEventsRecordTheHeadPipelineAndResolveByIt(t *testing.T) {
 // blocks.
 func TestOlderWebhookEventDoesNotMoveThePhaseBack(t *testing.T) {
 	w := startWithWebhookSecret(t)
-	id, pr := w.openPR("wq/ordered")
+	id, pr := w.openPR("workqueue/ordered")
 	head := w.waitItem(id, "settled", settled)["detail"].(map[string]any)["head_sha"].(string)
 	event := func(action, state string, at time.Time) string {
 		return fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"merged":false,"state":%q,"updated_at":%q,
-			"head":{"ref":"wq/ordered","sha":%q}},"repository":{"full_name":%q}}`, action, pr, pr, state, at.Format(time.RFC3339), head, w.repo)
+			"head":{"ref":"workqueue/ordered","sha":%q}},"repository":{"full_name":%q}}`, action, pr, pr, state, at.Format(time.RFC3339), head, w.repo)
 	}
 	t2 := time.Now().UTC().Truncate(time.Second)
 	t1, t3, t4 := t2.Add(-time.Minute), t2.Add(time.Minute), t2.Add(2*time.Minute)
@@ -315,18 +315,18 @@ func TestWebhookAnsweredBeforeACrashIsAppliedAfterRestart(t *testing.T) {
 	// An item whose pull request is open and which waits for nothing but
 	// a webhook (its reconcile is an hour away).
 	st := testdb.OpenURL(t, dbURL)
-	sub := mr.Submission{Forge: "gitea", Project: repo, SourceBranch: "wq/crash", TargetBranch: "main", Title: "Crash",
+	sub := mr.Submission{Forge: "gitea", Project: repo, SourceBranch: "workqueue/crash", TargetBranch: "main", Title: "Crash",
 		FileActions: []mr.FileAction{{Action: "create", FilePath: "c.txt", Content: new("crash\n")}}}
 	item, _, err := mr.Submit(ctx, st, sub, mr.Project{}, "test", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := f.CommitFiles(ctx, wq.CommitRequest{Project: repo, Base: "main", Branch: "wq/crash", Message: "Crash",
+	c, err := f.CommitFiles(ctx, wq.CommitRequest{Project: repo, Base: "main", Branch: "workqueue/crash", Message: "Crash",
 		Changes: []wq.FileChange{{Action: "create", Path: "c.txt", Content: []byte("crash\n")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: repo, SourceBranch: "wq/crash", TargetBranch: "main", Title: "Crash"})
+	pr, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: repo, SourceBranch: "workqueue/crash", TargetBranch: "main", Title: "Crash"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +475,7 @@ projects: [{match: %q, forge: gitea}]
 func TestAForeignPushToTheServicesBranchIsOverwritten(t *testing.T) {
 	w := startHooked(t)
 	ctx := context.Background()
-	id, _ := w.openPR("wq/owned")
+	id, _ := w.openPR("workqueue/owned")
 	item := w.waitItem(id, "idle", func(it map[string]any) bool { return it["dimensions"] != nil })
 	ours := item["detail"].(map[string]any)["head_sha"].(string)
 
@@ -483,7 +483,7 @@ func TestAForeignPushToTheServicesBranchIsOverwritten(t *testing.T) {
 	srv := testgitea.Get(t)
 	cl, _ := sdk.NewClient(srv.URL, sdk.SetToken(srv.Token))
 	owner, name, _ := strings.Cut(w.repo, "/")
-	if _, _, err := cl.ChangeFiles(owner, name, sdk.ChangeFilesOptions{Branch: "wq/owned", Message: "by hand",
+	if _, _, err := cl.ChangeFiles(owner, name, sdk.ChangeFilesOptions{Branch: "workqueue/owned", Message: "by hand",
 		Files: []*sdk.ChangeFileOperation{{Operation: "create", Path: "by-hand.txt", Content: "aGFuZAo="}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -493,10 +493,10 @@ func TestAForeignPushToTheServicesBranchIsOverwritten(t *testing.T) {
 		head := it["detail"].(map[string]any)["head_sha"]
 		return head != ours && head != nil
 	})
-	if _, found, err := w.forge.ReadFile(ctx, w.repo, "wq/owned", "by-hand.txt"); err != nil || found {
+	if _, found, err := w.forge.ReadFile(ctx, w.repo, "workqueue/owned", "by-hand.txt"); err != nil || found {
 		t.Errorf("the foreign commit's file is still on the branch (%v)", err)
 	}
-	if _, found, _ := w.forge.ReadFile(ctx, w.repo, "wq/owned", "wq-owned.txt"); !found {
+	if _, found, _ := w.forge.ReadFile(ctx, w.repo, "workqueue/owned", "wq-owned.txt"); !found {
 		t.Error("the desired change is not on the branch")
 	}
 }

@@ -6,6 +6,8 @@ package forgetest
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,6 +112,30 @@ func Run(t *testing.T, newProject func(t *testing.T) Project) {
 		if got, _ := read(t, p, "wq/edit", "new.txt"); got != "moved\n" {
 			t.Errorf("new.txt = %q", got)
 		}
+	})
+
+	t.Run("a commit's changes list every path it touched and nothing else", func(t *testing.T) {
+		p := newProject(t)
+		commit(t, p, "wq/seed", change("create", "keep.txt", "v1\n"), change("create", "gone.txt", "x\n"),
+			change("create", "old.txt", "moved\n"), change("create", "same.txt", "same\n"))
+		if err := mergeNow(ctx, p, "wq/seed"); err != nil {
+			t.Fatalf("merge the seed: %v", err)
+		}
+		c := commit(t, p, "wq/edit", change("update", "keep.txt", "v2\n"), change("delete", "gone.txt", ""),
+			wq.FileChange{Action: "move", Path: "dir/new.txt", PreviousPath: "old.txt"}, change("create", "added.txt", "a\n"),
+			change("update", "same.txt", "same\n"))
+		got, err := p.Forge.CommitChanges(ctx, p.Path, c.SHA)
+		if err != nil {
+			t.Fatalf("CommitChanges: %v", err)
+		}
+		slices.SortFunc(got, func(a, b wq.PathChange) int { return strings.Compare(a.Path, b.Path) })
+		want := []wq.PathChange{{Path: "added.txt", Status: wq.PathAdded}, {Path: "dir/new.txt", Status: wq.PathAdded},
+			{Path: "gone.txt", Status: wq.PathRemoved}, {Path: "keep.txt", Status: wq.PathModified}, {Path: "old.txt", Status: wq.PathRemoved}}
+		if !slices.Equal(got, want) {
+			t.Errorf("CommitChanges = %v, want %v (an update to the same content changes nothing)", got, want)
+		}
+		_, err = p.Forge.CommitChanges(ctx, p.Path, strings.Repeat("0", 40))
+		wantKind(t, err, wq.ForgeNotFound)
 	})
 
 	t.Run("missing things are classified as not found", func(t *testing.T) {

@@ -7,13 +7,14 @@ package gitea
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -106,13 +107,13 @@ func classify(op string, resp *sdk.Response, err error) error {
 		fe.Kind = wq.ForgeUnprocessable
 	case status == http.StatusTooManyRequests:
 		fe.Kind = wq.ForgeRateLimited
-		if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil {
-			fe.RetryAfter = time.Duration(s) * time.Second
-		}
 	case status >= 500, status == http.StatusRequestTimeout:
 		fe.Kind = wq.ForgeTransient
 	default:
 		fe.Kind = wq.ForgePermanent
+	}
+	if status != 0 && (fe.Kind == wq.ForgeRateLimited || fe.Kind == wq.ForgeTransient) {
+		fe.RetryAfter = wq.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
 	return fe
 }
@@ -168,6 +169,67 @@ func (f *Forge) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commi
 		return resp, err
 	})
 	return out, err
+}
+
+// CommitChanges reads the commit's affected files. The SDK's type drops
+// each file's status, so this one call is plain net/http; Gitea lists
+// renames as removed plus added (it diffs with --no-renames).
+func (f *Forge) CommitChanges(ctx context.Context, project, sha string) ([]wq.PathChange, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return nil, err
+	}
+	op := "gitea: commit files " + project + "@" + sha
+	var body struct {
+		Files []struct {
+			Filename string `json:"filename"`
+			Status   string `json:"status"`
+		} `json:"files"`
+	}
+	u := fmt.Sprintf("%s/api/v1/repos/%s/%s/git/commits/%s?stat=false&verification=false&files=true",
+		f.url, url.PathEscape(owner), url.PathEscape(repo), url.PathEscape(sha))
+	if err := f.getJSON(ctx, op, u, &body); err != nil {
+		return nil, err
+	}
+	out := make([]wq.PathChange, 0, len(body.Files))
+	for _, file := range body.Files {
+		status := file.Status
+		switch status {
+		case wq.PathAdded, wq.PathModified, wq.PathRemoved:
+		case "deleted":
+			status = wq.PathRemoved
+		default:
+			status = wq.PathModified // "changed", or a status a newer Gitea adds: the path did change
+		}
+		out = append(out, wq.PathChange{Path: file.Filename, Status: status})
+	}
+	return out, nil
+}
+
+// getJSON GETs an API URL with the token and decodes the JSON answer,
+// classifying failures as the SDK calls are.
+func (f *Forge) getJSON(ctx context.Context, op, u string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return &wq.ForgeError{Kind: wq.ForgePermanent, Op: op, Err: err}
+	}
+	req.Header.Set("Authorization", "token "+f.token)
+	req.Header.Set("Accept", "application/json")
+	resp, err := f.http.Do(req)
+	if err != nil {
+		return classify(op, nil, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return classify(op, &sdk.Response{Response: resp}, errors.New(strings.TrimSpace(string(msg))))
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(v); err != nil {
+		return &wq.ForgeError{Kind: wq.ForgeTransient, Op: op, Status: resp.StatusCode, Err: err}
+	}
+	return nil
 }
 
 // BranchHead returns the SHA at the head of branch.

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -88,15 +87,13 @@ func classify(op string, err error) error {
 		fe.Kind = wq.ForgeUnprocessable // "not mergeable now" (DESIGN reference §2)
 	case s == http.StatusTooManyRequests:
 		fe.Kind = wq.ForgeRateLimited
-		if er.Response != nil {
-			if secs, perr := strconv.Atoi(er.Response.Header.Get("Retry-After")); perr == nil {
-				fe.RetryAfter = time.Duration(secs) * time.Second
-			}
-		}
 	case s >= 500, s == http.StatusRequestTimeout:
 		fe.Kind = wq.ForgeTransient
 	default:
 		fe.Kind = wq.ForgePermanent
+	}
+	if er.Response != nil && (fe.Kind == wq.ForgeRateLimited || fe.Kind == wq.ForgeTransient) {
+		fe.RetryAfter = wq.ParseRetryAfter(er.Response.Header.Get("Retry-After"), time.Now())
 	}
 	return fe
 }
@@ -129,6 +126,39 @@ func (f *Forge) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commi
 			out.SHA = c.ID
 		}
 		return err
+	})
+	return out, err
+}
+
+// CommitChanges reads the commit's diff against its first parent (one
+// page of 100 at a time). A rename is reported as the old path removed and
+// the new one added, as on every forge.
+func (f *Forge) CommitChanges(ctx context.Context, project, sha string) ([]wq.PathChange, error) {
+	var out []wq.PathChange
+	err := f.call(ctx, "commit diff "+project+"@"+sha, func(o gl.RequestOptionFunc) error {
+		for page := int64(1); ; page++ {
+			diffs, resp, err := f.client.Commits.GetCommitDiff(project, sha,
+				&gl.GetCommitDiffOptions{ListOptions: gl.ListOptions{Page: page, PerPage: 100}}, o)
+			if err != nil {
+				return err
+			}
+			for _, d := range diffs {
+				switch {
+				case d.NewFile:
+					out = append(out, wq.PathChange{Path: d.NewPath, Status: wq.PathAdded})
+				case d.DeletedFile:
+					out = append(out, wq.PathChange{Path: d.OldPath, Status: wq.PathRemoved})
+				case d.RenamedFile:
+					out = append(out, wq.PathChange{Path: d.OldPath, Status: wq.PathRemoved},
+						wq.PathChange{Path: d.NewPath, Status: wq.PathAdded})
+				default:
+					out = append(out, wq.PathChange{Path: d.NewPath, Status: wq.PathModified})
+				}
+			}
+			if resp == nil || resp.NextPage == 0 || len(diffs) == 0 {
+				return nil
+			}
+		}
 	})
 	return out, err
 }

@@ -77,7 +77,7 @@ func qualified(alias, columns string) string {
 // RetryItem makes a failed or cancelled item active again.
 func (s *Store) RetryItem(ctx context.Context, id wq.ItemID, dims []wq.DimensionUpdate, now time.Time) (*wq.Item, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE work_items SET phase = 'active', reason = '', error = '', attempts = 0, retry_after = NULL,
+		tag, err := tx.Exec(ctx, `UPDATE work_items SET phase = 'active', reason = '', error = '', attempts = 0, failing_since = NULL, retry_after = NULL,
 			finished_at = NULL, actionable = true, revision = revision + 1, leased_until = NULL, lease_token = NULL, lease_owner = NULL,
 			updated_at = $2 WHERE id = $1 AND phase IN ('failed', 'cancelled')`, id, now.UTC())
 		if err != nil {

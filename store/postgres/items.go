@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,18 +17,19 @@ import (
 
 const itemColumns = `id, item_type, phase, reason, actionable, revision, leased_until, lease_owner,
 	attempts, retry_after, error, idempotency_key, generation, caller_identity, content_hash,
-	last_event_at, created_at, updated_at, finished_at`
+	last_event_at, created_at, updated_at, finished_at, failing_since`
 
 func scanItem(row pgx.Row) (*wq.Item, error) {
 	var (
 		it                                           wq.Item
 		phase                                        string
 		leasedUntil, retryAfter, lastEvent, finished *time.Time
+		failingSince                                 *time.Time
 		leaseOwner, key                              *string
 	)
 	if err := row.Scan(&it.ID, &it.ItemType, &phase, &it.Reason, &it.Actionable, &it.Revision, &leasedUntil, &leaseOwner,
 		&it.Attempts, &retryAfter, &it.Error, &key, &it.Generation, &it.CallerIdentity, &it.ContentHash,
-		&lastEvent, &it.CreatedAt, &it.UpdatedAt, &finished); err != nil {
+		&lastEvent, &it.CreatedAt, &it.UpdatedAt, &finished, &failingSince); err != nil {
 		return nil, translate(err)
 	}
 	it.Phase = wq.Phase(phase)
@@ -37,6 +40,7 @@ func scanItem(row pgx.Row) (*wq.Item, error) {
 		it.IdempotencyKey = *key
 	}
 	it.LeasedUntil, it.RetryAfter, it.LastEventAt, it.FinishedAt = tsVal(leasedUntil), tsVal(retryAfter), tsVal(lastEvent), tsVal(finished)
+	it.FailingSince = tsVal(failingSince)
 	it.CreatedAt, it.UpdatedAt = it.CreatedAt.UTC(), it.UpdatedAt.UTC()
 	return &it, nil
 }
@@ -202,9 +206,11 @@ func setPhase(ctx context.Context, tx pgx.Tx, id wq.ItemID, phase wq.Phase, reas
 		return translate(err)
 	}
 	if phase.Terminal() {
-		// A terminal item is never processed again: it is not actionable,
-		// even if the worker dies before its exit decision.
-		if _, err := tx.Exec(ctx, `UPDATE work_items SET actionable = false WHERE id = $1`, id); err != nil {
+		// A terminal item is never processed again: it is not actionable and
+		// holds no lease, even if the worker dies before its exit decision.
+		// The worker drops its pending events (DropEvents).
+		if _, err := tx.Exec(ctx, `UPDATE work_items SET actionable = false, leased_until = NULL, lease_token = NULL,
+			lease_owner = NULL WHERE id = $1`, id); err != nil {
 			return translate(err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE work_item_statuses SET pending_until = NULL
@@ -220,6 +226,15 @@ func (s *Store) ApplyChange(ctx context.Context, l wq.Lease, c wq.Change, now ti
 	var old wq.Phase
 	err := s.fenced(ctx, l, "apply change to", func(tx pgx.Tx, phase wq.Phase) error {
 		old = phase
+		if c.SeenRevision != 0 {
+			var revision int64
+			if err := tx.QueryRow(ctx, `SELECT revision FROM work_items WHERE id = $1`, l.ItemID).Scan(&revision); err != nil {
+				return translate(err)
+			}
+			if revision != c.SeenRevision {
+				return wq.ErrSuperseded
+			}
+		}
 		if c.Phase != "" {
 			if err := setPhase(ctx, tx, l.ItemID, c.Phase, c.Reason, c.Error, now); err != nil {
 				return err
@@ -236,7 +251,7 @@ func (s *Store) ApplyChange(ctx context.Context, l wq.Lease, c wq.Change, now ti
 
 // RecordSuccess resets the failure counters.
 func (s *Store) RecordSuccess(ctx context.Context, l wq.Lease, now time.Time) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE work_items SET attempts = 0, retry_after = NULL, error = '', updated_at = $3
+	tag, err := s.pool.Exec(ctx, `UPDATE work_items SET attempts = 0, failing_since = NULL, retry_after = NULL, error = '', updated_at = $3
 		WHERE id = $1 AND lease_token = $2`, l.ItemID, l.Token, now.UTC())
 	if err != nil {
 		return fmt.Errorf("record success of %s: %w", l.ItemID, translate(err))
@@ -251,8 +266,13 @@ func (s *Store) RecordSuccess(ctx context.Context, l wq.Lease, now time.Time) er
 func (s *Store) RecordFailure(ctx context.Context, l wq.Lease, f wq.Failure, now time.Time) (int, error) {
 	var attempts int
 	err := s.fenced(ctx, l, "record failure of", func(tx pgx.Tx, _ wq.Phase) error {
-		if err := tx.QueryRow(ctx, `UPDATE work_items SET attempts = attempts + 1, retry_after = $2, error = $3, updated_at = $4
-			WHERE id = $1 RETURNING attempts`, l.ItemID, tsArg(f.RetryAfter), f.Error, now.UTC()).Scan(&attempts); err != nil {
+		counted := 1
+		if f.Transient {
+			counted = 0
+		}
+		if err := tx.QueryRow(ctx, `UPDATE work_items SET attempts = attempts + $5, failing_since = coalesce(failing_since, $4),
+			retry_after = $2, error = $3, updated_at = $4 WHERE id = $1 RETURNING attempts`,
+			l.ItemID, tsArg(f.RetryAfter), f.Error, now.UTC(), counted).Scan(&attempts); err != nil {
 			return translate(err)
 		}
 		if f.Fail {
@@ -298,6 +318,32 @@ func (s *Store) InsertEvent(ctx context.Context, ev wq.Event) (bool, error) {
 		return false, fmt.Errorf("insert event for %s: %w", ev.ItemID, err)
 	}
 	return inserted, nil
+}
+
+// DropEvents deletes a terminal item's pending events and returns them.
+func (s *Store) DropEvents(ctx context.Context, id wq.ItemID) ([]wq.Event, error) {
+	rows, err := s.pool.Query(ctx, `DELETE FROM pending_events WHERE work_item_id = $1
+		AND EXISTS (SELECT 1 FROM work_items WHERE id = $1 AND phase <> 'active')
+		RETURNING id, source, event_type, delivery_id, event_ts, received_at`, id)
+	if err != nil {
+		return nil, fmt.Errorf("drop events of %s: %w", id, translate(err))
+	}
+	defer rows.Close()
+	var out []wq.Event
+	for rows.Next() {
+		ev := wq.Event{ItemID: id}
+		var eventTS *time.Time
+		if err := rows.Scan(&ev.ID, &ev.Source, &ev.EventType, &ev.DeliveryID, &eventTS, &ev.ReceivedAt); err != nil {
+			return nil, translate(err)
+		}
+		ev.EventTS, ev.ReceivedAt = tsVal(eventTS), ev.ReceivedAt.UTC()
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("drop events of %s: %w", id, translate(err))
+	}
+	slices.SortFunc(out, func(a, b wq.Event) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 // NextEvent returns the item's oldest pending event, or nil.

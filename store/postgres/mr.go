@@ -15,14 +15,18 @@ import (
 
 var _ mr.Store = (*Store)(nil)
 
-const mrColumns = `forge, project, source_branch, target_branch, title, description, commit_message, labels::text,
-	file_actions::text, auto_merge, coalesce(mr_iid, 0), mr_url, head_sha, pushed_hash, coalesce(head_pipeline_id, 0), coalesce(note_id, 0)`
+// mrColumns read a detail joined with its item (alias w), so that the
+// content hash comes from the same snapshot as the file actions.
+const mrColumns = `m.forge, m.project, m.source_branch, m.target_branch, m.title, m.description, m.commit_message, m.labels::text,
+	m.file_actions::text, m.auto_merge, coalesce(m.mr_iid, 0), m.mr_url, m.head_sha, m.pushed_hash, coalesce(m.head_pipeline_id, 0),
+	coalesce(m.note_id, 0), m.pushing_hash, w.content_hash`
 
 func scanMRDetail(row pgx.Row) (*mr.Detail, error) {
 	var d mr.Detail
 	var labels, actions string
 	if err := row.Scan(&d.Forge, &d.Project, &d.SourceBranch, &d.TargetBranch, &d.Title, &d.Description, &d.CommitMessage,
-		&labels, &actions, &d.AutoMerge, &d.MRNumber, &d.MRURL, &d.HeadSHA, &d.PushedHash, &d.HeadPipelineID, &d.NoteID); err != nil {
+		&labels, &actions, &d.AutoMerge, &d.MRNumber, &d.MRURL, &d.HeadSHA, &d.PushedHash, &d.HeadPipelineID, &d.NoteID,
+		&d.PushingHash, &d.ContentHash); err != nil {
 		return nil, translate(err)
 	}
 	if err := d.DecodeColumns(labels, actions); err != nil {
@@ -67,7 +71,8 @@ func (s *Store) CreateMR(ctx context.Context, n wq.NewItem, d mr.Detail, now tim
 
 // GetMRDetail returns an item's detail.
 func (s *Store) GetMRDetail(ctx context.Context, id wq.ItemID) (*mr.Detail, error) {
-	d, err := scanMRDetail(s.pool.QueryRow(ctx, `SELECT `+mrColumns+` FROM mr_details WHERE work_item_id = $1`, id))
+	d, err := scanMRDetail(s.pool.QueryRow(ctx, `SELECT `+mrColumns+` FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+		WHERE m.work_item_id = $1`, id))
 	if err != nil {
 		return nil, fmt.Errorf("get mr detail of %s: %w", id, err)
 	}
@@ -116,7 +121,7 @@ func (s *Store) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.D
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE work_items SET phase = 'active', reason = '', actionable = true, revision = revision + 1,
-			attempts = 0, retry_after = NULL, error = '', finished_at = NULL, content_hash = $3, updated_at = $4
+			attempts = 0, failing_since = NULL, retry_after = NULL, error = '', finished_at = NULL, content_hash = $3, updated_at = $4
 			WHERE id = $1 AND revision = $2 AND phase IN ('active', 'failed')`, id, seen, hash, now.UTC())
 		if err != nil {
 			return translate(err)
@@ -144,8 +149,8 @@ func (s *Store) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.D
 func (s *Store) RecordForgeState(ctx context.Context, l wq.Lease, st mr.ForgeState, now time.Time) error {
 	return s.fenced(ctx, l, "record forge state of", func(tx pgx.Tx, _ wq.Phase) error {
 		_, err := tx.Exec(ctx, `UPDATE mr_details SET mr_iid = $2, mr_url = $3, head_sha = $4, pushed_hash = $5,
-			head_pipeline_id = $6, note_id = $7 WHERE work_item_id = $1`, l.ItemID, nonZero(st.MRNumber), st.MRURL, st.HeadSHA,
-			st.PushedHash, nonZero(st.HeadPipelineID), nonZero(st.NoteID))
+			head_pipeline_id = $6, note_id = $7, pushing_hash = $8 WHERE work_item_id = $1`, l.ItemID, nonZero(st.MRNumber), st.MRURL,
+			st.HeadSHA, st.PushedHash, nonZero(st.HeadPipelineID), nonZero(st.NoteID), st.PushingHash)
 		if err != nil {
 			return translate(err)
 		}
@@ -161,12 +166,25 @@ func (s *Store) FindActiveMR(ctx context.Context, forge, project string, ref mr.
 		return uuid.Nil, false, nil
 	}
 	var id uuid.UUID
-	err := s.pool.QueryRow(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
-		WHERE m.forge = $1 AND m.project = $2 AND w.phase = 'active'
-		  AND (m.mr_iid = $3 OR m.head_pipeline_id = $4 OR m.source_branch = $5 OR (m.head_sha = $6 AND m.head_sha <> ''))
-		ORDER BY coalesce(m.mr_iid = $3, false) DESC, coalesce(m.head_pipeline_id = $4, false) DESC,
-		         coalesce(m.source_branch = $5, false) DESC
-		LIMIT 1`, forge, project, nonZero(ref.Number), nonZero(ref.PipelineID), nonEmpty(ref.SourceBranch), nonEmpty(ref.HeadSHA)).Scan(&id)
+	var err error
+	if ref.Number != 0 {
+		// An event of a merge request: that merge request's item, or an item
+		// whose merge request is not recorded yet, from that branch into
+		// that target.
+		err = s.pool.QueryRow(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+			WHERE m.forge = $1 AND m.project = $2 AND w.phase = 'active'
+			  AND (m.mr_iid = $3 OR (m.mr_iid IS NULL AND m.source_branch = $4 AND ($5::text IS NULL OR m.target_branch = $5)))
+			ORDER BY coalesce(m.mr_iid = $3, false) DESC LIMIT 1`,
+			forge, project, nonZero(ref.Number), nonEmpty(ref.SourceBranch), nonEmpty(ref.TargetBranch)).Scan(&id)
+	} else {
+		// A CI event: the item whose pushed head or head pipeline it names,
+		// or one whose merge request is not recorded yet, by branch.
+		err = s.pool.QueryRow(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+			WHERE m.forge = $1 AND m.project = $2 AND w.phase = 'active'
+			  AND (m.head_pipeline_id = $3 OR (m.head_sha = $4 AND m.head_sha <> '') OR (m.mr_iid IS NULL AND m.source_branch = $5))
+			ORDER BY coalesce(m.head_pipeline_id = $3, false) DESC, coalesce(m.head_sha = $4, false) DESC
+			LIMIT 1`, forge, project, nonZero(ref.PipelineID), nonEmpty(ref.HeadSHA), nonEmpty(ref.SourceBranch)).Scan(&id)
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, false, nil
 	}
@@ -174,6 +192,18 @@ func (s *Store) FindActiveMR(ctx context.Context, forge, project string, ref mr.
 		return uuid.Nil, false, fmt.Errorf("find active mr: %w", translate(err))
 	}
 	return id, true, nil
+}
+
+// OwnsBranchHead reports whether an mr item of ours for this branch
+// recorded sha as the head it pushed.
+func (s *Store) OwnsBranchHead(ctx context.Context, forge, project, branch, sha string) (bool, error) {
+	var owned bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mr_details WHERE forge = $1 AND project = $2
+		AND source_branch = $3 AND head_sha = $4 AND head_sha <> '')`, forge, project, branch, sha).Scan(&owned)
+	if err != nil {
+		return false, fmt.Errorf("owns branch head: %w", translate(err))
+	}
+	return owned, nil
 }
 
 // nonZero is v, or NULL for 0.

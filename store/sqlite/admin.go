@@ -79,7 +79,7 @@ func (s *Store) RetryItem(ctx context.Context, id wq.ItemID, dims []wq.Dimension
 		return nil, translate(err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `UPDATE work_items SET phase = 'active', reason = '', error = '', attempts = 0, retry_after = NULL,
+	res, err := tx.ExecContext(ctx, `UPDATE work_items SET phase = 'active', reason = '', error = '', attempts = 0, failing_since = NULL, retry_after = NULL,
 		finished_at = NULL, actionable = 1, revision = revision + 1, leased_until = NULL, lease_token = NULL, lease_owner = NULL,
 		updated_at = ? WHERE id = ? AND phase IN ('failed', 'cancelled')`, ts(now), id.String())
 	if err != nil {

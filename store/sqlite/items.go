@@ -1,11 +1,13 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 
 const itemColumns = `id, item_type, phase, reason, actionable, revision, leased_until, lease_owner,
 	attempts, retry_after, error, idempotency_key, generation, caller_identity, content_hash,
-	last_event_at, created_at, updated_at, finished_at`
+	last_event_at, created_at, updated_at, finished_at, failing_since`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -25,11 +27,12 @@ func scanItem(row scanner) (*wq.Item, error) {
 		it                                                            wq.Item
 		id, phase                                                     string
 		leasedUntil, leaseOwner, retryAfter, key, lastEvent, finished sql.NullString
+		failingSince                                                  sql.NullString
 		created, updated                                              sql.NullString
 	)
 	if err := row.Scan(&id, &it.ItemType, &phase, &it.Reason, &it.Actionable, &it.Revision, &leasedUntil, &leaseOwner,
 		&it.Attempts, &retryAfter, &it.Error, &key, &it.Generation, &it.CallerIdentity, &it.ContentHash,
-		&lastEvent, &created, &updated, &finished); err != nil {
+		&lastEvent, &created, &updated, &finished, &failingSince); err != nil {
 		return nil, translate(err)
 	}
 	var err error
@@ -43,7 +46,7 @@ func scanItem(row scanner) (*wq.Item, error) {
 		dst *time.Time
 		src sql.NullString
 	}{{&it.LeasedUntil, leasedUntil}, {&it.RetryAfter, retryAfter}, {&it.LastEventAt, lastEvent},
-		{&it.CreatedAt, created}, {&it.UpdatedAt, updated}, {&it.FinishedAt, finished}} {
+		{&it.CreatedAt, created}, {&it.UpdatedAt, updated}, {&it.FinishedAt, finished}, {&it.FailingSince, failingSince}} {
 		if *f.dst, err = parseTS(f.src); err != nil {
 			return nil, err
 		}
@@ -218,9 +221,11 @@ func setPhase(ctx context.Context, tx *sql.Tx, id wq.ItemID, phase wq.Phase, rea
 		return translate(err)
 	}
 	if phase.Terminal() {
-		// A terminal item is never processed again: it is not actionable,
-		// even if the worker dies before its exit decision.
-		if _, err := tx.ExecContext(ctx, `UPDATE work_items SET actionable = 0 WHERE id = ?`, id.String()); err != nil {
+		// A terminal item is never processed again: it is not actionable and
+		// holds no lease, even if the worker dies before its exit decision.
+		// The worker drops its pending events (DropEvents).
+		if _, err := tx.ExecContext(ctx, `UPDATE work_items SET actionable = 0, leased_until = NULL, lease_token = NULL,
+			lease_owner = NULL WHERE id = ?`, id.String()); err != nil {
 			return translate(err)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE work_item_statuses SET pending_until = NULL
@@ -236,6 +241,15 @@ func (s *Store) ApplyChange(ctx context.Context, l wq.Lease, c wq.Change, now ti
 	var old wq.Phase
 	err := s.fenced(ctx, l, "apply change to", func(tx *sql.Tx, phase wq.Phase) error {
 		old = phase
+		if c.SeenRevision != 0 {
+			var revision int64
+			if err := tx.QueryRowContext(ctx, `SELECT revision FROM work_items WHERE id = ?`, l.ItemID.String()).Scan(&revision); err != nil {
+				return translate(err)
+			}
+			if revision != c.SeenRevision {
+				return wq.ErrSuperseded
+			}
+		}
 		if c.Phase != "" {
 			if err := setPhase(ctx, tx, l.ItemID, c.Phase, c.Reason, c.Error, now); err != nil {
 				return err
@@ -253,8 +267,8 @@ func (s *Store) ApplyChange(ctx context.Context, l wq.Lease, c wq.Change, now ti
 
 // RecordSuccess resets the failure counters.
 func (s *Store) RecordSuccess(ctx context.Context, l wq.Lease, now time.Time) error {
-	res, err := s.write.ExecContext(ctx, `UPDATE work_items SET attempts = 0, retry_after = NULL, error = '', updated_at = ?
-		WHERE id = ? AND lease_token = ?`, ts(now), l.ItemID.String(), l.Token)
+	res, err := s.write.ExecContext(ctx, `UPDATE work_items SET attempts = 0, failing_since = NULL, retry_after = NULL, error = '',
+		updated_at = ? WHERE id = ? AND lease_token = ?`, ts(now), l.ItemID.String(), l.Token)
 	if err != nil {
 		return fmt.Errorf("record success of %s: %w", l.ItemID, translate(err))
 	}
@@ -268,8 +282,13 @@ func (s *Store) RecordSuccess(ctx context.Context, l wq.Lease, now time.Time) er
 func (s *Store) RecordFailure(ctx context.Context, l wq.Lease, f wq.Failure, now time.Time) (int, error) {
 	var attempts int
 	err := s.fenced(ctx, l, "record failure of", func(tx *sql.Tx, phase wq.Phase) error {
-		if err := tx.QueryRowContext(ctx, `UPDATE work_items SET attempts = attempts + 1, retry_after = ?, error = ?,
-			updated_at = ? WHERE id = ? RETURNING attempts`, ts(f.RetryAfter), f.Error, ts(now), l.ItemID.String()).Scan(&attempts); err != nil {
+		counted := 1
+		if f.Transient {
+			counted = 0
+		}
+		if err := tx.QueryRowContext(ctx, `UPDATE work_items SET attempts = attempts + ?, failing_since = coalesce(failing_since, ?),
+			retry_after = ?, error = ?, updated_at = ? WHERE id = ? RETURNING attempts`,
+			counted, ts(now), ts(f.RetryAfter), f.Error, ts(now), l.ItemID.String()).Scan(&attempts); err != nil {
 			return translate(err)
 		}
 		if f.Fail {
@@ -311,6 +330,37 @@ func (s *Store) InsertEvent(ctx context.Context, ev wq.Event) (bool, error) {
 }
 
 const eventColumns = `id, work_item_id, source, event_type, delivery_id, body, event_ts, received_at`
+
+// DropEvents deletes a terminal item's pending events and returns them.
+func (s *Store) DropEvents(ctx context.Context, id wq.ItemID) ([]wq.Event, error) {
+	rows, err := s.write.QueryContext(ctx, `DELETE FROM pending_events WHERE work_item_id = ?
+		AND EXISTS (SELECT 1 FROM work_items WHERE id = ? AND phase <> 'active')
+		RETURNING id, source, event_type, delivery_id, event_ts, received_at`, id.String(), id.String())
+	if err != nil {
+		return nil, fmt.Errorf("drop events of %s: %w", id, translate(err))
+	}
+	defer rows.Close()
+	var out []wq.Event
+	for rows.Next() {
+		ev := wq.Event{ItemID: id}
+		var eventTS, receivedAt sql.NullString
+		if err := rows.Scan(&ev.ID, &ev.Source, &ev.EventType, &ev.DeliveryID, &eventTS, &receivedAt); err != nil {
+			return nil, translate(err)
+		}
+		if ev.EventTS, err = parseTS(eventTS); err != nil {
+			return nil, err
+		}
+		if ev.ReceivedAt, err = parseTS(receivedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("drop events of %s: %w", id, translate(err))
+	}
+	slices.SortFunc(out, func(a, b wq.Event) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
 
 // NextEvent returns the item's oldest pending event, or nil.
 func (s *Store) NextEvent(ctx context.Context, id wq.ItemID) (*wq.Event, error) {

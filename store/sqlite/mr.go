@@ -15,14 +15,18 @@ import (
 
 var _ mr.Store = (*Store)(nil)
 
-const mrColumns = `forge, project, source_branch, target_branch, title, description, commit_message, labels,
-	file_actions, auto_merge, coalesce(mr_iid, 0), mr_url, head_sha, pushed_hash, coalesce(head_pipeline_id, 0), coalesce(note_id, 0)`
+// mrColumns read a detail joined with its item (alias w), so that the
+// content hash comes from the same snapshot as the file actions.
+const mrColumns = `m.forge, m.project, m.source_branch, m.target_branch, m.title, m.description, m.commit_message, m.labels,
+	m.file_actions, m.auto_merge, coalesce(m.mr_iid, 0), m.mr_url, m.head_sha, m.pushed_hash, coalesce(m.head_pipeline_id, 0),
+	coalesce(m.note_id, 0), m.pushing_hash, w.content_hash`
 
 func scanMRDetail(row scanner) (*mr.Detail, error) {
 	var d mr.Detail
 	var labels, actions string
 	if err := row.Scan(&d.Forge, &d.Project, &d.SourceBranch, &d.TargetBranch, &d.Title, &d.Description, &d.CommitMessage,
-		&labels, &actions, &d.AutoMerge, &d.MRNumber, &d.MRURL, &d.HeadSHA, &d.PushedHash, &d.HeadPipelineID, &d.NoteID); err != nil {
+		&labels, &actions, &d.AutoMerge, &d.MRNumber, &d.MRURL, &d.HeadSHA, &d.PushedHash, &d.HeadPipelineID, &d.NoteID,
+		&d.PushingHash, &d.ContentHash); err != nil {
 		return nil, translate(err)
 	}
 	if err := d.DecodeColumns(labels, actions); err != nil {
@@ -69,7 +73,8 @@ func (s *Store) CreateMR(ctx context.Context, n wq.NewItem, d mr.Detail, now tim
 
 // GetMRDetail returns an item's detail.
 func (s *Store) GetMRDetail(ctx context.Context, id wq.ItemID) (*mr.Detail, error) {
-	d, err := scanMRDetail(s.read.QueryRowContext(ctx, `SELECT `+mrColumns+` FROM mr_details WHERE work_item_id = ?`, id.String()))
+	d, err := scanMRDetail(s.read.QueryRowContext(ctx, `SELECT `+mrColumns+` FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+		WHERE m.work_item_id = ?`, id.String()))
 	if err != nil {
 		return nil, fmt.Errorf("get mr detail of %s: %w", id, err)
 	}
@@ -126,7 +131,7 @@ func (s *Store) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.D
 	}
 	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx, `UPDATE work_items SET phase = 'active', reason = '', actionable = 1, revision = revision + 1,
-		attempts = 0, retry_after = NULL, error = '', finished_at = NULL, content_hash = ?, updated_at = ?
+		attempts = 0, failing_since = NULL, retry_after = NULL, error = '', finished_at = NULL, content_hash = ?, updated_at = ?
 		WHERE id = ? AND revision = ? AND phase IN ('active', 'failed')`, hash, ts(now), id.String(), seen)
 	if err != nil {
 		return nil, fmt.Errorf("resubmit mr item %s: %w", id, translate(err))
@@ -152,8 +157,8 @@ func (s *Store) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.D
 func (s *Store) RecordForgeState(ctx context.Context, l wq.Lease, st mr.ForgeState, now time.Time) error {
 	return s.fenced(ctx, l, "record forge state of", func(tx *sql.Tx, _ wq.Phase) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE mr_details SET mr_iid = ?, mr_url = ?, head_sha = ?, pushed_hash = ?,
-			head_pipeline_id = ?, note_id = ? WHERE work_item_id = ?`, nonZero(st.MRNumber), st.MRURL, st.HeadSHA, st.PushedHash,
-			nonZero(st.HeadPipelineID), nonZero(st.NoteID), l.ItemID.String()); err != nil {
+			head_pipeline_id = ?, note_id = ?, pushing_hash = ? WHERE work_item_id = ?`, nonZero(st.MRNumber), st.MRURL, st.HeadSHA,
+			st.PushedHash, nonZero(st.HeadPipelineID), nonZero(st.NoteID), st.PushingHash, l.ItemID.String()); err != nil {
 			return translate(err)
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE work_items SET updated_at = ? WHERE id = ?`, ts(now), l.ItemID.String())
@@ -161,19 +166,34 @@ func (s *Store) RecordForgeState(ctx context.Context, l wq.Lease, st mr.ForgeSta
 	})
 }
 
-// FindActiveMR resolves a forge event to its active item. Zero parts of
-// ref are NULL, which equals nothing.
+// FindActiveMR resolves a forge event to its active item (see the
+// interface for the rules). Zero parts of ref are NULL, which equals
+// nothing.
 func (s *Store) FindActiveMR(ctx context.Context, forge, project string, ref mr.EventRef) (wq.ItemID, bool, error) {
 	if ref.IsZero() {
 		return uuid.Nil, false, nil
 	}
-	number, pipeline, branch, head := nonZero(ref.Number), nonZero(ref.PipelineID), nonEmpty(ref.SourceBranch), nonEmpty(ref.HeadSHA)
+	number, pipeline, branch, head, target := nonZero(ref.Number), nonZero(ref.PipelineID), nonEmpty(ref.SourceBranch),
+		nonEmpty(ref.HeadSHA), nonEmpty(ref.TargetBranch)
 	var id string
-	err := s.read.QueryRowContext(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
-		WHERE m.forge = ? AND m.project = ? AND w.phase = 'active'
-		  AND (m.mr_iid = ? OR m.head_pipeline_id = ? OR m.source_branch = ? OR (m.head_sha = ? AND m.head_sha <> ''))
-		ORDER BY coalesce(m.mr_iid = ?, 0) DESC, coalesce(m.head_pipeline_id = ?, 0) DESC, coalesce(m.source_branch = ?, 0) DESC
-		LIMIT 1`, forge, project, number, pipeline, branch, head, number, pipeline, branch).Scan(&id)
+	var err error
+	if ref.Number != 0 {
+		// An event of a merge request: that merge request's item, or an item
+		// whose merge request is not recorded yet, from that branch into
+		// that target.
+		err = s.read.QueryRowContext(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+			WHERE m.forge = ? AND m.project = ? AND w.phase = 'active'
+			  AND (m.mr_iid = ? OR (m.mr_iid IS NULL AND m.source_branch = ? AND (? IS NULL OR m.target_branch = ?)))
+			ORDER BY coalesce(m.mr_iid = ?, 0) DESC LIMIT 1`, forge, project, number, branch, target, target, number).Scan(&id)
+	} else {
+		// A CI event: the item whose pushed head or head pipeline it names,
+		// or one whose merge request is not recorded yet, by branch.
+		err = s.read.QueryRowContext(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+			WHERE m.forge = ? AND m.project = ? AND w.phase = 'active'
+			  AND (m.head_pipeline_id = ? OR (m.head_sha = ? AND m.head_sha <> '') OR (m.mr_iid IS NULL AND m.source_branch = ?))
+			ORDER BY coalesce(m.head_pipeline_id = ?, 0) DESC, coalesce(m.head_sha = ?, 0) DESC
+			LIMIT 1`, forge, project, pipeline, head, branch, pipeline, head).Scan(&id)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return uuid.Nil, false, nil
 	}
@@ -182,6 +202,18 @@ func (s *Store) FindActiveMR(ctx context.Context, forge, project string, ref mr.
 	}
 	u, err := uuid.Parse(id)
 	return u, err == nil, err
+}
+
+// OwnsBranchHead reports whether an mr item of ours for this branch
+// recorded sha as the head it pushed.
+func (s *Store) OwnsBranchHead(ctx context.Context, forge, project, branch, sha string) (bool, error) {
+	var n int
+	err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM mr_details WHERE forge = ? AND project = ? AND source_branch = ?
+		AND head_sha = ? AND head_sha <> ''`, forge, project, branch, sha).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("owns branch head: %w", translate(err))
+	}
+	return n > 0, nil
 }
 
 // nonZero is v, or NULL for 0.

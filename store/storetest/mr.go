@@ -50,7 +50,9 @@ func RunMR(t *testing.T, open func(t *testing.T) MRStore) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(&detail, got); diff != "" {
+		want := detail
+		want.ContentHash = "h1" // the item's, read with the file actions
+		if diff := cmp.Diff(&want, got); diff != "" {
 			t.Errorf("detail (-want +got):\n%s", diff)
 		}
 		found, fd, err := s.FindMRItem(ctx, "gitea", "o/r", "wq/a")
@@ -156,6 +158,15 @@ func RunMR(t *testing.T, open func(t *testing.T) MRStore) {
 		if id, ok := find("gitea", "o/r", mr.EventRef{Number: 7, SourceBranch: "wq/a"}); !ok || id != it.ID {
 			t.Errorf("by branch before the number is known: %v %v", id, ok)
 		}
+		if id, ok := find("gitea", "o/r", mr.EventRef{Number: 7, SourceBranch: "wq/a", TargetBranch: "main"}); !ok || id != it.ID {
+			t.Errorf("by branch and target before the number is known: %v %v", id, ok)
+		}
+		if _, ok := find("gitea", "o/r", mr.EventRef{Number: 7, SourceBranch: "wq/a", TargetBranch: "release"}); ok {
+			t.Error("a merge request from the branch into another target resolved before the number is known")
+		}
+		if id, ok := find("gitea", "o/r", mr.EventRef{SourceBranch: "wq/a"}); !ok || id != it.ID {
+			t.Errorf("a CI event by branch before the number is known: %v %v", id, ok)
+		}
 		if _, ok := find("gitea", "o/r", mr.EventRef{HeadSHA: ""}); ok {
 			t.Error("an empty reference resolved")
 		}
@@ -181,8 +192,7 @@ func RunMR(t *testing.T, open func(t *testing.T) MRStore) {
 			"number beats branch":        {mr.EventRef{Number: 8, SourceBranch: "wq/a"}, other.ID},
 			"pipeline":                   {mr.EventRef{PipelineID: 41}, other.ID},
 			"pipeline beats branch":      {mr.EventRef{PipelineID: 40, SourceBranch: "wq/other"}, it.ID},
-			"branch":                     {mr.EventRef{PipelineID: 99, SourceBranch: "wq/other"}, other.ID},
-			"branch beats pushed head":   {mr.EventRef{SourceBranch: "wq/a", HeadSHA: "def"}, it.ID},
+			"pushed head beats branch":   {mr.EventRef{SourceBranch: "wq/a", HeadSHA: "def"}, other.ID},
 			"pushed head":                {mr.EventRef{HeadSHA: "def"}, other.ID},
 			"number of another pipeline": {mr.EventRef{Number: 7, PipelineID: 41}, it.ID},
 		} {
@@ -197,6 +207,12 @@ func RunMR(t *testing.T, open func(t *testing.T) MRStore) {
 			"other forge":   {"gitlab", "o/r", mr.EventRef{Number: 7, SourceBranch: "wq/a"}},
 			"other project": {"gitea", "o/x", mr.EventRef{Number: 7, SourceBranch: "wq/a"}},
 			"nothing known": {"gitea", "o/r", mr.EventRef{Number: 9, PipelineID: 9, SourceBranch: "nope", HeadSHA: "fff"}},
+			// Once an item has its number, only its own merge request's events
+			// are its: a person's other pull request from the same branch
+			// (into another target) must not move it.
+			"another merge request from the same branch": {"gitea", "o/r", mr.EventRef{Number: 67, SourceBranch: "wq/a", TargetBranch: "release"}},
+			"another merge request naming our head":      {"gitea", "o/r", mr.EventRef{Number: 67, SourceBranch: "wq/a", HeadSHA: "abc"}},
+			"a CI event by branch after the number":      {"gitea", "o/r", mr.EventRef{PipelineID: 99, SourceBranch: "wq/other"}},
 		} {
 			if _, ok := find(miss.forge, miss.project, miss.ref); ok {
 				t.Errorf("%s resolved", name)
@@ -235,6 +251,52 @@ func RunMR(t *testing.T, open func(t *testing.T) MRStore) {
 		}
 		if got, _ := s.ListItems(ctx, wq.ItemFilter{}); len(got) != 3 {
 			t.Errorf("unfiltered: %d items, want 3", len(got))
+		}
+	})
+
+	t.Run("a branch head is owned only if an item of ours pushed it", func(t *testing.T) {
+		s := open(t)
+		old := create(t, s)
+		l, _ := s.ClaimItem(ctx, old.ID, "w", T0, time.Minute)
+		if err := s.RecordForgeState(ctx, l, mr.ForgeState{HeadSHA: "abc", PushedHash: "h1"}, T0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted}, T0); err != nil {
+			t.Fatal(err)
+		}
+		create(t, s, func(n *wq.NewItem, _ *mr.Detail) { n.Generation = 2 }) // a new generation pushed nothing yet
+		for _, tc := range []struct {
+			forge, project, branch, sha string
+			want                        bool
+		}{
+			{"gitea", "o/r", "wq/a", "abc", true}, // an earlier generation's push
+			{"gitea", "o/r", "wq/a", "def", false},
+			{"gitea", "o/r", "wq/b", "abc", false},
+			{"gitea", "o/x", "wq/a", "abc", false},
+			{"gitlab", "o/r", "wq/a", "abc", false},
+			{"gitea", "o/r", "wq/a", "", false}, // nothing recorded is never a match
+		} {
+			if got, err := s.OwnsBranchHead(ctx, tc.forge, tc.project, tc.branch, tc.sha); err != nil || got != tc.want {
+				t.Errorf("OwnsBranchHead(%s, %s, %s, %q) = %v, %v; want %v", tc.forge, tc.project, tc.branch, tc.sha, got, err, tc.want)
+			}
+		}
+	})
+
+	t.Run("the pushing hash is recorded and cleared with the forge state", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s)
+		l, _ := s.ClaimItem(ctx, it.ID, "w", T0, time.Minute)
+		if err := s.RecordForgeState(ctx, l, mr.ForgeState{PushingHash: "h1"}, T0); err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := s.GetMRDetail(ctx, it.ID); d.PushingHash != "h1" {
+			t.Errorf("pushing hash %q after recording the intent, want h1", d.PushingHash)
+		}
+		if err := s.RecordForgeState(ctx, l, mr.ForgeState{HeadSHA: "abc", PushedHash: "h1"}, T0); err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := s.GetMRDetail(ctx, it.ID); d.PushingHash != "" || d.PushedHash != "h1" || d.HeadSHA != "abc" {
+			t.Errorf("after the push: %+v", d)
 		}
 	})
 

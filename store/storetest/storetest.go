@@ -407,10 +407,20 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 		if err != nil || !out.PhaseApplied || out.OldPhase != wq.PhaseActive || out.NewPhase != wq.PhaseCompleted {
 			t.Fatalf("newest event: %+v %v", out, err)
 		}
-		// A terminal item accepts nothing more (DDR-37), but the event is consumed.
-		out, err = s.ApplyEvent(ctx, l, insert("late", T0.Add(3*time.Hour)), wq.EventResult{Phase: wq.PhaseCancelled, Dimensions: dim("needs_c")}, T0)
-		if err != nil || out.PhaseApplied {
-			t.Fatalf("event for a completed item: %+v %v", out, err)
+		// The terminal write let go of the lease: nothing more is written
+		// under it, and a terminal item accepts nothing more (DDR-37); its
+		// late events are dropped and returned for the audit.
+		if got := get(t, s, it.ID); got.LeaseOwner != "" || !got.LeasedUntil.IsZero() {
+			t.Errorf("a completed item still shows a lease: owner %q until %v", got.LeaseOwner, got.LeasedUntil)
+		}
+		late := insert("late", T0.Add(3*time.Hour))
+		out, err = s.ApplyEvent(ctx, l, late, wq.EventResult{Phase: wq.PhaseCancelled, Dimensions: dim("needs_c")}, T0)
+		if !errors.Is(err, wq.ErrLeaseLost) || out.PhaseApplied {
+			t.Fatalf("event under the completed item's old lease: %+v %v, want ErrLeaseLost", out, err)
+		}
+		dropped, err := s.DropEvents(ctx, it.ID)
+		if err != nil || len(dropped) != 1 || dropped[0].ID != late.ID || dropped[0].EventType != late.EventType {
+			t.Fatalf("DropEvents = %+v, %v; want the late event", dropped, err)
 		}
 		got = get(t, s, it.ID)
 		if got.Phase != wq.PhaseCompleted || got.Reason != "merged" || len(got.Dimensions) != 2 {
@@ -418,6 +428,69 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 		}
 		if ev, _ := s.NextEvent(ctx, it.ID); ev != nil {
 			t.Errorf("events left: %+v", ev)
+		}
+	})
+
+	t.Run("events of an active item are never dropped", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		if _, err := s.InsertEvent(ctx, wq.Event{ItemID: it.ID, Source: "forge", EventType: "x", DeliveryID: "d1", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
+			t.Fatal(err)
+		}
+		if dropped, err := s.DropEvents(ctx, it.ID); err != nil || len(dropped) != 0 {
+			t.Errorf("DropEvents of an active item = %v, %v; want nothing", dropped, err)
+		}
+		if ev, _ := s.NextEvent(ctx, it.ID); ev == nil {
+			t.Error("the active item's event is gone")
+		}
+	})
+
+	t.Run("an executor's change applies only if no work was enqueued since it loaded the item", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		l, err := s.ClaimItem(ctx, it.ID, "w", T0, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := get(t, s, it.ID).Revision
+		if _, err := s.InsertEvent(ctx, wq.Event{ItemID: it.ID, Source: "forge", EventType: "x", DeliveryID: "d1", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted, Dimensions: []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_a"}, Status: wq.StatusFalse}}, SeenRevision: seen}, T0)
+		if !errors.Is(err, wq.ErrSuperseded) {
+			t.Fatalf("change after newer work = %v, want ErrSuperseded", err)
+		}
+		if got := get(t, s, it.ID); got.Phase != wq.PhaseActive || len(got.Dimensions) != 0 {
+			t.Errorf("a superseded change was written: phase %s dims %v", got.Phase, got.Dimensions)
+		}
+		now := get(t, s, it.ID).Revision
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Dimensions: []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_a"}, Status: wq.StatusFalse}}, SeenRevision: now}, T0); err != nil {
+			t.Fatalf("change at the current revision: %v", err)
+		}
+		if got := get(t, s, it.ID); len(got.Dimensions) != 1 {
+			t.Errorf("dims %v after the change at the current revision", got.Dimensions)
+		}
+	})
+
+	t.Run("a transient failure is not counted but starts the failing run; success ends it", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		l, _ := s.ClaimItem(ctx, it.ID, "w", T0, time.Minute)
+		if n, err := s.RecordFailure(ctx, l, wq.Failure{Error: "forge down", RetryAfter: T0.Add(time.Minute), Transient: true}, T0); err != nil || n != 0 {
+			t.Fatalf("transient failure: attempts %d, %v; want 0", n, err)
+		}
+		if n, err := s.RecordFailure(ctx, l, wq.Failure{Error: "boom", RetryAfter: T0.Add(time.Hour)}, T0.Add(time.Minute)); err != nil || n != 1 {
+			t.Fatalf("counted failure: attempts %d, %v; want 1", n, err)
+		}
+		got := get(t, s, it.ID)
+		if !got.FailingSince.Equal(T0) || got.Attempts != 1 || got.Error != "boom" {
+			t.Errorf("failing since %v attempts %d error %q; want since %v, 1, boom", got.FailingSince, got.Attempts, got.Error, T0)
+		}
+		if err := s.RecordSuccess(ctx, l, T0.Add(2*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if got := get(t, s, it.ID); !got.FailingSince.IsZero() || got.Attempts != 0 {
+			t.Errorf("after a success: failing since %v attempts %d", got.FailingSince, got.Attempts)
 		}
 	})
 

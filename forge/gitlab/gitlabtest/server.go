@@ -188,6 +188,8 @@ func (s *Server) route(r *http.Request, p *project, rest []string) (int, any, *a
 			return 0, nil, fail(404, "404 File Not Found")
 		}
 		return 200, []byte(content), nil
+	case m == "GET" && len(rest) == 4 && rest[0] == "repository" && rest[1] == "commits" && rest[3] == "diff":
+		return s.commitDiff(r, p, rest[2])
 	case rest[0] == "merge_requests":
 		return s.mergeRequests(r, p, rest[1:])
 	case path == "hooks" && m == "GET":
@@ -587,4 +589,50 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
+}
+
+// commitDiff answers GET /projects/:id/repository/commits/:sha/diff: the
+// commit's files against its parent's, sorted by path, paginated with
+// page and per_page. Renames are not detected (GitLab would report one
+// renamed_file entry; the adapter turns both forms into removed + added).
+func (s *Server) commitDiff(r *http.Request, p *project, sha string) (int, any, *apiError) {
+	c := p.commits[sha]
+	if c == nil {
+		return 0, nil, fail(404, "404 Commit Not Found")
+	}
+	var before map[string]string
+	if parent := p.commits[c.parent]; parent != nil {
+		before = parent.files
+	}
+	var diffs []map[string]any
+	for path, content := range c.files {
+		old, had := before[path]
+		switch {
+		case !had:
+			diffs = append(diffs, map[string]any{"old_path": path, "new_path": path, "new_file": true, "renamed_file": false, "deleted_file": false})
+		case old != content:
+			diffs = append(diffs, map[string]any{"old_path": path, "new_path": path, "new_file": false, "renamed_file": false, "deleted_file": false})
+		}
+	}
+	for path := range before {
+		if _, has := c.files[path]; !has {
+			diffs = append(diffs, map[string]any{"old_path": path, "new_path": path, "new_file": false, "renamed_file": false, "deleted_file": true})
+		}
+	}
+	sort.Slice(diffs, func(i, j int) bool { return diffs[i]["new_path"].(string) < diffs[j]["new_path"].(string) })
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	perPage, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
+	if page < 1 {
+		page = 1
+	}
+	if perPage < 1 {
+		perPage = 20
+	}
+	start := min((page-1)*perPage, len(diffs))
+	end := min(start+perPage, len(diffs))
+	out := diffs[start:end]
+	if out == nil {
+		out = []map[string]any{}
+	}
+	return 200, out, nil
 }

@@ -27,16 +27,19 @@ const (
 	RulePathTooLong       = "path_too_long"
 	RulePathDuplicate     = "path_duplicate"
 	RulePathCaseCollision = "path_case_collision"
-	RulePathBlocked       = "path_blocked"
-	RulePreviousPath      = "previous_path_required"
-	RuleUnexpectedField   = "unexpected_field"
-	RuleContentRequired   = "content_required"
-	RuleEncoding          = "encoding_invalid"
-	RuleBase64            = "base64_invalid"
-	RuleFilemodeRequired  = "execute_filemode_required"
-	RuleBinary            = "binary_content"
-	RuleFileTooLarge      = "file_too_large"
-	RuleTotalTooLarge     = "total_too_large"
+	// RulePathFileDirConflict refuses one name used as a file and as a
+	// directory in one submission ("fd" and "fd/x.txt").
+	RulePathFileDirConflict = "path_file_dir_conflict"
+	RulePathBlocked         = "path_blocked"
+	RulePreviousPath        = "previous_path_required"
+	RuleUnexpectedField     = "unexpected_field"
+	RuleContentRequired     = "content_required"
+	RuleEncoding            = "encoding_invalid"
+	RuleBase64              = "base64_invalid"
+	RuleFilemodeRequired    = "execute_filemode_required"
+	RuleBinary              = "binary_content"
+	RuleFileTooLarge        = "file_too_large"
+	RuleTotalTooLarge       = "total_too_large"
 
 	// Paths that cannot be checked out as themselves on Windows (git's
 	// verify_path with core.protectNTFS) or read as an option.
@@ -149,13 +152,21 @@ func Inspect(actions []FileAction, p Policy) *Refusal {
 			// Every directory counts, not only whole paths: "Dir/a"
 			// and "dir/b" check out into one directory of two names
 			// on a case-insensitive file system.
-			if prefix, earlier, collides := names.add(fp, i); collides {
+			switch prefix, earlier, conflict := names.add(fp, i); conflict {
+			case spellingConflict:
 				what := "path"
 				if prefix != fp {
 					what = "directory"
 				}
 				return refuse(fp, RulePathCaseCollision, "%s %q differs only in case or Unicode normalisation from %q in %q of action %d; a case-insensitive file system (Windows, macOS) holds one of them",
 					what, prefix, earlier.spelling, earlier.path, earlier.index)
+			case fileDirConflict:
+				mine, theirs := "a file", "a directory"
+				if prefix != fp {
+					mine, theirs = theirs, mine
+				}
+				return refuse(fp, RulePathFileDirConflict, "%q is %s here but %s in %q of action %d; one commit cannot hold both, and a forge would silently drop one",
+					prefix, mine, theirs, earlier.path, earlier.index)
 			}
 			seen[fp] = i
 			for _, glob := range p.BlockedPaths {

@@ -231,6 +231,11 @@ func TestInspectRefusesPathClasses(t *testing.T) {
 		{"angstrom sign", []FileAction{create("\u212B")}, 0, "\u212B", RulePathNotNFC},
 		{"conjoining hangul jamo", []FileAction{create("\u1100\u1161")}, 0, "\u1100\u1161", RulePathNotNFC},
 		{"marks out of canonical order", []FileAction{create("a\u0301\u0316")}, 0, "a\u0301\u0316", RulePathNotNFC},
+		// One name as a file and as a directory: the forge keeps one.
+		{"a file and a directory of one name", []FileAction{create("fd"), create("fd/x.txt")}, 1, "fd/x.txt", RulePathFileDirConflict},
+		{"a directory and then a file of one name", []FileAction{create("a/b/c"), create("a/b")}, 1, "a/b", RulePathFileDirConflict},
+		{"a deleted file and a directory of its name", []FileAction{{Action: ActionDelete, FilePath: "fd"}, create("fd/x")}, 1, "fd/x", RulePathFileDirConflict},
+		{"a move onto a directory of the old name", []FileAction{{Action: ActionMove, FilePath: "old/new", PreviousPath: "old"}}, 0, "old", RulePathFileDirConflict},
 		// Two spellings of one name, directories included.
 		{"directories differing in case", []FileAction{create("Dir/a"), create("dir/b")}, 1, "dir/b", RulePathCaseCollision},
 		{"deep directories differing in case", []FileAction{create("a/B/c/x"), create("a/b/c/y")}, 1, "a/b/c/y", RulePathCaseCollision},

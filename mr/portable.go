@@ -150,12 +150,22 @@ type foldNode struct {
 	spelling string // the component as first submitted
 	index    int    // the action that first submitted it
 	path     string // the path it was first submitted in
+	dir      bool   // a directory of that path, not its file
 }
 
+// Conflicts foldTree.add finds.
+const (
+	noConflict       = iota
+	spellingConflict // one name spelled two ways
+	fileDirConflict  // one name used as a file and as a directory
+)
+
 // add records path p of action index. When a directory or file of p is
-// spelled otherwise by an earlier path, it returns p's prefix up to that
-// component and the earlier node.
-func (t *foldTree) add(p string, index int) (prefix string, earlier foldNode, collides bool) {
+// spelled otherwise by an earlier path (spellingConflict), or is a file
+// where an earlier path has a directory of that name or the other way
+// round (fileDirConflict: a forge keeps one of them and silently drops the
+// other), it returns p's prefix up to that component and the earlier node.
+func (t *foldTree) add(p string, index int) (prefix string, earlier foldNode, conflict int) {
 	if t.nodes == nil {
 		t.nodes = map[foldEdge]foldNode{}
 	}
@@ -168,17 +178,21 @@ func (t *foldTree) add(p string, index int) (prefix string, earlier foldNode, co
 			end += start
 		}
 		c := p[start:end]
+		dir := end < len(p)
 		edge := foldEdge{parent: parent, key: foldKey(c)}
 		n, ok := t.nodes[edge]
-		if !ok {
-			n = foldNode{id: len(t.nodes) + 1, spelling: c, index: index, path: p}
+		switch {
+		case !ok:
+			n = foldNode{id: len(t.nodes) + 1, spelling: c, index: index, path: p, dir: dir}
 			t.nodes[edge] = n
-		} else if n.spelling != c {
-			return p[:end], n, true
+		case n.spelling != c:
+			return p[:end], n, spellingConflict
+		case n.dir != dir:
+			return p[:end], n, fileDirConflict
 		}
 		parent, start = n.id, end+1
 	}
-	return "", foldNode{}, false
+	return "", foldNode{}, noConflict
 }
 
 // describe names a code point for a message without printing it: it

@@ -42,6 +42,7 @@ func TestAPIHostilePathClassesAreRefusedWithNothingWritten(t *testing.T) {
 			{"device name", []map[string]any{ok, create("Com1.tar.gz")}, 1, "Com1.tar.gz", mr.RulePathReservedName},
 			{"superscript device name", []map[string]any{ok, create("lpt\u00b3.txt")}, 1, "lpt\u00b3.txt", mr.RulePathReservedName},
 			{"leading dash", []map[string]any{ok, create("docs/-rf")}, 1, "docs/-rf", mr.RulePathLeadingDash},
+			{"a file and a directory of one name", []map[string]any{create("fd"), create("fd/x.txt")}, 1, "fd/x.txt", mr.RulePathFileDirConflict},
 			{"right-to-left override", []map[string]any{ok, create("invoice\u202Efdp.txt")}, 1, "invoice\u202Efdp.txt", mr.RulePathBidiControl},
 			{"zero-width space", []map[string]any{ok, create("a\u200Bb")}, 1, "a\u200Bb", mr.RulePathInvisibleChar},
 			{"unassigned code point", []map[string]any{ok, create("a\u0378")}, 1, "a\u0378", mr.RulePathUnassignedChar},

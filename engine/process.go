@@ -293,13 +293,21 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, item *wq.Item, a
 	}
 	e.audit.WriteAudit(ctx, wq.AuditEntry{Time: e.clock.Now(), EventType: wq.AuditAction, ItemID: item.ID.String(),
 		ItemType: item.ItemType, Actor: w.name, Trigger: map[string]any{"source": "worker", "action": action}})
-	if item.Attempts > 0 || item.Error != "" || !item.FailingSince.IsZero() {
+	// After a terminal write the lease is gone: Apply cleared the failures
+	// before it (or the item failed, and keeps them).
+	if failing(item) && !writer.terminal {
 		if err := e.store.RecordSuccess(ctx, w.lease, e.clock.Now()); err != nil {
 			w.writeFailed(ctx, log, "record success", err)
 			return false
 		}
 	}
 	return true
+}
+
+// failing reports whether item carries a run of failures that a success
+// must clear.
+func failing(item *wq.Item) bool {
+	return item.Attempts > 0 || item.Error != "" || !item.FailingSince.IsZero()
 }
 
 func isLost(ch chan struct{}) bool {
@@ -465,6 +473,7 @@ type leaseWriter struct {
 	item           *wq.Item
 	action         string
 	refusedAudited bool
+	terminal       bool // a write moved the item to a terminal phase
 }
 
 // Apply writes c under the lease, and only if no work was enqueued since
@@ -475,6 +484,20 @@ func (lw *leaseWriter) Apply(ctx context.Context, c wq.Change) error {
 	w := lw.w
 	now := w.e.clock.Now()
 	c.SeenRevision = lw.item.Revision
+	if c.Phase.Terminal() && c.Phase != wq.PhaseFailed && failing(lw.item) {
+		// The action succeeded, and the terminal write clears the lease:
+		// the loop's RecordSuccess would come too late (refused as a lost
+		// lease) and a completed item would keep the error and retry_after
+		// of the failures before. Clear them first. (RecordSuccess leaves
+		// the revision alone, so it cannot supersede this write.)
+		if err := w.e.store.RecordSuccess(ctx, w.lease, now); err != nil {
+			if errors.Is(err, wq.ErrLeaseLost) {
+				w.refused("record success (" + lw.action + ")")
+				lw.refusedAudited = true
+			}
+			return err
+		}
+	}
 	old, err := w.e.store.ApplyChange(ctx, w.lease, c, now)
 	if errors.Is(err, wq.ErrSuperseded) {
 		w.e.writesSuperseded.Add(1)
@@ -491,6 +514,7 @@ func (lw *leaseWriter) Apply(ctx context.Context, c wq.Change) error {
 	if err != nil {
 		return err
 	}
+	lw.terminal = lw.terminal || c.Phase.Terminal()
 	trigger := map[string]any{"source": "worker", "action": lw.action}
 	if c.Phase != "" && c.Phase != old {
 		w.e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditPhaseChange, ItemID: lw.item.ID.String(),

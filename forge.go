@@ -258,7 +258,9 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 		return 0
 	}
 	var d time.Duration
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+	// Out of range, ParseInt still returns the nearest int64: a wait too
+	// long to count is a day, not none.
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
 		if secs <= 0 {
 			return 0
 		}

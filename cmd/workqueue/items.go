@@ -78,7 +78,7 @@ func newSubmitCommand(flags *clientFlags) *cobra.Command {
   item_type: mr
   forge: gitea
   project: demo/hello
-  source_branch: wq/greeting
+  source_branch: workqueue/greeting
   target_branch: main
   title: Add a greeting
   file_actions:
@@ -93,9 +93,9 @@ Flags override the file's fields. Submitting the same content again is
 "unchanged"; new content for the same branch updates the same merge
 request.`,
 		Example: `  workqueue items submit -f change.yaml
-  workqueue items submit -f change.json --source-branch wq/other --title "Other change"
+  workqueue items submit -f change.json --source-branch workqueue/other --title "Other change"
   workqueue items submit --dir ./generated --forge gitea --project team/app \
-      --source-branch wq/generated --target-branch main --title "Regenerate" --action update`,
+      --source-branch workqueue/generated --target-branch main --title "Regenerate" --action update`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := flags.client()

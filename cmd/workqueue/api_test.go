@@ -267,7 +267,7 @@ func TestAPIIdenticalSubmissionsAtOnceMakeOneItemAndOnePullRequest(t *testing.T)
 	}
 }
 
-func TestAPIForgeDownBacksOffFailsAndRetryCompletes(t *testing.T) {
+func TestAPIForgeOutageKeepsItemsActiveUntilTheForgeReturns(t *testing.T) {
 	srv := testgitea.Get(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -280,18 +280,36 @@ func TestAPIForgeDownBacksOffFailsAndRetryCompletes(t *testing.T) {
 		c.Processing.BackoffBase = config.Duration(200 * time.Millisecond)
 		c.Processing.BackoffMax = config.Duration(400 * time.Millisecond)
 	})
+	// A person's branch inside the prefix, made straight on Gitea: an item
+	// for it must fail for good once the forge answers, the outage or not.
+	if _, err := w.forge.CommitFiles(context.Background(), wq.CommitRequest{Project: w.repo, Base: "main", Branch: "workqueue/persons",
+		Message: "by hand", Changes: []wq.FileChange{{Action: "create", Path: "by-hand.txt", Content: []byte("hand\n")}}}); err != nil {
+		t.Fatal(err)
+	}
 	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("workqueue/outage"))
 	id := body["id"].(string)
-	backingOff := w.waitItem(id, "a failed attempt", func(it map[string]any) bool { return it["attempts"] == float64(1) })
-	if backingOff["retry_after"] == nil || !strings.Contains(backingOff["error"].(string), "transient") || backingOff["phase"] != "active" {
-		t.Errorf("after one failure: %v", backingOff)
-	}
-	failed := w.waitItem(id, "failure", func(it map[string]any) bool { return it["phase"] == "failed" })
-	if failed["attempts"] != float64(2) || failed["error"] == "" {
-		t.Errorf("failed item: %v", failed)
+	_, body, _ = w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("workqueue/persons"))
+	persons := body["id"].(string)
+
+	// With max attempts 2, counting the outage would fail the item at its
+	// second try: it goes on backing off instead, round after round.
+	rounds := map[any]bool{}
+	w.waitItem(id, "five backoff rounds", func(it map[string]any) bool {
+		if it["retry_after"] == nil {
+			return false // not tried yet
+		}
+		if it["phase"] != "active" || it["attempts"] != float64(0) || !strings.Contains(fmt.Sprint(it["error"]), "transient") {
+			t.Fatalf("during the outage: %v; want active, attempts 0, a transient error and a retry_after", it)
+		}
+		rounds[it["retry_after"]] = true
+		return len(rounds) >= 5
+	})
+	other := w.waitItem(persons, "a try", func(it map[string]any) bool { return it["retry_after"] != nil })
+	if other["phase"] != "active" || other["attempts"] != float64(0) {
+		t.Errorf("the other item during the outage: %v; want active, attempts 0", other)
 	}
 
-	// The forge comes back at the same address.
+	// The forge comes back at the same address. Nobody calls retry.
 	back, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -300,18 +318,28 @@ func TestAPIForgeDownBacksOffFailsAndRetryCompletes(t *testing.T) {
 	proxy := &http.Server{Handler: httputil.NewSingleHostReverseProxy(target)}
 	go proxy.Serve(back)
 	t.Cleanup(func() { proxy.Close() })
-	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/retry", w.tokens["read"], nil); status != http.StatusForbidden {
-		t.Errorf("retry with a read token: %d %v", status, body)
+	done := w.waitItem(id, "completion once the forge is back", func(it map[string]any) bool { return it["phase"] != "active" })
+	if done["phase"] != "completed" || done["reason"] != "merged" || done["attempts"] != float64(0) || done["error"] != nil || done["retry_after"] != nil {
+		t.Errorf("after the outage: %v; want completed/merged with no error or retry_after left", done)
 	}
-	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/retry", w.tokens["retry"], nil); status != http.StatusOK || body["phase"] != "active" {
-		t.Fatalf("retry: %d %v", status, body)
-	}
-	done := w.waitItem(id, "completion after retry", func(it map[string]any) bool { return it["phase"] != "active" })
-	if done["phase"] != "completed" || done["reason"] != "merged" {
-		t.Errorf("after retry: %v", done)
+	if _, found, err := w.forge.ReadFile(context.Background(), w.repo, "main", "hello.txt"); err != nil || !found {
+		t.Errorf("hello.txt is not on main after the merge (%v)", err)
 	}
 	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/retry", w.tokens["retry"], nil); status != http.StatusConflict {
 		t.Errorf("retry of a completed item: %d %v", status, body)
+	}
+
+	// A refusal is not an outage: the person's branch fails its item at
+	// once, and only a caller with the retry permission may retry it.
+	failed := w.waitItem(persons, "failure on a branch the service does not own", func(it map[string]any) bool { return it["phase"] != "active" })
+	if failed["phase"] != "failed" || failed["attempts"] != float64(1) || !strings.Contains(fmt.Sprint(failed["error"]), "did not create") {
+		t.Errorf("the item for a person's branch: %v; want failed after one attempt, saying why", failed)
+	}
+	if status, body, _ := w.do("POST", "/api/v1/items/"+persons+"/retry", w.tokens["read"], nil); status != http.StatusForbidden {
+		t.Errorf("retry with a read token: %d %v", status, body)
+	}
+	if status, body, _ := w.do("POST", "/api/v1/items/"+persons+"/retry", w.tokens["retry"], nil); status != http.StatusOK || body["phase"] != "active" {
+		t.Errorf("retry with a retry token: %d %v", status, body)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -266,5 +267,23 @@ func TestPullRequestClosedByAPersonCancelsTheItem(t *testing.T) {
 	got, _ := w.waitFor(it.ID, "cancellation", func(it *wq.Item, _ *mr.Detail) bool { return it.Phase.Terminal() })
 	if got.Phase != wq.PhaseCancelled || got.Reason != mr.ReasonClosed {
 		t.Errorf("item %s/%s, want cancelled/closed", got.Phase, got.Reason)
+	}
+}
+
+// A change the forge refuses for good (creating a file the target already
+// has: Gitea answers 422) fails the item at the first attempt with the
+// forge's message, instead of being tried max_attempts times (issue 9,
+// defect 7).
+func TestAChangeTheForgeRefusesFailsAtOnceWithItsMessage(t *testing.T) {
+	w := newWorld(t, mr.Options{})
+	sub := submission("not the readme\n")
+	sub.FileActions[0].FilePath = "README.md" // exists on main with other content
+	it := w.submit(sub, mr.ResultCreated)
+	got, _ := w.waitFor(it.ID, "failure", func(it *wq.Item, _ *mr.Detail) bool { return it.Phase.Terminal() })
+	if got.Phase != wq.PhaseFailed || got.Attempts != 1 || !strings.Contains(got.Error, "commit") {
+		t.Errorf("item %s after %d attempts, error %q; want failed after 1 with the forge's refusal", got.Phase, got.Attempts, got.Error)
+	}
+	if _, err := w.forge.BranchHead(w.ctx, w.repo, sub.SourceBranch); !wq.IsForgeError(err, wq.ForgeNotFound) {
+		t.Errorf("a branch was written for a refused change: %v", err)
 	}
 }

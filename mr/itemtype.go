@@ -233,6 +233,12 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		}
 		c, err := f.CommitFiles(ctx, wq.CommitRequest{Project: d.Project, Base: d.TargetBranch, Branch: d.SourceBranch,
 			Message: d.CommitMessage, Changes: chs})
+		if kind, ok := wq.ForgeErrorOf(err); ok && (kind == wq.ForgeUnprocessable || kind == wq.ForgeConflict) {
+			// The forge refused these changes on this target (a file that
+			// already exists, a path it cannot take): the same request gets
+			// the same answer, so fail now with the forge's message.
+			return fmt.Errorf("%w: commit: %v", wq.ErrPermanent, err)
+		}
 		if err != nil {
 			return forgeFailure("commit", err)
 		}

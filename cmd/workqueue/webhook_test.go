@@ -288,6 +288,12 @@ func TestOlderWebhookEventDoesNotMoveThePhaseBack(t *testing.T) {
 		t.Fatalf("an event older than the last applied moved the phase to %v/%v", item["phase"], item["reason"])
 	}
 
+	// A close that really happened: the event asks for a reconcile, which
+	// reads the closed pull request (no payload moves the phase itself).
+	closed := wq.MergeRequestClosed
+	if _, err := w.forge.UpdateMergeRequest(context.Background(), w.repo, pr, wq.MergeRequestUpdate{State: &closed}); err != nil {
+		t.Fatal(err)
+	}
 	deliver("close-t4", event("closed", "closed", t4))
 	item = w.waitItem(id, "the newer close applied", func(it map[string]any) bool { return it["phase"] != "active" })
 	if item["phase"] != "cancelled" || item["last_event_at"] != t4.Format(time.RFC3339) {

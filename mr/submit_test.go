@@ -189,3 +189,47 @@ func TestSubmitNamesTheBadField(t *testing.T) {
 		}
 	}
 }
+
+// A change its forge cannot make is refused at submit, before anything is
+// stored: the branch prefix the project owns, and file modes on a forge
+// without them (Gitea's API cannot set the executable bit).
+func TestSubmitRefusesBranchesOutsideThePrefixAndModesTheForgeCannotSet(t *testing.T) {
+	forEachDB(t, func(t *testing.T, s mr.Store, ws wq.Store) {
+		ctx := context.Background()
+		owned := project
+		owned.BranchPrefix = "workqueue/"
+		chmod := submission("x\n")
+		chmod.SourceBranch = "workqueue/modes"
+		chmod.FileActions = append(chmod.FileActions, mr.FileAction{Action: mr.ActionChmod, FilePath: "run.sh", ExecuteFilemode: new(true)})
+		executable := submission("x\n")
+		executable.SourceBranch = "workqueue/modes"
+		executable.FileActions[0].ExecuteFilemode = new(true)
+		for _, tc := range []struct {
+			name  string
+			sub   mr.Submission
+			index int
+			field string
+			rule  string
+		}{
+			{"a branch outside the prefix", submission("x\n"), -1, "source_branch", mr.RuleBranchOutsidePrefix},
+			{"a chmod on a forge without modes", chmod, 1, "", mr.RuleFileModeUnsupported},
+			{"an executable create on a forge without modes", executable, 0, "", mr.RuleFileModeUnsupported},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, _, err := mr.Submit(ctx, s, tc.sub, owned, "alice", t0)
+				var r *mr.Refusal
+				if !errors.As(err, &r) || r.Rule != tc.rule || r.Index != tc.index || r.Field != tc.field {
+					t.Fatalf("Submit = %v, want a %s refusal of index %d field %q", err, tc.rule, tc.index, tc.field)
+				}
+			})
+		}
+		if items, err := ws.ListItems(ctx, wq.ItemFilter{}); err != nil || len(items) != 0 {
+			t.Errorf("refused submissions stored %d items (%v)", len(items), err)
+		}
+		withModes := owned
+		withModes.FileModes = true
+		if _, result, err := mr.Submit(ctx, s, chmod, withModes, "alice", t0); err != nil || result != mr.ResultCreated {
+			t.Errorf("a chmod on a forge with modes: %q %v, want created", result, err)
+		}
+	})
+}

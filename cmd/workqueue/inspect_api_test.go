@@ -43,6 +43,10 @@ func TestAPIHostilePathClassesAreRefusedWithNothingWritten(t *testing.T) {
 			{"superscript device name", []map[string]any{ok, create("lpt\u00b3.txt")}, 1, "lpt\u00b3.txt", mr.RulePathReservedName},
 			{"leading dash", []map[string]any{ok, create("docs/-rf")}, 1, "docs/-rf", mr.RulePathLeadingDash},
 			{"a file and a directory of one name", []map[string]any{create("fd"), create("fd/x.txt")}, 1, "fd/x.txt", mr.RulePathFileDirConflict},
+			// Gitea's API cannot set the executable bit: refused at submit,
+			// not accepted and failed at the push.
+			{"chmod on Gitea", []map[string]any{ok, {"action": "chmod", "file_path": "README.md", "execute_filemode": true}}, 1, "README.md", mr.RuleFileModeUnsupported},
+			{"an executable file on Gitea", []map[string]any{ok, {"action": "create", "file_path": "run.sh", "content": "#!/bin/sh\n", "execute_filemode": true}}, 1, "run.sh", mr.RuleFileModeUnsupported},
 			{"right-to-left override", []map[string]any{ok, create("invoice\u202Efdp.txt")}, 1, "invoice\u202Efdp.txt", mr.RulePathBidiControl},
 			{"zero-width space", []map[string]any{ok, create("a\u200Bb")}, 1, "a\u200Bb", mr.RulePathInvisibleChar},
 			{"unassigned code point", []map[string]any{ok, create("a\u0378")}, 1, "a\u0378", mr.RulePathUnassignedChar},

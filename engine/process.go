@@ -228,7 +228,7 @@ func (w *worker) drainEvents(ctx context.Context) (applied int, crashed bool, er
 			return applied, true, nil
 		}
 		if outcome.NewPhase.Terminal() {
-			return applied, false, nil // the terminal write dropped the rest and the lease
+			return applied, false, nil // the terminal write let go of the lease; the loop drops the rest
 		}
 	}
 }

@@ -65,6 +65,14 @@ type Forge interface {
 	// not mergeable now.
 	MergeMergeRequest(ctx context.Context, project string, number int64, headSHA string) error
 
+	// CompareTrees lists the paths whose content or mode differs between
+	// the trees of base and head, tree against tree (not from their merge
+	// base), in one forge call whatever the number of files: PathAdded for
+	// a path only in head, PathRemoved for one only in base, PathModified
+	// otherwise. Item types use it to tell whether a target already holds
+	// a change (see docs/DESIGN.md, "empty diff"). NotFound if either ref
+	// is missing.
+	CompareTrees(ctx context.Context, project, base, head string) ([]PathChange, error)
 	// ReadFile returns the content of path at ref, and whether it exists
 	// there. Item types use it to tell whether a target branch already
 	// holds a change (see docs/DESIGN.md, "empty diff").
@@ -171,11 +179,35 @@ type MergeRequest struct {
 	// MergeStatus is the forge's own word for it (GitLab
 	// detailed_merge_status; Gitea: "mergeable", "checking", "conflict").
 	MergeStatus string
+	// Blocker says, in the forge's neutral words, what keeps an open
+	// merge request from merging now; MergeClear when nothing does.
+	Blocker MergeBlocker
+	// MergeBase is the commit the merge request's diff starts from (GitLab
+	// diff_refs.base_sha, Gitea merge_base): when the target's head is no
+	// longer it, the target moved since the branch was made.
+	MergeBase string
 	// HeadPipelineID is the CI pipeline of the head (GitLab's
 	// head_pipeline); 0 when there is none or the forge does not say
 	// (Gitea).
 	HeadPipelineID int64
 }
+
+// MergeBlocker is what keeps an open merge request from merging now.
+// Executors choose how soon to look again by it: a forge that is still
+// computing is asked again soon, people are waited for.
+type MergeBlocker string
+
+// Merge blockers.
+const (
+	MergeClear    MergeBlocker = ""            // mergeable now
+	MergeChecking MergeBlocker = "checking"    // the forge is still computing mergeability
+	MergeMerging  MergeBlocker = "merging"     // a merge is in progress (GitLab's locked state)
+	MergeCI       MergeBlocker = "ci"          // a pipeline must finish or pass first
+	MergeRebase   MergeBlocker = "need_rebase" // the target moved and the project's merge method needs the branch on top of it
+	MergeConflict MergeBlocker = "conflict"    // the branch conflicts with the target
+	MergePeople   MergeBlocker = "people"      // approvals, discussions, draft, requested changes, a block: a person must act
+	MergeOther    MergeBlocker = "other"       // anything else the forge reports
+)
 
 // MergeRequestCreate opens a merge request.
 type MergeRequestCreate struct {

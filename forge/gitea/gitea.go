@@ -567,3 +567,8 @@ func (f *Forge) EnsureWebhook(ctx context.Context, project, url, secret string) 
 	})
 	return wq.WebhookUpdated, err
 }
+
+// CompareTrees is not implemented yet.
+func (f *Forge) CompareTrees(ctx context.Context, project, base, head string) ([]wq.PathChange, error) {
+	return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "compare " + project, Message: "not implemented"}
+}

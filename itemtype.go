@@ -46,4 +46,17 @@ type ItemType struct {
 	Decide        Decider
 	Executors     map[string]Executor     // by action name
 	EventHandlers map[string]EventHandler // by event type; events of other types are dropped with an audit entry
+	// CancelDimension, when set, makes cancelling an item a request the
+	// type carries out itself (close what it opened, delete what it
+	// made): cancelling an active or failed item sets this dimension to
+	// true with a CancelRequest as its detail, the item stays (or becomes)
+	// active, and the type's decider runs the action that winds it down
+	// and moves it to cancelled. Without it, cancelling is immediate.
+	CancelDimension string
+}
+
+// CancelRequest is the detail of an item type's CancelDimension: who
+// asked for the cancel, and why.
+type CancelRequest struct {
+	Reason string `json:"reason"`
 }

@@ -28,9 +28,11 @@ type AuditEntry struct {
 	Metadata  map[string]any `json:"metadata,omitempty"`
 }
 
-// Audit event types written by the generic layer.
+// Audit event types, all in one place: the engine's, the API's, the
+// webhook receiver's and the authorisation decisions.
 const (
-	AuditItemCreated     = "item_created"
+	// The engine.
+	AuditItemCreated     = "item_created" // also the API's: a submission made a new item
 	AuditPhaseChange     = "phase_change"
 	AuditDimensionChange = "dimension_change"
 	AuditAction          = "action"
@@ -39,7 +41,23 @@ const (
 	AuditWriteSuperseded = "write_superseded" // an executor's write dropped: newer work arrived during the action
 	AuditEventApplied    = "event_applied"
 	AuditEventIgnored    = "event_ignored"
+
+	// The API (a submission's outcome is "item_" + its wq.SubmitResult:
+	// item_created, item_unchanged, item_updated, item_retried).
+	AuditItemUnchanged       = "item_unchanged"
+	AuditItemUpdated         = "item_updated"
+	AuditItemRetried         = "item_retried"
+	AuditItemCancelled       = "item_cancelled"
+	AuditItemCancelRequested = "item_cancel_requested" // the type winds the item down itself (ItemType.CancelDimension)
+	AuditAuthAllowed         = "auth_allowed"
+	AuditAuthRefused         = "auth_refused"
+
+	// The webhook receiver.
+	AuditWebhookStored = "webhook_stored"
 )
+
+// AuditSubmitted is the audit event type of a submission's outcome.
+func AuditSubmitted(r SubmitResult) string { return "item_" + string(r) }
 
 // AuditSink receives audit entries. Callers never let a sink's error or
 // panic break processing (see audit.Safe); a sink may still return an error

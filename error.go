@@ -32,28 +32,57 @@ func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrorCode returns the code of the first *Error in err's chain, EINTERNAL
-// for any other non-nil error, and "" for nil.
+// Refusal is a submission refused by inspection or validation, naming
+// what was refused: the file action (Index, Path) or the member (Field),
+// and the rule. Its code is EINVALID; the API shows it whole.
+type Refusal struct {
+	Index   int    `json:"index"` // the action's index in the submission; -1 when no action is concerned
+	Path    string `json:"path"`  // the offending path as submitted
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+	// Field names the refused member of the submission (source_branch,
+	// file_actions[1].file_path) when the refusal is about a field rather
+	// than a path's shape; empty for inspection refusals.
+	Field string `json:"field,omitempty"`
+}
+
+func (r *Refusal) Error() string {
+	if r.Field != "" {
+		return fmt.Sprintf("%s: %s: %s", r.Field, r.Rule, r.Message)
+	}
+	return fmt.Sprintf("action %d (%q): %s: %s", r.Index, r.Path, r.Rule, r.Message)
+}
+
+// ErrorCode returns the code of the first *Error in err's chain (EINVALID
+// for a *Refusal), EINTERNAL for any other non-nil error, and "" for nil.
 func ErrorCode(err error) string {
 	if err == nil {
 		return ""
 	}
 	var e *Error
-	if errors.As(err, &e) {
+	var r *Refusal
+	switch {
+	case errors.As(err, &e):
 		return e.Code
+	case errors.As(err, &r):
+		return EINVALID
 	}
 	return EINTERNAL
 }
 
 // ErrorMessage returns the caller-safe message of err: the message of its
-// *Error, or "internal error" for anything else.
+// *Error or *Refusal, or "internal error" for anything else.
 func ErrorMessage(err error) string {
 	if err == nil {
 		return ""
 	}
 	var e *Error
-	if errors.As(err, &e) {
+	var r *Refusal
+	switch {
+	case errors.As(err, &e):
 		return e.Message
+	case errors.As(err, &r):
+		return r.Error()
 	}
 	return "internal error"
 }

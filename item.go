@@ -56,6 +56,7 @@ type Item struct {
 	Generation     int
 	CallerIdentity string
 	ContentHash    string
+	Scope
 	LastEventAt    time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
@@ -78,7 +79,17 @@ type NewItem struct {
 	Generation     int
 	CallerIdentity string
 	ContentHash    string
+	Scope                            // where the item acts, if anywhere
 	Dimensions     []DimensionUpdate // initial dimension rows, if any
+}
+
+// Scope is where an item acts: one project of one forge, named as the
+// configuration names them. Grants are per project, and listing filters by
+// scope, whatever the item's type; the zero Scope acts nowhere (the
+// example type).
+type Scope struct {
+	Forge   string
+	Project string
 }
 
 // Change is a state change an executor or the engine applies under a lease.

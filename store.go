@@ -19,8 +19,8 @@ type Failure struct {
 type ItemFilter struct {
 	ItemType string
 	Phase    Phase
-	Forge    string // mr items only
-	Project  string // mr items only
+	Forge    string // items that act on this forge
+	Project  string // items that act on this project
 	Before   ItemID // cursor: only items older than this one
 	Limit    int    // at most this many (the store caps it)
 }
@@ -132,6 +132,13 @@ type Store interface {
 	// item is active or completed, or a newer generation holds its
 	// idempotency key; ENOTFOUND.
 	RetryItem(ctx context.Context, id ItemID, dims []DimensionUpdate, now time.Time) (*Item, error)
+
+	// RequestCancel hands the cancel of an active or failed item to its
+	// type (ItemType.CancelDimension): the item becomes (or stays) active
+	// and actionable with a clean slate and dims upserted, and its
+	// revision moves, so that a worker holding it decides again; its
+	// lease is kept. ECONFLICT if it is completed or cancelled; ENOTFOUND.
+	RequestCancel(ctx context.Context, id ItemID, dims []DimensionUpdate, now time.Time) (*Item, error)
 
 	// CancelItem cancels an active or failed item with reason and clears
 	// its lease, which fences out a worker that holds it. ECONFLICT if it

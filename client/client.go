@@ -13,7 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/workqueue-dev/workqueue/service"
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
 )
 
 // Client talks to one workqueue server.
@@ -32,23 +33,31 @@ func New(baseURL, token string) (*Client, error) {
 	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token, HTTP: &http.Client{Timeout: 60 * time.Second}}, nil
 }
 
-// Problem is an error the server answered with.
-type Problem struct {
-	Status  int            `json:"status"`
-	Code    string         `json:"code"`
-	Detail  string         `json:"detail"`
-	Refusal map[string]any `json:"refusal,omitempty"`
+// Error is an error answer of the server. It unwraps to the application
+// error it stands for (api.Problem.Err): a *wq.Refusal for a refused
+// submission, else a *wq.Error with the server's code, so that callers
+// test wq.ErrorCode(err) as the server did.
+type Error struct {
+	Status  int
+	Problem api.Problem
 }
 
-func (p *Problem) Error() string {
-	if p.Refusal != nil && p.Refusal["field"] != nil {
-		return fmt.Sprintf("refused (HTTP %d): %v: %v: %v", p.Status, p.Refusal["field"], p.Refusal["rule"], p.Refusal["message"])
+func (e *Error) Error() string {
+	p := e.Problem
+	if r := p.Refusal; r != nil {
+		if r.Field != "" {
+			return fmt.Sprintf("refused (HTTP %d): %s: %s: %s", e.Status, r.Field, r.Rule, r.Message)
+		}
+		return fmt.Sprintf("refused (HTTP %d): action %d (%q): %s: %s", e.Status, r.Index, r.Path, r.Rule, r.Message)
 	}
-	if p.Refusal != nil {
-		return fmt.Sprintf("refused (HTTP %d): action %v (%q): %v", p.Status, p.Refusal["index"], p.Refusal["path"], p.Refusal["rule"])
+	msg := fmt.Sprintf("%s (HTTP %d): %s", p.Code, e.Status, p.Detail)
+	if p.RequestID != "" {
+		msg += " (request " + p.RequestID + ")"
 	}
-	return fmt.Sprintf("%s (HTTP %d): %s", p.Code, p.Status, p.Detail)
+	return msg
 }
+
+func (e *Error) Unwrap() error { return e.Problem.Err() }
 
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
 	var r io.Reader
@@ -75,11 +84,12 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return err
 	}
 	if resp.StatusCode >= 400 {
-		p := &Problem{Status: resp.StatusCode}
-		if json.Unmarshal(data, p) != nil || p.Code == "" {
-			p.Code, p.Detail = http.StatusText(resp.StatusCode), strings.TrimSpace(string(data))
+		e := &Error{Status: resp.StatusCode}
+		if json.Unmarshal(data, &e.Problem) != nil || e.Problem.Code == "" {
+			// Not one of ours (a proxy's page): the status says what it can.
+			e.Problem = api.Problem{Status: resp.StatusCode, Code: codeOfStatus(resp.StatusCode), Detail: strings.TrimSpace(string(data))}
 		}
-		return p
+		return e
 	}
 	if out == nil {
 		return nil
@@ -87,16 +97,10 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	return json.Unmarshal(data, out)
 }
 
-// SubmitResult is an item with the submission's result.
-type SubmitResult struct {
-	Result string `json:"result"`
-	service.Item
-}
-
 // Submit posts a submission (a JSON object with item_type and the type's
 // fields).
-func (c *Client) Submit(ctx context.Context, submission []byte) (*SubmitResult, error) {
-	var out SubmitResult
+func (c *Client) Submit(ctx context.Context, submission []byte) (*api.Submitted, error) {
+	var out api.Submitted
 	if err := c.do(ctx, http.MethodPost, "/api/v1/items", submission, &out); err != nil {
 		return nil, err
 	}
@@ -104,8 +108,8 @@ func (c *Client) Submit(ctx context.Context, submission []byte) (*SubmitResult, 
 }
 
 // Get reads one item.
-func (c *Client) Get(ctx context.Context, id string) (*service.Item, error) {
-	var out service.Item
+func (c *Client) Get(ctx context.Context, id string) (*api.Item, error) {
+	var out api.Item
 	if err := c.do(ctx, http.MethodGet, "/api/v1/items/"+url.PathEscape(id), nil, &out); err != nil {
 		return nil, err
 	}
@@ -113,11 +117,8 @@ func (c *Client) Get(ctx context.Context, id string) (*service.Item, error) {
 }
 
 // List reads a page of items; query holds the filters.
-func (c *Client) List(ctx context.Context, query url.Values) ([]*service.Item, string, error) {
-	var out struct {
-		Items      []*service.Item `json:"items"`
-		NextCursor string          `json:"next_cursor"`
-	}
+func (c *Client) List(ctx context.Context, query url.Values) ([]*api.Item, string, error) {
+	var out api.ItemPage
 	path := "/api/v1/items"
 	if len(query) > 0 {
 		path += "?" + query.Encode()
@@ -129,15 +130,35 @@ func (c *Client) List(ctx context.Context, query url.Values) ([]*service.Item, s
 }
 
 // Retry retries a failed or cancelled item.
-func (c *Client) Retry(ctx context.Context, id string) (*service.Item, error) {
-	var out service.Item
+func (c *Client) Retry(ctx context.Context, id string) (*api.Item, error) {
+	var out api.Item
 	err := c.do(ctx, http.MethodPost, "/api/v1/items/"+url.PathEscape(id)+"/retry", nil, &out)
 	return &out, err
 }
 
 // Cancel cancels an active or failed item.
-func (c *Client) Cancel(ctx context.Context, id string) (*service.Item, error) {
-	var out service.Item
+func (c *Client) Cancel(ctx context.Context, id string) (*api.Item, error) {
+	var out api.Item
 	err := c.do(ctx, http.MethodPost, "/api/v1/items/"+url.PathEscape(id)+"/cancel", nil, &out)
 	return &out, err
+}
+
+// codeOfStatus is the application code an HTTP status stands for, for an
+// answer without a problem document.
+func codeOfStatus(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusRequestEntityTooLarge:
+		return wq.EINVALID
+	case http.StatusNotFound:
+		return wq.ENOTFOUND
+	case http.StatusConflict:
+		return wq.ECONFLICT
+	case http.StatusUnauthorized:
+		return wq.EUNAUTHORIZED
+	case http.StatusForbidden:
+		return wq.EFORBIDDEN
+	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout, http.StatusTooManyRequests:
+		return wq.EUNAVAILABLE
+	}
+	return wq.EINTERNAL
 }

@@ -81,7 +81,17 @@ type Log struct {
 
 // Example tunes the example item type.
 type Example struct {
+	// Enabled takes example items over the API on an instance that does
+	// not process them (one that does, by handled_types, always takes them).
+	Enabled   bool     `yaml:"enabled"`
 	StepDelay Duration `yaml:"step_delay"`
+}
+
+// ExampleEnabled reports whether this instance registers the example item
+// type: it is for tests and demos, so a production instance has it only
+// when configured.
+func (c Config) ExampleEnabled() bool {
+	return c.Example.Enabled || slices.Contains(c.HandledTypes, "example")
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").

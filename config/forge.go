@@ -9,6 +9,9 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/mr"
 )
 
 // Forge is one code forge the service writes to.
@@ -174,4 +177,22 @@ func secret(env, file, field string) (string, error) {
 		return "", fmt.Errorf("%s_file: %s is empty", field, file)
 	}
 	return v, nil
+}
+
+// MRProject is how a project on a forge is configured for the mr item
+// type's changes, and false when no project entry covers it.
+func (c Config) MRProject(forgeName, project string) (mr.Project, bool) {
+	p, ok := c.ProjectFor(forgeName, project)
+	if !ok {
+		return mr.Project{}, false
+	}
+	forge, _ := c.ForgeNamed(forgeName)
+	return mr.Project{
+		Policy: mr.Policy{BlockedPaths: p.BlockedPaths, MaxFileBytes: p.MaxFileBytes, MaxTotalBytes: p.MaxTotalBytes,
+			AllowBinary: p.AllowBinary, AllowGitConfigFiles: p.AllowGitConfigFiles},
+		AutoMerge:    p.AutoMerge,
+		Label:        c.MR.ManagedLabel,
+		BranchPrefix: p.SourceBranchPrefix(),
+		FileModes:    wq.ForgeSetsFileModes(forge.Kind),
+	}, true
 }

@@ -5,7 +5,9 @@ package httpapi
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +16,8 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
-	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/service"
 )
 
@@ -125,7 +127,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "schema_version": applied})
 }
 
-// statusByCode maps application error codes to HTTP statuses.
+// statusByCode maps application error codes to HTTP statuses; a code
+// missing here is answered as internal (statusOf), never with status 0.
 var statusByCode = map[string]int{
 	wq.EINVALID:      http.StatusUnprocessableEntity,
 	wq.ENOTFOUND:     http.StatusNotFound,
@@ -136,39 +139,54 @@ var statusByCode = map[string]int{
 	wq.EINTERNAL:     http.StatusInternalServerError,
 }
 
-// Problem is an RFC 9457 problem document. Refusal is set when an
-// inspection refused a submission: it names the action index, the path
-// and the rule.
-type Problem struct {
-	Type    string      `json:"type"`
-	Title   string      `json:"title"`
-	Status  int         `json:"status"`
-	Detail  string      `json:"detail"`
-	Code    string      `json:"code"`
-	Refusal *mr.Refusal `json:"refusal,omitempty"`
+// statusOf is the HTTP status of an application error code: 500 for one
+// the table does not know.
+func statusOf(code string) int {
+	if status, ok := statusByCode[code]; ok {
+		return status
+	}
+	return http.StatusInternalServerError
 }
 
-// Error writes err as a problem document. Internal errors are logged with
-// their detail and shown to the caller only as "internal error".
+// Error writes err as a problem document (api.Problem) with the status of
+// its code. A refusal is shown whole. Internal errors are logged with
+// their detail and a request id; the caller sees only "internal error"
+// and the request id, to quote when asking what went wrong.
 func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
-	var refusal *mr.Refusal
-	if errors.As(err, &refusal) {
-		s.problem(w, r, http.StatusUnprocessableEntity, wq.EINVALID, refusal.Error(), refusal)
-		return
-	}
-	code := wq.ErrorCode(err)
-	if code == wq.EINTERNAL {
-		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-	}
-	s.problem(w, r, statusByCode[code], code, wq.ErrorMessage(err), nil)
+	s.errorAs(w, r, err, statusOf)
 }
 
-func (s *Server) problem(w http.ResponseWriter, r *http.Request, status int, code, detail string, refusal *mr.Refusal) {
-	p := Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Code: code, Refusal: refusal}
+// errorAs is Error with the caller's mapping of codes to statuses.
+func (s *Server) errorAs(w http.ResponseWriter, r *http.Request, err error, status func(code string) int) {
+	code := wq.ErrorCode(err)
+	p := api.Problem{Code: code, Detail: wq.ErrorMessage(err)}
+	errors.As(err, &p.Refusal)
+	if code == wq.EINTERNAL || statusOf(code) == http.StatusInternalServerError {
+		p.RequestID = newRequestID()
+		s.log.Error("internal error", "request_id", p.RequestID, "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	p.Status = status(code)
+	s.writeProblem(w, p)
+}
+
+// problem writes a problem document with an explicit status.
+func (s *Server) problem(w http.ResponseWriter, r *http.Request, status int, code, detail string) {
+	s.writeProblem(w, api.Problem{Status: status, Code: code, Detail: detail})
+}
+
+func (s *Server) writeProblem(w http.ResponseWriter, p api.Problem) {
+	p.Type, p.Title = "about:blank", http.StatusText(p.Status)
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
+	w.WriteHeader(p.Status)
 	json.NewEncoder(w).Encode(p)
+}
+
+// newRequestID names one failed request in the log and in its answer.
+func newRequestID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

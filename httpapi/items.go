@@ -9,8 +9,8 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
-	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/service"
 )
 
@@ -35,7 +35,7 @@ func (s *Server) authenticated(perm auth.Permission, h http.HandlerFunc) http.Ha
 		token, ok, duplicate := bearerToken(r.Header)
 		if duplicate {
 			s.decision(r, nil, perm, false, "more than one Authorization header")
-			s.problem(w, r, http.StatusBadRequest, wq.EINVALID, "more than one Authorization header: send exactly one", nil)
+			s.problem(w, r, http.StatusBadRequest, wq.EINVALID, "more than one Authorization header: send exactly one")
 			return
 		}
 		if s.proxyHeader != "" && r.URL.Path == "/me" && r.Header.Get(s.proxyHeader) != "" {
@@ -77,11 +77,11 @@ func (s *Server) decision(r *http.Request, c *auth.Caller, perm auth.Permission,
 	if s.audit == nil {
 		return
 	}
-	e := wq.AuditEntry{Time: time.Now(), EventType: "auth_refused", Actor: "anonymous",
+	e := wq.AuditEntry{Time: time.Now(), EventType: wq.AuditAuthRefused, Actor: "anonymous",
 		Trigger:  map[string]any{"source": "api", "method": r.Method, "path": r.URL.Path},
 		Metadata: map[string]any{"permission": string(perm)}}
 	if allowed {
-		e.EventType = "auth_allowed"
+		e.EventType = wq.AuditAuthAllowed
 	}
 	if why != "" {
 		e.Metadata["reason"] = why
@@ -119,18 +119,12 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 		Rules: c.Rules(), Permissions: perms, Grants: c.Grants, AccessToken: token})
 }
 
-// submitResponse is an item with the upsert's result.
-type submitResponse struct {
-	Result string `json:"result"`
-	*service.Item
-}
-
 func (s *Server) submitItem(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxSubmitBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			s.problem(w, r, http.StatusRequestEntityTooLarge, wq.EINVALID, "body is larger than "+strconv.Itoa(MaxSubmitBytes)+" bytes", nil)
+			s.problem(w, r, http.StatusRequestEntityTooLarge, wq.EINVALID, "body is larger than "+strconv.Itoa(MaxSubmitBytes)+" bytes")
 			return
 		}
 		s.Error(w, r, wq.Errorf(wq.EINVALID, "body: %v", err))
@@ -142,10 +136,10 @@ func (s *Server) submitItem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status := http.StatusOK
-	if result == mr.ResultCreated {
+	if result == wq.SubmitCreated {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, submitResponse{Result: result, Item: it})
+	writeJSON(w, status, api.Submitted{Result: result, Item: it})
 }
 
 func (s *Server) getItem(w http.ResponseWriter, r *http.Request) {
@@ -198,10 +192,10 @@ func (s *Server) listItems(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": next})
+	writeJSON(w, http.StatusOK, api.ItemPage{Items: items, NextCursor: next})
 }
 
-func (s *Server) itemAction(act func(context.Context, *auth.Caller, wq.ItemID) (*service.Item, error)) http.HandlerFunc {
+func (s *Server) itemAction(act func(context.Context, *auth.Caller, wq.ItemID) (*api.Item, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, err := service.ParseID("id", r.PathValue("id"))
 		if err != nil {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/internal/testapi"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
-	"github.com/workqueue-dev/workqueue/service"
 	"github.com/workqueue-dev/workqueue/store"
 )
 
@@ -51,8 +51,8 @@ func testServer(t *testing.T) (*Server, map[auth.Permission]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	items := &service.Items{Store: st, Config: cfg}
-	hooks := &service.Webhooks{Store: st, Config: cfg, Secrets: map[string]string{"gitea": "hook-secret"}}
+	items := testapi.Items(st, cfg)
+	hooks := testapi.Webhooks(st, cfg, items, "hook-secret")
 	return NewServerWithWebhooks(st, items, hooks, authn, slog.New(slog.NewTextHandler(io.Discard, nil))), tokens
 }
 

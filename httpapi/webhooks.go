@@ -18,20 +18,25 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			s.problem(w, r, http.StatusRequestEntityTooLarge, wq.EINVALID, "body is larger than "+strconv.Itoa(webhook.MaxBodyBytes)+" bytes", nil)
+			s.problem(w, r, http.StatusRequestEntityTooLarge, wq.EINVALID, "body is larger than "+strconv.Itoa(webhook.MaxBodyBytes)+" bytes")
 			return
 		}
-		s.problem(w, r, http.StatusBadRequest, wq.EINVALID, "body: "+err.Error(), nil)
+		s.problem(w, r, http.StatusBadRequest, wq.EINVALID, "body: "+err.Error())
 		return
 	}
 	got, err := s.webhooks.Receive(r.Context(), r.PathValue("forge"), r.Header, body)
-	if wq.ErrorCode(err) == wq.EINVALID {
-		s.problem(w, r, http.StatusBadRequest, wq.EINVALID, wq.ErrorMessage(err), nil) // a malformed delivery is a 400
-		return
-	}
 	if err != nil {
-		s.Error(w, r, err)
+		s.errorAs(w, r, err, webhookStatus)
 		return
 	}
 	writeJSON(w, http.StatusOK, got)
+}
+
+// webhookStatus is statusOf, but a malformed delivery is a 400: it is the
+// forge's request that is bad, not a document a caller chose.
+func webhookStatus(code string) int {
+	if code == wq.EINVALID {
+		return http.StatusBadRequest
+	}
+	return statusOf(code)
 }

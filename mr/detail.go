@@ -68,19 +68,11 @@ func (d *Detail) ForgeState() ForgeState {
 
 // EventRef is what a forge event says about the merge request it concerns;
 // zero fields say nothing. Resolution tries them in this order (DDR-32).
-type EventRef struct {
-	Number       int64  // merge request number
-	PipelineID   int64  // CI pipeline (GitLab pipeline, Gitea workflow run)
-	SourceBranch string // the merge request's source branch
-	TargetBranch string // the merge request's target branch, if the event says
-	HeadSHA      string // a commit: matches the head the service pushed
-}
-
-// IsZero reports whether the reference names nothing.
-func (r EventRef) IsZero() bool { return r == EventRef{} }
+type EventRef = wq.EventRef
 
 // Store is the persistence the mr type needs beyond the generic store.
-// Both drivers implement it and pass store/storetest.RunMR.
+// mr/mrstore implements it on both drivers, and passes its conformance
+// suite on both.
 type Store interface {
 	// CreateMR inserts an active, actionable mr item and its detail in one
 	// transaction. ECONFLICT if another item holds the idempotency key

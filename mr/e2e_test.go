@@ -24,7 +24,7 @@ import (
 type world struct {
 	t       *testing.T
 	ctx     context.Context
-	store   store.Store
+	store   *testdb.Store
 	forge   *gitea.Forge
 	sdk     *sdk.Client
 	repo    string
@@ -61,7 +61,7 @@ func newWorld(t *testing.T, opts mr.Options) *world {
 	return w
 }
 
-func (w *world) submit(sub mr.Submission, want string) *wq.Item {
+func (w *world) submit(sub mr.Submission, want wq.SubmitResult) *wq.Item {
 	w.t.Helper()
 	sub.Forge, sub.Project = "gitea", w.repo
 	it, result, err := mr.Submit(w.ctx, w.store, sub, w.project, "e2e", time.Now())

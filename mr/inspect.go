@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	wq "github.com/workqueue-dev/workqueue"
 )
 
 // Rules a refusal names. They are stable: callers and tests match on them.
@@ -88,23 +90,9 @@ type Policy struct {
 }
 
 // Refusal says which action broke which rule, and why.
-type Refusal struct {
-	Index   int    `json:"index"` // the action's index in the submission; -1 when no action is concerned
-	Path    string `json:"path"`  // the offending path as submitted
-	Rule    string `json:"rule"`
-	Message string `json:"message"`
-	// Field names the refused member of the submission (source_branch,
-	// file_actions[1].file_path) when the refusal is about a field rather
-	// than a path's shape; empty for inspection refusals.
-	Field string `json:"field,omitempty"`
-}
-
-func (r *Refusal) Error() string {
-	if r.Field != "" {
-		return fmt.Sprintf("%s: %s: %s", r.Field, r.Rule, r.Message)
-	}
-	return fmt.Sprintf("action %d (%q): %s: %s", r.Index, r.Path, r.Rule, r.Message)
-}
+// Refusal is the root package's: refusals of the mr type name an action
+// or a field of the submission.
+type Refusal = wq.Refusal
 
 // Inspect checks a submission's file actions against git's own path
 // protections and the project's policy. It is pure and runs before

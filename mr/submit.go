@@ -28,10 +28,10 @@ type Submission struct {
 
 // Submit results (DDR-40).
 const (
-	ResultCreated   = "created"   // a new item (or a new generation after a terminal one)
-	ResultUnchanged = "unchanged" // the active item already wants exactly this
-	ResultUpdated   = "updated"   // the active item's desired state was replaced
-	ResultRetried   = "retried"   // a failed item was replaced and made active again
+	ResultCreated   = wq.SubmitCreated
+	ResultUnchanged = wq.SubmitUnchanged
+	ResultUpdated   = wq.SubmitUpdated
+	ResultRetried   = wq.SubmitRetried
 )
 
 // SubmitRaceWait bounds how long one submission keeps losing races with
@@ -73,7 +73,7 @@ const (
 // validation or inspection refuses: a refusal is a *Refusal, a bad field
 // an EINVALID error naming it. A race with a concurrent submission for the
 // same branch is caught by the store and the upsert is run again.
-func Submit(ctx context.Context, store Store, sub Submission, project Project, caller string, now time.Time) (*wq.Item, string, error) {
+func Submit(ctx context.Context, store Store, sub Submission, project Project, caller string, now time.Time) (*wq.Item, wq.SubmitResult, error) {
 	if err := sub.validate(); err != nil {
 		return nil, "", err
 	}

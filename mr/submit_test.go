@@ -37,7 +37,7 @@ func forEachDB(t *testing.T, test func(t *testing.T, s mr.Store, ws wq.Store)) {
 func TestSubmitUpsertsByBranch(t *testing.T) {
 	forEachDB(t, func(t *testing.T, s mr.Store, ws wq.Store) {
 		ctx := context.Background()
-		submit := func(sub mr.Submission, want string) *wq.Item {
+		submit := func(sub mr.Submission, want wq.SubmitResult) *wq.Item {
 			t.Helper()
 			it, result, err := mr.Submit(ctx, s, sub, project, "alice", t0)
 			if err != nil {
@@ -102,7 +102,7 @@ func TestTwoIdenticalSubmissionsAtOnceMakeOneItem(t *testing.T) {
 		const n = 8
 		var wg sync.WaitGroup
 		ids := make([]wq.ItemID, n)
-		results := make([]string, n)
+		results := make([]wq.SubmitResult, n)
 		errs := make([]error, n)
 		start := make(chan struct{})
 		for i := range n {

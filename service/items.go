@@ -1,45 +1,87 @@
 // Package service is the item service between the API and the store
 // (DESIGN section 3): it turns an authenticated caller's request into
 // store writes, wakes the engine, audits, and renders the API's view of
-// an item.
+// an item. It names no item type: each type registers its face
+// (wq.ItemAPI) beside its engine registration, and the service routes by
+// item_type.
 package service
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
-	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/internal/keylock"
-	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/internal/strictjson"
 )
 
-// Store is what the service needs of a driver.
-type Store interface {
-	wq.Store
-	mr.Store
-}
+// SubmitRaceWait bounds how long a submission waits for concurrent
+// submissions of the same key in this process before it answers
+// EUNAVAILABLE.
+const SubmitRaceWait = 10 * time.Second
 
 // Items is the item service.
 type Items struct {
-	Store  Store
-	Config config.Config
+	Store  wq.Store
 	Notify func(itemType string, id wq.ItemID) // the engine's; may be nil
 	Audit  wq.AuditSink
-	Now    func() time.Time
+	Clock  clockwork.Clock // nil: the real clock
 
-	// branches serialises submissions for one branch in this process, so
-	// that a burst of them queues instead of racing (and losing) on the
-	// store's guards.
-	branches keylock.Set
+	types map[string]registered
+	// keys serialises submissions for one key (one branch) in this
+	// process, so that a burst of them queues instead of racing (and
+	// losing) on the store's guards.
+	keys keylock.Set
+}
+
+type registered struct {
+	api             wq.ItemAPI
+	cancelDimension string
+}
+
+// Register makes an item type submittable, viewable and retryable over
+// the API: t is its engine registration (for CancelDimension), a its face.
+func (s *Items) Register(t wq.ItemType, a wq.ItemAPI) {
+	if s.types == nil {
+		s.types = map[string]registered{}
+	}
+	if t.Name != a.Type() {
+		panic(fmt.Sprintf("service: registering item type %q with the API of %q", t.Name, a.Type()))
+	}
+	s.types[t.Name] = registered{api: a, cancelDimension: t.CancelDimension}
+}
+
+// Types lists the registered item types' APIs.
+func (s *Items) Types() []wq.ItemAPI {
+	out := make([]wq.ItemAPI, 0, len(s.types))
+	for _, name := range s.typeNames() {
+		out = append(out, s.types[name].api)
+	}
+	return out
+}
+
+func (s *Items) typeNames() []string {
+	names := make([]string, 0, len(s.types))
+	for name := range s.types {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func (s *Items) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
+	if s.Clock != nil {
+		return s.Clock.Now()
 	}
 	return time.Now()
 }
@@ -50,70 +92,63 @@ func (s *Items) notify(it *wq.Item) {
 	}
 }
 
-// submitRequest is the body of POST /api/v1/items.
-type submitRequest struct {
-	ItemType string `json:"item_type"`
-	mr.Submission
-}
-
-// Submit decodes a submission strictly (see decodeSubmission: invalid
-// UTF-8 and lone surrogates are refused, never replaced), checks that its
-// project is configured, inspects and upserts it. It returns the item, the
-// result (created, unchanged, updated, retried) and nothing stored on any
-// error.
-func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*Item, string, error) {
-	req, err := decodeSubmission(body)
+// Submit reads item_type from the body, has that type decode the body
+// strictly, checks that the caller may submit on the submission's project,
+// and has the type inspect and upsert it. It returns the item, the result,
+// and nothing stored on any error.
+func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*api.Item, wq.SubmitResult, error) {
+	name, err := strictjson.TopLevelString(body, "item_type")
 	if err != nil {
 		return nil, "", err
 	}
-	if req.ItemType != mr.ItemType {
-		return nil, "", wq.Errorf(wq.EINVALID, "item_type: want %q, got %q", mr.ItemType, req.ItemType)
+	t, ok := s.types[name]
+	if name == "" || !ok {
+		return nil, "", wq.Errorf(wq.EINVALID, "item_type: want one of %s, got %q", strings.Join(s.typeNames(), ", "), name)
 	}
-	if err := s.authorize(ctx, caller, auth.Submit, req.Project); err != nil {
+	sub, err := t.api.Decode(body)
+	if err != nil {
 		return nil, "", err
 	}
-	project, ok := s.Config.ProjectFor(req.Forge, req.Project)
-	if !ok {
-		return nil, "", wq.Errorf(wq.EINVALID, "project: %q on forge %q is not configured for changes", req.Project, req.Forge)
+	scope := sub.Scope()
+	if err := s.authorize(ctx, caller, auth.Submit, scope.Project); err != nil {
+		return nil, "", err
 	}
-	forge, _ := s.Config.ForgeNamed(req.Forge)
-	policy := mr.Project{
-		Policy: mr.Policy{BlockedPaths: project.BlockedPaths, MaxFileBytes: project.MaxFileBytes,
-			MaxTotalBytes: project.MaxTotalBytes, AllowBinary: project.AllowBinary, AllowGitConfigFiles: project.AllowGitConfigFiles},
-		AutoMerge:    project.AutoMerge,
-		Label:        s.Config.MR.ManagedLabel,
-		BranchPrefix: project.SourceBranchPrefix(),
-		FileModes:    wq.ForgeSetsFileModes(forge.Kind),
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, mr.SubmitRaceWait)
-	defer cancel()
-	unlock, err := s.branches.Lock(waitCtx, mr.IdempotencyKey(req.Forge, req.Project, req.SourceBranch))
-	if err != nil {
-		return nil, "", wq.Errorf(wq.EUNAVAILABLE, "too many concurrent changes to %s %s; try again", req.Project, req.SourceBranch)
+	if key := sub.Key(); key != "" {
+		waitCtx, cancel := context.WithTimeout(ctx, SubmitRaceWait)
+		unlock, err := s.keys.Lock(waitCtx, name+"\x00"+key)
+		cancel()
+		if err != nil {
+			return nil, "", wq.Errorf(wq.EUNAVAILABLE, "too many concurrent submissions for the same %s item; try again", name)
+		}
+		defer unlock()
 	}
 	now := s.now()
-	it, result, err := mr.Submit(ctx, s.Store, req.Submission, policy, caller.Identity, now)
-	unlock()
+	it, result, err := t.api.Submit(ctx, sub, caller.Identity, now)
 	if err != nil {
 		return nil, "", err
 	}
-	if result != mr.ResultUnchanged {
+	if result != wq.SubmitUnchanged {
 		s.notify(it)
 	}
-	s.audit(ctx, now, "item_"+result, it, caller, map[string]any{"forge": req.Forge, "project": req.Project,
-		"source_branch": req.SourceBranch, "files": len(req.FileActions)})
+	meta := map[string]any{"forge": scope.Forge, "project": scope.Project}
+	if a, ok := sub.(interface{ AuditFields() map[string]any }); ok {
+		for k, v := range a.AuditFields() {
+			meta[k] = v
+		}
+	}
+	s.audit(ctx, now, wq.AuditSubmitted(result), it, caller, meta)
 	view, err := s.view(ctx, it)
 	return view, result, err
 }
 
 // Get returns one item with its detail and dimensions, if the caller may
 // read its project.
-func (s *Items) Get(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*Item, error) {
+func (s *Items) Get(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*api.Item, error) {
 	it, err := s.Store.GetItem(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.authorizeItem(ctx, caller, auth.Read, it); err != nil {
+	if err := s.authorize(ctx, caller, auth.Read, it.Project); err != nil {
 		return nil, err
 	}
 	return s.view(ctx, it)
@@ -127,37 +162,17 @@ func (s *Items) authorize(ctx context.Context, caller *auth.Caller, perm auth.Pe
 		return nil
 	}
 	if s.Audit != nil {
-		s.Audit.WriteAudit(ctx, wq.AuditEntry{Time: s.now(), EventType: "auth_refused", Actor: caller.Identity,
+		s.Audit.WriteAudit(ctx, wq.AuditEntry{Time: s.now(), EventType: wq.AuditAuthRefused, Actor: caller.Identity,
 			Trigger:  map[string]any{"source": "api", "rules": caller.Rules()},
 			Metadata: map[string]any{"permission": string(perm), "project": project, "reason": "no matched rule covers the project"}})
 	}
 	return wq.Errorf(wq.EFORBIDDEN, "%s may not %s on project %q: no rule that matched grants it there", caller.Identity, perm, project)
 }
 
-// authorizeItem authorizes perm on the item's project.
-func (s *Items) authorizeItem(ctx context.Context, caller *auth.Caller, perm auth.Permission, it *wq.Item) error {
-	project, err := s.projectOf(ctx, it)
-	if err != nil {
-		return err
-	}
-	return s.authorize(ctx, caller, perm, project)
-}
-
-// projectOf is the project an item changes ("" for types without one).
-func (s *Items) projectOf(ctx context.Context, it *wq.Item) (string, error) {
-	if it.ItemType != mr.ItemType {
-		return "", nil
-	}
-	d, err := s.Store.GetMRDetail(ctx, it.ID)
-	if err != nil {
-		return "", err
-	}
-	return d.Project, nil
-}
-
 // List returns a page of items, newest first, and the cursor of the next
-// page ("" on the last).
-func (s *Items) List(ctx context.Context, caller *auth.Caller, f wq.ItemFilter) ([]*Item, string, error) {
+// page ("" on the last). Items of projects the caller may not read are
+// left out; the cursor still moves past them.
+func (s *Items) List(ctx context.Context, caller *auth.Caller, f wq.ItemFilter) ([]*api.Item, string, error) {
 	if f.Limit <= 0 || f.Limit > wq.MaxListLimit {
 		f.Limit = 50
 	}
@@ -165,21 +180,11 @@ func (s *Items) List(ctx context.Context, caller *auth.Caller, f wq.ItemFilter) 
 	if err != nil {
 		return nil, "", err
 	}
-	views := make([]*Item, 0, len(items))
-	// Items of projects the caller may not read are left out; the cursor
-	// still moves past them. Most callers read everywhere: no lookups.
-	everywhere := caller.CanEverywhere(auth.Read)
+	views := make([]*api.Item, 0, len(items))
 	for _, it := range items {
-		if !everywhere {
-			project, err := s.projectOf(ctx, it)
-			if err != nil {
-				return nil, "", err
-			}
-			if !caller.CanOn(auth.Read, project) {
-				continue
-			}
+		if caller.CanOn(auth.Read, it.Project) {
+			views = append(views, render(it, nil))
 		}
-		views = append(views, render(it, nil))
 	}
 	next := ""
 	if len(items) == f.Limit {
@@ -188,44 +193,57 @@ func (s *Items) List(ctx context.Context, caller *auth.Caller, f wq.ItemFilter) 
 	return views, next, nil
 }
 
-// Retry makes a failed or cancelled item active again; for an mr item the
-// merge request is ensured anew (reopened or recreated) and reconciled.
-func (s *Items) Retry(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*Item, error) {
-	now := s.now()
-	var dims []wq.DimensionUpdate
-	if it, err := s.Store.GetItem(ctx, id); err != nil {
-		return nil, err
-	} else if err := s.authorizeItem(ctx, caller, auth.Retry, it); err != nil {
-		return nil, err
-	} else if it.ItemType == mr.ItemType {
-		dims = []wq.DimensionUpdate{
-			{DimensionKey: wq.DimensionKey{Dimension: mr.DimMR}, Status: wq.StatusTrue},
-			{DimensionKey: wq.DimensionKey{Dimension: mr.DimReconcile}, Status: wq.StatusTrue},
-		}
-	}
-	it, err := s.Store.RetryItem(ctx, id, dims, now)
+// Retry makes a failed or cancelled item active again, with the rows its
+// type resets on retry.
+func (s *Items) Retry(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*api.Item, error) {
+	it, err := s.Store.GetItem(ctx, id)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.authorize(ctx, caller, auth.Retry, it.Project); err != nil {
+		return nil, err
+	}
+	var dims []wq.DimensionUpdate
+	if t, ok := s.types[it.ItemType]; ok {
+		dims = t.api.RetryDimensions(it)
+	}
+	now := s.now()
+	if it, err = s.Store.RetryItem(ctx, id, dims, now); err != nil {
 		return nil, err
 	}
 	s.notify(it)
-	s.audit(ctx, now, "item_retried", it, caller, nil)
+	s.audit(ctx, now, wq.AuditItemRetried, it, caller, nil)
 	return s.view(ctx, it)
 }
 
-// Cancel cancels an active or failed item. The merge request, if any, is
-// left as it is.
-func (s *Items) Cancel(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*Item, error) {
-	now := s.now()
-	if it, err := s.Store.GetItem(ctx, id); err != nil {
-		return nil, err
-	} else if err := s.authorizeItem(ctx, caller, auth.Retry, it); err != nil {
-		return nil, err
-	}
-	it, err := s.Store.CancelItem(ctx, id, "cancelled by "+caller.Identity, now)
+// Cancel cancels an active or failed item. A type that winds its items
+// down itself (wq.ItemType.CancelDimension) is asked to: the item stays
+// active until its executor has closed what it opened.
+func (s *Items) Cancel(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*api.Item, error) {
+	it, err := s.Store.GetItem(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	s.audit(ctx, now, "item_cancelled", it, caller, nil)
+	if err := s.authorize(ctx, caller, auth.Retry, it.Project); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	reason := "cancelled by " + caller.Identity
+	if dim := s.types[it.ItemType].cancelDimension; dim != "" {
+		detail, _ := json.Marshal(wq.CancelRequest{Reason: reason})
+		it, err = s.Store.RequestCancel(ctx, id, []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: dim},
+			Status: wq.StatusTrue, Detail: detail}}, now)
+		if err != nil {
+			return nil, err
+		}
+		s.notify(it)
+		s.audit(ctx, now, wq.AuditItemCancelRequested, it, caller, nil)
+		return s.view(ctx, it)
+	}
+	if it, err = s.Store.CancelItem(ctx, id, reason, now); err != nil {
+		return nil, err
+	}
+	s.audit(ctx, now, wq.AuditItemCancelled, it, caller, nil)
 	return s.view(ctx, it)
 }
 
@@ -238,15 +256,43 @@ func (s *Items) audit(ctx context.Context, now time.Time, event string, it *wq.I
 		Trigger: map[string]any{"source": "api", "rules": caller.Rules()}, Metadata: meta})
 }
 
-func (s *Items) view(ctx context.Context, it *wq.Item) (*Item, error) {
-	var d *mr.Detail
-	if it.ItemType == mr.ItemType {
-		var err error
-		if d, err = s.Store.GetMRDetail(ctx, it.ID); err != nil {
+// view renders an item with its type's detail.
+func (s *Items) view(ctx context.Context, it *wq.Item) (*api.Item, error) {
+	var detail json.RawMessage
+	if t, ok := s.types[it.ItemType]; ok {
+		d, err := t.api.Detail(ctx, it)
+		if err != nil {
 			return nil, err
 		}
+		if d != nil {
+			if detail, err = json.Marshal(d); err != nil {
+				return nil, fmt.Errorf("render the detail of %s: %w", it.ID, err)
+			}
+		}
 	}
-	return render(it, d), nil
+	return render(it, detail), nil
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func render(it *wq.Item, detail json.RawMessage) *api.Item {
+	v := &api.Item{ID: it.ID.String(), ItemType: it.ItemType, Phase: it.Phase, Reason: it.Reason, Forge: it.Forge,
+		Project: it.Project, Attempts: it.Attempts, Error: it.Error, RetryAfter: optTime(it.RetryAfter), Generation: it.Generation,
+		CallerIdentity: it.CallerIdentity, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt, FinishedAt: optTime(it.FinishedAt),
+		LastEventAt: optTime(it.LastEventAt), Detail: detail}
+	for k, dim := range it.Dimensions {
+		v.Dimensions = append(v.Dimensions, api.Dimension{Dimension: k.Dimension, Variant: k.Variant, Status: dim.Status,
+			PendingUntil: optTime(dim.PendingUntil), Detail: dim.Detail})
+	}
+	slices.SortFunc(v.Dimensions, func(a, b api.Dimension) int {
+		return strings.Compare(a.Dimension+"\x00"+a.Variant, b.Dimension+"\x00"+b.Variant)
+	})
+	return v
 }
 
 // ParseID parses an item id from a path or a cursor, naming the field.

@@ -5,21 +5,29 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/config"
-	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/webhook"
 )
 
 // Webhooks turns verified forge deliveries into durable events for the
-// items they concern (DESIGN section 5, DDR-30..35).
+// items they concern (DESIGN section 5, DDR-30..35). The item types that
+// take forge events (their ItemAPI is a wq.EventResolver) say which item
+// an event concerns.
 type Webhooks struct {
-	Store   Store
-	Config  config.Config
-	Secrets map[string]string // webhook secret by forge name
-	Notify  func(itemType string, id wq.ItemID)
-	Audit   wq.AuditSink
-	Now     func() time.Time
+	Store  wq.Store
+	Forges map[string]WebhookForge // by configured forge name
+	Types  []wq.ItemAPI
+	Notify func(itemType string, id wq.ItemID)
+	Audit  wq.AuditSink
+	Clock  clockwork.Clock // nil: the real clock
+}
+
+// WebhookForge is what the receiver knows of a configured forge.
+type WebhookForge struct {
+	Kind   string // wq.ForgeGitea, wq.ForgeGitLab
+	Secret string // the webhook secret; "" refuses every delivery
 }
 
 // Received says what a delivery led to.
@@ -33,25 +41,40 @@ type Received struct {
 // returns. Errors: ENOTFOUND for an unknown forge, EUNAUTHORIZED for a bad
 // signature or token, EINVALID for a malformed delivery.
 func (w *Webhooks) Receive(ctx context.Context, forgeName string, h http.Header, body []byte) (Received, error) {
-	forge, ok := w.Config.ForgeNamed(forgeName)
+	forge, ok := w.Forges[forgeName]
 	if !ok {
 		return Received{}, wq.Errorf(wq.ENOTFOUND, "no forge named %q", forgeName)
 	}
-	d, err := webhook.Parse(forge.Kind, w.Secrets[forge.Name], h, body)
+	d, err := webhook.Parse(forge.Kind, forge.Secret, h, body)
 	if err != nil || d == nil {
 		return Received{}, err
 	}
-	id, ok, err := w.Store.FindActiveMR(ctx, forge.Name, d.Project,
-		mr.EventRef{Number: d.Number, PipelineID: d.PipelineID, SourceBranch: d.SourceBranch,
-			TargetBranch: d.TargetBranch, HeadSHA: d.HeadSHA})
-	if err != nil || !ok {
-		return Received{}, err // DDR-32: no active item, nothing to store
+	ref := wq.EventRef{Number: d.Number, PipelineID: d.PipelineID, SourceBranch: d.SourceBranch,
+		TargetBranch: d.TargetBranch, HeadSHA: d.HeadSHA}
+	var id wq.ItemID
+	var itemType string
+	for _, t := range w.Types {
+		r, ok := t.(wq.EventResolver)
+		if !ok {
+			continue
+		}
+		found, ok, err := r.ResolveEvent(ctx, forgeName, d.Project, ref)
+		if err != nil {
+			return Received{}, err
+		}
+		if ok {
+			id, itemType = found, t.Type()
+			break
+		}
+	}
+	if itemType == "" {
+		return Received{}, nil // DDR-32: no active item, nothing to store
 	}
 	now := time.Now()
-	if w.Now != nil {
-		now = w.Now()
+	if w.Clock != nil {
+		now = w.Clock.Now()
 	}
-	dup, err := w.Store.InsertDelivery(ctx, forge.Name, d.DeliveryID,
+	dup, err := w.Store.InsertDelivery(ctx, forgeName, d.DeliveryID,
 		[]wq.Event{{ItemID: id, EventType: d.EventType, Body: d.Body, EventTS: d.EventTS}}, now)
 	if err != nil {
 		return Received{}, err
@@ -60,11 +83,11 @@ func (w *Webhooks) Receive(ctx context.Context, forgeName string, h http.Header,
 		return Received{Duplicate: true}, nil
 	}
 	if w.Notify != nil {
-		w.Notify(mr.ItemType, id)
+		w.Notify(itemType, id)
 	}
 	if w.Audit != nil {
-		w.Audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: "webhook_stored", ItemID: id.String(), ItemType: mr.ItemType,
-			Actor: "forge:" + forge.Name, Trigger: map[string]any{"source": "webhook", "event_type": d.EventType},
+		w.Audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditWebhookStored, ItemID: id.String(), ItemType: itemType,
+			Actor: "forge:" + forgeName, Trigger: map[string]any{"source": "webhook", "event_type": d.EventType},
 			Metadata: map[string]any{"delivery_id": d.DeliveryID, "project": d.Project, "number": d.Number, "pipeline_id": d.PipelineID}})
 	}
 	return Received{Stored: 1}, nil

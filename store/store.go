@@ -1,5 +1,6 @@
 // Package store opens the store driver a database URL names. It is the one
-// place above the drivers that knows both.
+// place above the drivers that knows both; item types' stores (mr/mrstore)
+// build on the driver it returns.
 package store
 
 import (
@@ -7,7 +8,6 @@ import (
 	"strings"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/store/postgres"
 	"github.com/workqueue-dev/workqueue/store/sqlite"
 )
@@ -51,20 +51,10 @@ func redact(url string) string {
 	return url
 }
 
-// Store is everything a driver provides: the generic seam and the stores
-// of the item types.
-type Store interface {
-	wq.Store
-	mr.Store
-}
-
-var (
-	_ Store = (*sqlite.Store)(nil)
-	_ Store = (*postgres.Store)(nil)
-)
-
-// Open opens the store the URL names. It does not migrate.
-func Open(ctx context.Context, url string) (Store, error) {
+// Open opens the store the URL names: a *sqlite.Store or a
+// *postgres.Store. It does not migrate; item types register their
+// migrations with it first (see mr/mrstore).
+func Open(ctx context.Context, url string) (wq.Store, error) {
 	kind, path, err := ParseURL(url)
 	if err != nil {
 		return nil, err

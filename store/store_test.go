@@ -17,14 +17,6 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-func TestMRConformance(t *testing.T) {
-	for _, kind := range testdb.Kinds {
-		t.Run(kind, func(t *testing.T) {
-			storetest.RunMR(t, func(t *testing.T) storetest.MRStore { return testdb.Open(t, kind) })
-		})
-	}
-}
-
 func TestParseURL(t *testing.T) {
 	for _, tc := range []struct {
 		url, kind, path string

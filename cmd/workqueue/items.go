@@ -21,7 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/workqueue-dev/workqueue/client"
-	"github.com/workqueue-dev/workqueue/service"
+	"github.com/workqueue-dev/workqueue/api"
 )
 
 // clientFlags are the flags of every command that talks to a server.
@@ -335,7 +335,7 @@ when the item completed, 1 when it failed or was cancelled.`,
 	return cmd
 }
 
-func newItemActionCommand(flags *clientFlags, name, short string, act func(*client.Client, context.Context, string) (*service.Item, error)) *cobra.Command {
+func newItemActionCommand(flags *clientFlags, name, short string, act func(*client.Client, context.Context, string) (*api.Item, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   name + " ID",
 		Short: short,
@@ -359,7 +359,7 @@ func newItemActionCommand(flags *clientFlags, name, short string, act func(*clie
 }
 
 // progressLine summarises what watch reports.
-func progressLine(it *service.Item) string {
+func progressLine(it *api.Item) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s", it.Phase)
 	if it.Reason != "" {
@@ -371,8 +371,8 @@ func progressLine(it *service.Item) string {
 	if it.Error != "" {
 		fmt.Fprintf(&b, " error=%q", it.Error)
 	}
-	if it.Detail != nil && it.Detail.MRURL != "" {
-		fmt.Fprintf(&b, " mr=%s", it.Detail.MRURL)
+	if d := mrDetail(it); d != nil && d.MRURL != "" {
+		fmt.Fprintf(&b, " mr=%s", d.MRURL)
 	}
 	var needs []string
 	for _, d := range it.Dimensions {
@@ -386,7 +386,7 @@ func progressLine(it *service.Item) string {
 	return b.String()
 }
 
-func printItem(w io.Writer, it *service.Item) {
+func printItem(w io.Writer, it *api.Item) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "id\t%s\ntype\t%s\nphase\t%s\n", it.ID, it.ItemType, it.Phase)
 	if it.Reason != "" {
@@ -399,7 +399,7 @@ func printItem(w io.Writer, it *service.Item) {
 	if it.RetryAfter != nil {
 		fmt.Fprintf(tw, "retry after\t%s\n", it.RetryAfter.Format(time.RFC3339))
 	}
-	if d := it.Detail; d != nil {
+	if d := mrDetail(it); d != nil {
 		fmt.Fprintf(tw, "project\t%s on %s\nbranches\t%s → %s\ntitle\t%s\nfiles\t%d\n", d.Project, d.Forge, d.SourceBranch, d.TargetBranch, d.Title, len(d.Files))
 		if d.MRURL != "" {
 			fmt.Fprintf(tw, "merge request\t%s\n", d.MRURL)
@@ -413,6 +413,15 @@ func printItem(w io.Writer, it *service.Item) {
 		fmt.Fprintf(tw, "%s\t%s\n", d.Dimension, state)
 	}
 	tw.Flush()
+}
+
+// mrDetail is the detail of an mr item, nil for other types.
+func mrDetail(it *api.Item) *api.MRDetail {
+	var d api.MRDetail
+	if it.ItemType != "mr" || json.Unmarshal(it.Detail, &d) != nil {
+		return nil
+	}
+	return &d
 }
 
 func printJSON(w io.Writer, v any) error {

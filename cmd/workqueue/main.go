@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/workqueue-dev/workqueue/config"
-	"github.com/workqueue-dev/workqueue/store"
 )
 
 func main() {
@@ -156,7 +155,7 @@ turns under an advisory lock.`,
 				return err
 			}
 			ctx := cmd.Context()
-			s, err := store.Open(ctx, cfg.Database)
+			s, _, err := openStores(ctx, cfg.Database)
 			if err != nil {
 				return err
 			}

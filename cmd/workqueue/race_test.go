@@ -14,7 +14,6 @@ import (
 
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
-	"github.com/workqueue-dev/workqueue/store"
 )
 
 // post submits body from any goroutine (w.do may only be called from the
@@ -39,7 +38,7 @@ func content(file string, i int) []map[string]any {
 
 // desiredContent reads, from the store, the content of the item's one
 // file action: the API's view does not show contents.
-func desiredContent(t *testing.T, s store.Store, id string) string {
+func desiredContent(t *testing.T, s *testdb.Store, id string) string {
 	t.Helper()
 	d, err := s.GetMRDetail(context.Background(), uuid.MustParse(id))
 	if err != nil || len(d.FileActions) != 1 || d.FileActions[0].Content == nil {

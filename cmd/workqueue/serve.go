@@ -23,6 +23,7 @@ import (
 	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/httpapi"
 	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/mr/mrstore"
 	"github.com/workqueue-dev/workqueue/service"
 	"github.com/workqueue-dev/workqueue/store"
 )
@@ -56,9 +57,9 @@ func NewMain(cfg config.Config, log *slog.Logger) *Main {
 // it.
 func (m *Main) Run(ctx context.Context) error {
 	m.Log.Info("starting workqueue", "config", m.Config.Redacted())
-	s, err := store.Open(ctx, m.Config.Database)
+	s, mrs, err := openStores(ctx, m.Config.Database)
 	if err != nil {
-		return fmt.Errorf("open database: %w", err)
+		return err
 	}
 	m.Store = s
 	if m.Config.AutoMigrate {
@@ -89,22 +90,32 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.Engine.Register(example.Type(example.Options{StepDelay: time.Duration(m.Config.Example.StepDelay)}))
-	m.Engine.Register(mr.Type(mr.Options{Store: s, Forges: forges, PublicURL: m.Config.PublicURL,
+	items := &service.Items{Store: s, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log)}
+	// Each item type registers with the engine and, beside it, its face
+	// to callers; the example type only where it is configured.
+	mrType := mr.Type(mr.Options{Store: mrs, Forges: forges, PublicURL: m.Config.PublicURL,
 		ReconcileInterval:    time.Duration(m.Config.MR.ReconcileInterval),
 		MergeRecheckInterval: time.Duration(m.Config.MR.MergeRecheckInterval),
-		EmptyCheckInterval:   time.Duration(m.Config.MR.EmptyCheckInterval)}))
+		EmptyCheckInterval:   time.Duration(m.Config.MR.EmptyCheckInterval)})
+	m.Engine.Register(mrType)
+	items.Register(mrType, mr.API(mr.APIOptions{Store: mrs, Project: m.Config.MRProject}))
+	if m.Config.ExampleEnabled() {
+		exampleType := example.Type(example.Options{StepDelay: time.Duration(m.Config.Example.StepDelay)})
+		m.Engine.Register(exampleType)
+		items.Register(exampleType, example.API(s))
+	}
 	if err := m.Engine.Start(ctx); err != nil {
 		return err
 	}
-	items := &service.Items{Store: s, Config: m.Config, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log)}
-	secrets := map[string]string{}
+	hookForges := map[string]service.WebhookForge{}
 	for _, f := range m.Config.Forges {
-		if secrets[f.Name], err = f.WebhookSecret(); err != nil {
+		secret, err := f.WebhookSecret()
+		if err != nil {
 			return fmt.Errorf("config: %w", err)
 		}
+		hookForges[f.Name] = service.WebhookForge{Kind: f.Kind, Secret: secret}
 	}
-	hooks := &service.Webhooks{Store: s, Config: m.Config, Secrets: secrets, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log)}
+	hooks := &service.Webhooks{Store: s, Forges: hookForges, Types: items.Types(), Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log)}
 
 	m.listener, err = net.Listen("tcp", m.Config.Listen)
 	if err != nil {
@@ -126,6 +137,21 @@ func (m *Main) Run(ctx context.Context) error {
 	go func() { m.served <- m.HTTP.Serve(m.listener) }()
 	m.Log.Info("listening", "addr", m.Addr())
 	return nil
+}
+
+// openStores opens the database the URL names with every item type's
+// store on it, so that their migrations are registered before any runs.
+func openStores(ctx context.Context, url string) (wq.Store, mr.Store, error) {
+	db, err := store.Open(ctx, url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open database: %w", err)
+	}
+	mrs, err := mrstore.New(db)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("open database: %w", err)
+	}
+	return db, mrs, nil
 }
 
 // openForges builds a client for every configured forge.

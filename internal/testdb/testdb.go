@@ -17,6 +17,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/mr/mrstore"
 	"github.com/workqueue-dev/workqueue/store"
 )
 
@@ -76,24 +79,40 @@ func postgresURL(t testing.TB) string {
 	return u.String()
 }
 
+// Store is a migrated database with the generic store and the mr type's.
+type Store struct {
+	Queue
+	MR
+}
+
+// Queue and MR name Store's parts.
+type (
+	Queue = wq.Store
+	MR    = mr.Store
+)
+
 // Open returns a migrated store of the given kind, closed when the test
 // ends.
-func Open(t testing.TB, kind string) store.Store {
+func Open(t testing.TB, kind string) *Store {
 	t.Helper()
 	return OpenURL(t, URL(t, kind))
 }
 
 // OpenURL returns a migrated store on url, closed when the test ends.
-func OpenURL(t testing.TB, url string) store.Store {
+func OpenURL(t testing.TB, url string) *Store {
 	t.Helper()
 	ctx := context.Background()
-	s, err := store.Open(ctx, url)
+	db, err := store.Open(ctx, url)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
-	t.Cleanup(func() { s.Close() })
-	if _, err := s.Migrate(ctx); err != nil {
+	t.Cleanup(func() { db.Close() })
+	mrs, err := mrstore.New(db)
+	if err != nil {
+		t.Fatalf("open mr store: %v", err)
+	}
+	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	return s
+	return &Store{Queue: db, MR: mrs}
 }

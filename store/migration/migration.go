@@ -1,6 +1,9 @@
-// Package migration reads the embedded, numbered SQL migrations that both
-// drivers ship. Files are named NNNN_description.sql; both dialects use the
-// same numbers so that a version means the same schema everywhere.
+// Package migration reads the embedded, numbered SQL migrations of the
+// store. The generic queue ships one chain in each driver; an item type
+// that keeps tables of its own (DDR-7) ships its own chain, registered
+// with the driver beside the queue's, so that no generic package names a
+// type's tables. Files are named NNNN_description.sql; both dialects use
+// the same numbers so that a version means the same schema everywhere.
 package migration
 
 import (
@@ -11,9 +14,40 @@ import (
 	"strconv"
 )
 
-// VersionTable is the table that records applied migrations. It carries the
-// service's name so that the database can be shared (DDR-19).
+// VersionTable is the table that records the queue's applied migrations.
+// It carries the service's name so that the database can be shared
+// (DDR-19).
 const VersionTable = "workqueue_schema_migrations"
+
+// Chain is one component's migrations: the queue's ("" component) or an
+// item type's. Each chain records its versions in a table of its own
+// (Table), so that chains are numbered independently.
+type Chain struct {
+	Component  string
+	Migrations []Migration
+}
+
+// Table is the table that records the chain's applied versions.
+func (c Chain) Table() string {
+	if c.Component == "" {
+		return VersionTable
+	}
+	return "workqueue_" + c.Component + "_schema_migrations"
+}
+
+var componentName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,30}$`)
+
+// LoadChain loads component's migrations from dir of fsys (see Load).
+func LoadChain(component string, fsys fs.FS, dir string) (Chain, error) {
+	if component != "" && !componentName.MatchString(component) {
+		return Chain{}, fmt.Errorf("migration component %q: want lowercase letters, digits and _", component)
+	}
+	ms, err := Load(fsys, dir)
+	if err != nil {
+		return Chain{}, fmt.Errorf("%s migrations: %w", component, err)
+	}
+	return Chain{Component: component, Migrations: ms}, nil
+}
 
 // Migration is one numbered SQL file.
 type Migration struct {

@@ -28,18 +28,15 @@ func (s *Store) ListItems(ctx context.Context, f wq.ItemFilter) ([]*wq.Item, err
 		add("w.phase = $%d", string(f.Phase))
 	}
 	if f.Forge != "" {
-		add("m.forge = $%d", f.Forge)
+		add("w.forge = $%d", f.Forge)
 	}
 	if f.Project != "" {
-		add("m.project = $%d", f.Project)
+		add("w.project = $%d", f.Project)
 	}
 	if f.Before != uuid.Nil {
 		add("w.id < $%d", f.Before)
 	}
 	q := `SELECT ` + qualified("w", itemColumns) + ` FROM work_items w`
-	if f.Forge != "" || f.Project != "" { // only mr items have a forge and a project
-		q += ` JOIN mr_details m ON m.work_item_id = w.id`
-	}
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -76,10 +73,22 @@ func qualified(alias, columns string) string {
 
 // RetryItem makes a failed or cancelled item active again.
 func (s *Store) RetryItem(ctx context.Context, id wq.ItemID, dims []wq.DimensionUpdate, now time.Time) (*wq.Item, error) {
+	return s.reactivate(ctx, id, dims, now, "retry", "failed or cancelled", []string{"failed", "cancelled"})
+}
+
+// RequestCancel hands an active or failed item's cancel to its type.
+func (s *Store) RequestCancel(ctx context.Context, id wq.ItemID, dims []wq.DimensionUpdate, now time.Time) (*wq.Item, error) {
+	return s.reactivate(ctx, id, dims, now, "cancel", "active or failed", []string{"active", "failed"})
+}
+
+// reactivate makes an item in one of phases active and actionable with a
+// clean slate, upserts dims and bumps the revision, so that a worker
+// holding it (its lease is kept) decides again.
+func (s *Store) reactivate(ctx context.Context, id wq.ItemID, dims []wq.DimensionUpdate, now time.Time, op, want string, phases []string) (*wq.Item, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE work_items SET phase = 'active', reason = '', error = '', attempts = 0, failing_since = NULL, retry_after = NULL,
-			finished_at = NULL, actionable = true, revision = revision + 1, leased_until = NULL, lease_token = NULL, lease_owner = NULL,
-			updated_at = $2 WHERE id = $1 AND phase IN ('failed', 'cancelled')`, id, now.UTC())
+		tag, err := tx.Exec(ctx, `UPDATE work_items SET phase = 'active', reason = '', error = '', attempts = 0, failing_since = NULL,
+			retry_after = NULL, finished_at = NULL, actionable = true, revision = revision + 1, updated_at = $2
+			WHERE id = $1 AND phase = ANY($3)`, id, now.UTC(), phases)
 		if err != nil {
 			return translate(err)
 		}
@@ -92,10 +101,10 @@ func (s *Store) RetryItem(ctx context.Context, id wq.ItemID, dims []wq.Dimension
 		return notifyItem(ctx, tx, id)
 	})
 	if errors.Is(err, errNoMatch) {
-		return nil, s.phaseConflict(ctx, id, "retry", "failed or cancelled")
+		return nil, s.phaseConflict(ctx, id, op, want)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("retry item %s: %w", id, translate(err))
+		return nil, fmt.Errorf("%s item %s: %w", op, id, translate(err))
 	}
 	return s.GetItem(ctx, id)
 }

@@ -17,7 +17,7 @@ import (
 
 const itemColumns = `id, item_type, phase, reason, actionable, revision, leased_until, lease_owner,
 	attempts, retry_after, error, idempotency_key, generation, caller_identity, content_hash,
-	last_event_at, created_at, updated_at, finished_at, failing_since`
+	last_event_at, created_at, updated_at, finished_at, failing_since, forge, project`
 
 func scanItem(row pgx.Row) (*wq.Item, error) {
 	var (
@@ -29,7 +29,7 @@ func scanItem(row pgx.Row) (*wq.Item, error) {
 	)
 	if err := row.Scan(&it.ID, &it.ItemType, &phase, &it.Reason, &it.Actionable, &it.Revision, &leasedUntil, &leaseOwner,
 		&it.Attempts, &retryAfter, &it.Error, &key, &it.Generation, &it.CallerIdentity, &it.ContentHash,
-		&lastEvent, &it.CreatedAt, &it.UpdatedAt, &finished, &failingSince); err != nil {
+		&lastEvent, &it.CreatedAt, &it.UpdatedAt, &finished, &failingSince, &it.Forge, &it.Project); err != nil {
 		return nil, translate(err)
 	}
 	it.Phase = wq.Phase(phase)
@@ -47,25 +47,8 @@ func scanItem(row pgx.Row) (*wq.Item, error) {
 
 // CreateItem inserts an active, actionable item and its initial dimensions.
 func (s *Store) CreateItem(ctx context.Context, n wq.NewItem, now time.Time) (*wq.Item, error) {
-	if n.ID == uuid.Nil {
-		n.ID = wq.NewItemID()
-	}
-	if n.Generation == 0 {
-		n.Generation = 1
-	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO work_items (id, item_type, idempotency_key, generation,
-			caller_identity, content_hash, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`,
-			n.ID, n.ItemType, nullString(n.IdempotencyKey), n.Generation, n.CallerIdentity, n.ContentHash, now.UTC()); err != nil {
-			return translate(err)
-		}
-		if err := upsertDimensions(ctx, tx, n.ID, n.Dimensions, now); err != nil {
-			return err
-		}
-		return notifyItem(ctx, tx, n.ID)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("create %s item: %w", n.ItemType, translate(err))
+	if err := s.Write(ctx, func(tx pgx.Tx) error { return InsertItem(ctx, tx, &n, now) }); err != nil {
+		return nil, fmt.Errorf("create %s item: %w", n.ItemType, err)
 	}
 	return s.GetItem(ctx, n.ID)
 }

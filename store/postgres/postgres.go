@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
 	"net"
 	"time"
 
@@ -31,7 +32,8 @@ const (
 
 // Store is a workqueue.Store on a PostgreSQL database.
 type Store struct {
-	pool *pgxpool.Pool
+	pool   *pgxpool.Pool
+	chains []migration.Chain // item types' migrations (AddMigrations)
 }
 
 var _ wq.Store = (*Store)(nil)
@@ -86,10 +88,37 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Migrate applies pending migrations, each in its own transaction, holding
-// a session advisory lock so that concurrent migrators take turns.
+// AddMigrations registers an item type's own migration chain (the
+// PostgreSQL files in dir of fsys), applied by Migrate after the queue's
+// and counted by SchemaVersion. Call it before Migrate.
+func (s *Store) AddMigrations(component string, fsys fs.FS, dir string) error {
+	c, err := migration.LoadChain(component, fsys, dir)
+	if err != nil {
+		return err
+	}
+	for _, have := range s.chains {
+		if have.Component == component {
+			return fmt.Errorf("migrations of %q registered twice", component)
+		}
+	}
+	s.chains = append(s.chains, c)
+	return nil
+}
+
+// allChains is the queue's chain, then the registered ones.
+func (s *Store) allChains() ([]migration.Chain, error) {
+	queue, err := migration.LoadChain("", migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	return append([]migration.Chain{queue}, s.chains...), nil
+}
+
+// Migrate applies pending migrations of every chain, each in its own
+// transaction, holding a session advisory lock so that concurrent
+// migrators take turns. It returns the versions applied (of any chain).
 func (s *Store) Migrate(ctx context.Context) ([]int, error) {
-	ms, err := migration.Load(migrationFiles, "migrations")
+	chains, err := s.allChains()
 	if err != nil {
 		return nil, err
 	}
@@ -102,66 +131,71 @@ func (s *Store) Migrate(ctx context.Context) ([]int, error) {
 		return nil, fmt.Errorf("migrate: lock: %w", translate(err))
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, 0)`, lockMigration)
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+migration.VersionTable+` (
-		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		return nil, fmt.Errorf("create version table: %w", translate(err))
-	}
 	var applied []int
-	for _, m := range ms {
-		done, err := applyMigration(ctx, conn.Conn(), m)
-		if err != nil {
-			return applied, err
+	for _, c := range chains {
+		if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+c.Table()+` (
+			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return nil, fmt.Errorf("create version table: %w", translate(err))
 		}
-		if done {
-			applied = append(applied, m.Version)
+		for _, m := range c.Migrations {
+			done, err := applyMigration(ctx, conn.Conn(), c.Table(), m)
+			if err != nil {
+				return applied, err
+			}
+			if done {
+				applied = append(applied, m.Version)
+			}
 		}
 	}
 	return applied, nil
 }
 
-func applyMigration(ctx context.Context, conn *pgx.Conn, m migration.Migration) (bool, error) {
+func applyMigration(ctx context.Context, conn *pgx.Conn, table string, m migration.Migration) (bool, error) {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return false, translate(err)
 	}
 	defer tx.Rollback(ctx)
 	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+migration.VersionTable+` WHERE version = $1`, m.Version).Scan(&n); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE version = $1`, m.Version).Scan(&n); err != nil {
 		return false, translate(err)
 	}
 	if n > 0 {
 		return false, nil
 	}
 	if _, err := tx.Exec(ctx, m.SQL); err != nil {
-		return false, fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, translate(err))
+		return false, fmt.Errorf("migration %s %04d_%s: %w", table, m.Version, m.Name, translate(err))
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO `+migration.VersionTable+` (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
 		return false, translate(err)
 	}
 	return true, translate(tx.Commit(ctx))
 }
 
-// SchemaVersion returns the applied and the embedded migration versions.
+// SchemaVersion counts the applied and the embedded migrations of every
+// chain; they are equal when the schema is current.
 func (s *Store) SchemaVersion(ctx context.Context) (int, int, error) {
-	ms, err := migration.Load(migrationFiles, "migrations")
+	chains, err := s.allChains()
 	if err != nil {
 		return 0, 0, err
 	}
-	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, migration.VersionTable).Scan(&exists); err != nil {
-		return 0, 0, translate(err)
+	applied, latest := 0, 0
+	for _, c := range chains {
+		latest += len(c.Migrations)
+		var exists bool
+		if err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, c.Table()).Scan(&exists); err != nil {
+			return 0, 0, translate(err)
+		}
+		if !exists {
+			continue // nothing of this chain applied yet
+		}
+		var n int
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+c.Table()).Scan(&n); err != nil {
+			return 0, 0, translate(err)
+		}
+		applied += n
 	}
-	if !exists {
-		return 0, len(ms), nil
-	}
-	var applied *int
-	if err := s.pool.QueryRow(ctx, `SELECT max(version) FROM `+migration.VersionTable).Scan(&applied); err != nil {
-		return 0, 0, translate(err)
-	}
-	if applied == nil {
-		return 0, len(ms), nil
-	}
-	return *applied, len(ms), nil
+	return applied, latest, nil
 }
 
 // translate maps driver errors to application errors at the boundary.

@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -23,18 +25,15 @@ func (s *Store) ListItems(ctx context.Context, f wq.ItemFilter) ([]*wq.Item, err
 		add("w.phase = ?", string(f.Phase))
 	}
 	if f.Forge != "" {
-		add("m.forge = ?", f.Forge)
+		add("w.forge = ?", f.Forge)
 	}
 	if f.Project != "" {
-		add("m.project = ?", f.Project)
+		add("w.project = ?", f.Project)
 	}
 	if f.Before != uuid.Nil {
 		add("w.id < ?", f.Before.String())
 	}
 	q := `SELECT ` + qualified("w", itemColumns) + ` FROM work_items w`
-	if f.Forge != "" || f.Project != "" { // only mr items have a forge and a project
-		q += ` JOIN mr_details m ON m.work_item_id = w.id`
-	}
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -74,28 +73,40 @@ func qualified(alias, columns string) string {
 
 // RetryItem makes a failed or cancelled item active again.
 func (s *Store) RetryItem(ctx context.Context, id wq.ItemID, dims []wq.DimensionUpdate, now time.Time) (*wq.Item, error) {
-	tx, err := s.write.BeginTx(ctx, nil)
+	return s.reactivate(ctx, id, dims, now, "retry", "failed or cancelled", "'failed', 'cancelled'")
+}
+
+// RequestCancel hands an active or failed item's cancel to its type.
+func (s *Store) RequestCancel(ctx context.Context, id wq.ItemID, dims []wq.DimensionUpdate, now time.Time) (*wq.Item, error) {
+	return s.reactivate(ctx, id, dims, now, "cancel", "active or failed", "'active', 'failed'")
+}
+
+// reactivate makes an item in one of phases (a SQL list of constants)
+// active and actionable with a clean slate, upserts dims and bumps the
+// revision, so that a worker holding it (its lease is kept) decides again.
+func (s *Store) reactivate(ctx context.Context, id wq.ItemID, dims []wq.DimensionUpdate, now time.Time, op, want, phases string) (*wq.Item, error) {
+	err := s.Write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE work_items SET phase = 'active', reason = '', error = '', attempts = 0, failing_since = NULL,
+			retry_after = NULL, finished_at = NULL, actionable = 1, revision = revision + 1, updated_at = ?
+			WHERE id = ? AND phase IN (`+phases+`)`, ts(now), id.String())
+		if err != nil {
+			return translate(err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return errNoMatch
+		}
+		return upsertDimensions(ctx, tx, id, dims, now)
+	})
+	if errors.Is(err, errNoMatch) {
+		return nil, s.phaseConflict(ctx, id, op, want)
+	}
 	if err != nil {
-		return nil, translate(err)
-	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `UPDATE work_items SET phase = 'active', reason = '', error = '', attempts = 0, failing_since = NULL, retry_after = NULL,
-		finished_at = NULL, actionable = 1, revision = revision + 1, leased_until = NULL, lease_token = NULL, lease_owner = NULL,
-		updated_at = ? WHERE id = ? AND phase IN ('failed', 'cancelled')`, ts(now), id.String())
-	if err != nil {
-		return nil, fmt.Errorf("retry item %s: %w", id, translate(err))
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return nil, s.phaseConflict(ctx, id, "retry", "failed or cancelled")
-	}
-	if err := upsertDimensions(ctx, tx, id, dims, now); err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, translate(err)
+		return nil, fmt.Errorf("%s item %s: %w", op, id, err)
 	}
 	return s.GetItem(ctx, id)
 }
+
+var errNoMatch = errors.New("no row matched")
 
 // CancelItem cancels an active or failed item.
 func (s *Store) CancelItem(ctx context.Context, id wq.ItemID, reason string, now time.Time) (*wq.Item, error) {

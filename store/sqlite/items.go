@@ -18,7 +18,7 @@ import (
 
 const itemColumns = `id, item_type, phase, reason, actionable, revision, leased_until, lease_owner,
 	attempts, retry_after, error, idempotency_key, generation, caller_identity, content_hash,
-	last_event_at, created_at, updated_at, finished_at, failing_since`
+	last_event_at, created_at, updated_at, finished_at, failing_since, forge, project`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -32,7 +32,7 @@ func scanItem(row scanner) (*wq.Item, error) {
 	)
 	if err := row.Scan(&id, &it.ItemType, &phase, &it.Reason, &it.Actionable, &it.Revision, &leasedUntil, &leaseOwner,
 		&it.Attempts, &retryAfter, &it.Error, &key, &it.Generation, &it.CallerIdentity, &it.ContentHash,
-		&lastEvent, &created, &updated, &finished, &failingSince); err != nil {
+		&lastEvent, &created, &updated, &finished, &failingSince, &it.Forge, &it.Project); err != nil {
 		return nil, translate(err)
 	}
 	var err error
@@ -56,28 +56,8 @@ func scanItem(row scanner) (*wq.Item, error) {
 
 // CreateItem inserts an active, actionable item and its initial dimensions.
 func (s *Store) CreateItem(ctx context.Context, n wq.NewItem, now time.Time) (*wq.Item, error) {
-	if n.ID == uuid.Nil {
-		n.ID = wq.NewItemID()
-	}
-	if n.Generation == 0 {
-		n.Generation = 1
-	}
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO work_items (id, item_type, idempotency_key, generation,
-		caller_identity, content_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		n.ID.String(), n.ItemType, nullString(n.IdempotencyKey), n.Generation, n.CallerIdentity, n.ContentHash,
-		ts(now), ts(now)); err != nil {
-		return nil, fmt.Errorf("create %s item: %w", n.ItemType, translate(err))
-	}
-	if err := upsertDimensions(ctx, tx, n.ID, n.Dimensions, now); err != nil {
+	if err := s.Write(ctx, func(tx *sql.Tx) error { return InsertItem(ctx, tx, &n, now) }); err != nil {
 		return nil, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, translate(err)
 	}
 	return s.GetItem(ctx, n.ID)
 }

@@ -14,9 +14,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"runtime"
-	"strings"
 	"time"
 
 	"modernc.org/sqlite"
@@ -34,8 +34,9 @@ const tsLayout = "2006-01-02T15:04:05.000000Z"
 
 // Store is a workqueue.Store on one SQLite database file.
 type Store struct {
-	write *sql.DB // exactly one connection
-	read  *sql.DB
+	write  *sql.DB // exactly one connection
+	read   *sql.DB
+	chains []migration.Chain // item types' migrations (AddMigrations)
 }
 
 var _ wq.Store = (*Store)(nil)
@@ -88,67 +89,106 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Migrate applies pending migrations, each in its own transaction.
-func (s *Store) Migrate(ctx context.Context) ([]int, error) {
-	ms, err := migration.Load(migrationFiles, "migrations")
+// AddMigrations registers an item type's own migration chain (the SQLite
+// files in dir of fsys), applied by Migrate after the queue's and counted
+// by SchemaVersion. Call it before Migrate.
+func (s *Store) AddMigrations(component string, fsys fs.FS, dir string) error {
+	c, err := migration.LoadChain(component, fsys, dir)
+	if err != nil {
+		return err
+	}
+	for _, have := range s.chains {
+		if have.Component == component {
+			return fmt.Errorf("migrations of %q registered twice", component)
+		}
+	}
+	s.chains = append(s.chains, c)
+	return nil
+}
+
+// allChains is the queue's chain, then the registered ones.
+func (s *Store) allChains() ([]migration.Chain, error) {
+	queue, err := migration.LoadChain("", migrationFiles, "migrations")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+migration.VersionTable+` (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`); err != nil {
-		return nil, fmt.Errorf("create version table: %w", translate(err))
+	return append([]migration.Chain{queue}, s.chains...), nil
+}
+
+// Migrate applies pending migrations of every chain, each in its own
+// transaction. It returns the versions applied (of any chain).
+func (s *Store) Migrate(ctx context.Context) ([]int, error) {
+	chains, err := s.allChains()
+	if err != nil {
+		return nil, err
 	}
 	var applied []int
-	for _, m := range ms {
-		done, err := s.applyMigration(ctx, m)
-		if err != nil {
-			return applied, err
+	for _, c := range chains {
+		if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+c.Table()+` (
+			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`); err != nil {
+			return nil, fmt.Errorf("create version table: %w", translate(err))
 		}
-		if done {
-			applied = append(applied, m.Version)
+		for _, m := range c.Migrations {
+			done, err := s.applyMigration(ctx, c.Table(), m)
+			if err != nil {
+				return applied, err
+			}
+			if done {
+				applied = append(applied, m.Version)
+			}
 		}
 	}
 	return applied, nil
 }
 
-func (s *Store) applyMigration(ctx context.Context, m migration.Migration) (bool, error) {
+func (s *Store) applyMigration(ctx context.Context, table string, m migration.Migration) (bool, error) {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return false, translate(err)
 	}
 	defer tx.Rollback()
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+migration.VersionTable+` WHERE version = ?`, m.Version).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table+` WHERE version = ?`, m.Version).Scan(&n); err != nil {
 		return false, translate(err)
 	}
 	if n > 0 {
 		return false, nil
 	}
 	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-		return false, fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, translate(err))
+		return false, fmt.Errorf("migration %s %04d_%s: %w", table, m.Version, m.Name, translate(err))
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO `+migration.VersionTable+` (version, name, applied_at) VALUES (?, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, `INSERT INTO `+table+` (version, name, applied_at) VALUES (?, ?, ?)`,
 		m.Version, m.Name, ts(time.Now())); err != nil {
 		return false, translate(err)
 	}
 	return true, translate(tx.Commit())
 }
 
-// SchemaVersion returns the applied and the embedded migration versions.
+// SchemaVersion counts the applied and the embedded migrations of every
+// chain; they are equal when the schema is current.
 func (s *Store) SchemaVersion(ctx context.Context) (int, int, error) {
-	ms, err := migration.Load(migrationFiles, "migrations")
+	chains, err := s.allChains()
 	if err != nil {
 		return 0, 0, err
 	}
-	var applied sql.NullInt64
-	err = s.read.QueryRowContext(ctx, `SELECT max(version) FROM `+migration.VersionTable).Scan(&applied)
-	if err != nil && strings.Contains(err.Error(), "no such table") {
-		return 0, len(ms), nil
+	applied, latest := 0, 0
+	for _, c := range chains {
+		latest += len(c.Migrations)
+		var exists int
+		if err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`,
+			c.Table()).Scan(&exists); err != nil {
+			return 0, 0, translate(err)
+		}
+		if exists == 0 {
+			continue
+		}
+		var n int
+		if err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM `+c.Table()).Scan(&n); err != nil {
+			return 0, 0, translate(err)
+		}
+		applied += n
 	}
-	if err != nil {
-		return 0, 0, translate(err)
-	}
-	return int(applied.Int64), len(ms), nil
+	return applied, latest, nil
 }
 
 // translate maps driver errors to application errors at the boundary.

@@ -559,6 +559,57 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 		}
 	})
 
+	t.Run("an item's scope is stored and filters the list", func(t *testing.T) {
+		s := open(t)
+		a := create(t, s, wq.NewItem{Scope: wq.Scope{Forge: "gitea", Project: "o/a"}})
+		create(t, s, wq.NewItem{Scope: wq.Scope{Forge: "gitea", Project: "o/b"}})
+		c := create(t, s, wq.NewItem{Scope: wq.Scope{Forge: "lab", Project: "o/a"}})
+		create(t, s, wq.NewItem{}) // acts nowhere
+		if got, err := s.GetItem(ctx, a.ID); err != nil || got.Forge != "gitea" || got.Project != "o/a" {
+			t.Fatalf("GetItem: %+v, %v", got, err)
+		}
+		byProject, _ := s.ListItems(ctx, wq.ItemFilter{Project: "o/a"})
+		if len(byProject) != 2 || byProject[0].ID != c.ID || byProject[1].ID != a.ID {
+			t.Errorf("project filter: %v", byProject)
+		}
+		both, _ := s.ListItems(ctx, wq.ItemFilter{Forge: "gitea", Project: "o/a"})
+		if len(both) != 1 || both[0].ID != a.ID || both[0].Project != "o/a" {
+			t.Errorf("forge and project filter: %v", both)
+		}
+	})
+
+	t.Run("a cancel request hands an active or failed item to its type and keeps a worker's lease", func(t *testing.T) {
+		s := open(t)
+		cancel := []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_close"}, Status: wq.StatusTrue, Detail: []byte(`{"reason":"r"}`)}}
+		active := create(t, s, wq.NewItem{})
+		l := claim(t, s, active.ID, T0)
+		got, err := s.RequestCancel(ctx, active.ID, cancel, T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Phase != wq.PhaseActive || !got.Actionable || got.Revision != active.Revision+1 || got.LeaseOwner == "" ||
+			got.Dimensions[wq.DimensionKey{Dimension: "needs_close"}].Status != wq.StatusTrue {
+			t.Errorf("after the request: %+v", got)
+		}
+		if exited, err := s.FinishProcessing(ctx, l, active.Revision, T0); err != nil || exited {
+			t.Errorf("the worker's loop could exit past the request: %v, %v", exited, err)
+		}
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCancelled, Reason: "r"}, T0); err != nil {
+			t.Errorf("the worker lost its lease: %v", err)
+		}
+		if _, err := s.RequestCancel(ctx, active.ID, cancel, T0); wq.ErrorCode(err) != wq.ECONFLICT {
+			t.Errorf("request on a cancelled item: %v, want conflict", err)
+		}
+		failed := create(t, s, wq.NewItem{})
+		l = claim(t, s, failed.ID, T0)
+		if _, err := s.RecordFailure(ctx, l, wq.Failure{Error: "boom", Fail: true}, T0); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.RequestCancel(ctx, failed.ID, cancel, T0); err != nil || got.Phase != wq.PhaseActive || got.Attempts != 0 || got.Error != "" {
+			t.Errorf("request on a failed item: %+v, %v", got, err)
+		}
+	})
+
 	t.Run("retry revives failed and cancelled items only", func(t *testing.T) {
 		s := open(t)
 		it := create(t, s, wq.NewItem{})

@@ -1,4 +1,4 @@
-package postgres
+package mrstore
 
 import (
 	"context"
@@ -11,23 +11,29 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/store/postgres"
 )
 
-var _ mr.Store = (*Store)(nil)
+// postgresStore is the mr store on the PostgreSQL driver.
+type postgresStore struct {
+	db *postgres.Store
+}
 
-// mrColumns read a detail joined with its item (alias w), so that the
+var _ mr.Store = postgresStore{}
+
+// postgresColumns read a detail joined with its item (alias w), so that the
 // content hash comes from the same snapshot as the file actions.
-const mrColumns = `m.forge, m.project, m.source_branch, m.target_branch, m.title, m.description, m.commit_message, m.labels::text,
+const postgresColumns = `m.forge, m.project, m.source_branch, m.target_branch, m.title, m.description, m.commit_message, m.labels::text,
 	m.file_actions::text, m.auto_merge, coalesce(m.mr_iid, 0), m.mr_url, m.head_sha, m.pushed_hash, coalesce(m.head_pipeline_id, 0),
 	coalesce(m.note_id, 0), m.pushing_hash, w.content_hash`
 
-func scanMRDetail(row pgx.Row) (*mr.Detail, error) {
+func scanPostgresDetail(row pgx.Row) (*mr.Detail, error) {
 	var d mr.Detail
 	var labels, actions string
 	if err := row.Scan(&d.Forge, &d.Project, &d.SourceBranch, &d.TargetBranch, &d.Title, &d.Description, &d.CommitMessage,
 		&labels, &actions, &d.AutoMerge, &d.MRNumber, &d.MRURL, &d.HeadSHA, &d.PushedHash, &d.HeadPipelineID, &d.NoteID,
 		&d.PushingHash, &d.ContentHash); err != nil {
-		return nil, translate(err)
+		return nil, postgres.Translate(err)
 	}
 	if err := d.DecodeColumns(labels, actions); err != nil {
 		return nil, err
@@ -36,42 +42,30 @@ func scanMRDetail(row pgx.Row) (*mr.Detail, error) {
 }
 
 // CreateMR inserts the item and its detail in one transaction.
-func (s *Store) CreateMR(ctx context.Context, n wq.NewItem, d mr.Detail, now time.Time) (*wq.Item, error) {
-	if n.ID == uuid.Nil {
-		n.ID = wq.NewItemID()
-	}
-	if n.Generation == 0 {
-		n.Generation = 1
-	}
+func (s postgresStore) CreateMR(ctx context.Context, n wq.NewItem, d mr.Detail, now time.Time) (*wq.Item, error) {
 	labels, actions, err := d.EncodeColumns()
 	if err != nil {
 		return nil, err
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO work_items (id, item_type, idempotency_key, generation,
-			caller_identity, content_hash, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`,
-			n.ID, n.ItemType, nullString(n.IdempotencyKey), n.Generation, n.CallerIdentity, n.ContentHash, now.UTC()); err != nil {
-			return translate(err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO mr_details (work_item_id, forge, project, source_branch, target_branch, title,
-			description, commit_message, labels, file_actions, auto_merge) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11)`,
-			n.ID, d.Forge, d.Project, d.SourceBranch, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge); err != nil {
-			return translate(err)
-		}
-		if err := upsertDimensions(ctx, tx, n.ID, n.Dimensions, now); err != nil {
+	n.Scope = wq.Scope{Forge: d.Forge, Project: d.Project}
+	err = s.db.Write(ctx, func(tx pgx.Tx) error {
+		if err := postgres.InsertItem(ctx, tx, &n, now); err != nil {
 			return err
 		}
-		return notifyItem(ctx, tx, n.ID)
+		_, err := tx.Exec(ctx, `INSERT INTO mr_details (work_item_id, forge, project, source_branch, target_branch, title,
+			description, commit_message, labels, file_actions, auto_merge) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11)`,
+			n.ID, d.Forge, d.Project, d.SourceBranch, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge)
+		return postgres.Translate(err)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create mr item: %w", translate(err))
+		return nil, fmt.Errorf("create mr item: %w", err)
 	}
-	return s.GetItem(ctx, n.ID)
+	return s.db.GetItem(ctx, n.ID)
 }
 
 // GetMRDetail returns an item's detail.
-func (s *Store) GetMRDetail(ctx context.Context, id wq.ItemID) (*mr.Detail, error) {
-	d, err := scanMRDetail(s.pool.QueryRow(ctx, `SELECT `+mrColumns+` FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+func (s postgresStore) GetMRDetail(ctx context.Context, id wq.ItemID) (*mr.Detail, error) {
+	d, err := scanPostgresDetail(s.db.Pool().QueryRow(ctx, `SELECT `+postgresColumns+` FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
 		WHERE m.work_item_id = $1`, id))
 	if err != nil {
 		return nil, fmt.Errorf("get mr detail of %s: %w", id, err)
@@ -80,18 +74,18 @@ func (s *Store) GetMRDetail(ctx context.Context, id wq.ItemID) (*mr.Detail, erro
 }
 
 // FindMRItem returns the active or failed item for the natural key.
-func (s *Store) FindMRItem(ctx context.Context, forge, project, source string) (*wq.Item, *mr.Detail, error) {
+func (s postgresStore) FindMRItem(ctx context.Context, forge, project, source string) (*wq.Item, *mr.Detail, error) {
 	var id uuid.UUID
-	err := s.pool.QueryRow(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+	err := s.db.Pool().QueryRow(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
 		WHERE m.forge = $1 AND m.project = $2 AND m.source_branch = $3 AND w.phase IN ('active', 'failed')
 		ORDER BY w.generation DESC LIMIT 1`, forge, project, source).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("find mr item: %w", translate(err))
+		return nil, nil, fmt.Errorf("find mr item: %w", postgres.Translate(err))
 	}
-	it, err := s.GetItem(ctx, id)
+	it, err := s.db.GetItem(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -103,65 +97,54 @@ func (s *Store) FindMRItem(ctx context.Context, forge, project, source string) (
 }
 
 // LatestMRGeneration returns the highest generation for the natural key.
-func (s *Store) LatestMRGeneration(ctx context.Context, forge, project, source string) (int, error) {
+func (s postgresStore) LatestMRGeneration(ctx context.Context, forge, project, source string) (int, error) {
 	var g int
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(w.generation), 0) FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+	err := s.db.Pool().QueryRow(ctx, `SELECT coalesce(max(w.generation), 0) FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
 		WHERE m.forge = $1 AND m.project = $2 AND m.source_branch = $3`, forge, project, source).Scan(&g)
 	if err != nil {
-		return 0, fmt.Errorf("latest mr generation: %w", translate(err))
+		return 0, fmt.Errorf("latest mr generation: %w", postgres.Translate(err))
 	}
 	return g, nil
 }
 
 // ResubmitMR replaces an active or failed item's desired state.
-func (s *Store) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.Detail, hash string, now time.Time) (*wq.Item, error) {
+func (s postgresStore) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.Detail, hash string, now time.Time) (*wq.Item, error) {
 	labels, actions, err := d.EncodeColumns()
 	if err != nil {
 		return nil, err
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE work_items SET phase = 'active', reason = '', actionable = true, revision = revision + 1,
-			attempts = 0, failing_since = NULL, retry_after = NULL, error = '', finished_at = NULL, content_hash = $3, updated_at = $4
-			WHERE id = $1 AND revision = $2 AND phase IN ('active', 'failed')`, id, seen, hash, now.UTC())
-		if err != nil {
-			return translate(err)
-		}
-		if tag.RowsAffected() != 1 {
-			return wq.Errorf(wq.ECONFLICT, "item %s changed since it was read", id)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE mr_details SET target_branch = $2, title = $3, description = $4, commit_message = $5,
-			labels = $6::jsonb, file_actions = $7::jsonb, auto_merge = $8 WHERE work_item_id = $1`,
-			id, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge); err != nil {
-			return translate(err)
-		}
-		if err := upsertDimensions(ctx, tx, id, []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: mr.DimMR}, Status: wq.StatusTrue}}, now); err != nil {
+	err = s.db.Write(ctx, func(tx pgx.Tx) error {
+		if err := postgres.ReplaceDesired(ctx, tx, id, seen, hash, needsMR, now); err != nil {
 			return err
 		}
-		return notifyItem(ctx, tx, id)
+		_, err := tx.Exec(ctx, `UPDATE mr_details SET target_branch = $2, title = $3, description = $4, commit_message = $5,
+			labels = $6::jsonb, file_actions = $7::jsonb, auto_merge = $8 WHERE work_item_id = $1`,
+			id, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge)
+		return postgres.Translate(err)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("resubmit mr item %s: %w", id, err)
 	}
-	return s.GetItem(ctx, id)
+	return s.db.GetItem(ctx, id)
 }
 
 // RecordForgeState writes the forge state under the lease.
-func (s *Store) RecordForgeState(ctx context.Context, l wq.Lease, st mr.ForgeState, now time.Time) error {
-	return s.fenced(ctx, l, "record forge state of", func(tx pgx.Tx, _ wq.Phase) error {
+func (s postgresStore) RecordForgeState(ctx context.Context, l wq.Lease, st mr.ForgeState, now time.Time) error {
+	return s.db.Fenced(ctx, l, "record forge state of", func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `UPDATE mr_details SET mr_iid = $2, mr_url = $3, head_sha = $4, pushed_hash = $5,
 			head_pipeline_id = $6, note_id = $7, pushing_hash = $8 WHERE work_item_id = $1`, l.ItemID, nonZero(st.MRNumber), st.MRURL,
 			st.HeadSHA, st.PushedHash, nonZero(st.HeadPipelineID), nonZero(st.NoteID), st.PushingHash)
 		if err != nil {
-			return translate(err)
+			return postgres.Translate(err)
 		}
 		_, err = tx.Exec(ctx, `UPDATE work_items SET updated_at = $2 WHERE id = $1`, l.ItemID, now.UTC())
-		return translate(err)
+		return postgres.Translate(err)
 	})
 }
 
 // FindActiveMR resolves a forge event to its active item. Zero parts of
 // ref are NULL, which equals nothing.
-func (s *Store) FindActiveMR(ctx context.Context, forge, project string, ref mr.EventRef) (wq.ItemID, bool, error) {
+func (s postgresStore) FindActiveMR(ctx context.Context, forge, project string, ref mr.EventRef) (wq.ItemID, bool, error) {
 	if ref.IsZero() {
 		return uuid.Nil, false, nil
 	}
@@ -171,7 +154,7 @@ func (s *Store) FindActiveMR(ctx context.Context, forge, project string, ref mr.
 		// An event of a merge request: that merge request's item, or an item
 		// whose merge request is not recorded yet, from that branch into
 		// that target.
-		err = s.pool.QueryRow(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+		err = s.db.Pool().QueryRow(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
 			WHERE m.forge = $1 AND m.project = $2 AND w.phase = 'active'
 			  AND (m.mr_iid = $3 OR (m.mr_iid IS NULL AND m.source_branch = $4 AND ($5::text IS NULL OR m.target_branch = $5)))
 			ORDER BY coalesce(m.mr_iid = $3, false) DESC LIMIT 1`,
@@ -179,7 +162,7 @@ func (s *Store) FindActiveMR(ctx context.Context, forge, project string, ref mr.
 	} else {
 		// A CI event: the item whose pushed head or head pipeline it names,
 		// or one whose merge request is not recorded yet, by branch.
-		err = s.pool.QueryRow(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+		err = s.db.Pool().QueryRow(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
 			WHERE m.forge = $1 AND m.project = $2 AND w.phase = 'active'
 			  AND (m.head_pipeline_id = $3 OR (m.head_sha = $4 AND m.head_sha <> '') OR (m.mr_iid IS NULL AND m.source_branch = $5))
 			ORDER BY coalesce(m.head_pipeline_id = $3, false) DESC, coalesce(m.head_sha = $4, false) DESC
@@ -189,19 +172,19 @@ func (s *Store) FindActiveMR(ctx context.Context, forge, project string, ref mr.
 		return uuid.Nil, false, nil
 	}
 	if err != nil {
-		return uuid.Nil, false, fmt.Errorf("find active mr: %w", translate(err))
+		return uuid.Nil, false, fmt.Errorf("find active mr: %w", postgres.Translate(err))
 	}
 	return id, true, nil
 }
 
 // OwnsBranchHead reports whether an mr item of ours for this branch
 // recorded sha as the head it pushed.
-func (s *Store) OwnsBranchHead(ctx context.Context, forge, project, branch, sha string) (bool, error) {
+func (s postgresStore) OwnsBranchHead(ctx context.Context, forge, project, branch, sha string) (bool, error) {
 	var owned bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mr_details WHERE forge = $1 AND project = $2
+	err := s.db.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mr_details WHERE forge = $1 AND project = $2
 		AND source_branch = $3 AND head_sha = $4 AND head_sha <> '')`, forge, project, branch, sha).Scan(&owned)
 	if err != nil {
-		return false, fmt.Errorf("owns branch head: %w", translate(err))
+		return false, fmt.Errorf("owns branch head: %w", postgres.Translate(err))
 	}
 	return owned, nil
 }

@@ -1,4 +1,4 @@
-package storetest
+package mrstore_test
 
 import (
 	"context"
@@ -9,17 +9,30 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/store/storetest"
 )
 
-// MRStore is a driver as the mr part of the suite needs it.
+// MRStore is a database as the suite needs it: the generic store and the
+// mr type's.
 type MRStore interface {
 	wq.Store
 	mr.Store
 }
 
-// RunMR runs the conformance suite of the mr type's store methods.
-func RunMR(t *testing.T, open func(t *testing.T) MRStore) {
+var T0 = storetest.T0
+
+// TestConformance runs the mr store's conformance suite on both drivers.
+func TestConformance(t *testing.T) {
+	for _, kind := range testdb.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			runConformance(t, func(t *testing.T) MRStore { return testdb.Open(t, kind) })
+		})
+	}
+}
+
+func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 	ctx := context.Background()
 	content := "hello\n"
 	detail := mr.Detail{Forge: "gitea", Project: "o/r", SourceBranch: "wq/a", TargetBranch: "main", Title: "T", Description: "D",

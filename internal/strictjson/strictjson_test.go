@@ -1,4 +1,4 @@
-package service
+package strictjson
 
 import (
 	"encoding/json"
@@ -10,8 +10,38 @@ import (
 	"unicode/utf8"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/mr"
 )
+
+// submitRequest has the shape of a merge request submission: a body with
+// nested objects and arrays, optional members and pointers.
+type submitRequest struct {
+	ItemType      string       `json:"item_type"`
+	Forge         string       `json:"forge"`
+	Project       string       `json:"project"`
+	SourceBranch  string       `json:"source_branch"`
+	TargetBranch  string       `json:"target_branch"`
+	Title         string       `json:"title"`
+	Description   string       `json:"description,omitempty"`
+	CommitMessage string       `json:"commit_message,omitempty"`
+	Labels        []string     `json:"labels,omitempty"`
+	FileActions   []fileAction `json:"file_actions"`
+	AutoMerge     *bool        `json:"auto_merge,omitempty"`
+}
+
+type fileAction struct {
+	Action          string  `json:"action"`
+	FilePath        string  `json:"file_path"`
+	PreviousPath    string  `json:"previous_path,omitempty"`
+	Content         *string `json:"content,omitempty"`
+	Encoding        string  `json:"encoding,omitempty"`
+	ExecuteFilemode *bool   `json:"execute_filemode,omitempty"`
+}
+
+func decodeSubmission(body []byte) (submitRequest, error) {
+	var req submitRequest
+	err := Decode(body, &req, "file_actions")
+	return req, err
+}
 
 // validBody is a submission the decoder accepts; the cases edit it.
 const validBody = `{"item_type":"mr","forge":"gitea","project":"o/r","source_branch":"workqueue/a","target_branch":"main",` +
@@ -45,7 +75,7 @@ func TestDecodeSubmissionRefusesTextItCannotKeep(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := decodeSubmission([]byte(tc.body))
-			var r *mr.Refusal
+			var r *wq.Refusal
 			if !errors.As(err, &r) {
 				t.Fatalf("err = %v, want an %s refusal", err, RuleInvalidUTF8)
 			}
@@ -101,34 +131,23 @@ func TestDecodeSubmissionRefusesMemberNamesItWouldMerge(t *testing.T) {
 	}
 }
 
-// TestDecodeSubmissionFieldNamesAreLowercaseASCII holds the assumption
-// checkMemberNames rests on: a lowercase ASCII name the decoder knows is
-// exactly a field's name only if every field's name is lowercase ASCII.
-func TestDecodeSubmissionFieldNamesAreLowercaseASCII(t *testing.T) {
-	var check func(reflect.Type)
-	check = func(typ reflect.Type) {
-		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice {
-			typ = typ.Elem()
-		}
-		if typ.Kind() == reflect.Map {
-			t.Errorf("%s: a map's keys are data, which checkMemberNames would refuse", typ)
-		}
-		if typ.Kind() != reflect.Struct {
-			return
-		}
-		for f := range typ.Fields() {
-			if f.Anonymous {
-				check(f.Type)
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if f.IsExported() && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
-				t.Errorf("%s.%s: JSON name %q is not lowercase ASCII", typ, f.Name, name)
-			}
-			check(f.Type)
+func TestDecodeRefusesATargetWhoseNamesItCannotCheck(t *testing.T) {
+	for _, v := range []any{
+		&struct {
+			A string `json:"Name"`
+		}{},
+		&struct {
+			M map[string]string `json:"m"`
+		}{},
+		&struct{ Untagged string }{},
+	} {
+		if err := Decode([]byte(`{}`), v, ""); wq.ErrorCode(err) != wq.EINTERNAL {
+			t.Errorf("%T: err %v, want internal: checkMemberNames would refuse or miss its names", v, err)
 		}
 	}
-	check(reflect.TypeFor[submitRequest]())
+	if err := checkType(reflect.TypeFor[submitRequest]()); err != nil {
+		t.Error(err)
+	}
 }
 
 func TestDecodeSubmissionAcceptsAValidBody(t *testing.T) {
@@ -167,7 +186,7 @@ func FuzzDecodeSubmission(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := decodeSubmission(body)
 		if err != nil {
-			var r *mr.Refusal
+			var r *wq.Refusal
 			if errors.As(err, &r) && (r.Rule != RuleInvalidUTF8 || !utf8.ValidString(r.Error())) {
 				t.Fatalf("refusal %+v: want rule %s and a UTF-8 message", r, RuleInvalidUTF8)
 			}
@@ -240,4 +259,24 @@ func stringsOf(v reflect.Value) []string {
 		return out
 	}
 	return nil
+}
+
+func TestTopLevelStringFindsTheMemberBeforeTheBodyIsChecked(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"item_type":"mr","x":1}`, "mr"},
+		{`{"x":{"item_type":"nested"},"item_type":"top"}`, "top"},
+		{`{"labels":["item_type"],"item_type":"mr"`, "mr"}, // cut off after the member
+		{`{"item_type":1}`, ""},
+		{`[]`, ""},
+		{"{\"item_type\":\"mr\",\"t\":\"\xff\"}", "mr"}, // Decode refuses the rest
+	} {
+		got, err := TopLevelString([]byte(tc.body), "item_type")
+		if err != nil || got != tc.want {
+			t.Errorf("TopLevelString(%q) = %q, %v; want %q", tc.body, got, err, tc.want)
+		}
+	}
+	var r *wq.Refusal
+	if _, err := TopLevelString([]byte("{\"t\":\"\xff\"}"), "item_type"); !errors.As(err, &r) || r.Rule != RuleInvalidUTF8 {
+		t.Errorf("a body without the member and with invalid UTF-8: err %v, want an %s refusal", err, RuleInvalidUTF8)
+	}
 }

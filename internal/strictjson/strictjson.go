@@ -1,46 +1,97 @@
-package service
+// Package strictjson decodes a JSON request body into exactly what the
+// caller sent, or refuses it. encoding/json fixes up what it cannot
+// represent (invalid UTF-8 and lone surrogate escapes become U+FFFD) and
+// quietly merges member names given twice or in another case; a service
+// that inspects what it stores must see the bytes the caller sent, so
+// those are refused here, naming the member.
+package strictjson
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
+	"strings"
+	"sync"
 	"unicode/utf8"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/mr"
 )
 
-// RuleInvalidUTF8 refuses a submission body holding bytes that are not
-// UTF-8, or a \u escape of a lone UTF-16 surrogate, anywhere in it.
+// RuleInvalidUTF8 refuses a body holding bytes that are not UTF-8, or a
+// \u escape of a lone UTF-16 surrogate, anywhere in it.
 const RuleInvalidUTF8 = "invalid_utf8"
 
-// decodeSubmission decodes a POST /api/v1/items body into exactly what
-// the caller sent, or refuses it. encoding/json fixes up what it cannot
-// represent (invalid UTF-8 and lone surrogate escapes become U+FFFD), so
-// the raw bytes are checked first: a refusal is an *mr.Refusal with rule
-// invalid_utf8 naming the field where it can. The body must be a single
-// JSON object with known members only, followed by nothing but
-// whitespace; anything else is EINVALID.
-func decodeSubmission(body []byte) (submitRequest, error) {
-	var req submitRequest
+// Decode decodes body into v, a pointer to a struct whose JSON member
+// names are all lowercase ASCII, or refuses it. The raw bytes are checked
+// first: text that would not survive decoding is a *wq.Refusal with rule
+// invalid_utf8 naming the member where it can (its Index is the element of
+// the top-level array member indexed, e.g. "file_actions", else -1). The
+// body must be a single JSON object with known members only, each given
+// once in its exact case, followed by nothing but whitespace; anything
+// else is EINVALID.
+func Decode(body []byte, v any, indexed string) error {
+	if err := checkType(reflect.TypeOf(v)); err != nil {
+		return err
+	}
 	if off, why := firstInvalidText(body); off >= 0 {
-		return req, invalidTextRefusal(body, off, why)
+		return invalidTextRefusal(body, off, why, indexed)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, wq.Errorf(wq.EINVALID, "body: %v", err)
+	if err := dec.Decode(v); err != nil {
+		return wq.Errorf(wq.EINVALID, "body: %v", err)
 	}
 	// Decoder.More misses a trailing ] or }, so the rest is checked here.
 	end := dec.InputOffset()
 	if rest := bytes.TrimLeft(body[end:], " \t\r\n"); len(rest) > 0 {
-		return req, wq.Errorf(wq.EINVALID, "body: data after the JSON object at byte %d: want one JSON object", len(body)-len(rest))
+		return wq.Errorf(wq.EINVALID, "body: data after the JSON object at byte %d: want one JSON object", len(body)-len(rest))
 	}
-	if err := checkMemberNames(body); err != nil {
-		return req, err
+	return checkMemberNames(body)
+}
+
+// checked holds the types checkType passed.
+var checked sync.Map
+
+// checkType holds the assumption checkMemberNames rests on: a lowercase
+// ASCII name the decoder knows is exactly a field's name only if every
+// field's JSON name is lowercase ASCII, given explicitly; and a map's keys
+// are data, which checkMemberNames would refuse. A type that breaks it is
+// a programming error, reported as internal.
+func checkType(typ reflect.Type) error {
+	if _, ok := checked.Load(typ); ok {
+		return nil
 	}
-	return req, nil
+	var problem error
+	var check func(reflect.Type)
+	check = func(typ reflect.Type) {
+		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice {
+			typ = typ.Elem()
+		}
+		if typ.Kind() == reflect.Map && problem == nil {
+			problem = fmt.Errorf("strictjson: %s: a map's keys would be refused as member names", typ)
+		}
+		if typ.Kind() != reflect.Struct {
+			return
+		}
+		for f := range typ.Fields() {
+			if f.Anonymous {
+				check(f.Type)
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.IsExported() && (name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != "") && problem == nil {
+				problem = fmt.Errorf("strictjson: %s.%s: JSON name %q is not explicit lowercase ASCII", typ, f.Name, name)
+			}
+			check(f.Type)
+		}
+	}
+	check(typ)
+	if problem == nil {
+		checked.Store(typ, true)
+	}
+	return problem
 }
 
 // firstInvalidText returns the byte offset of the first text in body that
@@ -105,9 +156,9 @@ func hex4(b []byte, at int) (uint16, bool) {
 
 // invalidTextRefusal refuses the text at byte off, naming the member it
 // is in (file_actions[1].file_path) when the document up to it parses.
-func invalidTextRefusal(body []byte, off int, why string) *mr.Refusal {
-	r := &mr.Refusal{Index: -1, Rule: RuleInvalidUTF8}
-	field, index, isName, ok := memberAt(body, int64(off))
+func invalidTextRefusal(body []byte, off int, why, indexed string) *wq.Refusal {
+	r := &wq.Refusal{Index: -1, Rule: RuleInvalidUTF8}
+	field, index, isName, ok := memberAt(body, int64(off), indexed)
 	switch {
 	case !ok:
 		r.Message = fmt.Sprintf("the text at byte %d %s", off, why)
@@ -129,12 +180,12 @@ func invalidTextRefusal(body []byte, off int, why string) *mr.Refusal {
 // file_actions[1].file_path), or of the object in which it is a member
 // name (isName); index is the file action's index, else -1. ok is false
 // when the document stops parsing before the token holding off.
-func memberAt(body []byte, off int64) (path string, index int, isName, ok bool) {
+func memberAt(body []byte, off int64, indexed string) (path string, index int, isName, ok bool) {
 	walkStrings(body, func(s stringToken) bool {
 		if s.end <= off {
 			return true
 		}
-		path, index, isName, ok = s.path(), s.actionIndex(), s.isName, true
+		path, index, isName, ok = s.path(), s.indexIn(indexed), s.isName, true
 		if isName {
 			path = s.objectPath()
 		}
@@ -214,9 +265,10 @@ func (s stringToken) objectPath() string {
 	return "(body)"
 }
 
-// actionIndex is the index of the file action the string is in, else -1.
-func (s stringToken) actionIndex() int {
-	if len(s.levels) >= 2 && s.levels[0].object && s.levels[0].name == "file_actions" && !s.levels[1].object {
+// indexIn is the index of the element of the top-level array member
+// named indexed that the string is in, else -1.
+func (s stringToken) indexIn(indexed string) int {
+	if indexed != "" && len(s.levels) >= 2 && s.levels[0].object && s.levels[0].name == indexed && !s.levels[1].object {
 		return s.levels[1].next
 	}
 	return -1
@@ -303,4 +355,27 @@ func malformedStringEnd(body []byte, from int64) (end int64, ok bool) {
 		}
 	}
 	return int64(len(body)), true
+}
+
+// TopLevelString returns the string value of the top-level member name of
+// body, "" if the body has none (or it is not a string), so that a caller
+// can route a body by one member before decoding it strictly with Decode.
+// A body without the member that holds text which would not survive
+// decoding is refused as Decode refuses it.
+func TopLevelString(body []byte, name string) (string, error) {
+	var value string
+	found := false
+	walkStrings(body, func(s stringToken) bool {
+		if !s.isName && !s.malformed && len(s.levels) == 1 && s.levels[0].object && s.levels[0].name == name {
+			value, found = s.text, true
+			return false
+		}
+		return true
+	})
+	if !found {
+		if off, why := firstInvalidText(body); off >= 0 {
+			return "", invalidTextRefusal(body, off, why, "")
+		}
+	}
+	return value, nil
 }

@@ -1,0 +1,114 @@
+// Package api holds the wire types of workqueue's HTTP API: what the
+// server (httpapi, through service) writes and the Go client reads. It is
+// a leaf: it names no store, engine or forge, so that a client links none.
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// Item is the API's view of an item.
+type Item struct {
+	ID             string     `json:"id"`
+	ItemType       string     `json:"item_type"`
+	Phase          wq.Phase   `json:"phase"`
+	Reason         string     `json:"reason,omitempty"`
+	Forge          string     `json:"forge,omitempty"`   // where the item acts, if anywhere
+	Project        string     `json:"project,omitempty"` // where the item acts, if anywhere
+	Attempts       int        `json:"attempts"`
+	Error          string     `json:"error,omitempty"`
+	RetryAfter     *time.Time `json:"retry_after,omitempty"`
+	Generation     int        `json:"generation"`
+	CallerIdentity string     `json:"caller_identity,omitempty"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	FinishedAt     *time.Time `json:"finished_at,omitempty"`
+	LastEventAt    *time.Time `json:"last_event_at,omitempty"` // the newest forge event time applied (the stale guard's mark)
+	// Detail is the item type's own view (MRDetail for mr items), absent
+	// for types without one.
+	Detail     json.RawMessage `json:"detail,omitempty"`
+	Dimensions []Dimension     `json:"dimensions,omitempty"`
+}
+
+// Dimension is the API's view of a needs_* row.
+type Dimension struct {
+	Dimension    string          `json:"dimension"`
+	Variant      string          `json:"variant,omitempty"`
+	Status       string          `json:"status"`
+	PendingUntil *time.Time      `json:"pending_until,omitempty"`
+	Detail       json.RawMessage `json:"detail,omitempty"`
+}
+
+// Submitted is the answer to a submission: the item and what the
+// submission did.
+type Submitted struct {
+	Result wq.SubmitResult `json:"result"`
+	*Item
+}
+
+// ItemPage is a page of items, newest first; NextCursor is "" on the last.
+type ItemPage struct {
+	Items      []*Item `json:"items"`
+	NextCursor string  `json:"next_cursor"`
+}
+
+// MRDetail is the view of an mr item's detail. File contents are left
+// out: they can be large, and the paths say what changes.
+type MRDetail struct {
+	Forge        string     `json:"forge"`
+	Project      string     `json:"project"`
+	SourceBranch string     `json:"source_branch"`
+	TargetBranch string     `json:"target_branch"`
+	Title        string     `json:"title"`
+	Description  string     `json:"description,omitempty"`
+	Labels       []string   `json:"labels,omitempty"`
+	AutoMerge    bool       `json:"auto_merge"`
+	Files        []FileView `json:"files"`
+	MRIID        int64      `json:"mr_iid,omitempty"`
+	MRURL        string     `json:"mr_url,omitempty"`
+	HeadSHA      string     `json:"head_sha,omitempty"`
+	PipelineID   int64      `json:"head_pipeline_id,omitempty"`
+}
+
+// FileView names one file action.
+type FileView struct {
+	Action       string `json:"action"`
+	Path         string `json:"file_path"`
+	PreviousPath string `json:"previous_path,omitempty"`
+}
+
+// Problem is an RFC 9457 problem document, the body of every error
+// answer. Code is the application error code (wq.EINVALID, …) and is
+// stable; Refusal is set when a submission was refused, naming the
+// action, path or field and the rule; RequestID is set on internal errors,
+// to find the log line that says more.
+type Problem struct {
+	Type      string      `json:"type"`
+	Title     string      `json:"title"`
+	Status    int         `json:"status"`
+	Detail    string      `json:"detail"`
+	Code      string      `json:"code"`
+	Refusal   *wq.Refusal `json:"refusal,omitempty"`
+	RequestID string      `json:"request_id,omitempty"`
+}
+
+// Err is the problem as the application error it stands for: the
+// *wq.Refusal when there is one, else a *wq.Error with its code and
+// detail, so that a client tests wq.ErrorCode as the server did.
+func (p *Problem) Err() error {
+	if p.Refusal != nil {
+		return p.Refusal
+	}
+	code := p.Code
+	if code == "" {
+		code = wq.EINTERNAL
+	}
+	msg := p.Detail
+	if p.RequestID != "" {
+		msg += " (request " + p.RequestID + ")"
+	}
+	return &wq.Error{Code: code, Message: msg}
+}

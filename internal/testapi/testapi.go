@@ -1,0 +1,31 @@
+// Package testapi wires the item service for tests as serve does: the mr
+// type (its projects from a configuration) and the example type
+// registered with their faces to callers.
+package testapi
+
+import (
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/example"
+	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/service"
+)
+
+// Items is the item service on st with the mr and example types.
+func Items(st *testdb.Store, cfg config.Config) *service.Items {
+	items := &service.Items{Store: st}
+	items.Register(mr.Type(mr.Options{Store: st, Forges: map[string]wq.Forge{}}), mr.API(mr.APIOptions{Store: st, Project: cfg.MRProject}))
+	items.Register(example.Type(example.Options{}), example.API(st))
+	return items
+}
+
+// Webhooks is the webhook receiver on st for the forges of cfg, each with
+// the given secret, resolving events through items' types.
+func Webhooks(st *testdb.Store, cfg config.Config, items *service.Items, secret string) *service.Webhooks {
+	forges := map[string]service.WebhookForge{}
+	for _, f := range cfg.Forges {
+		forges[f.Name] = service.WebhookForge{Kind: f.Kind, Secret: secret}
+	}
+	return &service.Webhooks{Store: st, Forges: forges, Types: items.Types()}
+}

@@ -1,0 +1,77 @@
+package workqueue
+
+import (
+	"context"
+	"time"
+)
+
+// ItemAPI is an item type's face to callers (DDR-4, DDR-7): what the
+// service needs to take the type's submissions and to show and retry its
+// items. It is registered with the service beside the engine's ItemType,
+// so that no generic layer names a type: the service reads item_type,
+// finds the type's ItemAPI, and hands it the body.
+type ItemAPI interface {
+	// Type is the item type's name, the submission's item_type.
+	Type() string
+
+	// Decode reads a submission body strictly: a JSON object whose
+	// item_type is this type's, with known members only. A bad field is
+	// an EINVALID error or a *Refusal naming it. Nothing is stored.
+	Decode(body []byte) (Submission, error)
+
+	// Submit validates s against its scope's configuration, inspects it,
+	// and upserts its item for caller: it returns the item and the result
+	// (SubmitCreated, SubmitUnchanged, SubmitUpdated, SubmitRetried).
+	// Nothing is stored on an error.
+	Submit(ctx context.Context, s Submission, caller string, now time.Time) (*Item, SubmitResult, error)
+
+	// Detail returns the API's view of an item's detail, encoded as the
+	// item's "detail" member; nil for a type without one.
+	Detail(ctx context.Context, it *Item) (any, error)
+
+	// RetryDimensions are the rows a retry of the item sets (DDR-49), so
+	// that the type starts over where it must.
+	RetryDimensions(it *Item) []DimensionUpdate
+}
+
+// Submission is a decoded submission of some item type.
+type Submission interface {
+	// Scope is where the item will act: grants are checked on its
+	// project before anything else is looked at.
+	Scope() Scope
+	// Key names what concurrent submissions race for (one branch of one
+	// project), so that a process queues them instead of letting them
+	// race; "" for none.
+	Key() string
+}
+
+// SubmitResult says what a submission did (DDR-40).
+type SubmitResult string
+
+// Submit results.
+const (
+	SubmitCreated   SubmitResult = "created"   // a new item (or a new generation after a terminal one)
+	SubmitUnchanged SubmitResult = "unchanged" // the active item already wants exactly this
+	SubmitUpdated   SubmitResult = "updated"   // the active item's desired state was replaced
+	SubmitRetried   SubmitResult = "retried"   // a failed item was replaced and made active again
+)
+
+// EventRef is what a forge event names, for finding the item it concerns
+// (DDR-32). Zero fields are unknown.
+type EventRef struct {
+	Number       int64  // merge request number
+	PipelineID   int64  // CI pipeline (GitLab pipeline, Gitea workflow run)
+	SourceBranch string // the merge request's source branch
+	TargetBranch string // the merge request's target branch, if the event says
+	HeadSHA      string // a commit: matches the head the service pushed
+}
+
+// IsZero reports whether the reference names nothing.
+func (r EventRef) IsZero() bool { return r == EventRef{} }
+
+// EventResolver is implemented by the ItemAPI of a type that takes forge
+// events: it names the active item of the type that an event on project
+// of forge concerns, if any.
+type EventResolver interface {
+	ResolveEvent(ctx context.Context, forge, project string, ref EventRef) (id ItemID, ok bool, err error)
+}

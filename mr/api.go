@@ -1,0 +1,108 @@
+package mr
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
+	"github.com/workqueue-dev/workqueue/internal/strictjson"
+)
+
+// APIOptions wire the type's face to callers.
+type APIOptions struct {
+	Store Store
+	// Project returns how a project on a forge is configured for changes,
+	// and false when no configuration covers it (the submission is
+	// refused).
+	Project func(forge, project string) (Project, bool)
+}
+
+// API returns the type's face to callers (wq.ItemAPI): submissions of
+// desired merge requests, the detail view, retry, and the resolution of
+// forge events to items (wq.EventResolver).
+func API(opts APIOptions) *TypeAPI { return &TypeAPI{opts: opts} }
+
+// TypeAPI is the mr type's wq.ItemAPI and wq.EventResolver.
+type TypeAPI struct {
+	opts APIOptions
+}
+
+var (
+	_ wq.ItemAPI       = (*TypeAPI)(nil)
+	_ wq.EventResolver = (*TypeAPI)(nil)
+)
+
+// request is a submission body: the item type and the desired state.
+type request struct {
+	ItemType string `json:"item_type"`
+	Submission
+}
+
+func (r *request) Scope() wq.Scope { return wq.Scope{Forge: r.Forge, Project: r.Project} }
+func (r *request) Key() string     { return IdempotencyKey(r.Forge, r.Project, r.SourceBranch) }
+
+// AuditFields say what the submission asked for, without its contents.
+func (r *request) AuditFields() map[string]any {
+	return map[string]any{"source_branch": r.SourceBranch, "files": len(r.FileActions)}
+}
+
+// Type is the item type's name.
+func (a *TypeAPI) Type() string { return ItemType }
+
+// Decode reads a submission strictly (see strictjson.Decode): invalid
+// UTF-8 and lone surrogates are refused naming the member and the file
+// action, never replaced.
+func (a *TypeAPI) Decode(body []byte) (wq.Submission, error) {
+	var r request
+	if err := strictjson.Decode(body, &r, "file_actions"); err != nil {
+		return nil, err
+	}
+	if r.ItemType != ItemType {
+		return nil, wq.Errorf(wq.EINVALID, "item_type: want %q, got %q", ItemType, r.ItemType)
+	}
+	return &r, nil
+}
+
+// Submit checks that the project is configured for changes, then
+// validates, inspects and upserts the submission (see Submit).
+func (a *TypeAPI) Submit(ctx context.Context, s wq.Submission, caller string, now time.Time) (*wq.Item, wq.SubmitResult, error) {
+	r, ok := s.(*request)
+	if !ok {
+		return nil, "", fmt.Errorf("mr: submission of type %T", s)
+	}
+	project, ok := a.opts.Project(r.Forge, r.Project)
+	if !ok {
+		return nil, "", wq.Errorf(wq.EINVALID, "project: %q on forge %q is not configured for changes", r.Project, r.Forge)
+	}
+	return Submit(ctx, a.opts.Store, r.Submission, project, caller, now)
+}
+
+// Detail is the item's desired merge request and what the forge holds of
+// it (api.MRDetail).
+func (a *TypeAPI) Detail(ctx context.Context, it *wq.Item) (any, error) {
+	d, err := a.opts.Store.GetMRDetail(ctx, it.ID)
+	if err != nil {
+		return nil, err
+	}
+	v := api.MRDetail{Forge: d.Forge, Project: d.Project, SourceBranch: d.SourceBranch, TargetBranch: d.TargetBranch,
+		Title: d.Title, Description: d.Description, Labels: d.Labels, AutoMerge: d.AutoMerge,
+		MRIID: d.MRNumber, MRURL: d.MRURL, HeadSHA: d.HeadSHA, PipelineID: d.HeadPipelineID, Files: []api.FileView{}}
+	for _, f := range d.FileActions {
+		v.Files = append(v.Files, api.FileView{Action: f.Action, Path: f.FilePath, PreviousPath: f.PreviousPath})
+	}
+	return v, nil
+}
+
+// RetryDimensions: a retried item ensures its merge request anew
+// (reopened or recreated) and reconciles it.
+func (a *TypeAPI) RetryDimensions(*wq.Item) []wq.DimensionUpdate {
+	return []wq.DimensionUpdate{dim(DimMR, wq.StatusTrue, time.Time{}), dim(DimReconcile, wq.StatusTrue, time.Time{})}
+}
+
+// ResolveEvent names the active mr item a forge event concerns (see
+// Store.FindActiveMR).
+func (a *TypeAPI) ResolveEvent(ctx context.Context, forge, project string, ref wq.EventRef) (wq.ItemID, bool, error) {
+	return a.opts.Store.FindActiveMR(ctx, forge, project, ref)
+}

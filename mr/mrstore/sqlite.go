@@ -1,0 +1,196 @@
+package mrstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/store/sqlite"
+)
+
+// sqliteStore is the mr store on the SQLite driver.
+type sqliteStore struct {
+	db *sqlite.Store
+}
+
+var _ mr.Store = sqliteStore{}
+
+// sqliteColumns read a detail joined with its item (alias w), so that the
+// content hash comes from the same snapshot as the file actions.
+const sqliteColumns = `m.forge, m.project, m.source_branch, m.target_branch, m.title, m.description, m.commit_message, m.labels,
+	m.file_actions, m.auto_merge, coalesce(m.mr_iid, 0), m.mr_url, m.head_sha, m.pushed_hash, coalesce(m.head_pipeline_id, 0),
+	coalesce(m.note_id, 0), m.pushing_hash, w.content_hash`
+
+func scanSQLiteDetail(row interface{ Scan(...any) error }) (*mr.Detail, error) {
+	var d mr.Detail
+	var labels, actions string
+	if err := row.Scan(&d.Forge, &d.Project, &d.SourceBranch, &d.TargetBranch, &d.Title, &d.Description, &d.CommitMessage,
+		&labels, &actions, &d.AutoMerge, &d.MRNumber, &d.MRURL, &d.HeadSHA, &d.PushedHash, &d.HeadPipelineID, &d.NoteID,
+		&d.PushingHash, &d.ContentHash); err != nil {
+		return nil, sqlite.Translate(err)
+	}
+	if err := d.DecodeColumns(labels, actions); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// CreateMR inserts the item and its detail in one transaction.
+func (s sqliteStore) CreateMR(ctx context.Context, n wq.NewItem, d mr.Detail, now time.Time) (*wq.Item, error) {
+	labels, actions, err := d.EncodeColumns()
+	if err != nil {
+		return nil, err
+	}
+	n.Scope = wq.Scope{Forge: d.Forge, Project: d.Project}
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
+		if err := sqlite.InsertItem(ctx, tx, &n, now); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO mr_details (work_item_id, forge, project, source_branch, target_branch, title,
+			description, commit_message, labels, file_actions, auto_merge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			n.ID.String(), d.Forge, d.Project, d.SourceBranch, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge)
+		return sqlite.Translate(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create mr item: %w", err)
+	}
+	return s.db.GetItem(ctx, n.ID)
+}
+
+// GetMRDetail returns an item's detail.
+func (s sqliteStore) GetMRDetail(ctx context.Context, id wq.ItemID) (*mr.Detail, error) {
+	d, err := scanSQLiteDetail(s.db.Reader().QueryRowContext(ctx, `SELECT `+sqliteColumns+` FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+		WHERE m.work_item_id = ?`, id.String()))
+	if err != nil {
+		return nil, fmt.Errorf("get mr detail of %s: %w", id, err)
+	}
+	return d, nil
+}
+
+// FindMRItem returns the active or failed item for the natural key.
+func (s sqliteStore) FindMRItem(ctx context.Context, forge, project, source string) (*wq.Item, *mr.Detail, error) {
+	var id string
+	err := s.db.Reader().QueryRowContext(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+		WHERE m.forge = ? AND m.project = ? AND m.source_branch = ? AND w.phase IN ('active', 'failed')
+		ORDER BY w.generation DESC LIMIT 1`, forge, project, source).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("find mr item: %w", sqlite.Translate(err))
+	}
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	it, err := s.db.GetItem(ctx, u)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := s.GetMRDetail(ctx, u)
+	if err != nil {
+		return nil, nil, err
+	}
+	return it, d, nil
+}
+
+// LatestMRGeneration returns the highest generation for the natural key.
+func (s sqliteStore) LatestMRGeneration(ctx context.Context, forge, project, source string) (int, error) {
+	var g int
+	err := s.db.Reader().QueryRowContext(ctx, `SELECT coalesce(max(w.generation), 0) FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+		WHERE m.forge = ? AND m.project = ? AND m.source_branch = ?`, forge, project, source).Scan(&g)
+	if err != nil {
+		return 0, fmt.Errorf("latest mr generation: %w", sqlite.Translate(err))
+	}
+	return g, nil
+}
+
+// ResubmitMR replaces an active or failed item's desired state.
+func (s sqliteStore) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.Detail, hash string, now time.Time) (*wq.Item, error) {
+	labels, actions, err := d.EncodeColumns()
+	if err != nil {
+		return nil, err
+	}
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
+		if err := sqlite.ReplaceDesired(ctx, tx, id, seen, hash, needsMR, now); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE mr_details SET target_branch = ?, title = ?, description = ?, commit_message = ?,
+			labels = ?, file_actions = ?, auto_merge = ? WHERE work_item_id = ?`,
+			d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge, id.String())
+		return sqlite.Translate(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("resubmit mr item %s: %w", id, err)
+	}
+	return s.db.GetItem(ctx, id)
+}
+
+// RecordForgeState writes the forge state under the lease.
+func (s sqliteStore) RecordForgeState(ctx context.Context, l wq.Lease, st mr.ForgeState, now time.Time) error {
+	return s.db.Fenced(ctx, l, "record forge state of", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE mr_details SET mr_iid = ?, mr_url = ?, head_sha = ?, pushed_hash = ?,
+			head_pipeline_id = ?, note_id = ?, pushing_hash = ? WHERE work_item_id = ?`, nonZero(st.MRNumber), st.MRURL, st.HeadSHA,
+			st.PushedHash, nonZero(st.HeadPipelineID), nonZero(st.NoteID), st.PushingHash, l.ItemID.String()); err != nil {
+			return sqlite.Translate(err)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE work_items SET updated_at = ? WHERE id = ?`, sqlite.Time(now), l.ItemID.String())
+		return sqlite.Translate(err)
+	})
+}
+
+// FindActiveMR resolves a forge event to its active item (see the
+// interface for the rules). Zero parts of ref are NULL, which equals
+// nothing.
+func (s sqliteStore) FindActiveMR(ctx context.Context, forge, project string, ref mr.EventRef) (wq.ItemID, bool, error) {
+	if ref.IsZero() {
+		return uuid.Nil, false, nil
+	}
+	number, pipeline, branch, head, target := nonZero(ref.Number), nonZero(ref.PipelineID), nonEmpty(ref.SourceBranch),
+		nonEmpty(ref.HeadSHA), nonEmpty(ref.TargetBranch)
+	var id string
+	var err error
+	if ref.Number != 0 {
+		// An event of a merge request: that merge request's item, or an item
+		// whose merge request is not recorded yet, from that branch into
+		// that target.
+		err = s.db.Reader().QueryRowContext(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+			WHERE m.forge = ? AND m.project = ? AND w.phase = 'active'
+			  AND (m.mr_iid = ? OR (m.mr_iid IS NULL AND m.source_branch = ? AND (? IS NULL OR m.target_branch = ?)))
+			ORDER BY coalesce(m.mr_iid = ?, 0) DESC LIMIT 1`, forge, project, number, branch, target, target, number).Scan(&id)
+	} else {
+		// A CI event: the item whose pushed head or head pipeline it names,
+		// or one whose merge request is not recorded yet, by branch.
+		err = s.db.Reader().QueryRowContext(ctx, `SELECT w.id FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+			WHERE m.forge = ? AND m.project = ? AND w.phase = 'active'
+			  AND (m.head_pipeline_id = ? OR (m.head_sha = ? AND m.head_sha <> '') OR (m.mr_iid IS NULL AND m.source_branch = ?))
+			ORDER BY coalesce(m.head_pipeline_id = ?, 0) DESC, coalesce(m.head_sha = ?, 0) DESC
+			LIMIT 1`, forge, project, pipeline, head, branch, pipeline, head).Scan(&id)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return uuid.Nil, false, nil
+	}
+	if err != nil {
+		return uuid.Nil, false, fmt.Errorf("find active mr: %w", sqlite.Translate(err))
+	}
+	u, err := uuid.Parse(id)
+	return u, err == nil, err
+}
+
+// OwnsBranchHead reports whether an mr item of ours for this branch
+// recorded sha as the head it pushed.
+func (s sqliteStore) OwnsBranchHead(ctx context.Context, forge, project, branch, sha string) (bool, error) {
+	var n int
+	err := s.db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM mr_details WHERE forge = ? AND project = ? AND source_branch = ?
+		AND head_sha = ? AND head_sha <> ''`, forge, project, branch, sha).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("owns branch head: %w", sqlite.Translate(err))
+	}
+	return n > 0, nil
+}

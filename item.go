@@ -57,10 +57,10 @@ type Item struct {
 	CallerIdentity string
 	ContentHash    string
 	Scope
-	LastEventAt    time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	FinishedAt     time.Time
+	LastEventAt time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	FinishedAt  time.Time
 	// Revision increases whenever work is enqueued for the item (creation,
 	// event, content update, retry). The loop's exit is conditional on it
 	// (see Store.FinishProcessing).

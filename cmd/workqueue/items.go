@@ -20,8 +20,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/workqueue-dev/workqueue/client"
 	"github.com/workqueue-dev/workqueue/api"
+	"github.com/workqueue-dev/workqueue/client"
 )
 
 // clientFlags are the flags of every command that talks to a server.

@@ -85,8 +85,7 @@ type NewItem struct {
 
 // Scope is where an item acts: one project of one forge, named as the
 // configuration names them. Grants are per project, and listing filters by
-// scope, whatever the item's type; the zero Scope acts nowhere (the
-// example type).
+// scope, whatever the item's type; the zero Scope acts nowhere.
 type Scope struct {
 	Forge   string
 	Project string
@@ -104,7 +103,7 @@ type Change struct {
 	// was enqueued (an event, a resubmission, a retry) since the writer
 	// loaded the item. Otherwise nothing is written and the store returns
 	// ErrSuperseded. The engine sets it on every executor write, so that
-	// an executor can never overwrite what it did not see (for example
-	// clear needs_mr that a resubmission set during the forge call).
+	// an executor can never overwrite what it did not see (such as
+	// clear a needs_* row that a resubmission set during the forge call).
 	SeenRevision int64
 }

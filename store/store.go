@@ -1,6 +1,6 @@
 // Package store opens the store driver a database URL names. It is the one
-// place above the drivers that knows both; item types' stores (mr/mrstore)
-// build on the driver it returns.
+// place above the drivers that knows both. Item types keep stores of their
+// own, built on the driver it returns (its exported pieces for item types).
 package store
 
 import (
@@ -53,7 +53,7 @@ func redact(url string) string {
 
 // Open opens the store the URL names: a *sqlite.Store or a
 // *postgres.Store. It does not migrate; item types register their
-// migrations with it first (see mr/mrstore).
+// migrations with it first.
 func Open(ctx context.Context, url string) (wq.Store, error) {
 	kind, path, err := ParseURL(url)
 	if err != nil {

@@ -104,14 +104,14 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 
 	t.Run("an idempotency key is unique among items not completed or cancelled", func(t *testing.T) {
 		s := open(t)
-		first := create(t, s, wq.NewItem{IdempotencyKey: "mr:p:b"})
-		_, err := s.CreateItem(ctx, wq.NewItem{ItemType: "test", IdempotencyKey: "mr:p:b"}, T0)
+		first := create(t, s, wq.NewItem{IdempotencyKey: "key:p:b"})
+		_, err := s.CreateItem(ctx, wq.NewItem{ItemType: "test", IdempotencyKey: "key:p:b"}, T0)
 		wantCode(t, err, wq.ECONFLICT)
 		l := claim(t, s, first.ID, T0)
 		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted}, T0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.CreateItem(ctx, wq.NewItem{ItemType: "test", IdempotencyKey: "mr:p:b", Generation: 2}, T0); err != nil {
+		if _, err := s.CreateItem(ctx, wq.NewItem{ItemType: "test", IdempotencyKey: "key:p:b", Generation: 2}, T0); err != nil {
 			t.Errorf("create after completion: %v", err)
 		}
 	})

@@ -36,7 +36,7 @@ func benchmarkThroughput(b *testing.B, kind string, items int) {
 		testdb.SeedItems(b, url, testdb.Seed{ItemType: "test", Count: items, Actionable: true, Now: time.Now()})
 		cfg := engine.DefaultConfig()
 		cfg.HandledTypes = []string{"test"}
-		e, err := engine.New(cfg, s, clockwork.NewRealClock(), &discard{}, quietLog())
+		e, err := engine.New(cfg, s.Queue, clockwork.NewRealClock(), &discard{}, quietLog())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func TestTwoEnginesOnOnePostgresNeverOverlap(t *testing.T) {
 		cfg := testConfig(name)
 		cfg.Workers = 10
 		cfg.SweepInterval = 200 * time.Millisecond
-		e, err := engine.New(cfg, s, clockwork.NewRealClock(), &audit.Memory{}, quietLog())
+		e, err := engine.New(cfg, s.Queue, clockwork.NewRealClock(), &audit.Memory{}, quietLog())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestAnotherInstancesWritesWakeThisEngineAtOnce(t *testing.T) {
 	api := testdb.OpenURL(t, url) // the instance that takes the request
 	var log eventLog
 	cfg := testConfig("worker") // sweep interval 24h
-	e, err := engine.New(cfg, worker, clockwork.NewRealClock(), &audit.Memory{}, quietLog())
+	e, err := engine.New(cfg, worker.Queue, clockwork.NewRealClock(), &audit.Memory{}, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ type harness struct {
 
 func newHarness(t *testing.T, kind string) *harness {
 	t.Helper()
-	return &harness{t: t, ctx: context.Background(), store: testdb.Open(t, kind), clock: clockwork.NewFakeClockAt(t0), audit: &audit.Memory{}}
+	return &harness{t: t, ctx: context.Background(), store: testdb.Open(t, kind).Queue, clock: clockwork.NewFakeClockAt(t0), audit: &audit.Memory{}}
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -30,7 +30,7 @@ func TestEventsRacingTheExitAreNeverOrphaned(t *testing.T) {
 			var log eventLog
 			cfg := testConfig("a")
 			cfg.Workers = 8
-			e, err := engine.New(cfg, s, clockwork.NewRealClock(), &audit.Memory{}, quietLog())
+			e, err := engine.New(cfg, s.Queue, clockwork.NewRealClock(), &audit.Memory{}, quietLog())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -121,7 +121,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if applied != latest {
-		s.Error(w, r, wq.Errorf(wq.EUNAVAILABLE, "schema at version %d, want %d: run workqueue migrate", applied, latest))
+		s.Error(w, r, wq.Errorf(wq.EUNAVAILABLE, "schema has %d of its %d migrations: run workqueue migrate", applied, latest))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "schema_version": applied})

@@ -12,7 +12,7 @@ import (
 func TestConformance(t *testing.T) {
 	for _, kind := range testdb.Kinds {
 		t.Run(kind, func(t *testing.T) {
-			storetest.Run(t, func(t *testing.T) wq.Store { return testdb.Open(t, kind) })
+			storetest.Run(t, func(t *testing.T) wq.Store { return testdb.Open(t, kind).Queue })
 		})
 	}
 }

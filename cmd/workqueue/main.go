@@ -172,9 +172,9 @@ turns under an advisory lock.`,
 				return errors.New("schema not current after migrating")
 			}
 			if len(applied) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "schema already at version %d; nothing to apply\n", version)
+				fmt.Fprintf(cmd.OutOrStdout(), "schema already current (%d migrations); nothing to apply\n", version)
 			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "applied migrations %v; schema at version %d\n", applied, version)
+				fmt.Fprintf(cmd.OutOrStdout(), "applied %d migrations; schema current (%d migrations)\n", len(applied), version)
 			}
 			return nil
 		},

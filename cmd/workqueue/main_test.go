@@ -19,6 +19,7 @@ import (
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/store"
+	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/store/migration"
 )
 
@@ -35,7 +36,7 @@ func runCommand(t *testing.T, args ...string) (string, error) {
 func TestMigrateTwiceOnPostgresLeavesOneSchemaVersion(t *testing.T) {
 	url := testdb.URL(t, store.KindPostgres)
 	out, err := runCommand(t, "migrate", "--db", url)
-	if err != nil || !strings.Contains(out, "applied migrations [1 ") {
+	if err != nil || !strings.Contains(out, "applied ") || !strings.Contains(out, "schema current") {
 		t.Fatalf("first migrate: %v\n%s", err, out)
 	}
 	out, err = runCommand(t, "migrate", "--db", url)
@@ -47,15 +48,19 @@ func TestMigrateTwiceOnPostgresLeavesOneSchemaVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	var rows, distinct, version int
-	if err := conn.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT version), max(version) FROM `+migration.VersionTable).Scan(&rows, &distinct, &version); err != nil {
-		t.Fatal(err)
+	total := 0
+	for _, table := range []string{migration.VersionTable, migration.Chain{Component: mr.ItemType}.Table()} {
+		var rows, distinct, version int
+		if err := conn.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT version), max(version) FROM `+table).Scan(&rows, &distinct, &version); err != nil {
+			t.Fatal(err)
+		}
+		if rows != distinct || rows != version || version < 1 {
+			t.Errorf("%s has %d rows for %d versions up to %d; want one row per version", table, rows, distinct, version)
+		}
+		total += rows
 	}
-	if rows != distinct || rows != version || version < 2 {
-		t.Errorf("version table has %d rows for %d versions up to %d; want one row per version", rows, distinct, version)
-	}
-	if !strings.Contains(out, fmt.Sprintf("schema already at version %d", version)) {
-		t.Errorf("second migrate reported %q, want version %d", out, version)
+	if !strings.Contains(out, fmt.Sprintf("schema already current (%d migrations)", total)) {
+		t.Errorf("second migrate reported %q, want %d migrations", out, total)
 	}
 }
 

@@ -74,7 +74,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if applied, latest, err := s.SchemaVersion(ctx); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	} else if applied != latest {
-		return fmt.Errorf("database schema at version %d, want %d: run workqueue migrate", applied, latest)
+		return fmt.Errorf("database schema has %d of its %d migrations: run workqueue migrate", applied, latest)
 	}
 
 	forges, err := openForges(m.Config)

@@ -138,7 +138,7 @@ func TestStrictAPIRefusesInputItWouldOtherwiseFixUp(t *testing.T) {
 		t.Fatalf("the clean body: %d %v, want 201", status, answer)
 	}
 	// Trailing whitespace is not trailing data.
-	if status, answer := w.postRaw(clean+"\r\n \t", nil); status != http.StatusOK || answer["result"] != mr.ResultUnchanged {
+	if status, answer := w.postRaw(clean+"\r\n \t", nil); status != http.StatusOK || answer["result"] != string(mr.ResultUnchanged) {
 		t.Fatalf("the clean body with trailing whitespace: %d %v, want 200 unchanged", status, answer)
 	}
 }

@@ -80,6 +80,8 @@ func postgresURL(t testing.TB) string {
 }
 
 // Store is a migrated database with the generic store and the mr type's.
+// Queue is the driver itself: pass it where optional interfaces matter
+// (an engine listens for wake-ups only on a store that can send them).
 type Store struct {
 	Queue
 	MR

@@ -18,8 +18,8 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
-	"github.com/workqueue-dev/workqueue/store"
 	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/store"
 	"github.com/workqueue-dev/workqueue/store/migration"
 )
 

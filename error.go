@@ -56,35 +56,30 @@ func (r *Refusal) Error() string {
 // ErrorCode returns the code of the first *Error in err's chain (EINVALID
 // for a *Refusal), EINTERNAL for any other non-nil error, and "" for nil.
 func ErrorCode(err error) string {
-	if err == nil {
-		return ""
-	}
-	var e *Error
-	var r *Refusal
-	switch {
-	case errors.As(err, &e):
-		return e.Code
-	case errors.As(err, &r):
-		return EINVALID
-	}
-	return EINTERNAL
+	code, _ := describe(err)
+	return code
 }
 
 // ErrorMessage returns the caller-safe message of err: the message of its
 // *Error or *Refusal, or "internal error" for anything else.
 func ErrorMessage(err error) string {
-	if err == nil {
-		return ""
-	}
+	_, msg := describe(err)
+	return msg
+}
+
+// describe is the code and the caller-safe message of err.
+func describe(err error) (code, message string) {
 	var e *Error
 	var r *Refusal
 	switch {
+	case err == nil:
+		return "", ""
 	case errors.As(err, &e):
-		return e.Message
+		return e.Code, e.Message
 	case errors.As(err, &r):
-		return r.Error()
+		return EINVALID, r.Error()
 	}
-	return "internal error"
+	return EINTERNAL, "internal error"
 }
 
 // ErrLeaseLost is returned by every write made under a lease whose token no

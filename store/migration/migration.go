@@ -7,6 +7,7 @@
 package migration
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"regexp"
@@ -85,4 +86,81 @@ func Load(fsys fs.FS, dir string) ([]Migration, error) {
 		}
 	}
 	return ms, nil
+}
+
+// Target is a database the runner migrates: each driver implements it in
+// its own dialect.
+type Target interface {
+	// CreateTable makes a chain's version table if it is missing.
+	CreateTable(ctx context.Context, table string) error
+	// Apply runs m and records it in table, in one transaction, unless
+	// table already records it; ran says whether it did.
+	Apply(ctx context.Context, table string, m Migration) (ran bool, err error)
+	// Count returns how many versions table records; 0 when it does not
+	// exist yet.
+	Count(ctx context.Context, table string) (int, error)
+}
+
+// Registry holds the item types' chains a driver was given.
+type Registry struct {
+	chains []Chain
+}
+
+// Add loads and registers component's chain from dir of fsys.
+func (r *Registry) Add(component string, fsys fs.FS, dir string) error {
+	c, err := LoadChain(component, fsys, dir)
+	if err != nil {
+		return err
+	}
+	for _, have := range r.chains {
+		if have.Component == component {
+			return fmt.Errorf("migrations of %q registered twice", component)
+		}
+	}
+	r.chains = append(r.chains, c)
+	return nil
+}
+
+// All is the queue's chain, from dir of fsys, then the registered ones.
+func (r *Registry) All(fsys fs.FS, dir string) ([]Chain, error) {
+	queue, err := LoadChain("", fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	return append([]Chain{queue}, r.chains...), nil
+}
+
+// Run applies the pending migrations of every chain in order, each in its
+// own transaction, and returns the versions applied (of any chain).
+func Run(ctx context.Context, t Target, chains []Chain) ([]int, error) {
+	var applied []int
+	for _, c := range chains {
+		if err := t.CreateTable(ctx, c.Table()); err != nil {
+			return nil, fmt.Errorf("create version table %s: %w", c.Table(), err)
+		}
+		for _, m := range c.Migrations {
+			ran, err := t.Apply(ctx, c.Table(), m)
+			if err != nil {
+				return applied, fmt.Errorf("migration %s %04d_%s: %w", c.Table(), m.Version, m.Name, err)
+			}
+			if ran {
+				applied = append(applied, m.Version)
+			}
+		}
+	}
+	return applied, nil
+}
+
+// Status counts the applied and the embedded migrations of every chain;
+// they are equal when the schema is current.
+func Status(ctx context.Context, t Target, chains []Chain) (applied, latest int, err error) {
+	for _, c := range chains {
+		latest += len(c.Migrations)
+		n, err := t.Count(ctx, c.Table())
+		if err != nil {
+			return 0, 0, err
+		}
+		applied += n
+	}
+	return applied, latest, nil
 }

@@ -33,7 +33,7 @@ const (
 // Store is a workqueue.Store on a PostgreSQL database.
 type Store struct {
 	pool   *pgxpool.Pool
-	chains []migration.Chain // item types' migrations (AddMigrations)
+	chains migration.Registry // item types' migrations (AddMigrations)
 }
 
 var _ wq.Store = (*Store)(nil)
@@ -92,33 +92,14 @@ func (s *Store) Ping(ctx context.Context) error {
 // PostgreSQL files in dir of fsys), applied by Migrate after the queue's
 // and counted by SchemaVersion. Call it before Migrate.
 func (s *Store) AddMigrations(component string, fsys fs.FS, dir string) error {
-	c, err := migration.LoadChain(component, fsys, dir)
-	if err != nil {
-		return err
-	}
-	for _, have := range s.chains {
-		if have.Component == component {
-			return fmt.Errorf("migrations of %q registered twice", component)
-		}
-	}
-	s.chains = append(s.chains, c)
-	return nil
-}
-
-// allChains is the queue's chain, then the registered ones.
-func (s *Store) allChains() ([]migration.Chain, error) {
-	queue, err := migration.LoadChain("", migrationFiles, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	return append([]migration.Chain{queue}, s.chains...), nil
+	return s.chains.Add(component, fsys, dir)
 }
 
 // Migrate applies pending migrations of every chain, each in its own
 // transaction, holding a session advisory lock so that concurrent
 // migrators take turns. It returns the versions applied (of any chain).
 func (s *Store) Migrate(ctx context.Context) ([]int, error) {
-	chains, err := s.allChains()
+	chains, err := s.chains.All(migrationFiles, "migrations")
 	if err != nil {
 		return nil, err
 	}
@@ -131,71 +112,57 @@ func (s *Store) Migrate(ctx context.Context) ([]int, error) {
 		return nil, fmt.Errorf("migrate: lock: %w", translate(err))
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, 0)`, lockMigration)
-	var applied []int
-	for _, c := range chains {
-		if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+c.Table()+` (
-			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-			return nil, fmt.Errorf("create version table: %w", translate(err))
-		}
-		for _, m := range c.Migrations {
-			done, err := applyMigration(ctx, conn.Conn(), c.Table(), m)
-			if err != nil {
-				return applied, err
-			}
-			if done {
-				applied = append(applied, m.Version)
-			}
-		}
-	}
-	return applied, nil
-}
-
-func applyMigration(ctx context.Context, conn *pgx.Conn, table string, m migration.Migration) (bool, error) {
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return false, translate(err)
-	}
-	defer tx.Rollback(ctx)
-	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE version = $1`, m.Version).Scan(&n); err != nil {
-		return false, translate(err)
-	}
-	if n > 0 {
-		return false, nil
-	}
-	if _, err := tx.Exec(ctx, m.SQL); err != nil {
-		return false, fmt.Errorf("migration %s %04d_%s: %w", table, m.Version, m.Name, translate(err))
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
-		return false, translate(err)
-	}
-	return true, translate(tx.Commit(ctx))
+	return migration.Run(ctx, migrator{conn.Conn()}, chains)
 }
 
 // SchemaVersion counts the applied and the embedded migrations of every
 // chain; they are equal when the schema is current.
 func (s *Store) SchemaVersion(ctx context.Context) (int, int, error) {
-	chains, err := s.allChains()
+	chains, err := s.chains.All(migrationFiles, "migrations")
 	if err != nil {
 		return 0, 0, err
 	}
-	applied, latest := 0, 0
-	for _, c := range chains {
-		latest += len(c.Migrations)
-		var exists bool
-		if err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, c.Table()).Scan(&exists); err != nil {
-			return 0, 0, translate(err)
-		}
-		if !exists {
-			continue // nothing of this chain applied yet
-		}
-		var n int
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+c.Table()).Scan(&n); err != nil {
-			return 0, 0, translate(err)
-		}
-		applied += n
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, 0, translate(err)
 	}
-	return applied, latest, nil
+	defer conn.Release()
+	return migration.Status(ctx, migrator{conn.Conn()}, chains)
+}
+
+// migrator is one connection as a migration.Target.
+type migrator struct{ conn *pgx.Conn }
+
+func (m migrator) CreateTable(ctx context.Context, table string) error {
+	_, err := m.conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
+		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+	return translate(err)
+}
+
+func (m migrator) Apply(ctx context.Context, table string, mg migration.Migration) (ran bool, err error) {
+	err = pgx.BeginFunc(ctx, m.conn, func(tx pgx.Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE version = $1`, mg.Version).Scan(&n); err != nil || n > 0 {
+			return err
+		}
+		if _, err := tx.Exec(ctx, mg.SQL); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO `+table+` (version, name) VALUES ($1, $2)`, mg.Version, mg.Name)
+		ran = err == nil
+		return err
+	})
+	return ran, translate(err)
+}
+
+func (m migrator) Count(ctx context.Context, table string) (int, error) {
+	var exists bool
+	if err := m.conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists); err != nil || !exists {
+		return 0, translate(err)
+	}
+	var n int
+	err := m.conn.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n)
+	return n, translate(err)
 }
 
 // translate maps driver errors to application errors at the boundary.

@@ -36,7 +36,7 @@ const tsLayout = "2006-01-02T15:04:05.000000Z"
 type Store struct {
 	write  *sql.DB // exactly one connection
 	read   *sql.DB
-	chains []migration.Chain // item types' migrations (AddMigrations)
+	chains migration.Registry // item types' migrations (AddMigrations)
 }
 
 var _ wq.Store = (*Store)(nil)
@@ -93,102 +93,61 @@ func (s *Store) Ping(ctx context.Context) error {
 // files in dir of fsys), applied by Migrate after the queue's and counted
 // by SchemaVersion. Call it before Migrate.
 func (s *Store) AddMigrations(component string, fsys fs.FS, dir string) error {
-	c, err := migration.LoadChain(component, fsys, dir)
-	if err != nil {
-		return err
-	}
-	for _, have := range s.chains {
-		if have.Component == component {
-			return fmt.Errorf("migrations of %q registered twice", component)
-		}
-	}
-	s.chains = append(s.chains, c)
-	return nil
-}
-
-// allChains is the queue's chain, then the registered ones.
-func (s *Store) allChains() ([]migration.Chain, error) {
-	queue, err := migration.LoadChain("", migrationFiles, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	return append([]migration.Chain{queue}, s.chains...), nil
+	return s.chains.Add(component, fsys, dir)
 }
 
 // Migrate applies pending migrations of every chain, each in its own
 // transaction. It returns the versions applied (of any chain).
 func (s *Store) Migrate(ctx context.Context) ([]int, error) {
-	chains, err := s.allChains()
+	chains, err := s.chains.All(migrationFiles, "migrations")
 	if err != nil {
 		return nil, err
 	}
-	var applied []int
-	for _, c := range chains {
-		if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+c.Table()+` (
-			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`); err != nil {
-			return nil, fmt.Errorf("create version table: %w", translate(err))
-		}
-		for _, m := range c.Migrations {
-			done, err := s.applyMigration(ctx, c.Table(), m)
-			if err != nil {
-				return applied, err
-			}
-			if done {
-				applied = append(applied, m.Version)
-			}
-		}
-	}
-	return applied, nil
-}
-
-func (s *Store) applyMigration(ctx context.Context, table string, m migration.Migration) (bool, error) {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return false, translate(err)
-	}
-	defer tx.Rollback()
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table+` WHERE version = ?`, m.Version).Scan(&n); err != nil {
-		return false, translate(err)
-	}
-	if n > 0 {
-		return false, nil
-	}
-	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-		return false, fmt.Errorf("migration %s %04d_%s: %w", table, m.Version, m.Name, translate(err))
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO `+table+` (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.Version, m.Name, ts(time.Now())); err != nil {
-		return false, translate(err)
-	}
-	return true, translate(tx.Commit())
+	return migration.Run(ctx, migrator{s}, chains)
 }
 
 // SchemaVersion counts the applied and the embedded migrations of every
 // chain; they are equal when the schema is current.
 func (s *Store) SchemaVersion(ctx context.Context) (int, int, error) {
-	chains, err := s.allChains()
+	chains, err := s.chains.All(migrationFiles, "migrations")
 	if err != nil {
 		return 0, 0, err
 	}
-	applied, latest := 0, 0
-	for _, c := range chains {
-		latest += len(c.Migrations)
-		var exists int
-		if err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`,
-			c.Table()).Scan(&exists); err != nil {
-			return 0, 0, translate(err)
-		}
-		if exists == 0 {
-			continue
-		}
+	return migration.Status(ctx, migrator{s}, chains)
+}
+
+// migrator is the store as a migration.Target.
+type migrator struct{ s *Store }
+
+func (m migrator) CreateTable(ctx context.Context, table string) error {
+	_, err := m.s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`)
+	return translate(err)
+}
+
+func (m migrator) Apply(ctx context.Context, table string, mg migration.Migration) (ran bool, err error) {
+	err = m.s.Write(ctx, func(tx *sql.Tx) error {
 		var n int
-		if err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM `+c.Table()).Scan(&n); err != nil {
-			return 0, 0, translate(err)
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table+` WHERE version = ?`, mg.Version).Scan(&n); err != nil || n > 0 {
+			return translate(err)
 		}
-		applied += n
+		if _, err := tx.ExecContext(ctx, mg.SQL); err != nil {
+			return translate(err)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO `+table+` (version, name, applied_at) VALUES (?, ?, ?)`, mg.Version, mg.Name, ts(time.Now()))
+		ran = err == nil
+		return translate(err)
+	})
+	return ran, err
+}
+
+func (m migrator) Count(ctx context.Context, table string) (int, error) {
+	var exists, n int
+	if err := m.s.read.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, table).Scan(&exists); err != nil || exists == 0 {
+		return 0, translate(err)
 	}
-	return applied, latest, nil
+	err := m.s.read.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n)
+	return n, translate(err)
 }
 
 // translate maps driver errors to application errors at the boundary.

@@ -12,6 +12,7 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/engine"
+	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/store"
 )
@@ -156,19 +157,13 @@ func TestAnotherInstancesWritesWakeThisEngineAtOnce(t *testing.T) {
 	}
 	waitFor := func(what string, cond func(*wq.Item) bool) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); ; {
+		eventually.Value(t, 5*time.Second, what, func() (*wq.Item, bool) {
 			got, err := api.GetItem(ctx, it.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cond(got) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 5s (%+v)", what, got)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return got, cond(got)
+		})
 	}
 	waitFor("a new item processed", func(got *wq.Item) bool {
 		return got.Dimensions[wq.DimensionKey{Dimension: "needs_act"}].Status == wq.StatusFalse && !got.Actionable

@@ -22,6 +22,7 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
+	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 	"github.com/workqueue-dev/workqueue/mr"
 )
@@ -108,20 +109,24 @@ func (w *apiWorld) submission(branch string, actions ...map[string]any) map[stri
 // waitPhase polls GET /api/v1/items/{id} until cond holds.
 func (w *apiWorld) waitItem(id, what string, cond func(map[string]any) bool) map[string]any {
 	w.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	return eventually.Value(w.t, 60*time.Second, what, func() (map[string]any, bool) {
 		status, item, _ := w.do("GET", "/api/v1/items/"+id, w.tokens["read"], nil)
 		if status != http.StatusOK {
 			w.t.Fatalf("GET item: %d %v", status, item)
 		}
-		if cond(item) {
-			return item
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("timed out waiting for %s: %v", what, item)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return item, cond(item)
+	})
+}
+
+// personMerges merges the pull request through the forge as a person
+// would, once the forge says it is mergeable.
+func (w *apiWorld) personMerges(number int64) {
+	w.t.Helper()
+	ctx := context.Background()
+	eventually.True(w.t, 30*time.Second, "merge through the forge", func() (bool, any) {
+		pr, err := w.forge.GetMergeRequest(ctx, w.repo, number)
+		return err == nil && pr.Mergeable && w.forge.MergeMergeRequest(ctx, w.repo, number, pr.HeadSHA) == nil, pr
+	})
 }
 
 func TestAPIRefusesCallersWithoutTheRightToken(t *testing.T) {
@@ -366,17 +371,10 @@ func TestAPIRetryReopensAPullRequestAPersonClosed(t *testing.T) {
 	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/retry", w.tokens["retry"], nil); status != http.StatusOK || body["phase"] != "active" {
 		t.Fatalf("retry: %d %v", status, body)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.True(t, 30*time.Second, "the pull request reopened", func() (bool, any) {
 		pr, err := w.forge.GetMergeRequest(context.Background(), w.repo, number)
-		if err == nil && pr.State == wq.MergeRequestOpen {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the pull request was not reopened: %+v %v", pr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && pr.State == wq.MergeRequestOpen, pr
+	})
 	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/cancel", w.tokens["retry"], nil); status != http.StatusOK || body["phase"] != "cancelled" {
 		t.Errorf("cancel: %d %v", status, body)
 	}

@@ -14,6 +14,7 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/example"
+	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 )
 
@@ -62,31 +63,25 @@ func serveProcess(t *testing.T, cfg string) (*exec.Cmd, *bytes.Buffer) {
 // timeout. It polls because the process under test is another process.
 func waitFor(t *testing.T, s wq.Store, ids []wq.ItemID, timeout time.Duration, what string, cond func(completed, leased int) bool) (int, int) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	tally := eventually.Value(t, timeout, what, func() ([2]int, bool) {
 		// An item is held while it has a lease owner: a killed process
 		// leaves its owner in place until another claims the item, so the
 		// count does not depend on how long this poll takes.
-		completed, leased := 0, 0
+		var completedLeased [2]int
 		for _, id := range ids {
 			it, err := s.GetItem(context.Background(), id)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if it.Phase == wq.PhaseCompleted {
-				completed++
+				completedLeased[0]++
 			} else if it.LeaseOwner != "" {
-				leased++
+				completedLeased[1]++
 			}
 		}
-		if cond(completed, leased) {
-			return completed, leased
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %d completed, %d leased of %d", what, completed, leased, len(ids))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return completedLeased, cond(completedLeased[0], completedLeased[1])
+	})
+	return tally[0], tally[1]
 }
 
 func TestServeKilledMidProcessingLosesNoItem(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
+	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 	"github.com/workqueue-dev/workqueue/mr"
@@ -95,16 +96,7 @@ func TestWebhookCompletesAndCancelsItemsWithinTwoSeconds(t *testing.T) {
 	mergedID, mergedPR := w.openPR("workqueue/to-merge")
 	closedID, closedPR := w.openPR("workqueue/to-close")
 
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		pr, _ := w.forge.GetMergeRequest(ctx, w.repo, mergedPR)
-		if pr != nil && pr.Mergeable && w.forge.MergeMergeRequest(ctx, w.repo, mergedPR, pr.HeadSHA) == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("could not merge through Gitea")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	w.personMerges(mergedPR)
 	merged := time.Now()
 	item := w.waitItem(mergedID, "completion by webhook", func(it map[string]any) bool { return it["phase"] != "active" })
 	mergeLatency := time.Since(merged)
@@ -384,25 +376,14 @@ projects: [{match: "workqueue/**", forge: gitea}]
 
 	apiOnly, log := serveProcess(t, config(""))
 	waitReady(t, base, log)
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	eventually.True(t, 30*time.Second, "merge", func() (bool, any) {
 		got, _ := f.GetMergeRequest(ctx, repo, pr.Number)
-		if got != nil && got.Mergeable && f.MergeMergeRequest(ctx, repo, pr.Number, c.SHA) == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("could not merge")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; { // the webhook was answered: its event is stored
-		if ev, _ := st.NextEvent(ctx, item.ID); ev != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no event was stored\n%s", log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return got != nil && got.Mergeable && f.MergeMergeRequest(ctx, repo, pr.Number, c.SHA) == nil, got
+	})
+	eventually.True(t, 10*time.Second, "the webhook's event stored", func() (bool, any) {
+		ev, _ := st.NextEvent(ctx, item.ID)
+		return ev != nil, log
+	})
 	apiOnly.Process.Signal(syscall.SIGKILL)
 	apiOnly.Wait()
 	if got, _ := st.GetItem(ctx, item.ID); got.Phase != wq.PhaseActive {
@@ -410,16 +391,10 @@ projects: [{match: "workqueue/**", forge: gitea}]
 	}
 
 	restarted, log2 := serveProcess(t, config("mr"))
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	eventually.True(t, 20*time.Second, "the event applied after the restart", func() (bool, any) {
 		got, _ := st.GetItem(ctx, item.ID)
-		if got.Phase == wq.PhaseCompleted && got.Reason == mr.ReasonMerged {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the restart the event was not applied: %+v\n%s", got, log2)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return got.Phase == wq.PhaseCompleted && got.Reason == mr.ReasonMerged, log2
+	})
 	restarted.Process.Signal(syscall.SIGTERM)
 	restarted.Wait()
 }
@@ -436,18 +411,14 @@ func freePort(t *testing.T) int {
 
 func waitReady(t *testing.T, base string, log fmt.Stringer) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if resp, err := http.Get(base + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+	eventually.True(t, 30*time.Second, "serve ready", func() (bool, any) {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false, log
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve never became ready\n%s", log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, log
+	})
 }
 
 func TestHooksEnsureIsIdempotentAndReportsWhatItDid(t *testing.T) {

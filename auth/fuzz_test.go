@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/workqueue-dev/workqueue/auth"
 )
 
@@ -53,13 +55,13 @@ func decodeClaims(doc string) (map[string]any, error) {
 }
 
 func newJWTWorldFor(f *testing.F) *jwtWorld {
-	w := &jwtWorld{rsa: newRSAKey(f, "rsa-1"), ec: newECKey(f, "ec-1"), clock: &clock{t: time.Now()}}
+	w := &jwtWorld{rsa: newRSAKey(f, "rsa-1"), ec: newECKey(f, "ec-1"), clock: clockwork.NewFakeClockAt(time.Now())}
 	w.issuer = newIssuer(f)
 	w.issuer.publish(w.rsa, w.ec)
 	var err error
 	w.jwts, err = auth.NewJWTs(context.Background(), []auth.Rule{{Name: "ci", Issuer: w.issuer.URL,
 		Claims: map[string][]string{"aud": {"workqueue"}}, Permissions: []auth.Permission{auth.Read}}},
-		auth.JWTOptions{Now: w.clock.Now})
+		auth.JWTOptions{Clock: w.clock})
 	if err != nil {
 		f.Fatal(err)
 	}

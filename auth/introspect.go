@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	wq "github.com/workqueue-dev/workqueue"
 )
 
@@ -25,7 +27,7 @@ type Introspection struct {
 	TTL    time.Duration // default 5m
 	Rules  []Rule        // the group rules
 	Client *http.Client
-	Now    func() time.Time
+	Clock  clockwork.Clock
 
 	mu    sync.Mutex
 	cache map[[sha256.Size]byte]introspected
@@ -48,8 +50,8 @@ func (in *Introspection) Authenticate(ctx context.Context, token string) (*Calle
 		return nil, wq.Errorf(wq.EUNAUTHORIZED, "invalid token")
 	}
 	now := time.Now
-	if in.Now != nil {
-		now = in.Now
+	if in.Clock != nil {
+		now = in.Clock.Now
 	}
 	key := sha256.Sum256([]byte(token))
 	in.mu.Lock()

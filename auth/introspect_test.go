@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/auth"
 )
@@ -47,8 +49,8 @@ func (u *usersAPI) revoke(token string) {
 	delete(u.users, token)
 }
 
-func newIntrospection(u *usersAPI, c *clock) *auth.Introspection {
-	return &auth.Introspection{URL: u.URL + "/apis/user.openshift.io/v1/users/~", TTL: 5 * time.Minute, Now: c.Now,
+func newIntrospection(u *usersAPI, c *clockwork.FakeClock) *auth.Introspection {
+	return &auth.Introspection{URL: u.URL + "/apis/user.openshift.io/v1/users/~", TTL: 5 * time.Minute, Clock: c,
 		Rules: []auth.Rule{
 			{Name: "admins", Groups: []string{"wq-admins"}, Permissions: []auth.Permission{auth.Admin}},
 			{Name: "ops", Groups: []string{"ops"}, Permissions: []auth.Permission{auth.Retry}},
@@ -58,7 +60,7 @@ func newIntrospection(u *usersAPI, c *clock) *auth.Introspection {
 
 func TestIntrospectedTokenGivesTheUserAndTheirGroupRules(t *testing.T) {
 	u := newUsersAPI(t)
-	in := newIntrospection(u, &clock{t: time.Now()})
+	in := newIntrospection(u, clockwork.NewFakeClockAt(time.Now()))
 	c, err := in.Authenticate(context.Background(), "sha256~alice")
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +75,7 @@ func TestIntrospectedTokenGivesTheUserAndTheirGroupRules(t *testing.T) {
 
 func TestRevokedTokenIsRefusedWithinTheTTL(t *testing.T) {
 	u := newUsersAPI(t)
-	clk := &clock{t: time.Now()}
+	clk := clockwork.NewFakeClockAt(time.Now())
 	in := newIntrospection(u, clk)
 	ctx := context.Background()
 	for range 3 {
@@ -93,7 +95,7 @@ func TestRevokedTokenIsRefusedWithinTheTTL(t *testing.T) {
 
 func TestIntrospectionEndpointDownRefusesAndIsNotCached(t *testing.T) {
 	u := newUsersAPI(t)
-	clk := &clock{t: time.Now()}
+	clk := clockwork.NewFakeClockAt(time.Now())
 	in := newIntrospection(u, clk)
 	url := in.URL
 	in.URL = "http://127.0.0.1:1/users/~" // nothing listens
@@ -124,7 +126,7 @@ func TestChainPicksTheTokenKind(t *testing.T) {
 	u := newUsersAPI(t)
 	tok, hash, _ := auth.NewToken()
 	static, _ := auth.NewStaticTokens([]auth.Token{{Name: "ci", SHA256: hash, Permissions: []auth.Permission{auth.Read}}})
-	chain := &auth.Chain{Static: static, Introspection: newIntrospection(u, &clock{t: time.Now()})}
+	chain := &auth.Chain{Static: static, Introspection: newIntrospection(u, clockwork.NewFakeClockAt(time.Now()))}
 	ctx := context.Background()
 	if c, err := chain.Authenticate(ctx, tok); err != nil || c.Kind != auth.KindToken {
 		t.Errorf("static: %+v %v", c, err)

@@ -24,6 +24,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/jonboulle/clockwork"
+
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/auth"
 )
@@ -139,35 +141,23 @@ func handMade(header, claims map[string]any, secret []byte) string {
 	return input + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 type jwtWorld struct {
 	issuer *testIssuer
 	rsa    signingKey
 	ec     signingKey
-	clock  *clock
+	clock  *clockwork.FakeClock
 	jwts   *auth.JWTs
 }
 
 func newJWTWorld(t *testing.T) *jwtWorld {
 	t.Helper()
-	w := &jwtWorld{issuer: newIssuer(t), rsa: newRSAKey(t, "rsa-1"), ec: newECKey(t, "ec-1"), clock: &clock{t: time.Now()}}
+	w := &jwtWorld{issuer: newIssuer(t), rsa: newRSAKey(t, "rsa-1"), ec: newECKey(t, "ec-1"), clock: clockwork.NewFakeClockAt(time.Now())}
 	w.issuer.publish(w.rsa, w.ec)
 	rules := []auth.Rule{{Name: "ci", Issuer: w.issuer.URL, IdentityClaim: "project_path",
 		Claims:      map[string][]string{"aud": {"workqueue"}, "ref_protected": {"true"}},
 		Permissions: []auth.Permission{auth.Submit, auth.Read}, Projects: []string{"g/**"}}}
 	var err error
-	w.jwts, err = auth.NewJWTs(context.Background(), rules, auth.JWTOptions{Now: w.clock.Now, MinRefresh: time.Minute, Leeway: 30 * time.Second})
+	w.jwts, err = auth.NewJWTs(context.Background(), rules, auth.JWTOptions{Clock: w.clock, MinRefresh: time.Minute, Leeway: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
@@ -31,6 +33,7 @@ type Server struct {
 	audit    wq.AuditSink
 	// proxyHeader carries an OAuth proxy's access token to GET /me (DDR-27).
 	proxyHeader string
+	clock       clockwork.Clock
 	mux         *http.ServeMux
 }
 
@@ -43,7 +46,8 @@ func NewServer(store wq.Store, items *service.Items, authn auth.Authenticator, l
 // NewServerWithWebhooks also serves POST /webhooks/{forge} when webhooks is
 // not nil.
 func NewServerWithWebhooks(store wq.Store, items *service.Items, webhooks *service.Webhooks, authn auth.Authenticator, log *slog.Logger) *Server {
-	s := &Server{store: store, items: items, webhooks: webhooks, auth: authn, log: log.With("component", "http"), mux: http.NewServeMux()}
+	s := &Server{store: store, items: items, webhooks: webhooks, auth: authn, log: log.With("component", "http"),
+		clock: clockwork.NewRealClock(), mux: http.NewServeMux()}
 	for _, rt := range s.routes() {
 		s.mux.HandleFunc(rt.method+" "+rt.path, rt.handler)
 	}
@@ -56,6 +60,9 @@ func NewServerWithWebhooks(store wq.Store, items *service.Items, webhooks *servi
 // SetAudit makes every authentication and authorisation decision an audit
 // entry (never with the token).
 func (s *Server) SetAudit(a wq.AuditSink) { s.audit = a }
+
+// SetClock sets the clock audit entries are stamped with.
+func (s *Server) SetClock(c clockwork.Clock) { s.clock = c }
 
 // SetProxyAccessTokenHeader names the header in which an OAuth proxy in
 // front of GET /me passes the session's access token (DDR-27).

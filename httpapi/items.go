@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/api"
@@ -77,7 +76,7 @@ func (s *Server) decision(r *http.Request, c *auth.Caller, perm auth.Permission,
 	if s.audit == nil {
 		return
 	}
-	e := wq.AuditEntry{Time: time.Now(), EventType: wq.AuditAuthRefused, Actor: "anonymous",
+	e := wq.AuditEntry{Time: s.clock.Now(), EventType: wq.AuditAuthRefused, Actor: "anonymous",
 		Trigger:  map[string]any{"source": "api", "method": r.Method, "path": r.URL.Path},
 		Metadata: map[string]any{"permission": string(perm)}}
 	if allowed {

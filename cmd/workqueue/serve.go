@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/auth"
@@ -36,6 +38,9 @@ type Main struct {
 	// AdminTokenFile, when set, holds an admin API token, created on
 	// first start (serve does this when it runs without a config file).
 	AdminTokenFile string
+	// Clock is the one clock every part reads (nil: the real one), so
+	// that a test drives the whole process's time.
+	Clock clockwork.Clock
 
 	Store  wq.Store
 	Engine *engine.Engine
@@ -57,6 +62,9 @@ func NewMain(cfg config.Config, log *slog.Logger) *Main {
 // it.
 func (m *Main) Run(ctx context.Context) error {
 	m.Log.Info("starting workqueue", "config", m.Config.Redacted())
+	if m.Clock == nil {
+		m.Clock = clockwork.NewRealClock()
+	}
 	s, mrs, err := openStores(ctx, m.Config.Database)
 	if err != nil {
 		return err
@@ -86,11 +94,11 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	sink := audit.NewLogSink(m.Log)
-	m.Engine, err = engine.New(m.Config.Engine(), s, nil, sink, m.Log)
+	m.Engine, err = engine.New(m.Config.Engine(), s, m.Clock, sink, m.Log)
 	if err != nil {
 		return err
 	}
-	items := &service.Items{Store: s, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log)}
+	items := &service.Items{Store: s, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log), Clock: m.Clock}
 	// Each item type registers with the engine and, beside it, its face
 	// to callers; the example type only where it is configured.
 	mrType := mr.Type(mr.Options{Store: mrs, Forges: forges, PublicURL: m.Config.PublicURL,
@@ -115,7 +123,8 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		hookForges[f.Name] = service.WebhookForge{Kind: f.Kind, Secret: secret}
 	}
-	hooks := &service.Webhooks{Store: s, Forges: hookForges, Types: items.Types(), Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log)}
+	hooks := &service.Webhooks{Store: s, Forges: hookForges, Types: items.Types(), Notify: m.Engine.Notify,
+		Audit: audit.Safe(sink, m.Log), Clock: m.Clock}
 
 	m.listener, err = net.Listen("tcp", m.Config.Listen)
 	if err != nil {
@@ -123,6 +132,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	api := httpapi.NewServerWithWebhooks(s, items, hooks, authn, m.Log)
 	api.SetAudit(audit.Safe(sink, m.Log))
+	api.SetClock(m.Clock)
 	api.SetProxyAccessTokenHeader(m.Config.Auth.ProxyAccessTokenHeader)
 	m.HTTP = &http.Server{
 		Handler:           api,
@@ -205,14 +215,14 @@ func (m *Main) authenticator() (auth.Authenticator, error) {
 	chain := &auth.Chain{Static: static}
 	rules := m.Config.AuthRules()
 	if slices.ContainsFunc(rules, func(r auth.Rule) bool { return r.Issuer != "" }) {
-		chain.JWTs, err = auth.NewJWTs(context.Background(), rules, auth.JWTOptions{Log: m.Log,
+		chain.JWTs, err = auth.NewJWTs(context.Background(), rules, auth.JWTOptions{Log: m.Log, Clock: m.Clock,
 			Leeway: time.Duration(m.Config.Auth.JWT.Leeway), MinRefresh: time.Duration(m.Config.Auth.JWT.MinRefresh)})
 		if err != nil {
 			return nil, err
 		}
 	}
 	if in := m.Config.Auth.Introspection; in.URL != "" {
-		chain.Introspection = &auth.Introspection{URL: in.URL, TTL: time.Duration(in.TTL), Rules: rules}
+		chain.Introspection = &auth.Introspection{URL: in.URL, TTL: time.Duration(in.TTL), Rules: rules, Clock: m.Clock}
 	}
 	return chain, nil
 }

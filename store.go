@@ -76,17 +76,12 @@ type Store interface {
 	// phase clears). It returns the new attempts. ErrLeaseLost.
 	RecordFailure(ctx context.Context, l Lease, f Failure, now time.Time) (attempts int, err error)
 
-	// InsertEvent stores an event for an item and marks the item
-	// actionable, in one transaction under the per-item lock (DDR-34,
-	// DDR-49). A second event with the same source and delivery id for the
-	// same item is not stored: inserted is false. ENOTFOUND.
-	InsertEvent(ctx context.Context, ev Event) (inserted bool, err error)
-
 	// InsertDelivery stores one webhook delivery's events, one per item it
 	// concerns, in one transaction: each event marks its item actionable
-	// under the per-item lock, as InsertEvent does. A delivery whose
-	// (source, delivery id) was stored before stores nothing and returns
-	// duplicate true, even after its events were processed.
+	// under the per-item lock, in the transaction that stores it (DDR-34,
+	// DDR-49). A delivery whose (source, delivery id) was stored before
+	// stores nothing and returns duplicate true, even after its events
+	// were processed. ENOTFOUND if an event's item does not exist.
 	InsertDelivery(ctx context.Context, source, deliveryID string, events []Event, now time.Time) (duplicate bool, err error)
 
 	// PruneDeliveries forgets the deliveries received before before: a

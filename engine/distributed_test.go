@@ -168,8 +168,8 @@ func TestAnotherInstancesWritesWakeThisEngineAtOnce(t *testing.T) {
 	waitFor("a new item processed", func(got *wq.Item) bool {
 		return got.Dimensions[wq.DimensionKey{Dimension: "needs_act"}].Status == wq.StatusFalse && !got.Actionable
 	})
-	if _, err := api.InsertEvent(ctx, wq.Event{ItemID: it.ID, Source: "test", EventType: "close", DeliveryID: "d", Body: []byte(`{}`),
-		EventTS: time.Now(), ReceivedAt: time.Now()}); err != nil {
+	if _, err := api.InsertDelivery(ctx, "test", "d", []wq.Event{{ItemID: it.ID, EventType: "close", Body: []byte(`{}`),
+		EventTS: time.Now()}}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	waitFor("an event applied", func(got *wq.Item) bool { return got.Phase == wq.PhaseCancelled })

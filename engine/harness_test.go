@@ -86,8 +86,10 @@ func (h *harness) get(id wq.ItemID) *wq.Item {
 
 func (h *harness) insertEvent(id wq.ItemID, delivery, eventType string, at time.Time) {
 	h.t.Helper()
-	if _, err := h.store.InsertEvent(h.ctx, wq.Event{ItemID: id, Source: "test", EventType: eventType, DeliveryID: delivery,
-		Body: []byte(`{}`), EventTS: at, ReceivedAt: h.clock.Now()}); err != nil {
+	// Deliveries are deduplicated per source: a source per item keeps the
+	// tests' delivery names per item.
+	if _, err := h.store.InsertDelivery(h.ctx, "test/"+id.String(), delivery, []wq.Event{{ItemID: id, EventType: eventType,
+		Body: []byte(`{}`), EventTS: at}}, h.clock.Now()); err != nil {
 		h.t.Fatal(err)
 	}
 }

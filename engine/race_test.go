@@ -55,8 +55,8 @@ func TestEventsRacingTheExitAreNeverOrphaned(t *testing.T) {
 					defer wg.Done()
 					for n := range perWriter {
 						id := ids[rand.IntN(len(ids))]
-						if _, err := s.InsertEvent(ctx, wq.Event{ItemID: id, Source: "test", EventType: "note",
-							DeliveryID: fmt.Sprintf("%d-%d", w, n), Body: []byte(`{}`), EventTS: time.Now(), ReceivedAt: time.Now()}); err != nil {
+						if _, err := s.InsertDelivery(ctx, "test", fmt.Sprintf("%d-%d", w, n), []wq.Event{{ItemID: id, EventType: "note",
+							Body: []byte(`{}`), EventTS: time.Now()}}, time.Now()); err != nil {
 							t.Error(err)
 							return
 						}

@@ -48,7 +48,7 @@ func benchmarkSweep(b *testing.B, kind string, idle int) {
 			}
 		}
 		if i >= 7 {
-			if _, err := s.InsertEvent(ctx, wq.Event{ItemID: it.ID, Source: "bench", EventType: "e", DeliveryID: "d", Body: []byte(`{}`), ReceivedAt: now}); err != nil {
+			if _, err := s.InsertDelivery(ctx, "bench", it.ID.String(), []wq.Event{{ItemID: it.ID, EventType: "e", Body: []byte(`{}`)}}, now); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -266,43 +266,6 @@ func (s *Store) RecordFailure(ctx context.Context, l wq.Lease, f wq.Failure, now
 	return attempts, err
 }
 
-// InsertEvent stores an event and marks the item actionable, under the
-// per-item advisory lock (DDR-34).
-func (s *Store) InsertEvent(ctx context.Context, ev wq.Event) (bool, error) {
-	inserted := false
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockItemTx(ctx, tx, ev.ItemID); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, `INSERT INTO pending_events (work_item_id, source, event_type, delivery_id, body, event_ts, received_at)
-			SELECT $1, $2, $3, $4, $5::jsonb, $6, $7 WHERE EXISTS (SELECT 1 FROM work_items WHERE id = $1)
-			ON CONFLICT (work_item_id, source, delivery_id) DO NOTHING`,
-			ev.ItemID, ev.Source, ev.EventType, ev.DeliveryID, string(ev.Body), tsArg(ev.EventTS), ev.ReceivedAt.UTC())
-		if err != nil {
-			return translate(err)
-		}
-		if tag.RowsAffected() == 0 {
-			var exists bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM work_items WHERE id = $1)`, ev.ItemID).Scan(&exists); err != nil {
-				return translate(err)
-			}
-			if !exists {
-				return wq.Errorf(wq.ENOTFOUND, "item %s not found", ev.ItemID)
-			}
-			return nil
-		}
-		inserted = true
-		if _, err = tx.Exec(ctx, `UPDATE work_items SET actionable = true, revision = revision + 1 WHERE id = $1`, ev.ItemID); err != nil {
-			return translate(err)
-		}
-		return notifyItem(ctx, tx, ev.ItemID)
-	})
-	if err != nil {
-		return false, fmt.Errorf("insert event for %s: %w", ev.ItemID, err)
-	}
-	return inserted, nil
-}
-
 // DropEvents deletes a terminal item's pending events and returns them.
 func (s *Store) DropEvents(ctx context.Context, id wq.ItemID) ([]wq.Event, error) {
 	rows, err := s.pool.Query(ctx, `DELETE FROM pending_events WHERE work_item_id = $1
@@ -474,12 +437,16 @@ func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, e
 			if err := lockItemTx(ctx, tx, ev.ItemID); err != nil {
 				return err
 			}
+			tag, err := tx.Exec(ctx, `UPDATE work_items SET actionable = true, revision = revision + 1 WHERE id = $1`, ev.ItemID)
+			if err != nil {
+				return translate(err)
+			}
+			if tag.RowsAffected() == 0 {
+				return wq.Errorf(wq.ENOTFOUND, "item %s not found", ev.ItemID)
+			}
 			if _, err := tx.Exec(ctx, `INSERT INTO pending_events (work_item_id, source, event_type, delivery_id, body, event_ts, received_at)
 				VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7) ON CONFLICT (work_item_id, source, delivery_id) DO NOTHING`,
 				ev.ItemID, source, ev.EventType, deliveryID, string(ev.Body), tsArg(ev.EventTS), now.UTC()); err != nil {
-				return translate(err)
-			}
-			if _, err := tx.Exec(ctx, `UPDATE work_items SET actionable = true, revision = revision + 1 WHERE id = $1`, ev.ItemID); err != nil {
 				return translate(err)
 			}
 			if err := notifyItem(ctx, tx, ev.ItemID); err != nil {

@@ -279,36 +279,6 @@ func (s *Store) RecordFailure(ctx context.Context, l wq.Lease, f wq.Failure, now
 	return attempts, err
 }
 
-// InsertEvent stores an event and marks the item actionable.
-func (s *Store) InsertEvent(ctx context.Context, ev wq.Event) (bool, error) {
-	tx, err := s.write.BeginTx(ctx, nil) // IMMEDIATE: serialised with FinishProcessing (DDR-34)
-	if err != nil {
-		return false, translate(err)
-	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `INSERT INTO pending_events (work_item_id, source, event_type, delivery_id, body, event_ts, received_at)
-		SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM work_items WHERE id = ?)
-		ON CONFLICT (work_item_id, source, delivery_id) DO NOTHING`,
-		ev.ItemID.String(), ev.Source, ev.EventType, ev.DeliveryID, string(ev.Body), ts(ev.EventTS), ts(ev.ReceivedAt), ev.ItemID.String())
-	if err != nil {
-		return false, fmt.Errorf("insert event for %s: %w", ev.ItemID, translate(err))
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		var exists int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM work_items WHERE id = ?`, ev.ItemID.String()).Scan(&exists); err != nil {
-			return false, translate(err)
-		}
-		if exists == 0 {
-			return false, fmt.Errorf("insert event for %s: %w", ev.ItemID, wq.Errorf(wq.ENOTFOUND, "item %s not found", ev.ItemID))
-		}
-		return false, nil
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE work_items SET actionable = 1, revision = revision + 1 WHERE id = ?`, ev.ItemID.String()); err != nil {
-		return false, translate(err)
-	}
-	return true, translate(tx.Commit())
-}
-
 const eventColumns = `id, work_item_id, source, event_type, delivery_id, body, event_ts, received_at`
 
 // DropEvents deletes a terminal item's pending events and returns them.
@@ -512,13 +482,17 @@ func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, e
 		return true, nil
 	}
 	for _, ev := range events {
+		res, err := tx.ExecContext(ctx, `UPDATE work_items SET actionable = 1, revision = revision + 1 WHERE id = ?`, ev.ItemID.String())
+		if err != nil {
+			return false, translate(err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return false, fmt.Errorf("insert delivery %s/%s: %w", source, deliveryID, wq.Errorf(wq.ENOTFOUND, "item %s not found", ev.ItemID))
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO pending_events (work_item_id, source, event_type, delivery_id, body, event_ts, received_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (work_item_id, source, delivery_id) DO NOTHING`,
 			ev.ItemID.String(), source, ev.EventType, deliveryID, string(ev.Body), ts(ev.EventTS), ts(now)); err != nil {
 			return false, fmt.Errorf("insert delivery %s/%s: %w", source, deliveryID, translate(err))
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE work_items SET actionable = 1, revision = revision + 1 WHERE id = ?`, ev.ItemID.String()); err != nil {
-			return false, translate(err)
 		}
 	}
 	return false, translate(tx.Commit())

@@ -34,6 +34,13 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 		}
 		return it
 	}
+	// deliver stores ev as a delivery of its own: inserted is false when
+	// its delivery was stored before.
+	deliver := func(t *testing.T, s wq.Store, ev wq.Event) (inserted bool, err error) {
+		t.Helper()
+		dup, err := s.InsertDelivery(ctx, ev.Source, ev.DeliveryID, []wq.Event{ev}, ev.ReceivedAt)
+		return err == nil && !dup, err
+	}
 	claim := func(t *testing.T, s wq.Store, id wq.ItemID, now time.Time) wq.Lease {
 		t.Helper()
 		l, err := s.ClaimItem(ctx, id, "worker-1", now, time.Minute)
@@ -98,7 +105,7 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 		wantCode(t, err, wq.ENOTFOUND)
 		_, err = s.ClaimItem(ctx, wq.NewItemID(), "w", T0, time.Minute)
 		wantCode(t, err, wq.ENOTFOUND)
-		_, err = s.InsertEvent(ctx, wq.Event{ItemID: wq.NewItemID(), Source: "s", EventType: "e", DeliveryID: "d", Body: []byte(`{}`), ReceivedAt: T0})
+		_, err = deliver(t, s, wq.Event{ItemID: wq.NewItemID(), Source: "s", EventType: "e", DeliveryID: "d", Body: []byte(`{}`), ReceivedAt: T0})
 		wantCode(t, err, wq.ENOTFOUND)
 	})
 
@@ -202,7 +209,7 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 		if _, err := s.FinishProcessing(ctx, stale, 1, T0); !errors.Is(err, wq.ErrLeaseLost) {
 			t.Errorf("FinishProcessing: %v", err)
 		}
-		if _, err := s.InsertEvent(ctx, wq.Event{ItemID: it.ID, Source: "s", EventType: "e", DeliveryID: "d", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
+		if _, err := deliver(t, s, wq.Event{ItemID: it.ID, Source: "s", EventType: "e", DeliveryID: "d", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
 			t.Fatal(err)
 		}
 		ev, _ := s.NextEvent(ctx, it.ID)
@@ -290,7 +297,7 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 			t.Fatal("still actionable after a clean exit")
 		}
 		for i, d := range []string{"d1", "d2", "d1"} {
-			ins, err := s.InsertEvent(ctx, wq.Event{ItemID: it.ID, Source: "gitea", EventType: "merged", DeliveryID: d,
+			ins, err := deliver(t, s, wq.Event{ItemID: it.ID, Source: "gitea", EventType: "merged", DeliveryID: d,
 				Body: json.RawMessage(`{"n":1}`), EventTS: T0.Add(time.Duration(i) * time.Second), ReceivedAt: T0})
 			if err != nil {
 				t.Fatal(err)
@@ -377,7 +384,7 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 		it := create(t, s, wq.NewItem{})
 		insert := func(delivery string, at time.Time) *wq.Event {
 			t.Helper()
-			if _, err := s.InsertEvent(ctx, wq.Event{ItemID: it.ID, Source: "s", EventType: "e", DeliveryID: delivery, Body: []byte(`{}`), EventTS: at, ReceivedAt: T0}); err != nil {
+			if _, err := deliver(t, s, wq.Event{ItemID: it.ID, Source: "s", EventType: "e", DeliveryID: delivery, Body: []byte(`{}`), EventTS: at, ReceivedAt: T0}); err != nil {
 				t.Fatal(err)
 			}
 			ev, _ := s.NextEvent(ctx, it.ID)
@@ -434,7 +441,7 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 	t.Run("events of an active item are never dropped", func(t *testing.T) {
 		s := open(t)
 		it := create(t, s, wq.NewItem{})
-		if _, err := s.InsertEvent(ctx, wq.Event{ItemID: it.ID, Source: "forge", EventType: "x", DeliveryID: "d1", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
+		if _, err := deliver(t, s, wq.Event{ItemID: it.ID, Source: "forge", EventType: "x", DeliveryID: "d1", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
 			t.Fatal(err)
 		}
 		if dropped, err := s.DropEvents(ctx, it.ID); err != nil || len(dropped) != 0 {
@@ -453,7 +460,7 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 			t.Fatal(err)
 		}
 		seen := get(t, s, it.ID).Revision
-		if _, err := s.InsertEvent(ctx, wq.Event{ItemID: it.ID, Source: "forge", EventType: "x", DeliveryID: "d1", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
+		if _, err := deliver(t, s, wq.Event{ItemID: it.ID, Source: "forge", EventType: "x", DeliveryID: "d1", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
 			t.Fatal(err)
 		}
 		_, err = s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted, Dimensions: []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_a"}, Status: wq.StatusFalse}}, SeenRevision: seen}, T0)
@@ -498,7 +505,7 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 		s := open(t)
 		it := create(t, s, wq.NewItem{})
 		l := claim(t, s, it.ID, T0)
-		if _, err := s.InsertEvent(ctx, wq.Event{ItemID: it.ID, Source: "s", EventType: "e", DeliveryID: "d", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
+		if _, err := deliver(t, s, wq.Event{ItemID: it.ID, Source: "s", EventType: "e", DeliveryID: "d", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
 			t.Fatal(err)
 		}
 		loaded := get(t, s, it.ID)
@@ -674,7 +681,7 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 		actionable := create(t, s, wq.NewItem{})
 		_ = idle("test")
 		withEvent := idle("test")
-		if _, err := s.InsertEvent(ctx, wq.Event{ItemID: withEvent.ID, Source: "s", EventType: "e", DeliveryID: "d", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
+		if _, err := deliver(t, s, wq.Event{ItemID: withEvent.ID, Source: "s", EventType: "e", DeliveryID: "d", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
 			t.Fatal(err)
 		}
 		// An event marks the item actionable too; make it idle again to see the event path alone.

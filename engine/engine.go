@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -166,14 +167,7 @@ func (e *Engine) Register(t wq.ItemType) {
 }
 
 // Types returns the names of the registered item types, sorted.
-func (e *Engine) Types() []string {
-	names := make([]string, 0, len(e.types))
-	for n := range e.types {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func (e *Engine) Types() []string { return slices.Sorted(maps.Keys(e.types)) }
 
 // Start starts the workers and the sweep, which runs at once and then every
 // SweepInterval. Every handled type must be registered.

@@ -114,12 +114,7 @@ func (h *harness) settle(e *engine.Engine) int {
 
 // forEachDB runs a test on SQLite and on PostgreSQL.
 func forEachDB(t *testing.T, test func(t *testing.T, h *harness)) {
-	for _, kind := range testdb.Kinds {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			test(t, newHarness(t, kind))
-		})
-	}
+	testdb.EachKind(t, func(t *testing.T, kind string) { test(t, newHarness(t, kind)) })
 }
 
 func dim(name, variant, status string) wq.DimensionUpdate {

@@ -10,8 +10,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -70,14 +70,7 @@ func (s *Items) Types() []wq.ItemAPI {
 	return out
 }
 
-func (s *Items) typeNames() []string {
-	names := make([]string, 0, len(s.types))
-	for name := range s.types {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
+func (s *Items) typeNames() []string { return slices.Sorted(maps.Keys(s.types)) }
 
 func (s *Items) now() time.Time {
 	if s.Clock != nil {
@@ -144,11 +137,8 @@ func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*
 // Get returns one item with its detail and dimensions, if the caller may
 // read its project.
 func (s *Items) Get(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*api.Item, error) {
-	it, err := s.Store.GetItem(ctx, id)
+	it, err := s.itemFor(ctx, caller, auth.Read, id)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.authorize(ctx, caller, auth.Read, it.Project); err != nil {
 		return nil, err
 	}
 	return s.view(ctx, it)
@@ -193,14 +183,23 @@ func (s *Items) List(ctx context.Context, caller *auth.Caller, f wq.ItemFilter) 
 	return views, next, nil
 }
 
-// Retry makes a failed or cancelled item active again, with the rows its
-// type resets on retry.
-func (s *Items) Retry(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*api.Item, error) {
+// itemFor loads an item and authorises perm on its project.
+func (s *Items) itemFor(ctx context.Context, caller *auth.Caller, perm auth.Permission, id wq.ItemID) (*wq.Item, error) {
 	it, err := s.Store.GetItem(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.authorize(ctx, caller, auth.Retry, it.Project); err != nil {
+	if err := s.authorize(ctx, caller, perm, it.Project); err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+// Retry makes a failed or cancelled item active again, with the rows its
+// type resets on retry.
+func (s *Items) Retry(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*api.Item, error) {
+	it, err := s.itemFor(ctx, caller, auth.Retry, id)
+	if err != nil {
 		return nil, err
 	}
 	var dims []wq.DimensionUpdate
@@ -220,11 +219,8 @@ func (s *Items) Retry(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*
 // down itself (wq.ItemType.CancelDimension) is asked to: the item stays
 // active until its executor has closed what it opened.
 func (s *Items) Cancel(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*api.Item, error) {
-	it, err := s.Store.GetItem(ctx, id)
+	it, err := s.itemFor(ctx, caller, auth.Retry, id)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.authorize(ctx, caller, auth.Retry, it.Project); err != nil {
 		return nil, err
 	}
 	now := s.now()

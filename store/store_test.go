@@ -10,11 +10,9 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	for _, kind := range testdb.Kinds {
-		t.Run(kind, func(t *testing.T) {
-			storetest.Run(t, func(t *testing.T) wq.Store { return testdb.Open(t, kind).Queue })
-		})
-	}
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		storetest.Run(t, func(t *testing.T) wq.Store { return testdb.Open(t, kind).Queue })
+	})
 }
 
 func TestParseURL(t *testing.T) {

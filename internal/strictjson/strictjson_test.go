@@ -1,4 +1,4 @@
-package strictjson
+package strictjson_test
 
 import (
 	"encoding/json"
@@ -10,36 +10,20 @@ import (
 	"unicode/utf8"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/internal/strictjson"
+	"github.com/workqueue-dev/workqueue/mr"
 )
 
-// submitRequest has the shape of a merge request submission: a body with
-// nested objects and arrays, optional members and pointers.
+// submitRequest is a merge request submission: a body with nested
+// objects and arrays, optional members and pointers.
 type submitRequest struct {
-	ItemType      string       `json:"item_type"`
-	Forge         string       `json:"forge"`
-	Project       string       `json:"project"`
-	SourceBranch  string       `json:"source_branch"`
-	TargetBranch  string       `json:"target_branch"`
-	Title         string       `json:"title"`
-	Description   string       `json:"description,omitempty"`
-	CommitMessage string       `json:"commit_message,omitempty"`
-	Labels        []string     `json:"labels,omitempty"`
-	FileActions   []fileAction `json:"file_actions"`
-	AutoMerge     *bool        `json:"auto_merge,omitempty"`
-}
-
-type fileAction struct {
-	Action          string  `json:"action"`
-	FilePath        string  `json:"file_path"`
-	PreviousPath    string  `json:"previous_path,omitempty"`
-	Content         *string `json:"content,omitempty"`
-	Encoding        string  `json:"encoding,omitempty"`
-	ExecuteFilemode *bool   `json:"execute_filemode,omitempty"`
+	ItemType string `json:"item_type"`
+	mr.Submission
 }
 
 func decodeSubmission(body []byte) (submitRequest, error) {
 	var req submitRequest
-	err := Decode(body, &req, "file_actions")
+	err := strictjson.Decode(body, &req, "file_actions")
 	return req, err
 }
 
@@ -77,10 +61,10 @@ func TestDecodeSubmissionRefusesTextItCannotKeep(t *testing.T) {
 			_, err := decodeSubmission([]byte(tc.body))
 			var r *wq.Refusal
 			if !errors.As(err, &r) {
-				t.Fatalf("err = %v, want an %s refusal", err, RuleInvalidUTF8)
+				t.Fatalf("err = %v, want an %s refusal", err, strictjson.RuleInvalidUTF8)
 			}
-			if r.Rule != RuleInvalidUTF8 || r.Field != tc.field || r.Index != tc.index || !strings.Contains(r.Message, tc.wantInDetail) {
-				t.Errorf("refusal %+v, want rule %s, field %q, index %d, message with %q", r, RuleInvalidUTF8, tc.field, tc.index, tc.wantInDetail)
+			if r.Rule != strictjson.RuleInvalidUTF8 || r.Field != tc.field || r.Index != tc.index || !strings.Contains(r.Message, tc.wantInDetail) {
+				t.Errorf("refusal %+v, want rule %s, field %q, index %d, message with %q", r, strictjson.RuleInvalidUTF8, tc.field, tc.index, tc.wantInDetail)
 			}
 			if !utf8.ValidString(r.Error()) {
 				t.Errorf("the refusal's message is not UTF-8: %q", r.Error())
@@ -141,11 +125,11 @@ func TestDecodeRefusesATargetWhoseNamesItCannotCheck(t *testing.T) {
 		}{},
 		&struct{ Untagged string }{},
 	} {
-		if err := Decode([]byte(`{}`), v, ""); wq.ErrorCode(err) != wq.EINTERNAL {
+		if err := strictjson.Decode([]byte(`{}`), v, ""); wq.ErrorCode(err) != wq.EINTERNAL {
 			t.Errorf("%T: err %v, want internal: checkMemberNames would refuse or miss its names", v, err)
 		}
 	}
-	if err := checkType(reflect.TypeFor[submitRequest]()); err != nil {
+	if err := strictjson.CheckType(reflect.TypeFor[submitRequest]()); err != nil {
 		t.Error(err)
 	}
 }
@@ -187,8 +171,8 @@ func FuzzDecodeSubmission(f *testing.F) {
 		req, err := decodeSubmission(body)
 		if err != nil {
 			var r *wq.Refusal
-			if errors.As(err, &r) && (r.Rule != RuleInvalidUTF8 || !utf8.ValidString(r.Error())) {
-				t.Fatalf("refusal %+v: want rule %s and a UTF-8 message", r, RuleInvalidUTF8)
+			if errors.As(err, &r) && (r.Rule != strictjson.RuleInvalidUTF8 || !utf8.ValidString(r.Error())) {
+				t.Fatalf("refusal %+v: want rule %s and a UTF-8 message", r, strictjson.RuleInvalidUTF8)
 			}
 			if !errors.As(err, &r) && wq.ErrorCode(err) != wq.EINVALID {
 				t.Fatalf("err %v: want an invalid error or a refusal", err)
@@ -198,7 +182,7 @@ func FuzzDecodeSubmission(f *testing.F) {
 		if !utf8.Valid(body) {
 			t.Fatalf("accepted a body that is not UTF-8: %q", body)
 		}
-		if off, why := firstInvalidText(body); off >= 0 {
+		if off, why := strictjson.FirstInvalidText(body); off >= 0 {
 			t.Fatalf("accepted a body whose byte %d %s", off, why)
 		}
 		// The body is exactly one value: a decoder that reads past it
@@ -270,13 +254,13 @@ func TestTopLevelStringFindsTheMemberBeforeTheBodyIsChecked(t *testing.T) {
 		{`[]`, ""},
 		{"{\"item_type\":\"mr\",\"t\":\"\xff\"}", "mr"}, // Decode refuses the rest
 	} {
-		got, err := TopLevelString([]byte(tc.body), "item_type")
+		got, err := strictjson.TopLevelString([]byte(tc.body), "item_type")
 		if err != nil || got != tc.want {
-			t.Errorf("TopLevelString(%q) = %q, %v; want %q", tc.body, got, err, tc.want)
+			t.Errorf("strictjson.TopLevelString(%q) = %q, %v; want %q", tc.body, got, err, tc.want)
 		}
 	}
 	var r *wq.Refusal
-	if _, err := TopLevelString([]byte("{\"t\":\"\xff\"}"), "item_type"); !errors.As(err, &r) || r.Rule != RuleInvalidUTF8 {
-		t.Errorf("a body without the member and with invalid UTF-8: err %v, want an %s refusal", err, RuleInvalidUTF8)
+	if _, err := strictjson.TopLevelString([]byte("{\"t\":\"\xff\"}"), "item_type"); !errors.As(err, &r) || r.Rule != strictjson.RuleInvalidUTF8 {
+		t.Errorf("a body without the member and with invalid UTF-8: err %v, want an %s refusal", err, strictjson.RuleInvalidUTF8)
 	}
 }

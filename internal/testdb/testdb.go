@@ -118,3 +118,28 @@ func OpenURL(t testing.TB, url string) *Store {
 	}
 	return &Store{Queue: db, MR: mrs}
 }
+
+// EachKind runs f as a subtest on each database kind, in parallel with
+// the others (each subtest owns its database).
+func EachKind(t *testing.T, f func(t *testing.T, kind string)) {
+	t.Helper()
+	eachKind(t, true, f)
+}
+
+// EachKindInTurn is EachKind one kind after the other, for tests whose
+// timing against a shared server matters more than their speed.
+func EachKindInTurn(t *testing.T, f func(t *testing.T, kind string)) {
+	t.Helper()
+	eachKind(t, false, f)
+}
+
+func eachKind(t *testing.T, parallel bool, f func(t *testing.T, kind string)) {
+	for _, kind := range Kinds {
+		t.Run(kind, func(t *testing.T) {
+			if parallel {
+				t.Parallel()
+			}
+			f(t, kind)
+		})
+	}
+}

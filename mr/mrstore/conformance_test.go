@@ -25,11 +25,9 @@ var T0 = storetest.T0
 
 // TestConformance runs the mr store's conformance suite on both drivers.
 func TestConformance(t *testing.T) {
-	for _, kind := range testdb.Kinds {
-		t.Run(kind, func(t *testing.T) {
-			runConformance(t, func(t *testing.T) MRStore { return testdb.Open(t, kind) })
-		})
-	}
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		runConformance(t, func(t *testing.T) MRStore { return testdb.Open(t, kind) })
+	})
 }
 
 func runConformance(t *testing.T, open func(t *testing.T) MRStore) {

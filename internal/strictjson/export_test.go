@@ -1,0 +1,7 @@
+package strictjson
+
+// Exported for the tests of package strictjson_test.
+var (
+	CheckType        = checkType
+	FirstInvalidText = firstInvalidText
+)

@@ -1,12 +1,14 @@
 // Package storetest is the conformance suite every store driver passes
-// (the pattern of River's riverdrivertest), one file per area: items,
-// leases, events, admin, sweep. Add a store method, add its test here in
-// the same change.
+// (the pattern of River's riverdrivertest), by area: items, leases,
+// events, admin, sweep, each a function of its own below. Add a store
+// method, add its test to its area in the same change.
 package storetest
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -81,4 +83,680 @@ func jsonEqual(a, b json.RawMessage) bool {
 		return string(a) == string(b)
 	}
 	return cmp.Equal(x, y)
+}
+
+// items: creating, finding and migrating.
+func items(t *testing.T, open func(t *testing.T) wq.Store) {
+	t.Run("migrate applied twice changes nothing the second time", func(t *testing.T) {
+		s := open(t)
+		applied, err := s.Migrate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(applied) != 0 {
+			t.Errorf("second Migrate applied %v, want nothing", applied)
+		}
+		got, latest, err := s.SchemaVersion(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != latest || got < 1 {
+			t.Errorf("SchemaVersion = %d, latest %d; want equal and >= 1", got, latest)
+		}
+		if err := s.Ping(ctx); err != nil {
+			t.Errorf("Ping: %v", err)
+		}
+	})
+
+	t.Run("a created item is active, actionable and has its dimensions", func(t *testing.T) {
+		s := open(t)
+		detail := json.RawMessage(`{"k":"v"}`)
+		it := create(t, s, wq.NewItem{ItemType: "test", IdempotencyKey: "k1", CallerIdentity: "alice", ContentHash: "h",
+			Dimensions: []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_x", Variant: "a"}, Status: wq.StatusTrue,
+				PendingUntil: T0.Add(time.Hour), Detail: detail}}})
+		want := &wq.Item{ID: it.ID, ItemType: "test", Phase: wq.PhaseActive, Actionable: true, Revision: 1, IdempotencyKey: "k1",
+			Generation: 1, CallerIdentity: "alice", ContentHash: "h", CreatedAt: T0, UpdatedAt: T0,
+			Dimensions: wq.Dimensions{{Dimension: "needs_x", Variant: "a"}: {Status: wq.StatusTrue, PendingUntil: T0.Add(time.Hour), Detail: detail, UpdatedAt: T0}}}
+		if diff := cmp.Diff(want, get(t, s, it.ID), cmp.Comparer(jsonEqual)); diff != "" {
+			t.Errorf("GetItem (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("a missing item is not found", func(t *testing.T) {
+		s := open(t)
+		_, err := s.GetItem(ctx, wq.NewItemID())
+		wantCode(t, err, wq.ENOTFOUND)
+		_, err = s.ClaimItem(ctx, wq.NewItemID(), "w", T0, time.Minute)
+		wantCode(t, err, wq.ENOTFOUND)
+		_, err = deliver(t, s, wq.Event{ItemID: wq.NewItemID(), Source: "s", EventType: "e", DeliveryID: "d", Body: []byte(`{}`), ReceivedAt: T0})
+		wantCode(t, err, wq.ENOTFOUND)
+	})
+
+	t.Run("an idempotency key is unique among items not completed or cancelled", func(t *testing.T) {
+		s := open(t)
+		first := create(t, s, wq.NewItem{IdempotencyKey: "key:p:b"})
+		_, err := s.CreateItem(ctx, wq.NewItem{ItemType: "test", IdempotencyKey: "key:p:b"}, T0)
+		wantCode(t, err, wq.ECONFLICT)
+		l := claim(t, s, first.ID, T0)
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted}, T0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateItem(ctx, wq.NewItem{ItemType: "test", IdempotencyKey: "key:p:b", Generation: 2}, T0); err != nil {
+			t.Errorf("create after completion: %v", err)
+		}
+	})
+}
+
+// leases: claims, leases and the writes they fence.
+func leases(t *testing.T, open func(t *testing.T) wq.Store) {
+	t.Run("a claim is exclusive until the lease expires", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		l1 := claim(t, s, it.ID, T0)
+		if l1.Until != T0.Add(time.Minute) || l1.Token == "" || l1.ItemID != it.ID {
+			t.Errorf("lease = %+v", l1)
+		}
+		_, err := s.ClaimItem(ctx, it.ID, "worker-2", T0.Add(30*time.Second), time.Minute)
+		if !errors.Is(err, wq.ErrNotClaimable) {
+			t.Fatalf("second claim: %v, want ErrNotClaimable", err)
+		}
+		got := get(t, s, it.ID)
+		if got.LeaseOwner != "worker-1" || !got.LeasedUntil.Equal(l1.Until) {
+			t.Errorf("lease owner %q until %v", got.LeaseOwner, got.LeasedUntil)
+		}
+		l2, err := s.ClaimItem(ctx, it.ID, "worker-2", T0.Add(61*time.Second), time.Minute)
+		if err != nil {
+			t.Fatalf("claim after expiry: %v", err)
+		}
+		if l2.Token == l1.Token {
+			t.Error("a new claim reused the old token")
+		}
+		if err := s.ExtendLease(ctx, &l1, T0.Add(62*time.Second), time.Minute); !errors.Is(err, wq.ErrLeaseLost) {
+			t.Errorf("extend a lost lease: %v, want ErrLeaseLost", err)
+		}
+	})
+
+	t.Run("a terminal item cannot be claimed", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		l := claim(t, s, it.ID, T0)
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCancelled}, T0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReleaseLease(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ClaimItem(ctx, it.ID, "w", T0, time.Minute); !errors.Is(err, wq.ErrNotClaimable) {
+			t.Errorf("claim cancelled item: %v, want ErrNotClaimable", err)
+		}
+	})
+
+	t.Run("extend moves the lease and release clears it", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		l := claim(t, s, it.ID, T0)
+		if err := s.ExtendLease(ctx, &l, T0.Add(20*time.Second), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if want := T0.Add(80 * time.Second); !l.Until.Equal(want) || !get(t, s, it.ID).LeasedUntil.Equal(want) {
+			t.Errorf("lease until %v, want %v", l.Until, want)
+		}
+		if err := s.ReleaseLease(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		if got := get(t, s, it.ID); !got.LeasedUntil.IsZero() || got.LeaseOwner != "" {
+			t.Errorf("after release: leased until %v by %q", got.LeasedUntil, got.LeaseOwner)
+		}
+		if err := s.ReleaseLease(ctx, l); err != nil {
+			t.Errorf("releasing a lease twice: %v", err)
+		}
+		_ = claim(t, s, it.ID, T0) // claimable again at once
+	})
+
+	t.Run("every write under a lost lease is refused and changes nothing", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		stale := claim(t, s, it.ID, T0)
+		fresh, err := s.ClaimItem(ctx, it.ID, "worker-2", T0.Add(2*time.Minute), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dims := []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_x"}, Status: wq.StatusFalse}}
+		_, err = s.ApplyChange(ctx, stale, wq.Change{Phase: wq.PhaseCompleted, Dimensions: dims}, T0)
+		if !errors.Is(err, wq.ErrLeaseLost) {
+			t.Errorf("ApplyChange: %v", err)
+		}
+		if err := s.RecordSuccess(ctx, stale, T0); !errors.Is(err, wq.ErrLeaseLost) {
+			t.Errorf("RecordSuccess: %v", err)
+		}
+		if _, err := s.RecordFailure(ctx, stale, wq.Failure{Error: "x", Fail: true}, T0); !errors.Is(err, wq.ErrLeaseLost) {
+			t.Errorf("RecordFailure: %v", err)
+		}
+		if _, err := s.FinishProcessing(ctx, stale, 1, T0); !errors.Is(err, wq.ErrLeaseLost) {
+			t.Errorf("FinishProcessing: %v", err)
+		}
+		if _, err := deliver(t, s, wq.Event{ItemID: it.ID, Source: "s", EventType: "e", DeliveryID: "d", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
+			t.Fatal(err)
+		}
+		ev, _ := s.NextEvent(ctx, it.ID)
+		if _, err := s.ApplyEvent(ctx, stale, ev, wq.EventResult{Phase: wq.PhaseCompleted}, T0); !errors.Is(err, wq.ErrLeaseLost) {
+			t.Errorf("ApplyEvent: %v", err)
+		}
+		if err := s.ReleaseLease(ctx, stale); err != nil {
+			t.Errorf("ReleaseLease of a lost lease: %v", err)
+		}
+		got := get(t, s, it.ID)
+		if got.Phase != wq.PhaseActive || got.Attempts != 0 || len(got.Dimensions) != 0 || got.LeaseOwner != "worker-2" {
+			t.Errorf("item changed under a lost lease: %+v", got)
+		}
+		if next, _ := s.NextEvent(ctx, it.ID); next == nil {
+			t.Error("the event was deleted under a lost lease")
+		}
+		if _, err := s.ApplyChange(ctx, fresh, wq.Change{Dimensions: dims}, T0); err != nil {
+			t.Errorf("write under the fresh lease: %v", err)
+		}
+	})
+
+	t.Run("a terminal change finishes the item and clears deferred dimensions", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{Dimensions: []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_reconcile"},
+			Status: wq.StatusTrue, PendingUntil: T0.Add(time.Hour)}}})
+		l := claim(t, s, it.ID, T0)
+		old, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted, Reason: "empty_diff",
+			Dimensions: []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_mr"}, Status: wq.StatusFalse}}}, T0.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if old != wq.PhaseActive {
+			t.Errorf("old phase %q", old)
+		}
+		got := get(t, s, it.ID)
+		if got.Phase != wq.PhaseCompleted || got.Reason != "empty_diff" || !got.FinishedAt.Equal(T0.Add(time.Second)) || !got.UpdatedAt.Equal(T0.Add(time.Second)) {
+			t.Errorf("item = %+v", got)
+		}
+		if got.Actionable {
+			t.Error("a terminal item is still actionable: a worker dying before its exit decision would leave it so forever")
+		}
+		if d := got.Dimensions[wq.DimensionKey{Dimension: "needs_reconcile"}]; !d.PendingUntil.IsZero() {
+			t.Errorf("needs_reconcile pending until %v, want cleared", d.PendingUntil)
+		}
+		if d := got.Dimensions[wq.DimensionKey{Dimension: "needs_mr"}]; d.Status != wq.StatusFalse {
+			t.Errorf("needs_mr = %+v", d)
+		}
+	})
+
+	t.Run("failures count up with backoff, fail on request, and success resets them", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		l := claim(t, s, it.ID, T0)
+		n, err := s.RecordFailure(ctx, l, wq.Failure{Error: "boom 1", RetryAfter: T0.Add(time.Second)}, T0)
+		if err != nil || n != 1 {
+			t.Fatalf("first failure: attempts %d, err %v", n, err)
+		}
+		n, _ = s.RecordFailure(ctx, l, wq.Failure{Error: "boom 2", RetryAfter: T0.Add(2 * time.Second)}, T0)
+		got := get(t, s, it.ID)
+		if n != 2 || got.Attempts != 2 || got.Error != "boom 2" || !got.RetryAfter.Equal(T0.Add(2*time.Second)) || got.Phase != wq.PhaseActive {
+			t.Errorf("after two failures: n=%d item=%+v", n, got)
+		}
+		if err := s.RecordSuccess(ctx, l, T0); err != nil {
+			t.Fatal(err)
+		}
+		got = get(t, s, it.ID)
+		if got.Attempts != 0 || got.Error != "" || !got.RetryAfter.IsZero() {
+			t.Errorf("after success: %+v", got)
+		}
+		n, _ = s.RecordFailure(ctx, l, wq.Failure{Error: "fatal", Fail: true}, T0)
+		got = get(t, s, it.ID)
+		if n != 1 || got.Phase != wq.PhaseFailed || got.Error != "fatal" || got.FinishedAt.IsZero() {
+			t.Errorf("after a failing failure: n=%d item=%+v", n, got)
+		}
+	})
+
+	t.Run("an executor's change applies only if no work was enqueued since it loaded the item", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		l, err := s.ClaimItem(ctx, it.ID, "w", T0, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := get(t, s, it.ID).Revision
+		if _, err := deliver(t, s, wq.Event{ItemID: it.ID, Source: "forge", EventType: "x", DeliveryID: "d1", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted, Dimensions: []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_a"}, Status: wq.StatusFalse}}, SeenRevision: seen}, T0)
+		if !errors.Is(err, wq.ErrSuperseded) {
+			t.Fatalf("change after newer work = %v, want ErrSuperseded", err)
+		}
+		if got := get(t, s, it.ID); got.Phase != wq.PhaseActive || len(got.Dimensions) != 0 {
+			t.Errorf("a superseded change was written: phase %s dims %v", got.Phase, got.Dimensions)
+		}
+		now := get(t, s, it.ID).Revision
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Dimensions: []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_a"}, Status: wq.StatusFalse}}, SeenRevision: now}, T0); err != nil {
+			t.Fatalf("change at the current revision: %v", err)
+		}
+		if got := get(t, s, it.ID); len(got.Dimensions) != 1 {
+			t.Errorf("dims %v after the change at the current revision", got.Dimensions)
+		}
+	})
+
+	t.Run("a transient failure is not counted but starts the failing run; success ends it", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		l, _ := s.ClaimItem(ctx, it.ID, "w", T0, time.Minute)
+		if n, err := s.RecordFailure(ctx, l, wq.Failure{Error: "forge down", RetryAfter: T0.Add(time.Minute), Transient: true}, T0); err != nil || n != 0 {
+			t.Fatalf("transient failure: attempts %d, %v; want 0", n, err)
+		}
+		if n, err := s.RecordFailure(ctx, l, wq.Failure{Error: "boom", RetryAfter: T0.Add(time.Hour)}, T0.Add(time.Minute)); err != nil || n != 1 {
+			t.Fatalf("counted failure: attempts %d, %v; want 1", n, err)
+		}
+		got := get(t, s, it.ID)
+		if !got.FailingSince.Equal(T0) || got.Attempts != 1 || got.Error != "boom" {
+			t.Errorf("failing since %v attempts %d error %q; want since %v, 1, boom", got.FailingSince, got.Attempts, got.Error, T0)
+		}
+		if err := s.RecordSuccess(ctx, l, T0.Add(2*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if got := get(t, s, it.ID); !got.FailingSince.IsZero() || got.Attempts != 0 {
+			t.Errorf("after a success: failing since %v attempts %d", got.FailingSince, got.Attempts)
+		}
+	})
+
+	t.Run("the exit decision refuses while events are pending or work was enqueued since the load", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		l := claim(t, s, it.ID, T0)
+		if _, err := deliver(t, s, wq.Event{ItemID: it.ID, Source: "s", EventType: "e", DeliveryID: "d", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
+			t.Fatal(err)
+		}
+		loaded := get(t, s, it.ID)
+		if exited, err := s.FinishProcessing(ctx, l, loaded.Revision, T0); err != nil || exited {
+			t.Fatalf("with an event pending: exited %v err %v", exited, err)
+		}
+		ev, _ := s.NextEvent(ctx, it.ID)
+		if _, err := s.ApplyEvent(ctx, l, ev, wq.EventResult{}, T0); err != nil {
+			t.Fatal(err)
+		}
+		if exited, err := s.FinishProcessing(ctx, l, it.Revision, T0); err != nil || exited {
+			t.Fatalf("with a stale revision: exited %v err %v", exited, err)
+		}
+		if !get(t, s, it.ID).Actionable {
+			t.Fatal("a refused exit cleared actionable")
+		}
+		if exited, err := s.FinishProcessing(ctx, l, loaded.Revision, T0); err != nil || !exited {
+			t.Fatalf("clean exit: exited %v err %v", exited, err)
+		}
+		got := get(t, s, it.ID)
+		if got.Actionable || !got.LeasedUntil.IsZero() {
+			t.Errorf("after exit: actionable %v leased until %v", got.Actionable, got.LeasedUntil)
+		}
+	})
+}
+
+// events: events and webhook deliveries.
+func events(t *testing.T, open func(t *testing.T) wq.Store) {
+	t.Run("an event is stored once per delivery, marks the item actionable and drains oldest first", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		l := claim(t, s, it.ID, T0)
+		if exited, err := s.FinishProcessing(ctx, l, it.Revision, T0); err != nil || !exited {
+			t.Fatalf("FinishProcessing: %v %v", exited, err)
+		}
+		if get(t, s, it.ID).Actionable {
+			t.Fatal("still actionable after a clean exit")
+		}
+		for i, d := range []string{"d1", "d2", "d1"} {
+			ins, err := deliver(t, s, wq.Event{ItemID: it.ID, Source: "gitea", EventType: "merged", DeliveryID: d,
+				Body: json.RawMessage(`{"n":1}`), EventTS: T0.Add(time.Duration(i) * time.Second), ReceivedAt: T0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := i < 2; ins != want {
+				t.Errorf("event %d (%s): inserted %v, want %v", i, d, ins, want)
+			}
+		}
+		got := get(t, s, it.ID)
+		if !got.Actionable || got.Revision != 3 {
+			t.Errorf("after two events: actionable %v revision %d", got.Actionable, got.Revision)
+		}
+		ev, err := s.NextEvent(ctx, it.ID)
+		if err != nil || ev == nil {
+			t.Fatalf("NextEvent: %v %v", ev, err)
+		}
+		want := &wq.Event{ID: ev.ID, ItemID: it.ID, Source: "gitea", EventType: "merged", DeliveryID: "d1",
+			Body: json.RawMessage(`{"n": 1}`), EventTS: T0, ReceivedAt: T0}
+		if diff := cmp.Diff(want, ev, cmp.Comparer(jsonEqual)); diff != "" {
+			t.Errorf("NextEvent (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("a webhook delivery is stored once, for every item it concerns, even after it was applied", func(t *testing.T) {
+		s := open(t)
+		a, b := create(t, s, wq.NewItem{}), create(t, s, wq.NewItem{})
+		for _, it := range []*wq.Item{a, b} {
+			l := claim(t, s, it.ID, T0)
+			if exited, err := s.FinishProcessing(ctx, l, it.Revision, T0); err != nil || !exited {
+				t.Fatal(exited, err)
+			}
+		}
+		events := []wq.Event{{ItemID: a.ID, EventType: "pull_request", Body: []byte(`{"n":1}`), EventTS: T0},
+			{ItemID: b.ID, EventType: "pull_request", Body: []byte(`{"n":1}`), EventTS: T0}}
+		dup, err := s.InsertDelivery(ctx, "gitea", "d-1", events, T0)
+		if err != nil || dup {
+			t.Fatalf("first delivery: duplicate %v, %v", dup, err)
+		}
+		for _, it := range []*wq.Item{a, b} {
+			got := get(t, s, it.ID)
+			ev, _ := s.NextEvent(ctx, it.ID)
+			if !got.Actionable || got.Revision != it.Revision+1 || ev == nil || ev.Source != "gitea" || ev.DeliveryID != "d-1" || ev.EventType != "pull_request" {
+				t.Errorf("item %s after the delivery: %+v, event %+v", it.ID, got, ev)
+			}
+			l := claim(t, s, it.ID, T0)
+			if _, err := s.ApplyEvent(ctx, l, ev, wq.EventResult{}, T0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dup, err = s.InsertDelivery(ctx, "gitea", "d-1", events, T0.Add(time.Minute))
+		if err != nil || !dup {
+			t.Fatalf("redelivery: duplicate %v, %v", dup, err)
+		}
+		if ev, _ := s.NextEvent(ctx, a.ID); ev != nil {
+			t.Errorf("a redelivery stored an event again: %+v", ev)
+		}
+		if dup, err := s.InsertDelivery(ctx, "gitlab", "d-1", events[:1], T0); err != nil || dup {
+			t.Errorf("the same id from another source: duplicate %v, %v", dup, err)
+		}
+	})
+
+	t.Run("pruned deliveries are forgotten, newer ones are not", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		ev := []wq.Event{{ItemID: it.ID, EventType: "e", Body: []byte(`{}`)}}
+		for i, at := range []time.Time{T0, T0.Add(time.Hour), T0.Add(2 * time.Hour)} {
+			if _, err := s.InsertDelivery(ctx, "gitea", fmt.Sprintf("d-%d", i), ev, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := s.PruneDeliveries(ctx, T0.Add(time.Hour)); err != nil || n != 1 {
+			t.Fatalf("pruned %d, %v; want 1", n, err)
+		}
+		if dup, _ := s.InsertDelivery(ctx, "gitea", "d-0", ev, T0.Add(3*time.Hour)); dup {
+			t.Error("a pruned delivery is still remembered")
+		}
+		if dup, _ := s.InsertDelivery(ctx, "gitea", "d-1", ev, T0.Add(3*time.Hour)); !dup {
+			t.Error("a delivery received at the cut was forgotten")
+		}
+	})
+
+	t.Run("applying an event changes phase unless stale, always upserts dimensions, and deletes it", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		insert := func(delivery string, at time.Time) *wq.Event {
+			t.Helper()
+			if _, err := deliver(t, s, wq.Event{ItemID: it.ID, Source: "s", EventType: "e", DeliveryID: delivery, Body: []byte(`{}`), EventTS: at, ReceivedAt: T0}); err != nil {
+				t.Fatal(err)
+			}
+			ev, _ := s.NextEvent(ctx, it.ID)
+			return ev
+		}
+		l := claim(t, s, it.ID, T0)
+		dim := func(name string) []wq.DimensionUpdate {
+			return []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: name}, Status: wq.StatusTrue}}
+		}
+		// A newer event sets last_event_at without a phase change.
+		if _, err := s.ApplyEvent(ctx, l, insert("new", T0.Add(time.Hour)), wq.EventResult{Dimensions: dim("needs_a")}, T0); err != nil {
+			t.Fatal(err)
+		}
+		// An older one may not change the phase but its dimensions apply (DDR-38).
+		out, err := s.ApplyEvent(ctx, l, insert("old", T0), wq.EventResult{Phase: wq.PhaseCancelled, Dimensions: dim("needs_b")}, T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !out.Stale || out.PhaseApplied || out.NewPhase != wq.PhaseActive {
+			t.Errorf("stale event: %+v", out)
+		}
+		got := get(t, s, it.ID)
+		if got.Phase != wq.PhaseActive || !got.LastEventAt.Equal(T0.Add(time.Hour)) || len(got.Dimensions) != 2 {
+			t.Errorf("after stale event: phase %s last %v dims %v", got.Phase, got.LastEventAt, got.Dimensions)
+		}
+		out, err = s.ApplyEvent(ctx, l, insert("newest", T0.Add(2*time.Hour)), wq.EventResult{Phase: wq.PhaseCompleted, Reason: "merged"}, T0)
+		if err != nil || !out.PhaseApplied || out.OldPhase != wq.PhaseActive || out.NewPhase != wq.PhaseCompleted {
+			t.Fatalf("newest event: %+v %v", out, err)
+		}
+		// The terminal write let go of the lease: nothing more is written
+		// under it, and a terminal item accepts nothing more (DDR-37); its
+		// late events are dropped and returned for the audit.
+		if got := get(t, s, it.ID); got.LeaseOwner != "" || !got.LeasedUntil.IsZero() {
+			t.Errorf("a completed item still shows a lease: owner %q until %v", got.LeaseOwner, got.LeasedUntil)
+		}
+		late := insert("late", T0.Add(3*time.Hour))
+		out, err = s.ApplyEvent(ctx, l, late, wq.EventResult{Phase: wq.PhaseCancelled, Dimensions: dim("needs_c")}, T0)
+		if !errors.Is(err, wq.ErrLeaseLost) || out.PhaseApplied {
+			t.Fatalf("event under the completed item's old lease: %+v %v, want ErrLeaseLost", out, err)
+		}
+		dropped, err := s.DropEvents(ctx, it.ID)
+		if err != nil || len(dropped) != 1 || dropped[0].ID != late.ID || dropped[0].EventType != late.EventType {
+			t.Fatalf("DropEvents = %+v, %v; want the late event", dropped, err)
+		}
+		got = get(t, s, it.ID)
+		if got.Phase != wq.PhaseCompleted || got.Reason != "merged" || len(got.Dimensions) != 2 {
+			t.Errorf("terminal item changed: %+v", got)
+		}
+		if ev, _ := s.NextEvent(ctx, it.ID); ev != nil {
+			t.Errorf("events left: %+v", ev)
+		}
+	})
+
+	t.Run("events of an active item are never dropped", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		if _, err := deliver(t, s, wq.Event{ItemID: it.ID, Source: "forge", EventType: "x", DeliveryID: "d1", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
+			t.Fatal(err)
+		}
+		if dropped, err := s.DropEvents(ctx, it.ID); err != nil || len(dropped) != 0 {
+			t.Errorf("DropEvents of an active item = %v, %v; want nothing", dropped, err)
+		}
+		if ev, _ := s.NextEvent(ctx, it.ID); ev == nil {
+			t.Error("the active item's event is gone")
+		}
+	})
+}
+
+// admin: listing, retry and cancel.
+func admin(t *testing.T, open func(t *testing.T) wq.Store) {
+	t.Run("items are listed newest first, filtered, a page at a time", func(t *testing.T) {
+		s := open(t)
+		var ids []wq.ItemID
+		for i := range 5 {
+			typ := "test"
+			if i%2 == 1 {
+				typ = "other"
+			}
+			ids = append(ids, create(t, s, wq.NewItem{ItemType: typ}).ID)
+		}
+		all, err := s.ListItems(ctx, wq.ItemFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 5 || all[0].ID != ids[4] || all[4].ID != ids[0] {
+			t.Fatalf("ListItems order: got %d items, first %v", len(all), all[0].ID)
+		}
+		page, _ := s.ListItems(ctx, wq.ItemFilter{Limit: 2})
+		next, _ := s.ListItems(ctx, wq.ItemFilter{Limit: 2, Before: page[1].ID})
+		if len(page) != 2 || len(next) != 2 || next[0].ID != ids[2] || next[1].ID != ids[1] {
+			t.Errorf("pages: %v then %v", page, next)
+		}
+		tests, _ := s.ListItems(ctx, wq.ItemFilter{ItemType: "test"})
+		if len(tests) != 3 {
+			t.Errorf("type filter gave %d items, want 3", len(tests))
+		}
+		l := claim(t, s, ids[0], T0)
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted}, T0); err != nil {
+			t.Fatal(err)
+		}
+		if done, _ := s.ListItems(ctx, wq.ItemFilter{Phase: wq.PhaseCompleted}); len(done) != 1 || done[0].ID != ids[0] {
+			t.Errorf("phase filter: %v", done)
+		}
+	})
+
+	t.Run("an item's scope is stored and filters the list", func(t *testing.T) {
+		s := open(t)
+		a := create(t, s, wq.NewItem{Scope: wq.Scope{Forge: "gitea", Project: "o/a"}})
+		create(t, s, wq.NewItem{Scope: wq.Scope{Forge: "gitea", Project: "o/b"}})
+		c := create(t, s, wq.NewItem{Scope: wq.Scope{Forge: "lab", Project: "o/a"}})
+		create(t, s, wq.NewItem{}) // acts nowhere
+		if got, err := s.GetItem(ctx, a.ID); err != nil || got.Forge != "gitea" || got.Project != "o/a" {
+			t.Fatalf("GetItem: %+v, %v", got, err)
+		}
+		byProject, _ := s.ListItems(ctx, wq.ItemFilter{Project: "o/a"})
+		if len(byProject) != 2 || byProject[0].ID != c.ID || byProject[1].ID != a.ID {
+			t.Errorf("project filter: %v", byProject)
+		}
+		both, _ := s.ListItems(ctx, wq.ItemFilter{Forge: "gitea", Project: "o/a"})
+		if len(both) != 1 || both[0].ID != a.ID || both[0].Project != "o/a" {
+			t.Errorf("forge and project filter: %v", both)
+		}
+	})
+
+	t.Run("a cancel request hands an active or failed item to its type and keeps a worker's lease", func(t *testing.T) {
+		s := open(t)
+		cancel := []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_close"}, Status: wq.StatusTrue, Detail: []byte(`{"reason":"r"}`)}}
+		active := create(t, s, wq.NewItem{})
+		l := claim(t, s, active.ID, T0)
+		got, err := s.RequestCancel(ctx, active.ID, cancel, T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Phase != wq.PhaseActive || !got.Actionable || got.Revision != active.Revision+1 || got.LeaseOwner == "" ||
+			got.Dimensions[wq.DimensionKey{Dimension: "needs_close"}].Status != wq.StatusTrue {
+			t.Errorf("after the request: %+v", got)
+		}
+		if exited, err := s.FinishProcessing(ctx, l, active.Revision, T0); err != nil || exited {
+			t.Errorf("the worker's loop could exit past the request: %v, %v", exited, err)
+		}
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCancelled, Reason: "r"}, T0); err != nil {
+			t.Errorf("the worker lost its lease: %v", err)
+		}
+		if _, err := s.RequestCancel(ctx, active.ID, cancel, T0); wq.ErrorCode(err) != wq.ECONFLICT {
+			t.Errorf("request on a cancelled item: %v, want conflict", err)
+		}
+		failed := create(t, s, wq.NewItem{})
+		l = claim(t, s, failed.ID, T0)
+		if _, err := s.RecordFailure(ctx, l, wq.Failure{Error: "boom", Fail: true}, T0); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.RequestCancel(ctx, failed.ID, cancel, T0); err != nil || got.Phase != wq.PhaseActive || got.Attempts != 0 || got.Error != "" {
+			t.Errorf("request on a failed item: %+v, %v", got, err)
+		}
+	})
+
+	t.Run("retry revives failed and cancelled items only", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		if _, err := s.RetryItem(ctx, it.ID, nil, T0); wq.ErrorCode(err) != wq.ECONFLICT {
+			t.Errorf("retry of an active item: %v, want conflict", err)
+		}
+		l := claim(t, s, it.ID, T0)
+		if _, err := s.RecordFailure(ctx, l, wq.Failure{Error: "boom", Fail: true}, T0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.RetryItem(ctx, it.ID, []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_x"}, Status: wq.StatusTrue}}, T0.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Phase != wq.PhaseActive || got.Attempts != 0 || got.Error != "" || !got.FinishedAt.IsZero() || !got.Actionable ||
+			got.LeaseOwner != "" || got.Revision != it.Revision+1 || got.Dimensions[wq.DimensionKey{Dimension: "needs_x"}].Status != wq.StatusTrue {
+			t.Errorf("after retry: %+v", got)
+		}
+		if _, err := s.RetryItem(ctx, wq.NewItemID(), nil, T0); wq.ErrorCode(err) != wq.ENOTFOUND {
+			t.Errorf("retry of a missing item: %v", err)
+		}
+	})
+
+	t.Run("cancel ends an active item and fences out its worker", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{Dimensions: []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_r"}, Status: wq.StatusTrue, PendingUntil: T0.Add(time.Hour)}}})
+		l := claim(t, s, it.ID, T0)
+		got, err := s.CancelItem(ctx, it.ID, "cancelled by alice", T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Phase != wq.PhaseCancelled || got.Reason != "cancelled by alice" || got.FinishedAt.IsZero() || got.LeaseOwner != "" || got.Actionable ||
+			!got.Dimensions[wq.DimensionKey{Dimension: "needs_r"}].PendingUntil.IsZero() {
+			t.Errorf("after cancel: %+v", got)
+		}
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted}, T0); !errors.Is(err, wq.ErrLeaseLost) {
+			t.Errorf("the worker could still write: %v", err)
+		}
+		if _, err := s.CancelItem(ctx, it.ID, "again", T0); wq.ErrorCode(err) != wq.ECONFLICT {
+			t.Errorf("cancel twice: %v, want conflict", err)
+		}
+		if back, err := s.RetryItem(ctx, it.ID, nil, T0); err != nil || back.Phase != wq.PhaseActive {
+			t.Errorf("retry after cancel: %+v, %v", back, err)
+		}
+	})
+}
+
+// sweep: what the sweep finds.
+func sweep(t *testing.T, open func(t *testing.T) wq.Store) {
+	t.Run("the sweep finds exactly the due items", func(t *testing.T) {
+		s := open(t)
+		idle := func(typ string, dims ...wq.DimensionUpdate) *wq.Item {
+			t.Helper()
+			it := create(t, s, wq.NewItem{ItemType: typ, Dimensions: dims})
+			l := claim(t, s, it.ID, T0)
+			if exited, err := s.FinishProcessing(ctx, l, it.Revision, T0); err != nil || !exited {
+				t.Fatalf("idle: %v %v", exited, err)
+			}
+			return it
+		}
+		deferred := func(at time.Time) wq.DimensionUpdate {
+			return wq.DimensionUpdate{DimensionKey: wq.DimensionKey{Dimension: "needs_reconcile"}, Status: wq.StatusTrue, PendingUntil: at}
+		}
+		now := T0.Add(10 * time.Minute)
+		actionable := create(t, s, wq.NewItem{})
+		_ = idle("test")
+		withEvent := idle("test")
+		if _, err := deliver(t, s, wq.Event{ItemID: withEvent.ID, Source: "s", EventType: "e", DeliveryID: "d", Body: []byte(`{}`), ReceivedAt: T0}); err != nil {
+			t.Fatal(err)
+		}
+		// An event marks the item actionable too; make it idle again to see the event path alone.
+		dueDim := idle("test", deferred(now.Add(-time.Second)))
+		_ = idle("test", deferred(now.Add(time.Second)))
+		_ = create(t, s, wq.NewItem{ItemType: "other"})
+		leased := create(t, s, wq.NewItem{})
+		_, _ = s.ClaimItem(ctx, leased.ID, "w", now, time.Minute)
+		expired := create(t, s, wq.NewItem{})
+		_, _ = s.ClaimItem(ctx, expired.ID, "w", T0, time.Minute)
+		backoff := create(t, s, wq.NewItem{})
+		bl := claim(t, s, backoff.ID, T0)
+		if _, err := s.RecordFailure(ctx, bl, wq.Failure{Error: "x", RetryAfter: now.Add(time.Minute)}, T0); err != nil {
+			t.Fatal(err)
+		}
+		_ = s.ReleaseLease(ctx, bl)
+		failed := create(t, s, wq.NewItem{})
+		fl := claim(t, s, failed.ID, T0)
+		if _, err := s.RecordFailure(ctx, fl, wq.Failure{Error: "x", Fail: true}, T0); err != nil {
+			t.Fatal(err)
+		}
+		_ = s.ReleaseLease(ctx, fl)
+
+		ids, err := s.DueItems(ctx, []string{"test"}, now, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[wq.ItemID]bool{}
+		for _, id := range ids {
+			got[id] = true
+		}
+		want := map[wq.ItemID]bool{actionable.ID: true, withEvent.ID: true, dueDim.ID: true, expired.ID: true}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("DueItems (-want +got):\n%s", diff)
+		}
+		if ids, _ := s.DueItems(ctx, []string{"test"}, now, 2); len(ids) != 2 {
+			t.Errorf("limit 2 returned %d", len(ids))
+		}
+		if ids, _ := s.DueItems(ctx, nil, now, 100); len(ids) != 0 {
+			t.Errorf("no handled types returned %d items (DDR-25)", len(ids))
+		}
+	})
 }

@@ -154,9 +154,7 @@ func TestPendingUntilDefersADimensionUntilTheClockPassesIt(t *testing.T) {
 			d.PendingUntil = x.Now.Add(10 * time.Minute)
 			return x.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{d}})
 		}))
-		it := h.create(wq.NewItem{})
-		h.start(e)
-		h.settle(e)
+		it := h.run(e, wq.NewItem{})
 		if runs.Load() != 1 {
 			t.Fatalf("runs = %d, want 1", runs.Load())
 		}
@@ -182,9 +180,7 @@ func TestFailuresBackOffThenFailTheItemAtMaxAttempts(t *testing.T) {
 		e := h.engine(cfg, oneAction(func(ctx context.Context, x *wq.Execution) error {
 			return fmt.Errorf("forge said no (%d)", runs.Add(1))
 		}))
-		it := h.create(wq.NewItem{})
-		h.start(e)
-		h.settle(e)
+		it := h.run(e, wq.NewItem{})
 
 		got := h.get(it.ID)
 		lo, hi := h.clock.Now().Add(cfg.BackoffBase/2), h.clock.Now().Add(cfg.BackoffBase)
@@ -229,9 +225,7 @@ func TestSuccessAfterFailureResetsAttempts(t *testing.T) {
 			}
 			return markActed(ctx, x)
 		}))
-		it := h.create(wq.NewItem{})
-		h.start(e)
-		h.settle(e)
+		it := h.run(e, wq.NewItem{})
 		if got := h.get(it.ID); got.Attempts != 1 {
 			t.Fatalf("attempts %d after one failure", got.Attempts)
 		}
@@ -249,9 +243,7 @@ func TestPermanentErrorFailsAtOnce(t *testing.T) {
 		e := h.engine(testConfig("a"), oneAction(func(context.Context, *wq.Execution) error {
 			return fmt.Errorf("%w: project gone", wq.ErrPermanent)
 		}))
-		it := h.create(wq.NewItem{})
-		h.start(e)
-		h.settle(e)
+		it := h.run(e, wq.NewItem{})
 		if got := h.get(it.ID); got.Phase != wq.PhaseFailed || got.Attempts != 1 {
 			t.Errorf("phase %s attempts %d, want failed after one attempt", got.Phase, got.Attempts)
 		}
@@ -263,9 +255,7 @@ func TestUnknownActionFailsTheItem(t *testing.T) {
 		typ := oneAction(markActed)
 		typ.Decide = func(*wq.Item, time.Time) string { return "teleport" }
 		e := h.engine(testConfig("a"), typ)
-		it := h.create(wq.NewItem{})
-		h.start(e)
-		h.settle(e)
+		it := h.run(e, wq.NewItem{})
 		got := h.get(it.ID)
 		if got.Phase != wq.PhaseFailed || !strings.Contains(got.Error, `unknown action "teleport"`) {
 			t.Errorf("phase %s error %q", got.Phase, got.Error)
@@ -350,9 +340,7 @@ func TestFailingAuditSinkNeverBreaksProcessing(t *testing.T) {
 	}
 	e.Register(oneAction(markActed))
 	t.Cleanup(func() { e.Stop(context.Background()) })
-	it := h.create(wq.NewItem{})
-	h.start(e)
-	h.settle(e)
+	it := h.run(e, wq.NewItem{})
 	if got := h.get(it.ID); got.Actionable || got.Dimensions[wq.DimensionKey{Dimension: "needs_act"}].Status != wq.StatusFalse {
 		t.Errorf("item not processed: %+v", got)
 	}
@@ -405,9 +393,7 @@ func TestItemDeadlineYieldsTheWorker(t *testing.T) {
 			return x.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{dim("needs_act", fmt.Sprint(len(x.Item.Dimensions)), wq.StatusFalse)}})
 		}
 		e := h.engine(testConfig("a"), typ)
-		it := h.create(wq.NewItem{})
-		h.start(e)
-		h.settle(e)
+		it := h.run(e, wq.NewItem{})
 		if runs.Load() != 5 {
 			t.Errorf("runs %d, want 5", runs.Load())
 		}

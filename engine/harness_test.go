@@ -95,6 +95,16 @@ func (h *harness) insertEvent(id wq.ItemID, delivery, eventType string, at time.
 }
 
 // settle sweeps and waits until the engine has nothing queued or running.
+// run creates an item, starts e and lets it settle: the item's first
+// round of processing.
+func (h *harness) run(e *engine.Engine, n wq.NewItem) *wq.Item {
+	h.t.Helper()
+	it := h.create(n)
+	h.start(e)
+	h.settle(e)
+	return it
+}
+
 func (h *harness) settle(e *engine.Engine) int {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)

@@ -52,9 +52,7 @@ func TestTransientFailuresKeepTheItemActiveUntilTheForgeReturns(t *testing.T) {
 			}
 			return x.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: "merged"})
 		}))
-		it := h.create(wq.NewItem{})
-		h.start(e)
-		h.settle(e)
+		it := h.run(e, wq.NewItem{})
 
 		got := h.get(it.ID)
 		for rounds := 0; got.Phase == wq.PhaseActive; rounds++ {
@@ -112,9 +110,7 @@ func TestTransientFailuresFailTheItemAfterGiveUpAfter(t *testing.T) {
 			last = forgeDown(calls.Add(1))
 			return last
 		}))
-		it := h.create(wq.NewItem{})
-		h.start(e)
-		h.settle(e)
+		it := h.run(e, wq.NewItem{})
 
 		got := h.get(it.ID)
 		for rounds := 0; got.Phase == wq.PhaseActive; rounds++ {
@@ -163,9 +159,7 @@ func TestRateLimitedItemIsNotTriedBeforeRetryAfter(t *testing.T) {
 			}
 			return markActed(ctx, x)
 		}))
-		it := h.create(wq.NewItem{})
-		h.start(e)
-		h.settle(e)
+		it := h.run(e, wq.NewItem{})
 
 		limitedAt := h.clock.Now()
 		got := h.get(it.ID)

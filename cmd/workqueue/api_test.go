@@ -79,23 +79,46 @@ func startAPI(t testing.TB, forgeURL string, edit func(*config.Config)) *apiWorl
 
 func (w *apiWorld) do(method, path, token string, body any) (int, map[string]any, http.Header) {
 	w.t.Helper()
+	var b []byte
+	if body != nil {
+		b, _ = json.Marshal(body)
+	}
+	header := http.Header{}
+	if token != "" {
+		header.Set("Authorization", "Bearer "+token)
+	}
+	status, out, h, err := w.send(method, path, b, header)
+	if err != nil && status == 0 { // an answer that is not JSON decodes to nil
+		w.t.Fatal(err)
+	}
+	return status, out, h
+}
+
+// send sends a request with body (nil for none) and header, from any
+// goroutine, and returns the status and the decoded answer.
+func (w *apiWorld) send(method, path string, body []byte, header http.Header) (int, map[string]any, http.Header, error) {
 	var r io.Reader
 	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
+		r = bytes.NewReader(body)
 	}
-	req, _ := http.NewRequest(method, w.base+path, r)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	req, err := http.NewRequest(method, w.base+path, r)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		w.t.Fatal(err)
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
 	var out map[string]any
-	json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out, resp.Header
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out, resp.Header, err
 }
 
 func (w *apiWorld) submission(branch string, actions ...map[string]any) map[string]any {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,16 +19,8 @@ import (
 // test's own) and returns the status and decoded answer.
 func (w *apiWorld) post(body any) (int, map[string]any, error) {
 	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", w.base+"/api/v1/items", bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+w.tokens["submit"])
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	err = json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out, err
+	status, out, _, err := w.send("POST", "/api/v1/items", b, http.Header{"Authorization": {"Bearer " + w.tokens["submit"]}})
+	return status, out, err
 }
 
 func content(file string, i int) []map[string]any {

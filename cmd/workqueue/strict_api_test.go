@@ -17,23 +17,18 @@ import (
 // included, and returns the status and the decoded answer.
 func (w *apiWorld) postRaw(body string, header http.Header) (int, map[string]any) {
 	w.t.Helper()
-	req, _ := http.NewRequest("POST", w.base+"/api/v1/items", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+w.tokens["submit"])
+	h := http.Header{"Authorization": {"Bearer " + w.tokens["submit"]}}
 	for k, v := range header {
-		req.Header[k] = v
+		h[k] = v
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	status, out, answered, err := w.send("POST", "/api/v1/items", []byte(body), h)
+	if err != nil && status == 0 {
 		w.t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var out map[string]any
-	json.NewDecoder(resp.Body).Decode(&out)
-	if ct := resp.Header.Get("Content-Type"); resp.StatusCode >= 400 && ct != "application/problem+json" {
-		w.t.Errorf("%d answered as %q, want a problem document", resp.StatusCode, ct)
+	if ct := answered.Get("Content-Type"); status >= 400 && ct != "application/problem+json" {
+		w.t.Errorf("%d answered as %q, want a problem document", status, ct)
 	}
-	return resp.StatusCode, out
+	return status, out
 }
 
 // branches lists the branches of the world's repository on the forge.

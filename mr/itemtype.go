@@ -119,7 +119,7 @@ func (x *executors) load(ctx context.Context, item *wq.Item) (*Detail, wq.Forge,
 func forgeFailure(op string, err error) error {
 	kind, ok := wq.ForgeErrorOf(err)
 	if ok && (kind == wq.ForgePermanent || kind == wq.ForgeNotFound) {
-		return fmt.Errorf("%w: %s: %v", wq.ErrPermanent, op, err)
+		return fmt.Errorf("%w: %s: %w", wq.ErrPermanent, op, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
@@ -132,18 +132,12 @@ func dim(name, status string, pendingUntil time.Time) wq.DimensionUpdate {
 func changes(actions []FileAction) ([]wq.FileChange, error) {
 	out := make([]wq.FileChange, 0, len(actions))
 	for _, a := range actions {
-		c := wq.FileChange{Action: a.Action, Path: a.FilePath, PreviousPath: a.PreviousPath, Executable: a.ExecuteFilemode}
-		if a.Content != nil {
-			c.Content = []byte(*a.Content)
-			if a.Encoding == EncodingBase64 {
-				b, err := base64.StdEncoding.DecodeString(*a.Content)
-				if err != nil {
-					return nil, fmt.Errorf("%w: %s: %v", wq.ErrPermanent, a.FilePath, err)
-				}
-				c.Content = b
-			}
+		content, err := decodedContent(a)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, c)
+		out = append(out, wq.FileChange{Action: a.Action, Path: a.FilePath, PreviousPath: a.PreviousPath,
+			Content: content, Executable: a.ExecuteFilemode})
 	}
 	return out, nil
 }
@@ -237,7 +231,7 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 			// The forge refused these changes on this target (a file that
 			// already exists, a path it cannot take): the same request gets
 			// the same answer, so fail now with the forge's message.
-			return fmt.Errorf("%w: commit: %v", wq.ErrPermanent, err)
+			return fmt.Errorf("%w: commit: %w", wq.ErrPermanent, err)
 		}
 		if err != nil {
 			return forgeFailure("commit", err)
@@ -336,7 +330,7 @@ func decodedContent(a FileAction) ([]byte, error) {
 	}
 	b, err := base64.StdEncoding.DecodeString(*a.Content)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", wq.ErrPermanent, a.FilePath, err)
+		return nil, fmt.Errorf("%w: %s: %w", wq.ErrPermanent, a.FilePath, err)
 	}
 	return b, nil
 }

@@ -395,9 +395,10 @@ func (f *fakeForge) EnsureWebhook(context.Context, string, string, string) (wq.W
 
 // What tests do as people and other processes: not counted.
 
-// push commits files onto branch directly, as a person would: the branch
-// moves, and is created from main if missing.
-func (f *fakeForge) push(branch string, files map[string]string) string {
+// edit commits onto branch directly, as a person would, whatever edit
+// makes of its tree: the branch moves, and is created from main if
+// missing. It returns the new head.
+func (f *fakeForge) edit(branch string, edit func(tree map[string]fakeFile)) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	base, ok := f.resolve(branch)
@@ -405,12 +406,19 @@ func (f *fakeForge) push(branch string, files map[string]string) string {
 		base, _ = f.resolve("main")
 	}
 	tree := maps.Clone(base.tree)
-	for p, content := range files {
-		tree[p] = fakeFile{content: content}
-	}
+	edit(tree)
 	c := f.newCommit(base.sha, tree)
 	f.branches[branch] = c.sha
 	return c.sha
+}
+
+// push writes files onto branch directly.
+func (f *fakeForge) push(branch string, files map[string]string) string {
+	return f.edit(branch, func(tree map[string]fakeFile) {
+		for p, content := range files {
+			tree[p] = fakeFile{content: content, exec: tree[p].exec}
+		}
+	})
 }
 
 func (f *fakeForge) setBlocker(b wq.MergeBlocker) {

@@ -51,7 +51,7 @@ func TestAnAutoMergeWaitingAnHourReadsItsMergeRequestLogarithmically(t *testing.
 				t.Errorf("%d merge request reads over an hour, want between 4 and 12", reads)
 			}
 			row, detail := h.reconcileRow(it.ID)
-			if detail.Wait != (30 * time.Minute).String() || row.PendingUntil.Sub(h.clock.Now()) > 30*time.Minute {
+			if detail.Wait != (30*time.Minute).String() || row.PendingUntil.Sub(h.clock.Now()) > 30*time.Minute {
 				t.Errorf("after an hour: wait %q, next look in %v; want 30m0s and at most 30m", detail.Wait, row.PendingUntil.Sub(h.clock.Now()))
 			}
 			if got, _ := h.get(it.ID); got.Phase != wq.PhaseActive {

@@ -90,10 +90,14 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Engine.Register(example.Type(example.Options{StepDelay: time.Duration(m.Config.Example.StepDelay)}))
-	m.Engine.Register(mr.Type(mr.Options{Store: s, Forges: forges, PublicURL: m.Config.PublicURL,
+	m.Engine.Register(mr.Type(mr.Options{Store: s, Forges: forges, PublicURL: m.Config.PublicURL, Log: m.Log,
 		ReconcileInterval:    time.Duration(m.Config.MR.ReconcileInterval),
 		MergeRecheckInterval: time.Duration(m.Config.MR.MergeRecheckInterval),
-		EmptyCheckInterval:   time.Duration(m.Config.MR.EmptyCheckInterval)}))
+		EmptyCheckInterval:   time.Duration(m.Config.MR.EmptyCheckInterval),
+		DeleteSourceBranch: func(forge, project string) bool {
+			p, ok := m.Config.ProjectFor(forge, project)
+			return !ok || p.DeletesSourceBranch()
+		}}))
 	if err := m.Engine.Start(ctx); err != nil {
 		return err
 	}

@@ -32,6 +32,8 @@ type fakeForge struct {
 	// refuseMerges is how many merges to refuse although the merge request
 	// is mergeable, as Gitea does while it recomputes ("try again later").
 	refuseMerges int
+	// failures are errors the next calls of a method return, by method.
+	failures map[string][]error
 }
 
 type fakeFile struct {
@@ -81,6 +83,26 @@ func (f *fakeForge) call(method string) func() {
 	f.mu.Lock()
 	f.calls[method]++
 	return f.mu.Unlock
+}
+
+// failure is the error the test made this call of method return, if any.
+func (f *fakeForge) failure(method string) error {
+	if len(f.failures[method]) == 0 {
+		return nil
+	}
+	err := f.failures[method][0]
+	f.failures[method] = f.failures[method][1:]
+	return err
+}
+
+// failNext makes the next call of method return err.
+func (f *fakeForge) failNext(method string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failures == nil {
+		f.failures = map[string][]error{}
+	}
+	f.failures[method] = append(f.failures[method], err)
 }
 
 func (f *fakeForge) newCommit(parent string, tree map[string]fakeFile) *fakeCommit {
@@ -175,6 +197,9 @@ func diffTrees(a, b map[string]fakeFile) []wq.PathChange {
 
 func (f *fakeForge) CommitChanges(_ context.Context, _, sha string) ([]wq.PathChange, error) {
 	defer f.call("CommitChanges")()
+	if err := f.failure("CommitChanges"); err != nil {
+		return nil, err
+	}
 	c, ok := f.commits[sha]
 	if !ok {
 		return nil, fakeError(wq.ForgeNotFound, 404, "commit changes", "commit not found")

@@ -205,7 +205,7 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		return err
 	}
 	pushed := false
-	if d.PushedHash != d.ContentHash || d.HeadSHA == "" || head != d.HeadSHA || rebuildRequested(ex.Item) {
+	if d.PushedHash != d.ContentHash || d.HeadSHA == "" || head != d.HeadSHA || rebuildRequested(ex.Item, d.HeadSHA) {
 		// Say what is being pushed before pushing it: a crash before the
 		// push is recorded must not make our own branch look foreign.
 		state.PushingHash = d.ContentHash

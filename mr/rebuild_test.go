@@ -39,6 +39,26 @@ func TestAMergeRequestWhoseTargetMovedIsRebuiltAndMerged(t *testing.T) {
 	}
 }
 
+// A rebuild whose push succeeded is not pushed again when a later step
+// fails and ensure_mr runs once more.
+func TestARebuildIsPushedOnceThoughTheStepAfterItFails(t *testing.T) {
+	h := newHarness(t, mr.Options{})
+	h.forge.setFastForward(true)
+	h.forge.setBlocker(wq.MergeCI)
+	it, _ := h.openMR(fakeSubmission("v1\n"))
+	h.forge.push("main", map[string]string{"unrelated.txt": "x\n"})
+	h.forge.setBlocker(wq.MergeClear)
+	h.forge.failNext("CommitChanges", &wq.ForgeError{Kind: wq.ForgeTransient, Op: "fake: commit changes", Status: 502, Message: "bad gateway"})
+	h.advance(10*time.Minute, time.Minute)
+
+	if got, _ := h.get(it.ID); got.Phase != wq.PhaseCompleted || got.Reason != mr.ReasonMerged {
+		t.Fatalf("item %s/%s (error %q), want completed/merged", got.Phase, got.Reason, got.Error)
+	}
+	if n := h.forge.count("CommitFiles"); n != 2 {
+		t.Errorf("%d commits, want the first and one rebuild", n)
+	}
+}
+
 // A merge the forge refuses although the merge request looked mergeable
 // is rebuilt when the target moved, and looked at again later when it did
 // not.

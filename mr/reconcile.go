@@ -33,6 +33,7 @@ type ReconcileDetail struct {
 // as it stands.
 type RebuildRequest struct {
 	Rebuild   string `json:"rebuild"`    // why: need_rebase, conflict or merge_refused
+	Head      string `json:"head"`       // the pushed head to replace: once another is pushed, the rebuild is done
 	Target    string `json:"target"`     // the target's head when the rebuild was asked for
 	MergeBase string `json:"merge_base"` // where the merge request's diff started
 }
@@ -42,12 +43,14 @@ type RebuildRequest struct {
 // mergeable.
 const blockerMergeRefused = "merge_refused"
 
-// rebuildRequested reports whether needs_mr asks for the branch to be made
-// again although it holds the latest content.
-func rebuildRequested(item *wq.Item) bool {
+// rebuildRequested reports whether needs_mr asks for the branch at head
+// to be made again although it holds the latest content. A request about
+// another head was carried out already (a retry after the push must not
+// push again).
+func rebuildRequested(item *wq.Item, head string) bool {
 	var req RebuildRequest
 	row, ok := item.Dimensions[wq.DimensionKey{Dimension: DimMR}]
-	return ok && len(row.Detail) > 0 && json.Unmarshal(row.Detail, &req) == nil && req.Rebuild != ""
+	return ok && len(row.Detail) > 0 && json.Unmarshal(row.Detail, &req) == nil && req.Rebuild != "" && req.Head == head
 }
 
 func reconcileDetail(item *wq.Item) ReconcileDetail {
@@ -172,7 +175,7 @@ func (x *executors) blockedByTarget(ctx context.Context, ex *wq.Execution, d *De
 		return forgeFailure("read the target", err)
 	}
 	if target != mr.MergeBase {
-		detail, _ := json.Marshal(RebuildRequest{Rebuild: why, Target: target, MergeBase: mr.MergeBase})
+		detail, _ := json.Marshal(RebuildRequest{Rebuild: why, Head: d.HeadSHA, Target: target, MergeBase: mr.MergeBase})
 		return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{{
 			DimensionKey: wq.DimensionKey{Dimension: DimMR}, Status: wq.StatusTrue, Detail: detail}}})
 	}

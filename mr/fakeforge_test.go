@@ -213,6 +213,9 @@ func (f *fakeForge) CommitChanges(_ context.Context, _, sha string) ([]wq.PathCh
 
 func (f *fakeForge) CompareTrees(_ context.Context, _, base, head string) ([]wq.PathChange, error) {
 	defer f.call("CompareTrees")()
+	if err := f.failure("CompareTrees"); err != nil {
+		return nil, err
+	}
 	b, okb := f.resolve(base)
 	h, okh := f.resolve(head)
 	if !okb || !okh {

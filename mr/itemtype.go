@@ -241,8 +241,16 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		return x.targetHolds(ctx, ex, d, f)
 	}
 	if pushed {
-		if err := x.verifyPush(ctx, f, d, d.HeadSHA); err != nil {
-			return err
+		if verr := x.verifyPush(ctx, f, d, d.HeadSHA); verr != nil {
+			// A push not verified does not hold the content: whatever runs
+			// ensure_mr next (a retry after a transient failure, or after the
+			// item failed) pushes and verifies again instead of opening a
+			// merge request on it.
+			state.PushedHash = ""
+			if err := x.recordState(ctx, ex, state); err != nil {
+				return err
+			}
+			return verr
 		}
 	}
 

@@ -48,7 +48,7 @@ func TestARebuildIsPushedOnceThoughTheStepAfterItFails(t *testing.T) {
 	it, _ := h.openMR(fakeSubmission("v1\n"))
 	h.forge.push("main", map[string]string{"unrelated.txt": "x\n"})
 	h.forge.setBlocker(wq.MergeClear)
-	h.forge.failNext("CommitChanges", &wq.ForgeError{Kind: wq.ForgeTransient, Op: "fake: commit changes", Status: 502, Message: "bad gateway"})
+	h.forge.failNext("CompareTrees", &wq.ForgeError{Kind: wq.ForgeTransient, Op: "fake: compare", Status: 502, Message: "bad gateway"})
 	h.advance(10*time.Minute, time.Minute)
 
 	if got, _ := h.get(it.ID); got.Phase != wq.PhaseCompleted || got.Reason != mr.ReasonMerged {

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,6 +20,7 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge"
 )
 
 // ServerVersion is the Gitea version the adapter is written and tested
@@ -64,58 +64,41 @@ func New(baseURL, token string, opts Options) (*Forge, error) {
 // Kind returns "gitea".
 func (f *Forge) Kind() string { return wq.ForgeGitea }
 
-// call runs fn with an SDK client bound to a context with the call timeout.
-func (f *Forge) call(ctx context.Context, op string, fn func(c *sdk.Client) (*sdk.Response, error)) error {
+// call runs fn with an SDK client bound to a context with the call
+// timeout; what names the call in errors.
+func (f *Forge) call(ctx context.Context, what string, fn func(c *sdk.Client) (*sdk.Response, error)) error {
+	return f.callAs(ctx, forge.OpAny, what, fn)
+}
+
+// callAs is call for an operation the shared classifier treats apart.
+func (f *Forge) callAs(ctx context.Context, op forge.Op, what string, fn func(c *sdk.Client) (*sdk.Response, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	c, err := sdk.NewClient(f.url, sdk.SetToken(f.token), sdk.SetHTTPClient(f.http),
 		sdk.SetGiteaVersion(ServerVersion), sdk.SetContext(ctx))
 	if err != nil {
-		return &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: " + op, Err: err}
+		return &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: " + what, Err: err}
 	}
 	resp, err := fn(c)
-	return classify("gitea: "+op, resp, err)
+	return classify(op, "gitea: "+what, resp, err)
 }
 
-// classify turns an SDK outcome into nil or a *ForgeError. The SDK builds
-// errors from the body's message and leaves the status in resp; some of
-// its methods return no error for a 4xx at all, so the status decides.
-func classify(op string, resp *sdk.Response, err error) error {
-	status := 0
+// classify turns an SDK outcome into nil or a *ForgeError with the shared
+// classifier. The SDK builds errors from the body's message and leaves the
+// status in resp; some of its methods return no error for a 4xx at all, so
+// the status decides.
+func classify(op forge.Op, what string, resp *sdk.Response, err error) error {
+	a := forge.Answer{Err: err}
 	if resp != nil && resp.Response != nil {
-		status = resp.StatusCode
+		a.Status, a.Header = resp.StatusCode, resp.Header
 	}
-	if err == nil && (status == 0 || status < 400) {
-		return nil
+	if a.Status < 400 {
+		if err == nil {
+			return nil
+		}
+		a.Status = 0 // a 2xx the SDK could not read is as good as no answer
 	}
-	fe := &wq.ForgeError{Op: op, Status: status, Err: err}
-	if err != nil {
-		fe.Message = err.Error()
-	}
-	var ne net.Error
-	switch {
-	case status == 0 && (errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded)):
-		fe.Kind = wq.ForgeTransient
-	case status == 0:
-		fe.Kind = wq.ForgeTransient
-	case status == http.StatusNotFound:
-		fe.Kind = wq.ForgeNotFound
-	case status == http.StatusConflict:
-		fe.Kind = wq.ForgeConflict
-	case status == http.StatusMethodNotAllowed, status == http.StatusUnprocessableEntity, status == http.StatusLocked,
-		status == http.StatusPreconditionFailed:
-		fe.Kind = wq.ForgeUnprocessable
-	case status == http.StatusTooManyRequests:
-		fe.Kind = wq.ForgeRateLimited
-	case status >= 500, status == http.StatusRequestTimeout:
-		fe.Kind = wq.ForgeTransient
-	default:
-		fe.Kind = wq.ForgePermanent
-	}
-	if status != 0 && (fe.Kind == wq.ForgeRateLimited || fe.Kind == wq.ForgeTransient) {
-		fe.RetryAfter = wq.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-	}
-	return fe
+	return forge.Classify(wq.ForgeGitea, op, what, a)
 }
 
 func splitProject(project string) (owner, repo string, err error) {
@@ -219,12 +202,12 @@ func (f *Forge) getJSON(ctx context.Context, op, u string, v any) error {
 	req.Header.Set("Accept", "application/json")
 	resp, err := f.http.Do(req)
 	if err != nil {
-		return classify(op, nil, err)
+		return classify(forge.OpAny, op, nil, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return classify(op, &sdk.Response{Response: resp}, errors.New(strings.TrimSpace(string(msg))))
+		return classify(forge.OpAny, op, &sdk.Response{Response: resp}, errors.New(strings.TrimSpace(string(msg))))
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(v); err != nil {
 		return &wq.ForgeError{Kind: wq.ForgeTransient, Op: op, Status: resp.StatusCode, Err: err}
@@ -434,7 +417,7 @@ func (f *Forge) MergeMergeRequest(ctx context.Context, project string, number in
 	if err != nil {
 		return err
 	}
-	return f.call(ctx, fmt.Sprintf("merge pull %s!%d", project, number), func(c *sdk.Client) (*sdk.Response, error) {
+	return f.callAs(ctx, forge.OpMerge, fmt.Sprintf("merge pull %s!%d", project, number), func(c *sdk.Client) (*sdk.Response, error) {
 		// The SDK reports 405 and 409 as (false, resp, nil): classify
 		// reads the status.
 		_, resp, err := c.MergePullRequest(owner, repo, number, sdk.MergePullRequestOption{

@@ -17,6 +17,7 @@ import (
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge"
 )
 
 // Forge talks to one GitLab instance.
@@ -59,43 +60,35 @@ func New(baseURL, token string, opts Options) (*Forge, error) {
 // Kind returns "gitlab".
 func (f *Forge) Kind() string { return wq.ForgeGitLab }
 
-// call runs fn with a context bounded by the call timeout.
-func (f *Forge) call(ctx context.Context, op string, fn func(opt gl.RequestOptionFunc) error) error {
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	return classify("gitlab: "+op, fn(gl.WithContext(ctx)))
+// call runs fn with a context bounded by the call timeout; what names
+// the call in errors.
+func (f *Forge) call(ctx context.Context, what string, fn func(opt gl.RequestOptionFunc) error) error {
+	return f.callAs(ctx, forge.OpAny, what, fn)
 }
 
-// classify turns a client error into a *ForgeError.
-func classify(op string, err error) error {
+// callAs is call for an operation the shared classifier treats apart.
+func (f *Forge) callAs(ctx context.Context, op forge.Op, what string, fn func(opt gl.RequestOptionFunc) error) error {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	return classify(op, "gitlab: "+what, fn(gl.WithContext(ctx)))
+}
+
+// classify turns a client error into a *ForgeError with the shared
+// classifier: client-go reports a status as *gl.ErrorResponse, anything
+// else (network, timeout, an unreadable answer) came without one.
+func classify(op forge.Op, what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	fe := &wq.ForgeError{Op: op, Err: err, Message: err.Error()}
+	a := forge.Answer{Err: err}
 	var er *gl.ErrorResponse
-	if !errors.As(err, &er) {
-		fe.Kind = wq.ForgeTransient // network, timeout
-		return fe
+	if errors.As(err, &er) {
+		a.Status, a.Message = er.StatusCode, er.Message
+		if er.Response != nil {
+			a.Header = er.Response.Header
+		}
 	}
-	fe.Status, fe.Message = er.StatusCode, er.Message
-	switch s := er.StatusCode; {
-	case s == http.StatusNotFound:
-		fe.Kind = wq.ForgeNotFound
-	case s == http.StatusConflict:
-		fe.Kind = wq.ForgeConflict
-	case s == http.StatusMethodNotAllowed, s == http.StatusNotAcceptable, s == http.StatusUnprocessableEntity:
-		fe.Kind = wq.ForgeUnprocessable // "not mergeable now" (DESIGN reference §2)
-	case s == http.StatusTooManyRequests:
-		fe.Kind = wq.ForgeRateLimited
-	case s >= 500, s == http.StatusRequestTimeout:
-		fe.Kind = wq.ForgeTransient
-	default:
-		fe.Kind = wq.ForgePermanent
-	}
-	if er.Response != nil && (fe.Kind == wq.ForgeRateLimited || fe.Kind == wq.ForgeTransient) {
-		fe.RetryAfter = wq.ParseRetryAfter(er.Response.Header.Get("Retry-After"), time.Now())
-	}
-	return fe
+	return forge.Classify(wq.ForgeGitLab, op, what, a)
 }
 
 // CommitFiles writes one commit on top of req.Base to req.Branch with the
@@ -279,7 +272,7 @@ func (f *Forge) UpdateMergeRequest(ctx context.Context, project string, number i
 // MergeMergeRequest merges pinned to headSHA: GitLab answers 409 when the
 // head moved, 405/406/422 when it cannot merge now.
 func (f *Forge) MergeMergeRequest(ctx context.Context, project string, number int64, headSHA string) error {
-	return f.call(ctx, fmt.Sprintf("merge %s!%d", project, number), func(o gl.RequestOptionFunc) error {
+	return f.callAs(ctx, forge.OpMerge, fmt.Sprintf("merge %s!%d", project, number), func(o gl.RequestOptionFunc) error {
 		_, _, err := f.client.MergeRequests.AcceptMergeRequest(project, number, &gl.AcceptMergeRequestOptions{SHA: &headSHA}, o)
 		return err
 	})

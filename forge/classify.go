@@ -17,6 +17,7 @@ type Op int
 const (
 	OpAny   Op = iota // every call without an override of its own
 	OpMerge           // merging a merge request
+	OpTree            // reading a tree (Gitea's git/trees)
 )
 
 // Answer is what a forge answered one call.
@@ -55,6 +56,9 @@ var overrides = []override{
 	// missing branch: "Source branch \"x\" does not exist"), and Gitea's 422
 	// on a merge is a malformed form: both permanent, the base table.
 	{wq.ForgeGitLab, OpMerge, http.StatusUnprocessableEntity, wq.ForgeUnprocessable},
+	// Gitea answers 400 "sha not found [ref]" for a tree whose ref it
+	// cannot resolve (routers/api/v1/repo/tree.go): the ref is missing.
+	{wq.ForgeGitea, OpTree, http.StatusBadRequest, wq.ForgeNotFound},
 }
 
 // Kind classifies status, as forge (wq.ForgeGitea or wq.ForgeGitLab)

@@ -47,6 +47,8 @@ func TestOneTableClassifiesBothForges(t *testing.T) {
 		{"GitLab's 422 on a merge is not mergeable now", []string{wq.ForgeGitLab}, forge.OpMerge, 422, wq.ForgeUnprocessable},
 		{"Gitea's 422 on a merge is a malformed form, permanent", []string{wq.ForgeGitea}, forge.OpMerge, 422, wq.ForgePermanent},
 		{"Gitea never answers 406: permanent", []string{wq.ForgeGitea}, forge.OpMerge, 406, wq.ForgePermanent},
+		{"Gitea's 400 for a tree is a ref it cannot find", []string{wq.ForgeGitea}, forge.OpTree, 400, wq.ForgeNotFound},
+		{"a 400 elsewhere on Gitea is permanent", []string{wq.ForgeGitea}, forge.OpAny, 400, wq.ForgePermanent},
 	} {
 		for _, kind := range tc.forges {
 			t.Run(kind+": "+tc.name, func(t *testing.T) {

@@ -387,25 +387,19 @@ func Run(t *testing.T, newProject func(t *testing.T) Project) {
 // forges do it asynchronously after a push.
 func waitMergeable(t *testing.T, p Project, number int64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		mr, err := p.Forge.GetMergeRequest(context.Background(), p.Path, number)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if mr.Mergeable {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("merge request %d never became mergeable: %+v", number, mr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitFor(t, p, number, "mergeable", func(mr *wq.MergeRequest) bool { return mr.Mergeable })
 }
 
-// waitBlocker polls until the merge request's blocker is want (both forges
-// compute mergeability asynchronously) and returns it.
+// waitBlocker polls until the merge request's blocker is want and returns
+// the merge request.
 func waitBlocker(t *testing.T, p Project, number int64, want wq.MergeBlocker) *wq.MergeRequest {
+	t.Helper()
+	return waitFor(t, p, number, fmt.Sprintf("blocked by %q", want), func(mr *wq.MergeRequest) bool { return mr.Blocker == want })
+}
+
+// waitFor reads the merge request until done says it is as wanted, for up
+// to 30s, and returns it.
+func waitFor(t *testing.T, p Project, number int64, what string, done func(*wq.MergeRequest) bool) *wq.MergeRequest {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -413,11 +407,11 @@ func waitBlocker(t *testing.T, p Project, number int64, want wq.MergeBlocker) *w
 		if err != nil {
 			t.Fatal(err)
 		}
-		if mr.Blocker == want {
+		if done(mr) {
 			return mr
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("merge request %d never got blocker %q: %+v", number, want, mr)
+			t.Fatalf("merge request %d never became %s: %+v", number, what, mr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

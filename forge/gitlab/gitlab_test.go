@@ -155,25 +155,27 @@ func commitTo(t *testing.T, f *gitlab.Forge, branch string, changes ...wq.FileCh
 	return c
 }
 
-// mergeToMain lands branch on main through the API, as a person would.
-func mergeToMain(t *testing.T, srv *gitlabtest.Server, f *gitlab.Forge, branch string) {
+// seededProject is newProject whose main branch also holds run.sh (not
+// executable) and other, landed through a merge request.
+func seededProject(t *testing.T, other string) (*gitlabtest.Server, *gitlab.Forge) {
 	t.Helper()
+	srv, f := newProject(t)
 	ctx := context.Background()
-	mr, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: "g/p", SourceBranch: branch, TargetBranch: "main", Title: branch})
+	commitTo(t, f, "wq/seed", wq.FileChange{Action: "create", Path: "run.sh", Content: []byte("echo\n")},
+		wq.FileChange{Action: "create", Path: other, Content: []byte("old\n")})
+	mr, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: "g/p", SourceBranch: "wq/seed", TargetBranch: "main", Title: "seed"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := f.MergeMergeRequest(ctx, "g/p", mr.Number, ""); err != nil {
-		t.Fatalf("merge %s: %v", branch, err)
+		t.Fatalf("merge the seed: %v", err)
 	}
+	return srv, f
 }
 
 func TestAModeOnUpdateAndMoveIsSentAsChmod(t *testing.T) {
-	srv, f := newProject(t)
+	srv, f := seededProject(t, "old.sh")
 	yes := true
-	commitTo(t, f, "wq/seed", wq.FileChange{Action: "create", Path: "run.sh", Content: []byte("echo\n")},
-		wq.FileChange{Action: "create", Path: "old.sh", Content: []byte("old\n")})
-	mergeToMain(t, srv, f, "wq/seed")
 	c := commitTo(t, f, "wq/x", wq.FileChange{Action: "update", Path: "run.sh", Content: []byte("echo\n"), Executable: &yes},
 		wq.FileChange{Action: "move", Path: "new.sh", PreviousPath: "old.sh", Executable: &yes},
 		wq.FileChange{Action: "create", Path: "made.sh", Content: []byte("m\n"), Executable: &yes})
@@ -194,9 +196,7 @@ func TestAModeOnUpdateAndMoveIsSentAsChmod(t *testing.T) {
 func TestTheServerDropsExecuteFilemodeOnUpdateAsGitLabDoes(t *testing.T) {
 	// The adapter's chmod is only needed because GitLab drops the flag on
 	// update: the server must too, or the test above proves nothing.
-	srv, f := newProject(t)
-	commitTo(t, f, "wq/seed", wq.FileChange{Action: "create", Path: "run.sh", Content: []byte("echo\n")})
-	mergeToMain(t, srv, f, "wq/seed")
+	srv, _ := seededProject(t, "old.txt")
 	c := rawClient(t, srv)
 	commit, _, err := c.Commits.CreateCommit("g/p", &gl.CreateCommitOptions{Branch: gl.Ptr("main"), CommitMessage: gl.Ptr("m"),
 		Actions: []*gl.CommitActionOptions{{Action: gl.Ptr(gl.FileUpdate), FilePath: gl.Ptr("run.sh"), Content: gl.Ptr("echo 2\n"),
@@ -257,11 +257,8 @@ func TestAMergeRequestIntoAMissingBranchFailsForGood(t *testing.T) {
 }
 
 func TestCompareTreesSeesModeChangesAndRenames(t *testing.T) {
-	srv, f := newProject(t)
+	_, f := seededProject(t, "old.txt")
 	yes := true
-	commitTo(t, f, "wq/seed", wq.FileChange{Action: "create", Path: "run.sh", Content: []byte("echo\n")},
-		wq.FileChange{Action: "create", Path: "old.txt", Content: []byte("o\n")})
-	mergeToMain(t, srv, f, "wq/seed")
 	commitTo(t, f, "wq/x", wq.FileChange{Action: "chmod", Path: "run.sh", Executable: &yes},
 		wq.FileChange{Action: "move", Path: "new.txt", PreviousPath: "old.txt"})
 	got, err := f.CompareTrees(context.Background(), "g/p", "main", "wq/x")

@@ -36,24 +36,31 @@ func newHarness(t *testing.T, opts mr.Options) *harness {
 		clock: clockwork.NewFakeClockAt(t0), forge: newFakeForge(),
 		project: mr.Project{Label: "managed-by-workqueue", AutoMerge: true, FileModes: true}}
 	opts.Store, opts.Forges = h.store, map[string]wq.Forge{"fake": h.forge}
+	h.engine = startEngine(t, h.store, h.clock, opts, 24*time.Hour) // the test sweeps (settle); the ticker must not race it
+	return h
+}
+
+// startEngine runs an engine with the mr type on s, stopped when the test
+// ends. clock nil is the real clock.
+func startEngine(t *testing.T, s store.Store, clock clockwork.Clock, opts mr.Options, sweep time.Duration) *engine.Engine {
+	t.Helper()
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	cfg := engine.DefaultConfig()
-	cfg.Owner = "harness"
+	cfg.Owner = t.Name()
 	cfg.HandledTypes = []string{mr.ItemType}
-	cfg.SweepInterval = 24 * time.Hour // the test sweeps (settle); the ticker must not race it
-	e, err := engine.New(cfg, h.store, h.clock, nil, opts.Log)
+	cfg.SweepInterval = sweep
+	e, err := engine.New(cfg, s, clock, nil, opts.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Register(mr.Type(opts))
-	if err := e.Start(h.ctx); err != nil {
+	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Stop(context.Background()) })
-	h.engine = e
-	return h
+	return e
 }
 
 // submit submits sub to the fake forge's project and lets the engine

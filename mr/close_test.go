@@ -16,9 +16,7 @@ func TestCancelClosesTheMergeRequestWithANoteAndDeletesTheBranch(t *testing.T) {
 	h.cancel(it.ID, "cancelled by alice: no longer needed")
 
 	got, _ := h.get(it.ID)
-	if got.Phase != wq.PhaseCancelled || got.Reason != "cancelled by alice: no longer needed" {
-		t.Errorf("item %s/%s (error %q), want cancelled with the cancel's reason", got.Phase, got.Reason, got.Error)
-	}
+	wantEnded(t, got, wq.PhaseCancelled, "cancelled by alice: no longer needed")
 	m, notes := h.forge.mergeRequest(d.MRNumber)
 	if m.State != wq.MergeRequestClosed {
 		t.Errorf("merge request %s, want closed", m.State)
@@ -54,9 +52,8 @@ func TestCancelKeepsTheBranchWhenTheProjectSaysSoOrItIsNotOurs(t *testing.T) {
 				head = h.forge.push(d.SourceBranch, map[string]string{"theirs.txt": "x\n"})
 			}
 			h.cancel(it.ID, "")
-			if got, _ := h.get(it.ID); got.Phase != wq.PhaseCancelled || got.Reason != mr.ReasonCancelled {
-				t.Errorf("item %s/%s (error %q), want cancelled/%s", got.Phase, got.Reason, got.Error, mr.ReasonCancelled)
-			}
+			got, _ := h.get(it.ID)
+			wantEnded(t, got, wq.PhaseCancelled, mr.ReasonCancelled)
 			if m, _ := h.forge.mergeRequest(d.MRNumber); m.State != wq.MergeRequestClosed {
 				t.Errorf("merge request %s, want closed", m.State)
 			}
@@ -76,9 +73,8 @@ func TestCancelBeforeAnyPushCancelsWithoutTheForge(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.cancel(it.ID, "changed my mind")
-	if got, _ := h.get(it.ID); got.Phase != wq.PhaseCancelled || got.Reason != "changed my mind" {
-		t.Errorf("item %s/%s (error %q), want cancelled", got.Phase, got.Reason, got.Error)
-	}
+	got, _ := h.get(it.ID)
+	wantEnded(t, got, wq.PhaseCancelled, "changed my mind")
 	if n := h.forge.count(""); n != 0 {
 		t.Errorf("%d forge calls (%v), want none", n, h.forge.calls)
 	}
@@ -92,9 +88,8 @@ func TestCancelAfterAPersonMergedCompletesAsMerged(t *testing.T) {
 	it, d := h.openMR(fakeSubmission("v1\n"))
 	h.forge.mergeByPerson(d.MRNumber)
 	h.cancel(it.ID, "too late")
-	if got, _ := h.get(it.ID); got.Phase != wq.PhaseCompleted || got.Reason != mr.ReasonMerged {
-		t.Errorf("item %s/%s (error %q), want completed/merged", got.Phase, got.Reason, got.Error)
-	}
+	got, _ := h.get(it.ID)
+	wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)
 	if _, notes := h.forge.mergeRequest(d.MRNumber); len(notes) != 1 { // the dashboard note only
 		t.Errorf("notes %q: a merged merge request got a closing note", notes)
 	}
@@ -123,9 +118,8 @@ func TestMergedBranchesAreDeletedWhenTheyAreStillOurs(t *testing.T) {
 				h.forge.mergeByPerson(d.MRNumber)
 				h.event(it.ID, webhook.GiteaPullRequest, `{"action":"closed","pull_request":{"merged":true,"state":"closed"}}`, "merged")
 			}
-			if got, _ := h.get(it.ID); got.Phase != wq.PhaseCompleted || got.Reason != mr.ReasonMerged {
-				t.Fatalf("item %s/%s (error %q), want completed/merged", got.Phase, got.Reason, got.Error)
-			}
+			got, _ := h.get(it.ID)
+			wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)
 			if deleted := h.forge.head(d.SourceBranch) == ""; deleted != tc.deleted {
 				t.Errorf("branch deleted: %v, want %v", deleted, tc.deleted)
 			}

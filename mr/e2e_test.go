@@ -152,6 +152,16 @@ func (w *world) onTopOfTarget(base, head string, paths ...string) bool {
 		slices.Equal(changed(w.forge.CommitChanges(w.ctx, w.repo, head)), paths)
 }
 
+// openMR submits submission(content) without auto-merge and returns the
+// item once its merge request is open.
+func (w *world) openMR(content string) (*wq.Item, *mr.Detail) {
+	w.t.Helper()
+	w.project.AutoMerge = false
+	it := w.submit(submission(content), mr.ResultCreated)
+	_, d := w.waitMR(it.ID)
+	return it, d
+}
+
 func idle(it *wq.Item, _ *mr.Detail) bool { return !it.Actionable && it.LeaseOwner == "" }
 
 func TestLifecycleASubmittedChangeIsOneCommitOnTheTargetMergedAndItsBranchDeleted(t *testing.T) {
@@ -162,9 +172,7 @@ func TestLifecycleASubmittedChangeIsOneCommitOnTheTargetMergedAndItsBranchDelete
 		sub.FileActions = append(sub.FileActions, mr.FileAction{Action: mr.ActionCreate, FilePath: "docs/b.md", Content: text("# b\n")})
 		it := w.submit(sub, mr.ResultCreated)
 		got, d := w.waitTerminal(it.ID)
-		if got.Phase != wq.PhaseCompleted || got.Reason != mr.ReasonMerged {
-			t.Fatalf("item %s/%s (error %q), want completed/merged", got.Phase, got.Reason, got.Error)
-		}
+		wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)
 		if !w.onTopOfTarget(base, d.HeadSHA, "a.txt", "docs/b.md") {
 			t.Error("the pushed commit is not one commit of the change on top of the target")
 		}
@@ -193,9 +201,7 @@ func TestLifecycleASubmittedChangeIsOneCommitOnTheTargetMergedAndItsBranchDelete
 func TestLifecycleNewContentForceUpdatesTheSameMergeRequest(t *testing.T) {
 	testforge.Each(t, func(t *testing.T, fx testforge.Fixture) {
 		w := newWorld(t, fx, mr.Options{})
-		w.project.AutoMerge = false
-		it := w.submit(submission("v1\n"), mr.ResultCreated)
-		_, first := w.waitMR(it.ID)
+		it, first := w.openMR("v1\n")
 
 		w.submit(submission("v1\n"), mr.ResultUnchanged)
 		if head := fx.BranchHead(t, w.repo, "wq/update-a"); head != first.HeadSHA {
@@ -240,8 +246,9 @@ func TestLifecycleAChangeTheTargetAlreadyHoldsCompletesWithoutAMergeRequest(t *t
 		sub.FileActions = []mr.FileAction{{Action: mr.ActionUpdate, FilePath: "README.md", Content: text("# readme\n")}}
 		it := w.submit(sub, mr.ResultCreated)
 		got, d := w.waitTerminal(it.ID)
-		if got.Phase != wq.PhaseCompleted || got.Reason != mr.ReasonEmptyDiff || d.MRNumber != 0 {
-			t.Errorf("item %s/%s (error %q) with merge request %d, want completed/empty_diff and none", got.Phase, got.Reason, got.Error, d.MRNumber)
+		wantEnded(t, got, wq.PhaseCompleted, mr.ReasonEmptyDiff)
+		if d.MRNumber != 0 {
+			t.Errorf("a merge request %d was opened for an empty diff", d.MRNumber)
 		}
 		if pr, _ := w.forge.FindMergeRequest(w.ctx, w.repo, sub.SourceBranch, "main"); pr != nil {
 			t.Errorf("a merge request was opened: %+v", pr)
@@ -255,16 +262,12 @@ func TestLifecycleAChangeTheTargetAlreadyHoldsCompletesWithoutAMergeRequest(t *t
 func TestLifecycleAMergeRequestMadeEmptyByAnotherChangeIsSuperseded(t *testing.T) {
 	testforge.Each(t, func(t *testing.T, fx testforge.Fixture) {
 		w := newWorld(t, fx, mr.Options{EmptyCheckInterval: 300 * time.Millisecond})
-		w.project.AutoMerge = false
-		it := w.submit(submission("shared\n"), mr.ResultCreated)
-		_, d := w.waitMR(it.ID)
+		it, d := w.openMR("shared\n")
 
 		fx.Push(t, w.repo, "main", testforge.Write("a.txt", "shared\n"), testforge.Write("unrelated.txt", "x\n"))
 
 		got, _ := w.waitTerminal(it.ID)
-		if got.Phase != wq.PhaseCompleted || got.Reason != mr.ReasonSuperseded {
-			t.Fatalf("item %s/%s (error %q), want completed/superseded", got.Phase, got.Reason, got.Error)
-		}
+		wantEnded(t, got, wq.PhaseCompleted, mr.ReasonSuperseded)
 		if pr := fx.MergeRequest(t, w.repo, d.MRNumber); pr.State != wq.MergeRequestClosed {
 			t.Errorf("our merge request is %s, want closed", pr.State)
 		}
@@ -282,15 +285,11 @@ func TestLifecycleAMergeRequestMadeEmptyByAnotherChangeIsSuperseded(t *testing.T
 func TestLifecycleAMergeRequestClosedByAPersonCancelsAndARetryReopensIt(t *testing.T) {
 	testforge.Each(t, func(t *testing.T, fx testforge.Fixture) {
 		w := newWorld(t, fx, mr.Options{})
-		w.project.AutoMerge = false
-		it := w.submit(submission("v1\n"), mr.ResultCreated)
-		_, d := w.waitMR(it.ID)
+		it, d := w.openMR("v1\n")
 		fx.Close(t, w.repo, d.MRNumber)
 
 		got, _ := w.waitTerminal(it.ID)
-		if got.Phase != wq.PhaseCancelled || got.Reason != mr.ReasonClosed {
-			t.Errorf("item %s/%s (error %q), want cancelled/closed", got.Phase, got.Reason, got.Error)
-		}
+		wantEnded(t, got, wq.PhaseCancelled, mr.ReasonClosed)
 		if head := fx.BranchHead(t, w.repo, d.SourceBranch); head != d.HeadSHA {
 			t.Errorf("branch at %q, want kept at %s so that the merge request can be reopened", head, d.HeadSHA)
 		}
@@ -339,17 +338,13 @@ func TestLifecycleAnAutoMergeWhoseTargetMovedIsRebuiltAndMerged(t *testing.T) {
 	testforge.Each(t, func(t *testing.T, fx testforge.Fixture) {
 		w := newWorld(t, fx, mr.Options{})
 		fx.SetFastForwardOnly(t, w.repo)
-		w.project.AutoMerge = false
-		it := w.submit(submission("v1\n"), mr.ResultCreated)
-		_, first := w.waitMR(it.ID)
+		it, first := w.openMR("v1\n")
 		moved := fx.Push(t, w.repo, "main", testforge.Write("unrelated.txt", "x\n"))
 
 		w.project.AutoMerge = true // the same change, now to be merged
 		w.submit(submission("v1\n"), mr.ResultUpdated)
 		got, d := w.waitTerminal(it.ID)
-		if got.Phase != wq.PhaseCompleted || got.Reason != mr.ReasonMerged {
-			t.Fatalf("item %s/%s (error %q), want completed/merged", got.Phase, got.Reason, got.Error)
-		}
+		wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)
 		if d.HeadSHA == first.HeadSHA || d.MRNumber != first.MRNumber {
 			t.Errorf("head %s on merge request %d; want a rebuilt head on the same merge request %d", d.HeadSHA, d.MRNumber, first.MRNumber)
 		}
@@ -370,17 +365,13 @@ func TestLifecycleAnAutoMergeWhoseTargetMovedIsRebuiltAndMerged(t *testing.T) {
 func TestLifecycleCancelClosesTheMergeRequestWithANoteAndDeletesTheBranch(t *testing.T) {
 	testforge.Each(t, func(t *testing.T, fx testforge.Fixture) {
 		w := newWorld(t, fx, mr.Options{})
-		w.project.AutoMerge = false
-		it := w.submit(submission("v1\n"), mr.ResultCreated)
-		_, d := w.waitMR(it.ID)
+		it, d := w.openMR("v1\n")
 
 		requestCancel(t, w.ctx, w.store, it.ID, "cancelled by e2e: not wanted", time.Now())
 		w.engine.Notify(mr.ItemType, it.ID)
 
 		got, _ := w.waitTerminal(it.ID)
-		if got.Phase != wq.PhaseCancelled || got.Reason != "cancelled by e2e: not wanted" {
-			t.Errorf("item %s/%s (error %q), want cancelled with the cancel's reason", got.Phase, got.Reason, got.Error)
-		}
+		wantEnded(t, got, wq.PhaseCancelled, "cancelled by e2e: not wanted")
 		if pr := fx.MergeRequest(t, w.repo, d.MRNumber); pr.State != wq.MergeRequestClosed {
 			t.Errorf("merge request %s, want closed", pr.State)
 		}
@@ -405,9 +396,7 @@ func TestLifecycleALockedMergeRequestLeavesTheItemActive(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := startWorld(t, nil, wq.ForgeGitLab, f, "group/project", mr.Options{})
-	w.project.AutoMerge = false
-	it := w.submit(submission("v1\n"), mr.ResultCreated)
-	_, d := w.waitMR(it.ID)
+	it, d := w.openMR("v1\n")
 	srv.SetMergeRequestState(w.repo, d.MRNumber, "locked")
 
 	w.project.AutoMerge = true
@@ -421,20 +410,11 @@ func TestLifecycleALockedMergeRequestLeavesTheItemActive(t *testing.T) {
 	}
 
 	srv.SetMergeRequestState(w.repo, d.MRNumber, "opened")
-	if got, _ := w.waitTerminal(it.ID); got.Phase != wq.PhaseCompleted || got.Reason != mr.ReasonMerged {
-		t.Errorf("once unlocked: item %s/%s (error %q), want completed/merged", got.Phase, got.Reason, got.Error)
-	}
+	got, _ := w.waitTerminal(it.ID)
+	wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)
 }
 
 func (w *world) get(id wq.ItemID) (*wq.Item, *mr.Detail) {
 	w.t.Helper()
-	it, err := w.store.GetItem(w.ctx, id)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	d, err := w.store.GetMRDetail(w.ctx, id)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return it, d
+	return getItem(w.t, w.store, id)
 }

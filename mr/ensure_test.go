@@ -13,7 +13,7 @@ import (
 func TestAPushWhoseVerificationFailedIsPushedAndVerifiedAgain(t *testing.T) {
 	h := newHarness(t, mr.Options{})
 	h.project.AutoMerge = false
-	h.forge.failNext("CommitChanges", &wq.ForgeError{Kind: wq.ForgeTransient, Op: "fake: commit changes", Status: 502, Message: "bad gateway"})
+	h.forge.failNext("CommitChanges", badGateway("commit changes"))
 	it := h.submit(fakeSubmission("v1\n"))
 	if got, d := h.get(it.ID); got.Phase != wq.PhaseActive || d.MRNumber != 0 {
 		t.Fatalf("after the failed verification: item %s with merge request %d, want active without one", got.Phase, d.MRNumber)

@@ -125,6 +125,12 @@ func fakeError(kind wq.ForgeErrorKind, status int, op, message string) error {
 	return &wq.ForgeError{Kind: kind, Op: "fake: " + op, Status: status, Message: message}
 }
 
+// badGateway is a transient failure of op, as a proxy in front of a forge
+// answers while the forge restarts.
+func badGateway(op string) error {
+	return fakeError(wq.ForgeTransient, 502, op, "bad gateway")
+}
+
 func (f *fakeForge) Kind() string { return wq.ForgeGitLab }
 
 func (f *fakeForge) CommitFiles(_ context.Context, req wq.CommitRequest) (wq.Commit, error) {

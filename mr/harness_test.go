@@ -106,15 +106,29 @@ func (h *harness) advance(d, step time.Duration) {
 
 func (h *harness) get(id wq.ItemID) (*wq.Item, *mr.Detail) {
 	h.t.Helper()
-	it, err := h.store.GetItem(h.ctx, id)
+	return getItem(h.t, h.store, id)
+}
+
+// getItem reads an item and its detail.
+func getItem(t testing.TB, s store.Store, id wq.ItemID) (*wq.Item, *mr.Detail) {
+	t.Helper()
+	it, err := s.GetItem(context.Background(), id)
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
-	d, err := h.store.GetMRDetail(h.ctx, id)
+	d, err := s.GetMRDetail(context.Background(), id)
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return it, d
+}
+
+// wantEnded stops the test unless the item reached phase with reason.
+func wantEnded(t testing.TB, it *wq.Item, phase wq.Phase, reason string) {
+	t.Helper()
+	if it.Phase != phase || it.Reason != reason {
+		t.Fatalf("item %s/%s (error %q), want %s/%s", it.Phase, it.Reason, it.Error, phase, reason)
+	}
 }
 
 // reconcileRow is the item's needs_reconcile row and its detail.

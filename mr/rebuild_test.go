@@ -22,9 +22,7 @@ func TestAMergeRequestWhoseTargetMovedIsRebuiltAndMerged(t *testing.T) {
 	h.advance(10*time.Minute, time.Minute)
 
 	got, d := h.get(it.ID)
-	if got.Phase != wq.PhaseCompleted || got.Reason != mr.ReasonMerged {
-		t.Fatalf("item %s/%s (error %q), want completed/merged", got.Phase, got.Reason, got.Error)
-	}
+	wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)
 	if d.HeadSHA == first.HeadSHA || d.MRNumber != first.MRNumber {
 		t.Errorf("head %s merge request %d; want a new head on the same merge request %d", d.HeadSHA, d.MRNumber, first.MRNumber)
 	}
@@ -48,12 +46,11 @@ func TestARebuildIsPushedOnceThoughTheStepAfterItFails(t *testing.T) {
 	it, _ := h.openMR(fakeSubmission("v1\n"))
 	h.forge.push("main", map[string]string{"unrelated.txt": "x\n"})
 	h.forge.setBlocker(wq.MergeClear)
-	h.forge.failNext("CompareTrees", &wq.ForgeError{Kind: wq.ForgeTransient, Op: "fake: compare", Status: 502, Message: "bad gateway"})
+	h.forge.failNext("CompareTrees", badGateway("compare"))
 	h.advance(10*time.Minute, time.Minute)
 
-	if got, _ := h.get(it.ID); got.Phase != wq.PhaseCompleted || got.Reason != mr.ReasonMerged {
-		t.Fatalf("item %s/%s (error %q), want completed/merged", got.Phase, got.Reason, got.Error)
-	}
+	got, _ := h.get(it.ID)
+	wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)
 	if n := h.forge.count("CommitFiles"); n != 2 {
 		t.Errorf("%d commits, want the first and one rebuild", n)
 	}
@@ -82,9 +79,8 @@ func TestARefusedMergeIsRebuiltOnlyWhenTheTargetMoved(t *testing.T) {
 				t.Errorf("rebuilt: %v, want %v", rebuilt, moved)
 			}
 			h.advance(10*time.Minute, time.Minute)
-			if got, _ := h.get(it.ID); got.Phase != wq.PhaseCompleted || got.Reason != mr.ReasonMerged {
-				t.Errorf("item %s/%s (error %q), want completed/merged", got.Phase, got.Reason, got.Error)
-			}
+			got, _ := h.get(it.ID)
+			wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)
 		})
 	}
 }

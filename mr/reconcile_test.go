@@ -79,9 +79,8 @@ func TestPeopleAreWaitedForAtTheReconcileInterval(t *testing.T) {
 	h.forge.setBlocker(wq.MergeClear)
 	_, d := h.get(it.ID)
 	h.event(it.ID, webhook.GiteaReview, `{"action":"reviewed","review":{"type":"pull_request_review_approved"}}`, "approval")
-	if got, _ := h.get(it.ID); got.Phase != wq.PhaseCompleted || got.Reason != mr.ReasonMerged {
-		t.Errorf("after the approval: item %s/%s (error %q), want completed/merged", got.Phase, got.Reason, got.Error)
-	}
+	got, _ := h.get(it.ID)
+	wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)
 	if m, _ := h.forge.mergeRequest(d.MRNumber); m.State != wq.MergeRequestMerged {
 		t.Errorf("merge request %s, want merged", m.State)
 	}

@@ -47,7 +47,8 @@ type Forge interface {
 	DeleteBranch(ctx context.Context, project, branch string) error
 
 	// FindMergeRequest returns the newest merge request from source into
-	// target in any state, or nil if there is none.
+	// target in any state, or nil if there is none. A fork's merge request
+	// from a branch of the same name is never returned.
 	FindMergeRequest(ctx context.Context, project, source, target string) (*MergeRequest, error)
 
 	// CreateMergeRequest opens a merge request. Conflict if one is open
@@ -67,11 +68,13 @@ type Forge interface {
 
 	// CompareTrees lists the paths whose content or mode differs between
 	// the trees of base and head, tree against tree (not from their merge
-	// base), in one forge call whatever the number of files: PathAdded for
+	// base), in as many forge calls whatever the number of changed paths
+	// (GitLab one, Gitea two: see the adapters): PathAdded for
 	// a path only in head, PathRemoved for one only in base, PathModified
 	// otherwise. Item types use it to tell whether a target already holds
 	// a change (see docs/DESIGN.md, "empty diff"). NotFound if either ref
-	// is missing.
+	// is missing; Permanent if the forge cannot list every path (GitLab's
+	// diff limits).
 	CompareTrees(ctx context.Context, project, base, head string) ([]PathChange, error)
 	// ReadFile returns the content of path at ref, and whether it exists
 	// there. Item types use it to tell whether a target branch already
@@ -91,8 +94,9 @@ type Forge interface {
 	// EnsureWebhook makes the project deliver merge request, review and CI
 	// events to url, signed with secret. It is idempotent: a hook to url
 	// that is active and sends those events is found and left alone (its
-	// secret cannot be read back); one that is inactive or misses events
-	// is updated, secret included; otherwise one is created.
+	// secret cannot be read back); one that is inactive, misses events or
+	// was disabled by the forge after failing deliveries is updated,
+	// secret included; otherwise one is created.
 	EnsureWebhook(ctx context.Context, project, url, secret string) (WebhookOutcome, error)
 }
 

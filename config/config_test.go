@@ -261,3 +261,22 @@ func FuzzParse(f *testing.F) {
 		_ = cfg.Redacted()
 	})
 }
+
+func TestDeleteSourceBranchIsOnUnlessAProjectTurnsItOff(t *testing.T) {
+	cfg, err := config.Parse(strings.NewReader(`
+forges:
+  - {name: a, kind: gitea, url: 'http://a', token_env: A}
+projects:
+  - {match: 'keep/**', forge: a, delete_source_branch: false}
+  - {match: 'tidy/**', forge: a, delete_source_branch: true}
+  - {match: '**', forge: a}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for project, want := range map[string]bool{"keep/r": false, "tidy/r": true, "other/r": true} {
+		if p, _ := cfg.ProjectFor("a", project); p.DeletesSourceBranch() != want {
+			t.Errorf("%s: DeletesSourceBranch() = %v, want %v", project, p.DeletesSourceBranch(), want)
+		}
+	}
+}

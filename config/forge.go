@@ -46,6 +46,10 @@ type Project struct {
 	// "" is an explicit opt-out (any branch name the service did not
 	// create is still never overwritten).
 	BranchPrefix *string `yaml:"branch_prefix"`
+	// DeleteSourceBranch deletes an item's source branch once its merge
+	// request is merged or the item is cancelled, if the branch head is
+	// still the commit the service pushed. Unset: true.
+	DeleteSourceBranch *bool `yaml:"delete_source_branch"`
 }
 
 // DefaultBranchPrefix is the branch prefix of a project that sets none.
@@ -58,6 +62,12 @@ func (p Project) SourceBranchPrefix() string {
 		return DefaultBranchPrefix
 	}
 	return *p.BranchPrefix
+}
+
+// DeletesSourceBranch is the project's delete_source_branch, true when
+// unset.
+func (p Project) DeletesSourceBranch() bool {
+	return p.DeleteSourceBranch == nil || *p.DeleteSourceBranch
 }
 
 // MR tunes the mr item type.

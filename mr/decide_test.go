@@ -36,6 +36,10 @@ func TestDecidePriorityOrder(t *testing.T) {
 		{"a due reconcile runs", wq.PhaseActive, deferred(done(mr.DimMR, mr.DimEmptyCheck, mr.DimDashboard), mr.DimReconcile, now), mr.ActReconcileMR},
 		{"a due empty check comes before a reconcile", wq.PhaseActive, deferred(done(mr.DimMR, mr.DimDashboard), mr.DimEmptyCheck, now.Add(-time.Second)), mr.ActCheckEmptyDiff},
 		{"an update ensures again before anything else", wq.PhaseActive, deferred(done(mr.DimEmptyCheck, mr.DimDashboard, mr.DimReconcile), mr.DimMR, time.Time{}), mr.ActEnsureMR},
+		{"a cancel comes before everything", wq.PhaseActive, deferred(wq.Dimensions{}, mr.DimClose, time.Time{}), mr.ActCloseMR},
+		{"a cancel comes before pushing new content", wq.PhaseActive, deferred(deferred(done(), mr.DimMR, time.Time{}), mr.DimClose, time.Time{}), mr.ActCloseMR},
+		{"a missing needs_close row asks for no cancel", wq.PhaseActive, done(mr.DimMR, mr.DimEmptyCheck, mr.DimDashboard, mr.DimReconcile), ""},
+		{"a handled cancel asks for nothing", wq.PhaseActive, done(mr.DimClose, mr.DimMR, mr.DimEmptyCheck, mr.DimDashboard, mr.DimReconcile), ""},
 		{"terminal items get nothing", wq.PhaseCompleted, wq.Dimensions{}, ""},
 		{"failed items get nothing", wq.PhaseFailed, wq.Dimensions{}, ""},
 	} {

@@ -130,15 +130,6 @@ type ciEvent struct {
 	failed     bool // a job failed
 }
 
-// ReconcileDetail is the detail the CI handlers leave on needs_reconcile:
-// the pipeline reconcile_mr records as the head's (DDR-32's
-// head_pipeline_id), whichever forge reported it.
-type ReconcileDetail struct {
-	PipelineID int64  `json:"pipeline_id,omitempty"`
-	SHA        string `json:"sha,omitempty"`
-	Status     string `json:"status,omitempty"`
-}
-
 // onCIEvent asks for a reconcile now when CI news can change what the
 // merge request needs: a pipeline of the pushed head finished (it may be
 // mergeable now), a job of it failed, or a pipeline not yet recorded as

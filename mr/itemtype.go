@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -18,6 +18,7 @@ const (
 	ActCheckEmptyDiff = "check_empty_diff"
 	ActPostDashboard  = "post_dashboard"
 	ActReconcileMR    = "reconcile_mr"
+	ActCloseMR        = "close_mr"
 )
 
 // Reasons an mr item reaches a terminal phase.
@@ -44,6 +45,17 @@ type Options struct {
 	EmptyCheckInterval time.Duration
 	// PublicURL is the service's base URL for the dashboard note's link.
 	PublicURL string
+	// DeleteSourceBranch says whether the source branch of an item on
+	// forge and project is deleted once its merge request is merged or
+	// the item is cancelled (projects[].delete_source_branch); nil: it
+	// is. It is the operator's policy for a repository, not part of what a
+	// caller asks for, so it is asked when the branch is done with rather
+	// than stored per item: no column holds it, and a changed setting
+	// applies to items in flight.
+	DeleteSourceBranch func(forge, project string) bool
+	// Log receives what the executors cannot report through an item's
+	// state (a branch the forge would not delete); nil: slog.Default().
+	Log *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -56,6 +68,10 @@ func (o *Options) defaults() {
 	if o.EmptyCheckInterval <= 0 {
 		o.EmptyCheckInterval = 30 * time.Minute
 	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	o.Log = o.Log.With("component", "mr")
 }
 
 // Type returns the mr item type for the engine's registry.
@@ -70,21 +86,28 @@ func Type(opts Options) wq.ItemType {
 			ActCheckEmptyDiff: x.checkEmptyDiff,
 			ActPostDashboard:  x.postDashboard,
 			ActReconcileMR:    x.reconcileMR,
+			ActCloseMR:        x.closeMR,
 		},
-		EventHandlers: x.eventHandlers(),
+		EventHandlers:   x.eventHandlers(),
+		CancelDimension: DimClose,
 	}
 }
 
 // Decide picks the next action in DESIGN section 6's priority order. A
-// missing dimension row means the action is needed (DDR-48); ensure_mr
-// comes first, so the later actions only run once the merge request
-// exists. needs_ci_retry is not offered yet.
+// cancel comes before anything else: nothing is pushed or merged for an
+// item being wound down. Otherwise a missing dimension row means the
+// action is needed (DDR-48); ensure_mr comes first, so the later actions
+// only run once the merge request exists. needs_ci_retry is not offered
+// yet.
 func Decide(item *wq.Item, now time.Time) string {
 	if item.Phase != wq.PhaseActive {
 		return ""
 	}
 	dims := item.Dimensions
+	_, cancelling := dims[wq.DimensionKey{Dimension: DimClose}]
 	switch {
+	case cancelling && dims.Needs(DimClose, "", now):
+		return ActCloseMR
 	case dims.Needs(DimMR, "", now):
 		return ActEnsureMR
 	case dims.Needs(DimEmptyCheck, "", now):
@@ -119,7 +142,7 @@ func (x *executors) load(ctx context.Context, item *wq.Item) (*Detail, wq.Forge,
 func forgeFailure(op string, err error) error {
 	kind, ok := wq.ForgeErrorOf(err)
 	if ok && (kind == wq.ForgePermanent || kind == wq.ForgeNotFound) {
-		return fmt.Errorf("%w: %s: %v", wq.ErrPermanent, op, err)
+		return fmt.Errorf("%w: %s: %w", wq.ErrPermanent, op, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
@@ -132,65 +155,27 @@ func dim(name, status string, pendingUntil time.Time) wq.DimensionUpdate {
 func changes(actions []FileAction) ([]wq.FileChange, error) {
 	out := make([]wq.FileChange, 0, len(actions))
 	for _, a := range actions {
-		c := wq.FileChange{Action: a.Action, Path: a.FilePath, PreviousPath: a.PreviousPath, Executable: a.ExecuteFilemode}
-		if a.Content != nil {
-			c.Content = []byte(*a.Content)
-			if a.Encoding == EncodingBase64 {
-				b, err := base64.StdEncoding.DecodeString(*a.Content)
-				if err != nil {
-					return nil, fmt.Errorf("%w: %s: %v", wq.ErrPermanent, a.FilePath, err)
-				}
-				c.Content = b
-			}
+		content, err := decodedContent(a)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, c)
+		out = append(out, wq.FileChange{Action: a.Action, Path: a.FilePath, PreviousPath: a.PreviousPath,
+			Content: content, Executable: a.ExecuteFilemode})
 	}
 	return out, nil
 }
 
-// targetHolds reports whether ref already holds every change: the
-// change would make an empty diff (see docs/DESIGN.md, "empty diff").
-func targetHolds(ctx context.Context, f wq.Forge, project, ref string, chs []wq.FileChange) (bool, error) {
-	for _, c := range chs {
-		switch c.Action {
-		case "chmod":
-			return false, nil // a mode cannot be read back: assume not there
-		case "delete", "move":
-			prev := c.Path
-			if c.Action == "move" {
-				prev = c.PreviousPath
-			}
-			if _, found, err := f.ReadFile(ctx, project, ref, prev); err != nil || found {
-				return false, err
-			}
-			if c.Action == "delete" {
-				continue
-			}
-		}
-		content, found, err := f.ReadFile(ctx, project, ref, c.Path)
-		if err != nil || !found {
-			return false, err
-		}
-		if c.Content != nil && !bytes.Equal(content, c.Content) {
-			return false, nil
-		}
+// loadChange loads the item's detail and forge, and decodes its changes.
+func (x *executors) loadChange(ctx context.Context, item *wq.Item) (*Detail, wq.Forge, []wq.FileChange, error) {
+	d, f, err := x.load(ctx, item)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	return true, nil
-}
-
-// loadChange loads the item's detail and forge, decodes its changes, and
-// tells whether the target branch already holds them.
-func (x *executors) loadChange(ctx context.Context, item *wq.Item) (d *Detail, f wq.Forge, chs []wq.FileChange, holds bool, err error) {
-	if d, f, err = x.load(ctx, item); err != nil {
-		return nil, nil, nil, false, err
+	chs, err := changes(d.FileActions)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	if chs, err = changes(d.FileActions); err != nil {
-		return nil, nil, nil, false, err
-	}
-	if holds, err = targetHolds(ctx, f, d.Project, d.TargetBranch, chs); err != nil {
-		return nil, nil, nil, false, forgeFailure("read the target", err)
-	}
-	return d, f, chs, holds, nil
+	return d, f, chs, nil
 }
 
 // ensureMR makes the branch one commit on top of the target holding the
@@ -199,24 +184,19 @@ func (x *executors) loadChange(ctx context.Context, item *wq.Item) (d *Detail, f
 // owns and only a merge request it created; what it pushes is the content
 // it read, recorded with that content's hash, and its closing write is
 // dropped (ErrSuperseded) if a resubmission arrived meanwhile, so the
-// newer content is pushed next.
+// newer content is pushed next. A change the target already holds opens
+// no merge request (DDR-43): the pushed head is compared with the target,
+// and the branch deleted again.
 func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
-	d, f, chs, holds, err := x.loadChange(ctx, ex.Item)
+	d, f, chs, err := x.loadChange(ctx, ex.Item)
 	if err != nil {
 		return err
-	}
-	if holds {
-		if d.MRNumber == 0 {
-			// Never open a merge request for an empty diff (DDR-43).
-			return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: ReasonEmptyDiff,
-				Dimensions: []wq.DimensionUpdate{dim(DimMR, wq.StatusFalse, time.Time{})}})
-		}
-		return x.supersede(ctx, ex, d, f)
 	}
 	state := d.ForgeState()
 
 	// The commit: skipped when the branch still holds exactly what we
-	// pushed for this content (a title or description change).
+	// pushed for this content (a title or description change), unless
+	// reconcile_mr asked for it again on the current target.
 	head, err := f.BranchHead(ctx, d.Project, d.SourceBranch)
 	if err != nil && !wq.IsForgeError(err, wq.ForgeNotFound) {
 		return forgeFailure("read the branch", err)
@@ -224,7 +204,8 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 	if err := x.checkOwnership(ctx, d, head); err != nil {
 		return err
 	}
-	if d.PushedHash != d.ContentHash || d.HeadSHA == "" || head != d.HeadSHA {
+	pushed := false
+	if d.PushedHash != d.ContentHash || d.HeadSHA == "" || head != d.HeadSHA || rebuildRequested(ex.Item, d.HeadSHA) {
 		// Say what is being pushed before pushing it: a crash before the
 		// push is recorded must not make our own branch look foreign.
 		state.PushingHash = d.ContentHash
@@ -233,11 +214,8 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		}
 		c, err := f.CommitFiles(ctx, wq.CommitRequest{Project: d.Project, Base: d.TargetBranch, Branch: d.SourceBranch,
 			Message: d.CommitMessage, Changes: chs})
-		if kind, ok := wq.ForgeErrorOf(err); ok && (kind == wq.ForgeUnprocessable || kind == wq.ForgeConflict) {
-			// The forge refused these changes on this target (a file that
-			// already exists, a path it cannot take): the same request gets
-			// the same answer, so fail now with the forge's message.
-			return fmt.Errorf("%w: commit: %v", wq.ErrPermanent, err)
+		if kind, ok := wq.ForgeErrorOf(err); ok && (kind == wq.ForgeUnprocessable || kind == wq.ForgeConflict || kind == wq.ForgeNotFound) {
+			return x.commitRefused(ctx, ex, d, f, chs, err)
 		}
 		if err != nil {
 			return forgeFailure("commit", err)
@@ -248,8 +226,31 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		if err := x.recordState(ctx, ex, state); err != nil {
 			return err
 		}
-		if err := x.verifyPush(ctx, f, d, c.SHA); err != nil {
-			return err
+		d.HeadSHA, d.PushedHash, d.PushingHash, d.HeadPipelineID = c.SHA, d.ContentHash, "", 0
+		pushed = true
+	}
+
+	// The head holds the change: if the target agrees with it on every
+	// path the change touches, there is nothing to merge. Before the
+	// verification, which would read back every path of an empty commit.
+	holds, err := targetMatches(ctx, f, d.Project, d.TargetBranch, d.HeadSHA, chs)
+	if err != nil {
+		return forgeFailure("compare with the target", err)
+	}
+	if holds {
+		return x.targetHolds(ctx, ex, d, f)
+	}
+	if pushed {
+		if verr := x.verifyPush(ctx, f, d, d.HeadSHA); verr != nil {
+			// A push not verified does not hold the content: whatever runs
+			// ensure_mr next (a retry after a transient failure, or after the
+			// item failed) pushes and verifies again instead of opening a
+			// merge request on it.
+			state.PushedHash = ""
+			if err := x.recordState(ctx, ex, state); err != nil {
+				return err
+			}
+			return verr
 		}
 	}
 
@@ -336,7 +337,7 @@ func decodedContent(a FileAction) ([]byte, error) {
 	}
 	b, err := base64.StdEncoding.DecodeString(*a.Content)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", wq.ErrPermanent, a.FilePath, err)
+		return nil, fmt.Errorf("%w: %s: %w", wq.ErrPermanent, a.FilePath, err)
 	}
 	return b, nil
 }
@@ -358,28 +359,38 @@ func ManagedDescription(id wq.ItemID, description string) string {
 	return description + "\n\n" + marker(id)
 }
 
+// ownMergeRequest reads the merge request the item created: the
+// recorded number, or, when a crash lost it, the newest one from its
+// branches that carries the item's marker. nil if there is none.
+func ownMergeRequest(ctx context.Context, f wq.Forge, id wq.ItemID, d *Detail) (*wq.MergeRequest, error) {
+	if d.MRNumber != 0 {
+		mr, err := f.GetMergeRequest(ctx, d.Project, d.MRNumber)
+		if err == nil {
+			return mr, nil
+		}
+		if !wq.IsForgeError(err, wq.ForgeNotFound) {
+			return nil, forgeFailure("read the merge request", err)
+		}
+	}
+	found, err := f.FindMergeRequest(ctx, d.Project, d.SourceBranch, d.TargetBranch)
+	if err != nil {
+		return nil, forgeFailure("find the merge request", err)
+	}
+	if found != nil && strings.Contains(found.Description, marker(id)) {
+		return found, nil
+	}
+	return nil, nil
+}
+
 // ensureMergeRequest finds, reopens or creates the item's merge request
 // and syncs its title and description. Only a merge request the item
 // created is ever found, reopened or edited: the recorded number, or, when
 // a crash lost it, one that carries the item's marker.
 func (x *executors) ensureMergeRequest(ctx context.Context, f wq.Forge, id wq.ItemID, d *Detail) (*wq.MergeRequest, error) {
-	var mr *wq.MergeRequest
-	var err error
 	description := ManagedDescription(id, d.Description)
-	if d.MRNumber != 0 {
-		mr, err = f.GetMergeRequest(ctx, d.Project, d.MRNumber)
-		if err != nil && !wq.IsForgeError(err, wq.ForgeNotFound) {
-			return nil, forgeFailure("read the merge request", err)
-		}
-	}
-	if mr == nil {
-		found, err := f.FindMergeRequest(ctx, d.Project, d.SourceBranch, d.TargetBranch)
-		if err != nil {
-			return nil, forgeFailure("find the merge request", err)
-		}
-		if found != nil && strings.Contains(found.Description, marker(id)) {
-			mr = found
-		}
+	mr, err := ownMergeRequest(ctx, f, id, d)
+	if err != nil {
+		return nil, err
 	}
 	if mr != nil && mr.State == wq.MergeRequestClosed {
 		open := wq.MergeRequestOpen
@@ -412,63 +423,8 @@ func (x *executors) ensureMergeRequest(ctx context.Context, f wq.Forge, id wq.It
 	return mr, nil
 }
 
-// headPipeline is the pipeline of the pushed head: the forge's word for it
-// (GitLab), else the one a CI event left on needs_reconcile (Gitea
-// Actions). 0 when neither knows, or the merge request's head is not ours.
-func headPipeline(item *wq.Item, d *Detail, mr *wq.MergeRequest) int64 {
-	if mr.HeadSHA != d.HeadSHA {
-		return 0
-	}
-	if mr.HeadPipelineID != 0 {
-		return mr.HeadPipelineID
-	}
-	var seen ReconcileDetail
-	if row, ok := item.Dimensions[wq.DimensionKey{Dimension: DimReconcile}]; ok && len(row.Detail) > 0 &&
-		json.Unmarshal(row.Detail, &seen) == nil && seen.SHA == d.HeadSHA {
-		return seen.PipelineID
-	}
-	return 0
-}
-
 func (x *executors) recordState(ctx context.Context, ex *wq.Execution, s ForgeState) error {
 	return x.Store.RecordForgeState(ctx, ex.Lease, s, ex.Now)
-}
-
-// supersede closes a merge request whose change reached the target
-// another way, with a note, and completes the item.
-func (x *executors) supersede(ctx context.Context, ex *wq.Execution, d *Detail, f wq.Forge) error {
-	mr, err := f.GetMergeRequest(ctx, d.Project, d.MRNumber)
-	if err != nil && !wq.IsForgeError(err, wq.ForgeNotFound) {
-		return forgeFailure("read the merge request", err)
-	}
-	if mr == nil || mr.State != wq.MergeRequestOpen {
-		// Closed already (by us before a dropped write, or by a person), or
-		// merged: nothing left to close or to note.
-		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: ReasonSuperseded})
-	}
-	if _, err := f.CreateNote(ctx, d.Project, d.MRNumber, fmt.Sprintf(
-		"Closed by workqueue: `%s` already holds this change, so this merge request would merge nothing.", d.TargetBranch)); err != nil {
-		return forgeFailure("note the closing", err)
-	}
-	closed := wq.MergeRequestClosed
-	if _, err := f.UpdateMergeRequest(ctx, d.Project, d.MRNumber, wq.MergeRequestUpdate{State: &closed}); err != nil {
-		return forgeFailure("close the merge request", err)
-	}
-	return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: ReasonSuperseded})
-}
-
-// checkEmptyDiff closes the merge request when the target received the
-// change another way; otherwise it reschedules itself.
-func (x *executors) checkEmptyDiff(ctx context.Context, ex *wq.Execution) error {
-	d, f, _, holds, err := x.loadChange(ctx, ex.Item)
-	if err != nil {
-		return err
-	}
-	if holds && d.MRNumber != 0 {
-		return x.supersede(ctx, ex, d, f)
-	}
-	return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{
-		dim(DimEmptyCheck, wq.StatusTrue, ex.Now.Add(x.EmptyCheckInterval))}})
 }
 
 // postDashboard leaves a note on the merge request that links to the item.
@@ -493,57 +449,4 @@ func (x *executors) postDashboard(ctx context.Context, ex *wq.Execution) error {
 		}
 	}
 	return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{dim(DimDashboard, wq.StatusFalse, time.Time{})}})
-}
-
-// reconcileMR reads the merge request once: merged completes the item,
-// closed cancels it, open and mergeable merges it (auto_merge), pinned to
-// the head the service pushed (DDR-46). It reschedules itself.
-func (x *executors) reconcileMR(ctx context.Context, ex *wq.Execution) error {
-	d, f, err := x.load(ctx, ex.Item)
-	if err != nil {
-		return err
-	}
-	mr, err := f.GetMergeRequest(ctx, d.Project, d.MRNumber)
-	if err != nil {
-		return forgeFailure("read the merge request", err)
-	}
-	latest := d.PushedHash == d.ContentHash // the pushed head holds the latest accepted content
-	switch {
-	case !latest:
-		// The desired content changed since the push: push it first (a
-		// resubmission sets needs_mr itself; this is the backstop).
-		return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{dim(DimMR, wq.StatusTrue, time.Time{})}})
-	case mr.State == wq.MergeRequestMerged:
-		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: ReasonMerged})
-	case mr.State == wq.MergeRequestClosed:
-		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCancelled, Reason: ReasonClosed})
-	}
-	if id := headPipeline(ex.Item, d, mr); id != 0 && id != d.HeadPipelineID {
-		state := d.ForgeState()
-		state.HeadPipelineID = id
-		if err := x.recordState(ctx, ex, state); err != nil {
-			return err
-		}
-	}
-	next := ex.Now.Add(x.ReconcileInterval)
-	if d.AutoMerge && mr.HeadSHA == d.HeadSHA {
-		if mr.Mergeable {
-			// The last look before the merge: a resubmission accepted since the
-			// detail was read must not see the older content merged.
-			if now, err := x.Store.GetMRDetail(ctx, ex.Item.ID); err != nil || now.ContentHash != d.ContentHash {
-				return err // nil: the resubmission set needs_mr; the loop pushes it next
-			}
-			err := f.MergeMergeRequest(ctx, d.Project, d.MRNumber, d.HeadSHA)
-			if err == nil {
-				return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: ReasonMerged})
-			}
-			kind, _ := wq.ForgeErrorOf(err)
-			if kind != wq.ForgeConflict && kind != wq.ForgeUnprocessable {
-				return forgeFailure("merge", err)
-			}
-			// Not mergeable after all, or the head moved: look again soon.
-		}
-		next = ex.Now.Add(x.MergeRecheckInterval)
-	}
-	return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{dim(DimReconcile, wq.StatusTrue, next)}})
 }

@@ -54,7 +54,9 @@ type Delivery struct {
 // Parse verifies and reads a delivery from a forge of the given kind. It
 // returns EUNAUTHORIZED if the signature or token does not match (or no
 // secret is configured), EINVALID for a malformed delivery, and a nil
-// Delivery for a valid delivery of an event workqueue does not use.
+// Delivery for a valid delivery of an event workqueue does not use, or of
+// a merge request from a fork: a fork's branch can carry the name of one
+// of ours, and workqueue only opens merge requests within a project.
 func Parse(kind, secret string, h http.Header, body []byte) (*Delivery, error) {
 	if secret == "" {
 		return nil, wq.Errorf(wq.EUNAUTHORIZED, "no webhook secret is configured for this forge")
@@ -124,7 +126,7 @@ func parseWith(parsers map[string]parser, event, deliveryID string, body []byte)
 		return nil, nil
 	}
 	d, err := parse(body)
-	if err != nil {
+	if err != nil || d == nil {
 		return nil, err
 	}
 	d.DeliveryID = deliveryID
@@ -141,10 +143,12 @@ func giteaPullRequest(eventType string, body []byte) (*Delivery, error) {
 			Number    int64      `json:"number"`
 			UpdatedAt *time.Time `json:"updated_at"`
 			Head      struct {
-				Ref string `json:"ref"`
+				Ref    string `json:"ref"`
+				RepoID int64  `json:"repo_id"`
 			} `json:"head"`
 			Base struct {
-				Ref string `json:"ref"`
+				Ref    string `json:"ref"`
+				RepoID int64  `json:"repo_id"`
 			} `json:"base"`
 		} `json:"pull_request"`
 		Repository giteaRepo `json:"repository"`
@@ -154,6 +158,9 @@ func giteaPullRequest(eventType string, body []byte) (*Delivery, error) {
 	}
 	if p.PullRequest == nil || p.PullRequest.Number <= 0 {
 		return nil, wq.Errorf(wq.EINVALID, "body: a %s event needs pull_request.number", eventType)
+	}
+	if head, base := p.PullRequest.Head.RepoID, p.PullRequest.Base.RepoID; head != 0 && base != 0 && head != base {
+		return nil, nil // a fork's pull request
 	}
 	d := &Delivery{EventType: eventType, Project: p.Repository.FullName, Number: p.PullRequest.Number,
 		SourceBranch: p.PullRequest.Head.Ref, TargetBranch: p.PullRequest.Base.Ref}
@@ -215,20 +222,53 @@ func parseGitLab(secret string, h http.Header, body []byte) (*Delivery, error) {
 	if subtle.ConstantTimeCompare([]byte(secret), []byte(got)) != 1 {
 		return nil, wq.Errorf(wq.EUNAUTHORIZED, "X-Gitlab-Token does not match")
 	}
-	// Idempotency-Key (GitLab 17.4+) is stable across retries; the event
-	// UUID is what older versions send.
-	id := h.Get("Idempotency-Key")
-	if id == "" {
-		id = h.Get("X-Gitlab-Event-UUID")
-	}
-	if id == "" || len(id) > 200 {
-		return nil, wq.Errorf(wq.EINVALID, "X-Gitlab-Event-UUID: missing or too long")
+	id, err := gitlabDeliveryID(h, body)
+	if err != nil {
+		return nil, err
 	}
 	return parseWith(gitlabParsers, h.Get("X-Gitlab-Event"), id, body)
 }
 
+// gitlabDeliveryID is what deduplicates a GitLab delivery. Idempotency-Key
+// (GitLab 17.4+) names one delivery of one hook and is kept when a person
+// resends it: it is the id alone. Before 17.4 there is only
+// X-Gitlab-Event-UUID, which every delivery of one request shares (a push
+// that triggers a merge request and a pipeline event sends both under one
+// UUID): alone it would drop the second event as a duplicate of the first,
+// so the id is the UUID and a prefix of the body's SHA-256, which tells
+// different events apart and still matches a delivery sent again.
+func gitlabDeliveryID(h http.Header, body []byte) (string, error) {
+	if key := h.Get("Idempotency-Key"); key != "" {
+		if len(key) > 200 {
+			return "", wq.Errorf(wq.EINVALID, "Idempotency-Key: too long")
+		}
+		return key, nil
+	}
+	id := h.Get("X-Gitlab-Event-UUID")
+	if id == "" || len(id) > 200 {
+		return "", wq.Errorf(wq.EINVALID, "X-Gitlab-Event-UUID: missing or too long")
+	}
+	sum := sha256.Sum256(body)
+	return id + ":" + hex.EncodeToString(sum[:8]), nil
+}
+
 type gitlabProject struct {
 	PathWithNamespace string `json:"path_with_namespace"`
+}
+
+// gitlabBranches are the branches and projects of a merge request, as
+// GitLab's Merge Request Hook and a Pipeline Hook's merge_request give them.
+type gitlabBranches struct {
+	SourceBranch    string `json:"source_branch"`
+	TargetBranch    string `json:"target_branch"`
+	SourceProjectID int64  `json:"source_project_id"`
+	TargetProjectID int64  `json:"target_project_id"`
+}
+
+// fromFork reports whether the merge request's source branch lives in
+// another project than its target (both ids given and different).
+func (b gitlabBranches) fromFork() bool {
+	return b.SourceProjectID != 0 && b.TargetProjectID != 0 && b.SourceProjectID != b.TargetProjectID
 }
 
 func gitlabMergeRequest(body []byte) (*Delivery, error) {
@@ -236,10 +276,9 @@ func gitlabMergeRequest(body []byte) (*Delivery, error) {
 		ObjectKind string        `json:"object_kind"`
 		Project    gitlabProject `json:"project"`
 		Attrs      *struct {
-			IID          int64      `json:"iid"`
-			SourceBranch string     `json:"source_branch"`
-			TargetBranch string     `json:"target_branch"`
-			UpdatedAt    gitlabTime `json:"updated_at"`
+			IID int64 `json:"iid"`
+			gitlabBranches
+			UpdatedAt gitlabTime `json:"updated_at"`
 		} `json:"object_attributes"`
 	}
 	if err := unmarshal(body, &p); err != nil {
@@ -248,10 +287,18 @@ func gitlabMergeRequest(body []byte) (*Delivery, error) {
 	if p.ObjectKind != "merge_request" || p.Attrs == nil || p.Attrs.IID <= 0 {
 		return nil, wq.Errorf(wq.EINVALID, "body: a merge request event needs object_kind merge_request and object_attributes.iid")
 	}
+	if p.Attrs.fromFork() {
+		return nil, nil
+	}
 	return &Delivery{EventType: GitLabMergeRequest, Project: p.Project.PathWithNamespace, Number: p.Attrs.IID,
 		SourceBranch: p.Attrs.SourceBranch, TargetBranch: p.Attrs.TargetBranch, EventTS: time.Time(p.Attrs.UpdatedAt)}, nil
 }
 
+// gitlabPipeline reads a Pipeline Hook. A merge request pipeline names its
+// merge request (merge_request.iid), which is what it resolves by: a
+// merged-results or merge train pipeline (ref refs/merge-requests/N/merge
+// or /train) runs on a merge commit GitLab made, so its sha is not the
+// branch's head and is left out; a detached one (/head) runs on the head.
 func gitlabPipeline(body []byte) (*Delivery, error) {
 	var p struct {
 		ObjectKind string        `json:"object_kind"`
@@ -263,8 +310,8 @@ func gitlabPipeline(body []byte) (*Delivery, error) {
 			SHA string `json:"sha"`
 		} `json:"object_attributes"`
 		MergeRequest *struct {
-			IID          int64  `json:"iid"`
-			SourceBranch string `json:"source_branch"`
+			IID int64 `json:"iid"`
+			gitlabBranches
 		} `json:"merge_request"`
 	}
 	if err := unmarshal(body, &p); err != nil {
@@ -275,10 +322,16 @@ func gitlabPipeline(body []byte) (*Delivery, error) {
 	}
 	d := &Delivery{EventType: GitLabPipeline, Project: p.Project.PathWithNamespace, PipelineID: p.Attrs.ID, HeadSHA: p.Attrs.SHA}
 	if !p.Attrs.Tag {
-		d.SourceBranch = p.Attrs.Ref // a merge request pipeline's ref is refs/merge-requests/N/head: matches no branch
+		d.SourceBranch = p.Attrs.Ref // a merge request pipeline's ref is refs/merge-requests/N/…: matches no branch
 	}
-	if p.MergeRequest != nil {
-		d.Number, d.SourceBranch = p.MergeRequest.IID, p.MergeRequest.SourceBranch
+	if mr := p.MergeRequest; mr != nil && mr.IID > 0 {
+		if mr.fromFork() {
+			return nil, nil
+		}
+		d.Number, d.SourceBranch, d.TargetBranch = mr.IID, mr.SourceBranch, mr.TargetBranch
+		if strings.HasSuffix(p.Attrs.Ref, "/merge") || strings.HasSuffix(p.Attrs.Ref, "/train") {
+			d.HeadSHA = ""
+		}
 	}
 	return d, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,7 +98,7 @@ func TestGitLabMergeRequestHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d.EventType != webhook.GitLabMergeRequest || d.Project != "g/sub/p" || d.Number != 9 || d.SourceBranch != "wq/x" ||
-		!d.EventTS.Equal(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)) || d.DeliveryID != "u-1" {
+		!d.EventTS.Equal(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)) || d.DeliveryID != "u-1:"+bodyHash(body) {
 		t.Errorf("delivery %+v", d)
 	}
 }
@@ -118,6 +119,7 @@ func TestEveryUsedEventResolvesByWhatItNames(t *testing.T) {
 		{name: "gitea workflow run", kind: wq.ForgeGitea, want: webhook.Delivery{EventType: webhook.GiteaWorkflowRun, Project: "o/r", PipelineID: 12, SourceBranch: "wq/b", HeadSHA: "c0ffee"}},
 		{name: "gitea workflow job", kind: wq.ForgeGitea, want: webhook.Delivery{EventType: webhook.GiteaWorkflowJob, Project: "o/r", Number: 4, PipelineID: 12, SourceBranch: "wq/b", HeadSHA: "c0ffee"}},
 		{name: "gitlab merge request pipeline", kind: wq.ForgeGitLab, want: webhook.Delivery{EventType: webhook.GitLabPipeline, Project: "g/p", Number: 9, PipelineID: 31, SourceBranch: "wq/x", HeadSHA: "c0ffee"}},
+		{name: "gitlab merged-results pipeline resolves by number, its merge commit is not the head", kind: wq.ForgeGitLab, want: webhook.Delivery{EventType: webhook.GitLabPipeline, Project: "g/p", Number: 9, PipelineID: 34, SourceBranch: "wq/x", TargetBranch: "main"}},
 		{name: "gitlab branch pipeline", kind: wq.ForgeGitLab, want: webhook.Delivery{EventType: webhook.GitLabPipeline, Project: "g/p", PipelineID: 32, SourceBranch: "wq/x", HeadSHA: "c0ffee"}},
 		{name: "gitlab tag pipeline names no branch", kind: wq.ForgeGitLab, want: webhook.Delivery{EventType: webhook.GitLabPipeline, Project: "g/p", PipelineID: 33, HeadSHA: "c0ffee"}},
 		{name: "gitlab job reads pipeline_id, not commit.id", kind: wq.ForgeGitLab, want: webhook.Delivery{EventType: webhook.GitLabJob, Project: "g/p", PipelineID: 31, SourceBranch: "wq/x", HeadSHA: "c0ffee"}},
@@ -133,6 +135,8 @@ func TestEveryUsedEventResolvesByWhatItNames(t *testing.T) {
 			tc.h, tc.body = gitea("workflow_job", `{"action":"completed","workflow_job":{"id":5,"run_id":12,"head_sha":"c0ffee","head_branch":"wq/b"},"pull_request":{"number":4},"repository":{"full_name":"o/r"}}`)
 		case "gitlab merge request pipeline":
 			tc.h, tc.body = gitlab("Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":31,"ref":"refs/merge-requests/9/head","sha":"c0ffee","status":"success"},"merge_request":{"iid":9,"source_branch":"wq/x"}}`)
+		case "gitlab merged-results pipeline resolves by number, its merge commit is not the head":
+			tc.h, tc.body = gitlab("Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":34,"ref":"refs/merge-requests/9/merge","sha":"3e7ge","source":"merge_request_event","status":"success"},"merge_request":{"iid":9,"source_branch":"wq/x","target_branch":"main","source_project_id":7,"target_project_id":7}}`)
 		case "gitlab branch pipeline":
 			tc.h, tc.body = gitlab("Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":32,"ref":"wq/x","sha":"c0ffee","status":"running"}}`)
 		case "gitlab tag pipeline names no branch":
@@ -164,12 +168,72 @@ func TestCIAndReviewEventsCarryNoEventTime(t *testing.T) {
 	}
 }
 
+func bodyHash(body string) string {
+	sum := sha256.Sum256([]byte(body))
+	return hex.EncodeToString(sum[:8])
+}
+
 func TestGitLabIdempotencyKeyIsTheDeliveryID(t *testing.T) {
 	body := `{"object_kind":"merge_request","project":{"path_with_namespace":"g/p"},"object_attributes":{"iid":1}}`
-	h := http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {"Merge Request Hook"}, "X-Gitlab-Event-Uuid": {"per-attempt"},
+	h := http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {"Merge Request Hook"}, "X-Gitlab-Event-Uuid": {"shared"},
 		"Idempotency-Key": {"stable"}}
 	if d, err := webhook.Parse(wq.ForgeGitLab, "k", h, []byte(body)); err != nil || d.DeliveryID != "stable" {
 		t.Errorf("%+v %v", d, err)
+	}
+}
+
+func TestWithoutIdempotencyKeyOneRequestsDeliveriesStayApart(t *testing.T) {
+	// Before GitLab 17.4 every delivery of one request carries the same
+	// X-Gitlab-Event-UUID: a push's merge request event and pipeline event
+	// must not be taken for one delivery.
+	h := func(event string) http.Header {
+		return http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {event}, "X-Gitlab-Event-Uuid": {"one-request"}}
+	}
+	mrEvent := `{"object_kind":"merge_request","project":{"path_with_namespace":"g/p"},"object_attributes":{"iid":1,"action":"update"}}`
+	pipeline := `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":3,"ref":"wq/a","sha":"c0ffee"}}`
+	a, errA := webhook.Parse(wq.ForgeGitLab, "k", h("Merge Request Hook"), []byte(mrEvent))
+	b, errB := webhook.Parse(wq.ForgeGitLab, "k", h("Pipeline Hook"), []byte(pipeline))
+	again, errC := webhook.Parse(wq.ForgeGitLab, "k", h("Merge Request Hook"), []byte(mrEvent))
+	if errA != nil || errB != nil || errC != nil {
+		t.Fatal(errA, errB, errC)
+	}
+	if a.DeliveryID == b.DeliveryID {
+		t.Errorf("two events of one request share delivery id %q: the second would be dropped", a.DeliveryID)
+	}
+	if a.DeliveryID != again.DeliveryID || !strings.HasPrefix(a.DeliveryID, "one-request:") {
+		t.Errorf("the same delivery sent again has id %q, then %q; want one id, uuid:hash", a.DeliveryID, again.DeliveryID)
+	}
+}
+
+func TestAForksMergeRequestIsNeverResolved(t *testing.T) {
+	// A fork may propose a branch with the name of one of ours: its events
+	// must not move our item.
+	gitlab := func(event string) http.Header {
+		return http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {event}, "X-Gitlab-Event-Uuid": {"u"}}
+	}
+	giteaFork := `{"action":"closed","pull_request":{"number":4,"merged":true,"head":{"ref":"workqueue/a","repo_id":8},"base":{"ref":"main","repo_id":7}},"repository":{"full_name":"o/r"}}`
+	for _, tc := range []struct {
+		name, kind string
+		h          http.Header
+		body       string
+	}{
+		{"gitlab merge request from a fork", wq.ForgeGitLab, gitlab("Merge Request Hook"), `{"object_kind":"merge_request","project":{"path_with_namespace":"g/p"},
+		 "object_attributes":{"iid":4,"action":"merge","state":"merged","source_branch":"workqueue/a","target_branch":"main","source_project_id":8,"target_project_id":7}}`},
+		{"gitlab pipeline of a fork's merge request", wq.ForgeGitLab, gitlab("Pipeline Hook"), `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},
+		 "object_attributes":{"id":5,"ref":"refs/merge-requests/4/head","sha":"c0ffee"},"merge_request":{"iid":4,"source_branch":"workqueue/a","source_project_id":8,"target_project_id":7}}`},
+		{"gitea pull request from a fork", wq.ForgeGitea, giteaHeaders(sign("k", giteaFork), "pull_request"), giteaFork},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if d, err := webhook.Parse(tc.kind, "k", tc.h, []byte(tc.body)); err != nil || d != nil {
+				t.Errorf("%+v, %v; want acknowledged and dropped", d, err)
+			}
+		})
+	}
+	// The same payloads within one project are read.
+	body := `{"object_kind":"merge_request","project":{"path_with_namespace":"g/p"},
+	 "object_attributes":{"iid":4,"source_branch":"workqueue/a","target_branch":"main","source_project_id":7,"target_project_id":7}}`
+	if d, err := webhook.Parse(wq.ForgeGitLab, "k", gitlab("Merge Request Hook"), []byte(body)); err != nil || d == nil || d.Number != 4 {
+		t.Errorf("own merge request: %+v, %v", d, err)
 	}
 }
 

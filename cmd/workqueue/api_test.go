@@ -398,8 +398,17 @@ func TestAPIRetryReopensAPullRequestAPersonClosed(t *testing.T) {
 		pr, err := w.forge.GetMergeRequest(context.Background(), w.repo, number)
 		return err == nil && pr.State == wq.MergeRequestOpen, pr
 	})
-	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/cancel", w.tokens["retry"], nil); status != http.StatusOK || body["phase"] != "cancelled" {
-		t.Errorf("cancel: %d %v", status, body)
+	// Cancel winds the item down: the service closes its pull request
+	// with a note, then the item is cancelled.
+	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/cancel", w.tokens["retry"], nil); status != http.StatusOK || body["phase"] != "active" {
+		t.Fatalf("cancel: %d %v, want the request taken with the item still active", status, body)
+	}
+	done := w.waitItem(id, "cancellation", func(it map[string]any) bool { return it["phase"] != "active" })
+	if done["phase"] != "cancelled" || done["reason"] != "cancelled by token:retry-bot" {
+		t.Errorf("after cancel: %v/%v, want cancelled by the caller", done["phase"], done["reason"])
+	}
+	if pr, err := w.forge.GetMergeRequest(context.Background(), w.repo, number); err != nil || pr.State != wq.MergeRequestClosed {
+		t.Errorf("the pull request after cancel: %+v %v, want closed", pr, err)
 	}
 }
 

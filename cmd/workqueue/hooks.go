@@ -17,7 +17,9 @@ func newHooksCommand() *cobra.Command {
 reach that a projects[] entry covers, and make each deliver merge request
 and CI events to public_url/webhooks/<forge>, signed with the forge's
 webhook secret. Running it again changes nothing: it reports each hook as
-created or found.`,
+created, found, or updated when it was repaired (an event missing, or
+subscribed but never read, or a GitLab hook disabled after failing
+deliveries, which is replaced).`,
 		Example: `  workqueue hooks ensure --config /etc/workqueue.yaml`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

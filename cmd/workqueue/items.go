@@ -352,6 +352,10 @@ func newItemActionCommand(flags *clientFlags, name, short string, act func(*clie
 			if flags.output == "json" {
 				return printJSON(cmd.OutOrStdout(), it)
 			}
+			if name == "cancel" && it.Phase == "active" {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: cancel requested; it closes what it opened on the forge, then is cancelled (follow it with watch)\n", it.ID)
+				return nil
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is %s\n", it.ID, it.Phase)
 			return nil
 		},

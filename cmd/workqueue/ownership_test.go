@@ -303,7 +303,8 @@ func TestForgedMergedPayloadDoesNotCompleteTheItemButARealMergeDoes(t *testing.T
 // request from it is a person's. The next item fails with a clear error
 // instead of adopting and editing that pull request.
 func TestOwnershipAPersonsOpenPRFromTheServicesBranchIsNeverTakenOver(t *testing.T) {
-	w := startAPI(t, "", func(c *config.Config) { c.Projects[0].AutoMerge = false })
+	keep := false // the old branch stays for the person to propose
+	w := startAPI(t, "", func(c *config.Config) { c.Projects[0].AutoMerge, c.Projects[0].DeleteSourceBranch = false, &keep })
 	const branch = "workqueue/taken"
 	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission(branch))
 	first := body["id"].(string)
@@ -318,9 +319,9 @@ func TestOwnershipAPersonsOpenPRFromTheServicesBranchIsNeverTakenOver(t *testing
 	if status, body, _ := w.do("POST", "/api/v1/items/"+first+"/cancel", w.tokens["retry"], nil); status != http.StatusOK {
 		t.Fatalf("cancel: %d %v", status, body)
 	}
-	// A person closes the service's pull request and proposes the
-	// service's branch in one of their own.
-	w.personClosesPR(int64(ours))
+	// The cancel closes the service's pull request; a person proposes
+	// the service's branch in one of their own.
+	w.waitItem(first, "cancellation", func(it map[string]any) bool { return it["phase"] == "cancelled" })
 	theirs := w.personOpensPR(branch, "main", "Taking it over", "Mine now.")
 	want := prState{State: wq.MergeRequestOpen, Title: "Taking it over", Description: "Mine now."}
 	theirsNow := func() prState {

@@ -101,10 +101,14 @@ func (m *Main) Run(ctx context.Context) error {
 	items := &service.Items{Store: s, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log), Clock: m.Clock}
 	// Each item type registers with the engine and, beside it, its face
 	// to callers; the example type only where it is configured.
-	mrType := mr.Type(mr.Options{Store: mrs, Forges: forges, PublicURL: m.Config.PublicURL,
+	mrType := mr.Type(mr.Options{Store: mrs, Forges: forges, PublicURL: m.Config.PublicURL, Log: m.Log,
 		ReconcileInterval:    time.Duration(m.Config.MR.ReconcileInterval),
 		MergeRecheckInterval: time.Duration(m.Config.MR.MergeRecheckInterval),
-		EmptyCheckInterval:   time.Duration(m.Config.MR.EmptyCheckInterval)})
+		EmptyCheckInterval:   time.Duration(m.Config.MR.EmptyCheckInterval),
+		DeleteSourceBranch: func(forge, project string) bool {
+			p, ok := m.Config.ProjectFor(forge, project)
+			return !ok || p.DeletesSourceBranch()
+		}})
 	m.Engine.Register(mrType)
 	items.Register(mrType, mr.API(mr.APIOptions{Store: mrs, Project: m.Config.MRProject}))
 	if m.Config.ExampleEnabled() {

@@ -189,6 +189,7 @@ func TestWebhookRefusesForgeriesAndStoresEachDeliveryOnce(t *testing.T) {
 	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/cancel", w.tokens["retry"], nil); status != http.StatusOK {
 		t.Fatalf("cancel: %d %v", status, body)
 	}
+	w.waitItem(id, "cancellation", func(it map[string]any) bool { return it["phase"] == "cancelled" })
 	status, late := signedDelivery(t, w, "late", event("closed", true), hookSecret)
 	if status != http.StatusOK || late["stored"] != float64(0) {
 		t.Errorf("an event for a cancelled item: %d %v, want acknowledged and not stored", status, late)

@@ -19,6 +19,9 @@ import (
 type Project struct {
 	Forge wq.Forge
 	Path  string // owner/name or group/name
+	// Calls, when set, counts the HTTP requests the Forge made so far, so
+	// that the suite can hold a method to a number of calls.
+	Calls func() int64
 }
 
 // Run runs the suite. newProject makes a fresh project for each test.
@@ -227,6 +230,126 @@ func Run(t *testing.T, newProject func(t *testing.T) Project) {
 		}
 	})
 
+	t.Run("trees are compared tree against tree, in as many calls whatever the number of paths", func(t *testing.T) {
+		p := newProject(t)
+		compare := func(t *testing.T, base, head string) []wq.PathChange {
+			t.Helper()
+			got, err := p.Forge.CompareTrees(ctx, p.Path, base, head)
+			if err != nil {
+				t.Fatalf("CompareTrees %s..%s: %v", base, head, err)
+			}
+			slices.SortFunc(got, func(a, b wq.PathChange) int { return strings.Compare(a.Path, b.Path) })
+			return got
+		}
+		commit(t, p, "wq/seed", change("create", "keep.txt", "v1\n"), change("create", "gone.txt", "x\n"),
+			change("create", "old.txt", "moved\n"), change("create", "same.txt", "same\n"))
+		if err := mergeNow(ctx, p, "wq/seed"); err != nil {
+			t.Fatalf("merge the seed: %v", err)
+		}
+		edit := []wq.FileChange{change("update", "keep.txt", "v2\n"), change("delete", "gone.txt", ""),
+			{Action: "move", Path: "dir/new.txt", PreviousPath: "old.txt"}, change("create", "added.txt", "a\n"),
+			change("update", "same.txt", "same\n")}
+		commit(t, p, "wq/edit", edit...)
+		ours := []wq.PathChange{{Path: "added.txt", Status: wq.PathAdded}, {Path: "dir/new.txt", Status: wq.PathAdded},
+			{Path: "gone.txt", Status: wq.PathRemoved}, {Path: "keep.txt", Status: wq.PathModified}, {Path: "old.txt", Status: wq.PathRemoved}}
+		var before int64
+		if p.Calls != nil {
+			before = p.Calls()
+		}
+		if got := compare(t, "main", "wq/edit"); !slices.Equal(got, ours) {
+			t.Errorf("main..wq/edit = %v, want %v (an update to the same content differs in nothing)", got, ours)
+		}
+		if p.Calls != nil {
+			many := p.Calls() - before
+			commit(t, p, "wq/small", change("create", "one.txt", "1\n"))
+			before = p.Calls()
+			if got := compare(t, "main", "wq/small"); !slices.Equal(got, []wq.PathChange{{Path: "one.txt", Status: wq.PathAdded}}) {
+				t.Errorf("main..wq/small = %v", got)
+			}
+			if one := p.Calls() - before; one != many || many > 2 {
+				t.Errorf("CompareTrees made %d calls for five paths and %d for one: want the same, at most two", many, one)
+			}
+		}
+		// The target moves on its own. Tree against tree, the branch now
+		// also lacks what the target gained; a compare from the merge base
+		// would hide it.
+		commit(t, p, "wq/other", change("create", "other.txt", "o\n"))
+		if err := mergeNow(ctx, p, "wq/other"); err != nil {
+			t.Fatalf("merge the other change: %v", err)
+		}
+		withOther := append(slices.Clone(ours), wq.PathChange{Path: "other.txt", Status: wq.PathRemoved})
+		if got := compare(t, "main", "wq/edit"); !slices.Equal(got, withOther) {
+			t.Errorf("after the target moved, main..wq/edit = %v, want %v", got, withOther)
+		}
+		// Rebuilt on the moved target, only the branch's own paths differ.
+		c := commit(t, p, "wq/edit", edit...)
+		if got := compare(t, "main", c.SHA); !slices.Equal(got, ours) {
+			t.Errorf("rebuilt, main..%s = %v, want %v", c.SHA, got, ours)
+		}
+		// The other way round, added and removed swap.
+		back := compare(t, "wq/edit", "main")
+		want := []wq.PathChange{{Path: "added.txt", Status: wq.PathRemoved}, {Path: "dir/new.txt", Status: wq.PathRemoved},
+			{Path: "gone.txt", Status: wq.PathAdded}, {Path: "keep.txt", Status: wq.PathModified}, {Path: "old.txt", Status: wq.PathAdded}}
+		if !slices.Equal(back, want) {
+			t.Errorf("wq/edit..main = %v, want %v", back, want)
+		}
+		if got := compare(t, "wq/edit", c.SHA); len(got) != 0 {
+			t.Errorf("a tree against itself = %v, want nothing", got)
+		}
+		_, err := p.Forge.CompareTrees(ctx, p.Path, "main", "no-such-branch")
+		wantKind(t, err, wq.ForgeNotFound)
+	})
+
+	t.Run("a merge request says what blocks it and where its branch started", func(t *testing.T) {
+		p := newProject(t)
+		forked, err := p.Forge.BranchHead(ctx, p.Path, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		commit(t, p, "wq/mb", change("create", "mb.txt", "ours\n"))
+		mr, err := p.Forge.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: p.Path, SourceBranch: "wq/mb", TargetBranch: "main", Title: "mb"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := waitBlocker(t, p, mr.Number, wq.MergeClear)
+		if !got.Mergeable || got.MergeBase != forked {
+			t.Errorf("fresh: mergeable %v, merge base %q; want mergeable from %q", got.Mergeable, got.MergeBase, forked)
+		}
+		// The target moves: the branch still starts where it did.
+		commit(t, p, "wq/other", change("create", "other.txt", "o\n"))
+		if err := mergeNow(ctx, p, "wq/other"); err != nil {
+			t.Fatalf("move the target: %v", err)
+		}
+		moved, err := p.Forge.BranchHead(ctx, p.Path, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = waitBlocker(t, p, mr.Number, wq.MergeClear)
+		if got.MergeBase != forked || got.MergeBase == moved {
+			t.Errorf("after the target moved, merge base %q; want %q, not the target's head %q", got.MergeBase, forked, moved)
+		}
+		// A change to the same file lands on the target.
+		commit(t, p, "wq/clash", change("create", "mb.txt", "theirs\n"))
+		if err := mergeNow(ctx, p, "wq/clash"); err != nil {
+			t.Fatalf("land the clash: %v", err)
+		}
+		if p.Forge.Kind() == wq.ForgeGitea {
+			// Gitea's API says only "not mergeable": a conflict looks like a
+			// check still running (see forge/gitea).
+			got = waitBlocker(t, p, mr.Number, wq.MergeChecking)
+		} else {
+			got = waitBlocker(t, p, mr.Number, wq.MergeConflict)
+		}
+		if got.Mergeable {
+			t.Errorf("a conflicting merge request is mergeable: %+v", got)
+		}
+		closed := wq.MergeRequestClosed
+		if got, err = p.Forge.UpdateMergeRequest(ctx, p.Path, mr.Number, wq.MergeRequestUpdate{State: &closed}); err != nil ||
+			got.Blocker != wq.MergeOther || got.Mergeable {
+			t.Errorf("closed: %+v, %v; want blocked by something other than the branch", got, err)
+		}
+	})
+
 	t.Run("a merge is pinned to the head SHA", func(t *testing.T) {
 		p := newProject(t)
 		c := commit(t, p, "wq/merge", change("create", "m.txt", "merged\n"))
@@ -264,17 +387,31 @@ func Run(t *testing.T, newProject func(t *testing.T) Project) {
 // forges do it asynchronously after a push.
 func waitMergeable(t *testing.T, p Project, number int64) {
 	t.Helper()
+	waitFor(t, p, number, "mergeable", func(mr *wq.MergeRequest) bool { return mr.Mergeable })
+}
+
+// waitBlocker polls until the merge request's blocker is want and returns
+// the merge request.
+func waitBlocker(t *testing.T, p Project, number int64, want wq.MergeBlocker) *wq.MergeRequest {
+	t.Helper()
+	return waitFor(t, p, number, fmt.Sprintf("blocked by %q", want), func(mr *wq.MergeRequest) bool { return mr.Blocker == want })
+}
+
+// waitFor reads the merge request until done says it is as wanted, for up
+// to 30s, and returns it.
+func waitFor(t *testing.T, p Project, number int64, what string, done func(*wq.MergeRequest) bool) *wq.MergeRequest {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		mr, err := p.Forge.GetMergeRequest(context.Background(), p.Path, number)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if mr.Mergeable {
-			return
+		if done(mr) {
+			return mr
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("merge request %d never became mergeable: %+v", number, mr)
+			t.Fatalf("merge request %d never became %s: %+v", number, what, mr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

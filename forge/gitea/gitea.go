@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,6 +20,7 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge"
 )
 
 // ServerVersion is the Gitea version the adapter is written and tested
@@ -64,58 +64,41 @@ func New(baseURL, token string, opts Options) (*Forge, error) {
 // Kind returns "gitea".
 func (f *Forge) Kind() string { return wq.ForgeGitea }
 
-// call runs fn with an SDK client bound to a context with the call timeout.
-func (f *Forge) call(ctx context.Context, op string, fn func(c *sdk.Client) (*sdk.Response, error)) error {
+// call runs fn with an SDK client bound to a context with the call
+// timeout; what names the call in errors.
+func (f *Forge) call(ctx context.Context, what string, fn func(c *sdk.Client) (*sdk.Response, error)) error {
+	return f.callAs(ctx, forge.OpAny, what, fn)
+}
+
+// callAs is call for an operation the shared classifier treats apart.
+func (f *Forge) callAs(ctx context.Context, op forge.Op, what string, fn func(c *sdk.Client) (*sdk.Response, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	c, err := sdk.NewClient(f.url, sdk.SetToken(f.token), sdk.SetHTTPClient(f.http),
 		sdk.SetGiteaVersion(ServerVersion), sdk.SetContext(ctx))
 	if err != nil {
-		return &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: " + op, Err: err}
+		return &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: " + what, Err: err}
 	}
 	resp, err := fn(c)
-	return classify("gitea: "+op, resp, err)
+	return classify(op, "gitea: "+what, resp, err)
 }
 
-// classify turns an SDK outcome into nil or a *ForgeError. The SDK builds
-// errors from the body's message and leaves the status in resp; some of
-// its methods return no error for a 4xx at all, so the status decides.
-func classify(op string, resp *sdk.Response, err error) error {
-	status := 0
+// classify turns an SDK outcome into nil or a *ForgeError with the shared
+// classifier. The SDK builds errors from the body's message and leaves the
+// status in resp; some of its methods return no error for a 4xx at all, so
+// the status decides.
+func classify(op forge.Op, what string, resp *sdk.Response, err error) error {
+	a := forge.Answer{Err: err}
 	if resp != nil && resp.Response != nil {
-		status = resp.StatusCode
+		a.Status, a.Header = resp.StatusCode, resp.Header
 	}
-	if err == nil && (status == 0 || status < 400) {
-		return nil
+	if a.Status < 400 {
+		if err == nil {
+			return nil
+		}
+		a.Status = 0 // a 2xx the SDK could not read is as good as no answer
 	}
-	fe := &wq.ForgeError{Op: op, Status: status, Err: err}
-	if err != nil {
-		fe.Message = err.Error()
-	}
-	var ne net.Error
-	switch {
-	case status == 0 && (errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded)):
-		fe.Kind = wq.ForgeTransient
-	case status == 0:
-		fe.Kind = wq.ForgeTransient
-	case status == http.StatusNotFound:
-		fe.Kind = wq.ForgeNotFound
-	case status == http.StatusConflict:
-		fe.Kind = wq.ForgeConflict
-	case status == http.StatusMethodNotAllowed, status == http.StatusUnprocessableEntity, status == http.StatusLocked,
-		status == http.StatusPreconditionFailed:
-		fe.Kind = wq.ForgeUnprocessable
-	case status == http.StatusTooManyRequests:
-		fe.Kind = wq.ForgeRateLimited
-	case status >= 500, status == http.StatusRequestTimeout:
-		fe.Kind = wq.ForgeTransient
-	default:
-		fe.Kind = wq.ForgePermanent
-	}
-	if status != 0 && (fe.Kind == wq.ForgeRateLimited || fe.Kind == wq.ForgeTransient) {
-		fe.RetryAfter = wq.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-	}
-	return fe
+	return forge.Classify(wq.ForgeGitea, op, what, a)
 }
 
 func splitProject(project string) (owner, repo string, err error) {
@@ -219,12 +202,12 @@ func (f *Forge) getJSON(ctx context.Context, op, u string, v any) error {
 	req.Header.Set("Accept", "application/json")
 	resp, err := f.http.Do(req)
 	if err != nil {
-		return classify(op, nil, err)
+		return classify(forge.OpAny, op, nil, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return classify(op, &sdk.Response{Response: resp}, errors.New(strings.TrimSpace(string(msg))))
+		return classify(forge.OpAny, op, &sdk.Response{Response: resp}, errors.New(strings.TrimSpace(string(msg))))
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(v); err != nil {
 		return &wq.ForgeError{Kind: wq.ForgeTransient, Op: op, Status: resp.StatusCode, Err: err}
@@ -266,15 +249,17 @@ func (f *Forge) DeleteBranch(ctx context.Context, project, branch string) error 
 }
 
 func toMergeRequest(pr *sdk.PullRequest) *wq.MergeRequest {
-	mr := &wq.MergeRequest{Number: pr.Index, URL: pr.HTMLURL, Title: pr.Title, Description: pr.Body, Mergeable: pr.Mergeable}
+	mr := &wq.MergeRequest{Number: pr.Index, URL: pr.HTMLURL, Title: pr.Title, Description: pr.Body, MergeBase: pr.MergeBase,
+		Blocker: wq.MergeOther}
 	switch {
 	case pr.HasMerged:
 		mr.State = wq.MergeRequestMerged
 	case pr.State == sdk.StateClosed:
 		mr.State = wq.MergeRequestClosed
 	default:
-		mr.State = wq.MergeRequestOpen
+		mr.State, mr.Blocker = wq.MergeRequestOpen, blocker(pr)
 	}
+	mr.Mergeable = mr.State == wq.MergeRequestOpen && mr.Blocker == wq.MergeClear
 	if pr.Head != nil {
 		mr.SourceBranch, mr.HeadSHA = pr.Head.Ref, pr.Head.Sha
 	}
@@ -293,6 +278,70 @@ func toMergeRequest(pr *sdk.PullRequest) *wq.MergeRequest {
 	return mr
 }
 
+// blocker derives what keeps an open pull request from merging, as far as
+// Gitea's API tells. Its mergeable is false while Gitea checks the merge
+// (after every push to either branch), after a conflict, and after a
+// failed check, with nothing to tell them apart (the status is not in the
+// API): that is reported as MergeChecking, the blocker that is looked at
+// again soon, so a conflict shows as a check that never ends. mergeable
+// ignores required status checks and approvals: a protected target can
+// still refuse the merge (405, not mergeable now). What Gitea does tell: a
+// draft waits for a person, and a repository that merges fast-forward only
+// needs the branch rebuilt once the target moved past the merge base
+// (Gitea's own mergeable does not look at the merge style).
+func blocker(pr *sdk.PullRequest) wq.MergeBlocker {
+	switch {
+	case pr.Draft:
+		return wq.MergePeople
+	case !pr.Mergeable:
+		return wq.MergeChecking
+	case needsRebase(pr):
+		return wq.MergeRebase
+	}
+	return wq.MergeClear
+}
+
+// needsRebase reports whether pr can only be merged fast-forward and its
+// target moved since the branch was made.
+func needsRebase(pr *sdk.PullRequest) bool {
+	if pr.Base == nil || pr.Base.Sha == "" || pr.MergeBase == "" {
+		return false
+	}
+	return mergeStyle(pr.Base.Repository) == sdk.MergeStyleFastForwardOnly && pr.Base.Sha != pr.MergeBase
+}
+
+// mergeStyle is how the repository merges: its default merge style when
+// that is allowed, else the first allowed one. A repository that reports
+// no allowed style at all (an older Gitea) merges with a merge commit.
+func mergeStyle(repo *sdk.Repository) sdk.MergeStyle {
+	if repo == nil {
+		return sdk.MergeStyleMerge
+	}
+	allowed := []struct {
+		style sdk.MergeStyle
+		on    bool
+	}{
+		{sdk.MergeStyleMerge, repo.AllowMerge},
+		{sdk.MergeStyleRebase, repo.AllowRebase},
+		{sdk.MergeStyleRebaseMerge, repo.AllowRebaseMerge},
+		{sdk.MergeStyleSquash, repo.AllowSquash},
+		{sdk.MergeStyleFastForwardOnly, repo.AllowFastForwardOnlyMerge},
+	}
+	first := sdk.MergeStyle("")
+	for _, a := range allowed {
+		if a.on && a.style == repo.DefaultMergeStyle {
+			return a.style
+		}
+		if a.on && first == "" {
+			first = a.style
+		}
+	}
+	if first == "" {
+		return sdk.MergeStyleMerge
+	}
+	return first
+}
+
 // FindMergeRequest returns the newest PR from source into target, or nil.
 func (f *Forge) FindMergeRequest(ctx context.Context, project, source, target string) (*wq.MergeRequest, error) {
 	owner, repo, err := splitProject(project)
@@ -301,8 +350,11 @@ func (f *Forge) FindMergeRequest(ctx context.Context, project, source, target st
 	}
 	var out *wq.MergeRequest
 	err = f.call(ctx, "find pull "+project+" "+source+"→"+target, func(c *sdk.Client) (*sdk.Response, error) {
+		// A head without "owner:" names a branch of the repository itself,
+		// so a fork's pull request with the same branch name is not found;
+		// the repository ids are checked as well.
 		pr, resp, err := c.GetPullRequestByBaseHead(owner, repo, target, source)
-		if err == nil && pr != nil {
+		if err == nil && pr != nil && (pr.Head == nil || pr.Base == nil || pr.Head.RepoID == pr.Base.RepoID) {
 			out = toMergeRequest(pr)
 		}
 		return resp, err
@@ -427,18 +479,39 @@ func (f *Forge) UpdateMergeRequest(ctx context.Context, project string, number i
 	return out, err
 }
 
-// MergeMergeRequest merges with a merge commit, pinned to headSHA
-// (head_commit_id: Gitea answers 409 "head out of date" if it moved).
+// MergeMergeRequest merges in the repository's own merge style, pinned to
+// headSHA (head_commit_id: Gitea answers 409 "head out of date" if it
+// moved). The pull request is read first for that style: Gitea refuses a
+// style the repository does not allow (405). In a fast-forward-only
+// repository whose target moved, Gitea's merge fails with a 500 (its
+// diverging fast-forward error has no status of its own), so that case is
+// answered here: not mergeable now, the branch needs rebuilding.
 func (f *Forge) MergeMergeRequest(ctx context.Context, project string, number int64, headSHA string) error {
 	owner, repo, err := splitProject(project)
 	if err != nil {
 		return err
 	}
-	return f.call(ctx, fmt.Sprintf("merge pull %s!%d", project, number), func(c *sdk.Client) (*sdk.Response, error) {
+	what := fmt.Sprintf("merge pull %s!%d", project, number)
+	var pr *sdk.PullRequest
+	err = f.call(ctx, fmt.Sprintf("get pull %s!%d", project, number), func(c *sdk.Client) (resp *sdk.Response, err error) {
+		pr, resp, err = c.GetPullRequest(owner, repo, number)
+		return resp, err
+	})
+	if err != nil {
+		return err
+	}
+	if needsRebase(pr) {
+		return &wq.ForgeError{Kind: wq.ForgeUnprocessable, Op: "gitea: " + what,
+			Message: "the repository merges fast-forward only and its target moved: the branch needs rebuilding on it"}
+	}
+	var style sdk.MergeStyle = sdk.MergeStyleMerge
+	if pr.Base != nil {
+		style = mergeStyle(pr.Base.Repository)
+	}
+	return f.callAs(ctx, forge.OpMerge, what, func(c *sdk.Client) (*sdk.Response, error) {
 		// The SDK reports 405 and 409 as (false, resp, nil): classify
 		// reads the status.
-		_, resp, err := c.MergePullRequest(owner, repo, number, sdk.MergePullRequestOption{
-			Style: sdk.MergeStyleMerge, HeadCommitId: headSHA})
+		_, resp, err := c.MergePullRequest(owner, repo, number, sdk.MergePullRequestOption{Style: style, HeadCommitId: headSHA})
 		return resp, err
 	})
 }
@@ -568,7 +641,69 @@ func (f *Forge) EnsureWebhook(ctx context.Context, project, url, secret string) 
 	return wq.WebhookUpdated, err
 }
 
-// CompareTrees is not implemented yet.
+// CompareTrees reads the trees of base and head (git/trees, recursive)
+// and compares their entries' blob SHAs and modes: two calls whatever the
+// number of changed paths, and one more per further 1000 entries of a
+// tree. Gitea's compare endpoint cannot do this in one: with base..head it
+// compares from base itself (Gitea 1.26 accepts "..") but answers only the
+// commits of the range, each with its files against its own parent, so it
+// misses what the target gained and lists paths changed and changed back.
+// A rename is the old path removed and the new one added.
 func (f *Forge) CompareTrees(ctx context.Context, project, base, head string) ([]wq.PathChange, error) {
-	return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "compare " + project, Message: "not implemented"}
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return nil, err
+	}
+	before, err := f.tree(ctx, owner, repo, base)
+	if err != nil {
+		return nil, err
+	}
+	after, err := f.tree(ctx, owner, repo, head)
+	if err != nil {
+		return nil, err
+	}
+	var out []wq.PathChange
+	for path, entry := range after {
+		old, ok := before[path]
+		switch {
+		case !ok:
+			out = append(out, wq.PathChange{Path: path, Status: wq.PathAdded})
+		case old != entry:
+			out = append(out, wq.PathChange{Path: path, Status: wq.PathModified})
+		}
+	}
+	for path := range before {
+		if _, ok := after[path]; !ok {
+			out = append(out, wq.PathChange{Path: path, Status: wq.PathRemoved})
+		}
+	}
+	slices.SortFunc(out, func(a, b wq.PathChange) int { return strings.Compare(a.Path, b.Path) })
+	return out, nil
+}
+
+// tree reads every non-directory entry of ref's tree as path → "mode sha".
+// Pages after the first name the tree by its SHA, so that a branch moving
+// meanwhile cannot mix two trees.
+func (f *Forge) tree(ctx context.Context, owner, repo, ref string) (map[string]string, error) {
+	entries := map[string]string{}
+	at := ref
+	for page := 1; ; page++ {
+		var tr *sdk.GitTreeResponse
+		err := f.callAs(ctx, forge.OpTree, "tree "+owner+"/"+repo+"@"+ref, func(c *sdk.Client) (resp *sdk.Response, err error) {
+			tr, resp, err = c.GetTrees(owner, repo, sdk.ListTreeOptions{ListOptions: sdk.ListOptions{Page: page}, Ref: at, Recursive: true})
+			return resp, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range tr.Entries {
+			if e.Type != "tree" {
+				entries[e.Path] = e.Mode + " " + e.SHA
+			}
+		}
+		if !tr.Truncated || len(tr.Entries) == 0 {
+			return entries, nil
+		}
+		at = tr.SHA
+	}
 }

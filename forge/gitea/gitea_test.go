@@ -18,12 +18,13 @@ import (
 
 func TestConformanceOnRealGitea(t *testing.T) {
 	srv := testgitea.Get(t)
-	f, err := gitea.New(srv.URL, srv.Token, gitea.Options{})
+	client, calls := forgetest.CountingClient()
+	f, err := gitea.New(srv.URL, srv.Token, gitea.Options{HTTPClient: client})
 	if err != nil {
 		t.Fatal(err)
 	}
 	forgetest.Run(t, func(t *testing.T) forgetest.Project {
-		return forgetest.Project{Forge: f, Path: srv.NewRepo(t)}
+		return forgetest.Project{Forge: f, Path: srv.NewRepo(t), Calls: calls}
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge"
 )
 
 // Forge talks to one GitLab instance.
@@ -59,43 +60,35 @@ func New(baseURL, token string, opts Options) (*Forge, error) {
 // Kind returns "gitlab".
 func (f *Forge) Kind() string { return wq.ForgeGitLab }
 
-// call runs fn with a context bounded by the call timeout.
-func (f *Forge) call(ctx context.Context, op string, fn func(opt gl.RequestOptionFunc) error) error {
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	return classify("gitlab: "+op, fn(gl.WithContext(ctx)))
+// call runs fn with a context bounded by the call timeout; what names
+// the call in errors.
+func (f *Forge) call(ctx context.Context, what string, fn func(opt gl.RequestOptionFunc) error) error {
+	return f.callAs(ctx, forge.OpAny, what, fn)
 }
 
-// classify turns a client error into a *ForgeError.
-func classify(op string, err error) error {
+// callAs is call for an operation the shared classifier treats apart.
+func (f *Forge) callAs(ctx context.Context, op forge.Op, what string, fn func(opt gl.RequestOptionFunc) error) error {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	return classify(op, "gitlab: "+what, fn(gl.WithContext(ctx)))
+}
+
+// classify turns a client error into a *ForgeError with the shared
+// classifier: client-go reports a status as *gl.ErrorResponse, anything
+// else (network, timeout, an unreadable answer) came without one.
+func classify(op forge.Op, what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	fe := &wq.ForgeError{Op: op, Err: err, Message: err.Error()}
+	a := forge.Answer{Err: err}
 	var er *gl.ErrorResponse
-	if !errors.As(err, &er) {
-		fe.Kind = wq.ForgeTransient // network, timeout
-		return fe
+	if errors.As(err, &er) {
+		a.Status, a.Message = er.StatusCode, er.Message
+		if er.Response != nil {
+			a.Header = er.Response.Header
+		}
 	}
-	fe.Status, fe.Message = er.StatusCode, er.Message
-	switch s := er.StatusCode; {
-	case s == http.StatusNotFound:
-		fe.Kind = wq.ForgeNotFound
-	case s == http.StatusConflict:
-		fe.Kind = wq.ForgeConflict
-	case s == http.StatusMethodNotAllowed, s == http.StatusNotAcceptable, s == http.StatusUnprocessableEntity:
-		fe.Kind = wq.ForgeUnprocessable // "not mergeable now" (DESIGN reference §2)
-	case s == http.StatusTooManyRequests:
-		fe.Kind = wq.ForgeRateLimited
-	case s >= 500, s == http.StatusRequestTimeout:
-		fe.Kind = wq.ForgeTransient
-	default:
-		fe.Kind = wq.ForgePermanent
-	}
-	if er.Response != nil && (fe.Kind == wq.ForgeRateLimited || fe.Kind == wq.ForgeTransient) {
-		fe.RetryAfter = wq.ParseRetryAfter(er.Response.Header.Get("Retry-After"), time.Now())
-	}
-	return fe
+	return forge.Classify(wq.ForgeGitLab, op, what, a)
 }
 
 // CommitFiles writes one commit on top of req.Base to req.Branch with the
@@ -110,14 +103,7 @@ func (f *Forge) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commi
 		opt.AuthorName, opt.AuthorEmail = &req.Author.Name, &req.Author.Email
 	}
 	for _, ch := range req.Changes {
-		a := &gl.CommitActionOptions{Action: gl.Ptr(gl.FileActionValue(ch.Action)), FilePath: gl.Ptr(ch.Path), ExecuteFilemode: ch.Executable}
-		if ch.PreviousPath != "" {
-			a.PreviousPath = gl.Ptr(ch.PreviousPath)
-		}
-		if ch.Content != nil {
-			a.Content, a.Encoding = gl.Ptr(base64.StdEncoding.EncodeToString(ch.Content)), gl.Ptr("base64")
-		}
-		opt.Actions = append(opt.Actions, a)
+		opt.Actions = append(opt.Actions, commitActions(ch)...)
 	}
 	var out wq.Commit
 	err := f.call(ctx, "commit "+req.Project+"@"+req.Branch, func(o gl.RequestOptionFunc) error {
@@ -128,6 +114,25 @@ func (f *Forge) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commi
 		return err
 	})
 	return out, err
+}
+
+// commitActions are the Commits API actions for one change. GitLab applies
+// execute_filemode on create and chmod only: on update and move it is
+// dropped without a word, so a mode there is sent as a chmod of its own
+// after the change, in the same commit.
+func commitActions(ch wq.FileChange) []*gl.CommitActionOptions {
+	a := &gl.CommitActionOptions{Action: gl.Ptr(gl.FileActionValue(ch.Action)), FilePath: gl.Ptr(ch.Path), ExecuteFilemode: ch.Executable}
+	if ch.PreviousPath != "" {
+		a.PreviousPath = gl.Ptr(ch.PreviousPath)
+	}
+	if ch.Content != nil {
+		a.Content, a.Encoding = gl.Ptr(base64.StdEncoding.EncodeToString(ch.Content)), gl.Ptr("base64")
+	}
+	if ch.Executable == nil || (ch.Action != "update" && ch.Action != "move") {
+		return []*gl.CommitActionOptions{a}
+	}
+	a.ExecuteFilemode = nil
+	return []*gl.CommitActionOptions{a, {Action: gl.Ptr(gl.FileChmod), FilePath: gl.Ptr(ch.Path), ExecuteFilemode: ch.Executable}}
 }
 
 // CommitChanges reads the commit's diff against its first parent (one
@@ -142,19 +147,7 @@ func (f *Forge) CommitChanges(ctx context.Context, project, sha string) ([]wq.Pa
 			if err != nil {
 				return err
 			}
-			for _, d := range diffs {
-				switch {
-				case d.NewFile:
-					out = append(out, wq.PathChange{Path: d.NewPath, Status: wq.PathAdded})
-				case d.DeletedFile:
-					out = append(out, wq.PathChange{Path: d.OldPath, Status: wq.PathRemoved})
-				case d.RenamedFile:
-					out = append(out, wq.PathChange{Path: d.OldPath, Status: wq.PathRemoved},
-						wq.PathChange{Path: d.NewPath, Status: wq.PathAdded})
-				default:
-					out = append(out, wq.PathChange{Path: d.NewPath, Status: wq.PathModified})
-				}
-			}
+			out = append(out, pathChanges(diffs)...)
 			if resp == nil || resp.NextPage == 0 || len(diffs) == 0 {
 				return nil
 			}
@@ -191,31 +184,76 @@ func (f *Forge) DeleteBranch(ctx context.Context, project, branch string) error 
 func toMergeRequest(mr *gl.MergeRequest) *wq.MergeRequest {
 	out := &wq.MergeRequest{Number: mr.IID, URL: mr.WebURL, SourceBranch: mr.SourceBranch, TargetBranch: mr.TargetBranch,
 		HeadSHA: mr.SHA, Title: mr.Title, Description: mr.Description, Labels: []string(mr.Labels),
-		MergeStatus: mr.DetailedMergeStatus, Mergeable: mr.DetailedMergeStatus == "mergeable"}
+		MergeStatus: mr.DetailedMergeStatus, MergeBase: mr.DiffRefs.BaseSha}
 	if mr.HeadPipeline != nil {
 		out.HeadPipelineID = mr.HeadPipeline.ID
 	}
 	switch mr.State {
 	case "merged":
-		out.State = wq.MergeRequestMerged
+		out.State, out.Blocker = wq.MergeRequestMerged, wq.MergeOther
 	case "opened":
-		out.State = wq.MergeRequestOpen
-	default: // closed, locked
-		out.State = wq.MergeRequestClosed
-		out.Mergeable = false
+		out.State, out.Blocker = wq.MergeRequestOpen, Blocker(mr.DetailedMergeStatus)
+	case "locked":
+		// GitLab locks a merge request while it merges it: open, and
+		// merged moments later (or open again if the merge fails).
+		out.State, out.Blocker = wq.MergeRequestOpen, wq.MergeMerging
+	default: // closed
+		out.State, out.Blocker = wq.MergeRequestClosed, wq.MergeOther
 	}
+	out.Mergeable = out.State == wq.MergeRequestOpen && out.Blocker == wq.MergeClear
 	return out
 }
 
+// Blocker maps GitLab's detailed_merge_status to what keeps the merge
+// request from merging. GitLab reports the first check that fails, in the
+// order open, merge time, draft, commits, discussions, CI, locks, conflict,
+// rebase (and the Premium checks: approvals, blocking merge requests,
+// status checks, Jira, security policies); unknown words are MergeOther.
+func Blocker(detailedMergeStatus string) wq.MergeBlocker {
+	switch detailedMergeStatus {
+	case "mergeable":
+		return wq.MergeClear
+	case "checking", "unchecked", "preparing", "approvals_syncing":
+		// GitLab is still computing: Git is testing the merge, the diff is
+		// being made, or approvals are being recounted after a push.
+		return wq.MergeChecking
+	case "ci_must_pass", "ci_still_running", "status_checks_must_pass", "external_status_checks":
+		return wq.MergeCI
+	case "need_rebase":
+		// Fast-forward and semi-linear projects whenever the target moved.
+		return wq.MergeRebase
+	case "conflict", "broken_status":
+		// broken_status: the source branch cannot be merged as it stands
+		// (older GitLab): a rebuild on the target is what helps.
+		return wq.MergeConflict
+	case "not_approved", "discussions_not_resolved", "draft_status", "requested_changes", "merge_request_blocked",
+		"jira_association_missing", "security_policy_violations", "locked_paths", "locked_lfs_files":
+		// A person must approve, resolve, mark ready, unblock, link an
+		// issue or release a lock.
+		return wq.MergePeople
+	default:
+		// not_open, merge_time (not before merge_after), commits_status
+		// (the source branch is missing or holds nothing new), and words a
+		// newer GitLab adds.
+		return wq.MergeOther
+	}
+}
+
 // FindMergeRequest returns the newest merge request from source into
-// target, read whole (the list gives a basic entity only).
+// target whose source branch is in the project itself, read whole (the
+// list gives a basic entity only). Merge requests from forks are left out.
 func (f *Forge) FindMergeRequest(ctx context.Context, project, source, target string) (*wq.MergeRequest, error) {
 	var iid int64
 	err := f.call(ctx, "find merge request "+project+" "+source+"→"+target, func(o gl.RequestOptionFunc) error {
 		list, _, err := f.client.MergeRequests.ListProjectMergeRequests(project, &gl.ListProjectMergeRequestsOptions{
 			SourceBranch: &source, TargetBranch: &target, State: gl.Ptr("all"), OrderBy: gl.Ptr("created_at"), Sort: gl.Ptr("desc")}, o)
-		if err == nil && len(list) > 0 {
-			iid = list[0].IID
+		for _, mr := range list {
+			// A fork's merge request can carry the same branch name: it is
+			// never ours, whatever it proposes.
+			if mr.SourceProjectID == mr.TargetProjectID {
+				iid = mr.IID
+				break
+			}
 		}
 		return err
 	})
@@ -279,7 +317,7 @@ func (f *Forge) UpdateMergeRequest(ctx context.Context, project string, number i
 // MergeMergeRequest merges pinned to headSHA: GitLab answers 409 when the
 // head moved, 405/406/422 when it cannot merge now.
 func (f *Forge) MergeMergeRequest(ctx context.Context, project string, number int64, headSHA string) error {
-	return f.call(ctx, fmt.Sprintf("merge %s!%d", project, number), func(o gl.RequestOptionFunc) error {
+	return f.callAs(ctx, forge.OpMerge, fmt.Sprintf("merge %s!%d", project, number), func(o gl.RequestOptionFunc) error {
 		_, _, err := f.client.MergeRequests.AcceptMergeRequest(project, number, &gl.AcceptMergeRequestOptions{SHA: &headSHA}, o)
 		return err
 	})
@@ -344,8 +382,14 @@ func (f *Forge) ListProjects(ctx context.Context) ([]string, error) {
 	return out, err
 }
 
-// EnsureWebhook makes a project hook to url send merge request, pipeline,
-// job and note events with secret as its token.
+// EnsureWebhook makes a project hook to url send merge request, pipeline
+// and job events (the events the webhook package reads, and no others)
+// with secret as its token.
+//
+// A hook GitLab disabled after failing deliveries (alert_status other than
+// executable, or disabled_until in the future) is replaced: GitLab does not
+// retry deliveries, and it re-enables a hook only after a 2xx delivery,
+// which editing the hook does not make. A fresh hook starts executable.
 func (f *Forge) EnsureWebhook(ctx context.Context, project, url, secret string) (wq.WebhookOutcome, error) {
 	var found *gl.ProjectHook
 	for page := int64(1); found == nil; page++ {
@@ -368,27 +412,90 @@ func (f *Forge) EnsureWebhook(ctx context.Context, project, url, secret string) 
 			break
 		}
 	}
-	if found == nil {
-		err := f.call(ctx, "create hook on "+project, func(o gl.RequestOptionFunc) error {
-			_, _, err := f.client.Projects.AddProjectHook(project, &gl.AddProjectHookOptions{URL: &url, Token: &secret,
-				MergeRequestsEvents: gl.Ptr(true), PipelineEvents: gl.Ptr(true), JobEvents: gl.Ptr(true), NoteEvents: gl.Ptr(true),
-				PushEvents: gl.Ptr(false)}, o)
+	switch {
+	case found == nil:
+		return wq.WebhookCreated, f.addHook(ctx, project, url, secret)
+	case hookDisabled(found, time.Now()):
+		err := f.call(ctx, fmt.Sprintf("delete disabled hook %d on %s", found.ID, project), func(o gl.RequestOptionFunc) error {
+			_, err := f.client.Projects.DeleteProjectHook(project, found.ID, o)
 			return err
 		})
-		return wq.WebhookCreated, err
-	}
-	if found.MergeRequestsEvents && found.PipelineEvents && found.JobEvents && found.NoteEvents {
+		if err != nil && !wq.IsForgeError(err, wq.ForgeNotFound) {
+			return "", err
+		}
+		return wq.WebhookUpdated, f.addHook(ctx, project, url, secret)
+	case found.MergeRequestsEvents && found.PipelineEvents && found.JobEvents && !found.NoteEvents:
 		return wq.WebhookFound, nil
 	}
 	err := f.call(ctx, "update hook on "+project, func(o gl.RequestOptionFunc) error {
 		_, _, err := f.client.Projects.EditProjectHook(project, found.ID, &gl.EditProjectHookOptions{URL: &url, Token: &secret,
-			MergeRequestsEvents: gl.Ptr(true), PipelineEvents: gl.Ptr(true), JobEvents: gl.Ptr(true), NoteEvents: gl.Ptr(true)}, o)
+			MergeRequestsEvents: gl.Ptr(true), PipelineEvents: gl.Ptr(true), JobEvents: gl.Ptr(true), NoteEvents: gl.Ptr(false)}, o)
 		return err
 	})
 	return wq.WebhookUpdated, err
 }
 
-// CompareTrees is not implemented yet.
+// hookDisabled reports whether GitLab stopped delivering to h after
+// failures. alert_status is "executable", "temporarily_disabled" or
+// "disabled" (GitLab 15.x and later; older releases send none).
+func hookDisabled(h *gl.ProjectHook, now time.Time) bool {
+	return (h.AlertStatus != "" && h.AlertStatus != "executable") || (h.DisabledUntil != nil && h.DisabledUntil.After(now))
+}
+
+func (f *Forge) addHook(ctx context.Context, project, url, secret string) error {
+	return f.call(ctx, "create hook on "+project, func(o gl.RequestOptionFunc) error {
+		_, _, err := f.client.Projects.AddProjectHook(project, &gl.AddProjectHookOptions{URL: &url, Token: &secret,
+			MergeRequestsEvents: gl.Ptr(true), PipelineEvents: gl.Ptr(true), JobEvents: gl.Ptr(true), NoteEvents: gl.Ptr(false),
+			PushEvents: gl.Ptr(false)}, o)
+		return err
+	})
+}
+
+// CompareTrees lists what differs between the trees of base and head with
+// one straight compare (from=base, to=head, straight=true: base..head, tree
+// against tree; the default would diff from the merge base). GitLab reports
+// a rename as one renamed_file entry: it is the old path removed and the
+// new one added, as in CommitChanges; a mode change is modified. When the
+// diff is larger than GitLab's diff limits (compare_timeout: the list is
+// cut short) the answer is incomplete and the call fails for good.
 func (f *Forge) CompareTrees(ctx context.Context, project, base, head string) ([]wq.PathChange, error) {
-	return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "compare " + project, Message: "not implemented"}
+	var out []wq.PathChange
+	what := "compare " + project + " " + base + ".." + head
+	err := f.call(ctx, what, func(o gl.RequestOptionFunc) error {
+		cmp, _, err := f.client.Repositories.Compare(project, &gl.CompareOptions{From: &base, To: &head, Straight: gl.Ptr(true)}, o)
+		if err != nil {
+			return err
+		}
+		if cmp.CompareTimeout {
+			return errCompareTooLarge
+		}
+		out = pathChanges(cmp.Diffs)
+		return nil
+	})
+	if errors.Is(err, errCompareTooLarge) {
+		return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitlab: " + what, Err: err}
+	}
+	return out, err
+}
+
+var errCompareTooLarge = errors.New("the compare exceeds GitLab's diff limits (compare_timeout): the list of paths is incomplete")
+
+// pathChanges turns GitLab diffs into path changes: a rename is the old
+// path removed and the new one added.
+func pathChanges(diffs []*gl.Diff) []wq.PathChange {
+	var out []wq.PathChange
+	for _, d := range diffs {
+		switch {
+		case d.NewFile:
+			out = append(out, wq.PathChange{Path: d.NewPath, Status: wq.PathAdded})
+		case d.DeletedFile:
+			out = append(out, wq.PathChange{Path: d.OldPath, Status: wq.PathRemoved})
+		case d.RenamedFile:
+			out = append(out, wq.PathChange{Path: d.OldPath, Status: wq.PathRemoved},
+				wq.PathChange{Path: d.NewPath, Status: wq.PathAdded})
+		default:
+			out = append(out, wq.PathChange{Path: d.NewPath, Status: wq.PathModified})
+		}
+	}
+	return out
 }

@@ -4,9 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/forge/forgetest"
@@ -17,7 +22,8 @@ import (
 func TestConformanceOnAGitLabShapedServer(t *testing.T) {
 	srv := gitlabtest.New()
 	defer srv.Close()
-	f, err := gitlab.New(srv.URL, srv.Token, gitlab.Options{})
+	client, calls := forgetest.CountingClient()
+	f, err := gitlab.New(srv.URL, srv.Token, gitlab.Options{HTTPClient: client})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,14 +31,26 @@ func TestConformanceOnAGitLabShapedServer(t *testing.T) {
 	forgetest.Run(t, func(t *testing.T) forgetest.Project {
 		path := fmt.Sprintf("group/sub/project-%d", n.Add(1))
 		srv.CreateProject(path)
-		return forgetest.Project{Forge: f, Path: path}
+		return forgetest.Project{Forge: f, Path: path, Calls: calls}
 	})
 }
 
-func TestWrongTokenIsPermanent(t *testing.T) {
+// newProject starts a GitLab-shaped server with project g/p and returns
+// the adapter for it.
+func newProject(t *testing.T) (*gitlabtest.Server, *gitlab.Forge) {
+	t.Helper()
 	srv := gitlabtest.New()
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	srv.CreateProject("g/p")
+	f, err := gitlab.New(srv.URL, srv.Token, gitlab.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, f
+}
+
+func TestWrongTokenIsPermanent(t *testing.T) {
+	srv, _ := newProject(t)
 	f, _ := gitlab.New(srv.URL, "wrong", gitlab.Options{})
 	if _, err := f.BranchHead(context.Background(), "g/p", "main"); !wq.IsForgeError(err, wq.ForgePermanent) {
 		t.Errorf("wrong token: %v, want a permanent forge error", err)
@@ -53,14 +71,10 @@ func TestRefusedConnectionIsTransient(t *testing.T) {
 }
 
 func TestOpenMergeRequestReportsItsHeadPipeline(t *testing.T) {
-	srv := gitlabtest.New()
-	defer srv.Close()
-	srv.CreateProject("g/p")
-	f, _ := gitlab.New(srv.URL, srv.Token, gitlab.Options{})
+	_, f := newProject(t)
 	ctx := context.Background()
-	content := []byte("x\n")
 	c, err := f.CommitFiles(ctx, wq.CommitRequest{Project: "g/p", Base: "main", Branch: "wq/a", Message: "m",
-		Changes: []wq.FileChange{{Action: "create", Path: "a", Content: content}}})
+		Changes: []wq.FileChange{{Action: "create", Path: "a", Content: []byte("x\n")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,25 +91,259 @@ func TestOpenMergeRequestReportsItsHeadPipeline(t *testing.T) {
 	}
 }
 
-func TestHookMissingEventsIsUpdated(t *testing.T) {
-	srv := gitlabtest.New()
+func TestEveryDetailedMergeStatusHasABlocker(t *testing.T) {
+	t.Parallel()
+	for status, want := range map[string]wq.MergeBlocker{
+		"mergeable":                  wq.MergeClear,
+		"checking":                   wq.MergeChecking,
+		"unchecked":                  wq.MergeChecking,
+		"preparing":                  wq.MergeChecking,
+		"approvals_syncing":          wq.MergeChecking,
+		"ci_must_pass":               wq.MergeCI,
+		"ci_still_running":           wq.MergeCI,
+		"status_checks_must_pass":    wq.MergeCI,
+		"external_status_checks":     wq.MergeCI,
+		"need_rebase":                wq.MergeRebase,
+		"conflict":                   wq.MergeConflict,
+		"broken_status":              wq.MergeConflict,
+		"not_approved":               wq.MergePeople,
+		"discussions_not_resolved":   wq.MergePeople,
+		"draft_status":               wq.MergePeople,
+		"requested_changes":          wq.MergePeople,
+		"merge_request_blocked":      wq.MergePeople,
+		"jira_association_missing":   wq.MergePeople,
+		"security_policy_violations": wq.MergePeople,
+		"locked_paths":               wq.MergePeople,
+		"locked_lfs_files":           wq.MergePeople,
+		"not_open":                   wq.MergeOther,
+		"merge_time":                 wq.MergeOther,
+		"commits_status":             wq.MergeOther,
+		"a_word_from_a_newer_gitlab": wq.MergeOther,
+	} {
+		if got := gitlab.Blocker(status); got != want {
+			t.Errorf("Blocker(%q) = %q, want %q", status, got, want)
+		}
+	}
+}
+
+func TestALockedMergeRequestIsOpenAndMerging(t *testing.T) {
+	// GitLab locks a merge request while it merges it: treating that as
+	// closed would cancel an item whose change is landing.
+	srv, f := newProject(t)
+	ctx := context.Background()
+	commitTo(t, f, "wq/a", wq.FileChange{Action: "create", Path: "a", Content: []byte("a\n")})
+	mr, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: "g/p", SourceBranch: "wq/a", TargetBranch: "main", Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.SetMergeRequestState("g/p", mr.Number, "locked")
+	got, err := f.GetMergeRequest(ctx, "g/p", mr.Number)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != wq.MergeRequestOpen || got.Blocker != wq.MergeMerging || got.Mergeable {
+		t.Errorf("locked: state %q blocker %q mergeable %v; want open, merging, not mergeable", got.State, got.Blocker, got.Mergeable)
+	}
+}
+
+func commitTo(t *testing.T, f *gitlab.Forge, branch string, changes ...wq.FileChange) wq.Commit {
+	t.Helper()
+	c, err := f.CommitFiles(context.Background(), wq.CommitRequest{Project: "g/p", Base: "main", Branch: branch, Message: "m", Changes: changes})
+	if err != nil {
+		t.Fatalf("CommitFiles: %v", err)
+	}
+	return c
+}
+
+// seededProject is newProject whose main branch also holds run.sh (not
+// executable) and other, landed through a merge request.
+func seededProject(t *testing.T, other string) (*gitlabtest.Server, *gitlab.Forge) {
+	t.Helper()
+	srv, f := newProject(t)
+	ctx := context.Background()
+	commitTo(t, f, "wq/seed", wq.FileChange{Action: "create", Path: "run.sh", Content: []byte("echo\n")},
+		wq.FileChange{Action: "create", Path: other, Content: []byte("old\n")})
+	mr, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: "g/p", SourceBranch: "wq/seed", TargetBranch: "main", Title: "seed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.MergeMergeRequest(ctx, "g/p", mr.Number, ""); err != nil {
+		t.Fatalf("merge the seed: %v", err)
+	}
+	return srv, f
+}
+
+func TestAModeOnUpdateAndMoveIsSentAsChmod(t *testing.T) {
+	srv, f := seededProject(t, "old.sh")
+	yes := true
+	c := commitTo(t, f, "wq/x", wq.FileChange{Action: "update", Path: "run.sh", Content: []byte("echo\n"), Executable: &yes},
+		wq.FileChange{Action: "move", Path: "new.sh", PreviousPath: "old.sh", Executable: &yes},
+		wq.FileChange{Action: "create", Path: "made.sh", Content: []byte("m\n"), Executable: &yes})
+	for _, path := range []string{"run.sh", "new.sh", "made.sh"} {
+		if got := srv.FileMode("g/p", c.SHA, path); got != "100755" {
+			t.Errorf("%s has mode %s, want 100755", path, got)
+		}
+	}
+	got, err := f.CommitChanges(context.Background(), "g/p", c.SHA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasChange(got, wq.PathChange{Path: "run.sh", Status: wq.PathModified}) {
+		t.Errorf("CommitChanges = %v: the mode change of run.sh is missing", got)
+	}
+}
+
+func TestTheServerDropsExecuteFilemodeOnUpdateAsGitLabDoes(t *testing.T) {
+	// The adapter's chmod is only needed because GitLab drops the flag on
+	// update: the server must too, or the test above proves nothing.
+	srv, _ := seededProject(t, "old.txt")
+	c := rawClient(t, srv)
+	commit, _, err := c.Commits.CreateCommit("g/p", &gl.CreateCommitOptions{Branch: gl.Ptr("main"), CommitMessage: gl.Ptr("m"),
+		Actions: []*gl.CommitActionOptions{{Action: gl.Ptr(gl.FileUpdate), FilePath: gl.Ptr("run.sh"), Content: gl.Ptr("echo 2\n"),
+			ExecuteFilemode: gl.Ptr(true)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.FileMode("g/p", commit.ID, "run.sh"); got != "100644" {
+		t.Errorf("an update with execute_filemode made mode %s; GitLab keeps 100644", got)
+	}
+}
+
+func rawClient(t *testing.T, srv *gitlabtest.Server) *gl.Client {
+	t.Helper()
+	c, err := gl.NewClient(srv.Token, gl.WithBaseURL(srv.URL+"/api/v4"), gl.WithoutRetries())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func hasChange(list []wq.PathChange, want wq.PathChange) bool {
+	for _, c := range list {
+		if c == want {
+			return true
+		}
+	}
+	return false
+}
+
+func TestAForksMergeRequestWithOurBranchNameIsNeverFound(t *testing.T) {
+	srv, f := newProject(t)
+	ctx := context.Background()
+	srv.CreateForkMergeRequest("g/p", "wq/a", "main", "from a fork")
+	if mr, err := f.FindMergeRequest(ctx, "g/p", "wq/a", "main"); err != nil || mr != nil {
+		t.Errorf("with only a fork's merge request: %+v, %v; want none", mr, err)
+	}
+	commitTo(t, f, "wq/a", wq.FileChange{Action: "create", Path: "a", Content: []byte("a\n")})
+	ours, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: "g/p", SourceBranch: "wq/a", TargetBranch: "main", Title: "ours"})
+	if err != nil {
+		t.Fatalf("a fork's merge request must not block ours: %v", err)
+	}
+	srv.CreateForkMergeRequest("g/p", "wq/a", "main", "newer, from a fork")
+	if got, err := f.FindMergeRequest(ctx, "g/p", "wq/a", "main"); err != nil || got == nil || got.Number != ours.Number {
+		t.Errorf("FindMergeRequest = %+v, %v; want ours (!%d), not the newer fork's", got, err, ours.Number)
+	}
+}
+
+func TestAMergeRequestIntoAMissingBranchFailsForGood(t *testing.T) {
+	_, f := newProject(t)
+	commitTo(t, f, "wq/a", wq.FileChange{Action: "create", Path: "a", Content: []byte("a\n")})
+	_, err := f.CreateMergeRequest(context.Background(), wq.MergeRequestCreate{Project: "g/p", SourceBranch: "wq/a",
+		TargetBranch: "gone", Title: "t"})
+	if !wq.IsForgeError(err, wq.ForgePermanent) || !strings.Contains(err.Error(), `Target branch \"gone\" does not exist`) &&
+		!strings.Contains(err.Error(), `Target branch "gone" does not exist`) {
+		t.Errorf("%v: want a permanent error with GitLab's message", err)
+	}
+}
+
+func TestCompareTreesSeesModeChangesAndRenames(t *testing.T) {
+	_, f := seededProject(t, "old.txt")
+	yes := true
+	commitTo(t, f, "wq/x", wq.FileChange{Action: "chmod", Path: "run.sh", Executable: &yes},
+		wq.FileChange{Action: "move", Path: "new.txt", PreviousPath: "old.txt"})
+	got, err := f.CompareTrees(context.Background(), "g/p", "main", "wq/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []wq.PathChange{{Path: "run.sh", Status: wq.PathModified}, {Path: "old.txt", Status: wq.PathRemoved},
+		{Path: "new.txt", Status: wq.PathAdded}} {
+		if !hasChange(got, want) {
+			t.Errorf("CompareTrees = %v, missing %v", got, want)
+		}
+	}
+}
+
+func TestCompareBeyondGitLabsDiffLimitsFailsForGood(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"commits":[],"diffs":[{"old_path":"a","new_path":"a"}],"compare_timeout":true}`))
+	}))
 	defer srv.Close()
-	srv.CreateProject("g/p")
-	f, _ := gitlab.New(srv.URL, srv.Token, gitlab.Options{})
+	f, _ := gitlab.New(srv.URL, "t", gitlab.Options{})
+	if _, err := f.CompareTrees(context.Background(), "g/p", "main", "wq/x"); !wq.IsForgeError(err, wq.ForgePermanent) {
+		t.Errorf("%v: an incomplete list must not pass for the whole", err)
+	}
+}
+
+func TestHookMissingEventsIsUpdatedAndNoteEventsAreDropped(t *testing.T) {
+	srv, f := newProject(t)
 	ctx := context.Background()
 	const url = "http://wq.example/webhooks/gitlab"
 	if got, err := f.EnsureWebhook(ctx, "g/p", url, "s"); err != nil || got != wq.WebhookCreated {
 		t.Fatalf("%q %v", got, err)
 	}
+	want := map[string]bool{"merge_requests_events": true, "pipeline_events": true, "job_events": true, "note_events": false,
+		"push_events": false, "alert_status:executable": true}
+	if got := srv.HookEvents("g/p", url); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("created with %v, want %v", got, want)
+	}
 	srv.SetHookEvent("g/p", url, "pipeline_events", false) // someone unticked it
 	if got, err := f.EnsureWebhook(ctx, "g/p", url, "s"); err != nil || got != wq.WebhookUpdated {
 		t.Fatalf("%q %v, want updated", got, err)
 	}
-	ev := srv.HookEvents("g/p", url)
-	if !ev["merge_requests_events"] || !ev["pipeline_events"] || !ev["job_events"] || !ev["note_events"] {
-		t.Errorf("events after update: %v", ev)
+	srv.SetHookEvent("g/p", url, "note_events", true) // an older workqueue subscribed notes it never read
+	if got, err := f.EnsureWebhook(ctx, "g/p", url, "s"); err != nil || got != wq.WebhookUpdated {
+		t.Fatalf("%q %v, want updated", got, err)
+	}
+	if got := srv.HookEvents("g/p", url); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events after update: %v, want %v", got, want)
 	}
 	if got, err := f.EnsureWebhook(ctx, "g/p", url, "s"); err != nil || got != wq.WebhookFound {
+		t.Errorf("%q %v, want found", got, err)
+	}
+}
+
+func TestAHookGitLabDisabledIsRepairedNotFound(t *testing.T) {
+	srv, f := newProject(t)
+	ctx := context.Background()
+	var failing atomic.Bool
+	failing.Store(true)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() {
+			w.WriteHeader(http.StatusBadGateway)
+		}
+	}))
+	defer receiver.Close()
+	if got, err := f.EnsureWebhook(ctx, "g/p", receiver.URL, "s"); err != nil || got != wq.WebhookCreated {
+		t.Fatalf("%q %v", got, err)
+	}
+	// Four pushes, four failing Pipeline Hook deliveries: GitLab disables
+	// the hook, and never retries them.
+	for i := range 4 {
+		commitTo(t, f, "wq/a", wq.FileChange{Action: "create", Path: fmt.Sprint(i), Content: []byte("x")})
+	}
+	srv.WaitForDeliveries()
+	if ev := srv.HookEvents("g/p", receiver.URL); !ev["alert_status:temporarily_disabled"] {
+		t.Fatalf("after four failures the hook is %v, want temporarily_disabled", ev)
+	}
+	failing.Store(false) // the service is back; GitLab would still not deliver
+	if got, err := f.EnsureWebhook(ctx, "g/p", receiver.URL, "s"); err != nil || got != wq.WebhookUpdated {
+		t.Fatalf("EnsureWebhook on a disabled hook: %q %v, want updated", got, err)
+	}
+	if ev := srv.HookEvents("g/p", receiver.URL); !ev["alert_status:executable"] || srv.HookCount("g/p") != 1 {
+		t.Errorf("after the repair: %v and %d hooks; want one executable hook", ev, srv.HookCount("g/p"))
+	}
+	if got, err := f.EnsureWebhook(ctx, "g/p", receiver.URL, "s"); err != nil || got != wq.WebhookFound {
 		t.Errorf("%q %v, want found", got, err)
 	}
 }

@@ -1,0 +1,342 @@
+package gitlabtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+type mergeRequest struct {
+	iid                int64
+	title, description string
+	source, target     string
+	sourceProjectID    int    // != the project's id for a fork's merge request
+	forkHead           string // a fork's source head, fetched into the target project as GitLab does
+	labels             []string
+	state              string // opened, closed, merged, locked
+	checked            bool   // mergeability computed since the last change
+	baseSHA, startSHA  string // diff_refs of the latest diff: merge base, and the target head then
+	mergeCommit        string
+	updatedAt          time.Time
+	notes              map[int64]string
+}
+
+// head is the merge request's source head ("" when the branch is gone).
+func (mr *mergeRequest) head(p *project) string {
+	if mr.forkHead != "" {
+		return mr.forkHead
+	}
+	return p.branches[mr.source]
+}
+
+// reloadDiff recomputes diff_refs, as GitLab does on creation and on every
+// push to the source branch; a push to the target does not reload them, so
+// base_sha stays the branch's fork point when the target moves.
+func (mr *mergeRequest) reloadDiff(p *project) {
+	head, target := mr.head(p), p.branches[mr.target]
+	mr.baseSHA, mr.startSHA = p.mergeBase(target, head), target
+}
+
+// moveBranch points branch at sha after a push, and does what GitLab's
+// refresh does for the merge requests concerned: a new diff for those from
+// the branch, a recheck for those into it, and webhook events.
+func (s *Server) moveBranch(p *project, branch, sha string) {
+	oldrev := p.branches[branch]
+	p.branches[branch] = sha
+	s.pipelineEvent(p, branch, sha)
+	for _, mr := range p.mrs {
+		if mr.state != "opened" {
+			continue
+		}
+		switch {
+		case mr.source == branch && mr.forkHead == "":
+			mr.reloadDiff(p)
+			mr.checked, mr.updatedAt = false, s.now()
+			s.mergeRequestEvent(p, mr, "update", oldrev)
+		case mr.target == branch:
+			mr.checked = false // GitLab marks them unchecked; their diff stays
+		}
+	}
+}
+
+// detailedMergeStatus is GitLab's detailed_merge_status for an open merge
+// request: the first failing check, in GitLab's order (commits, conflict,
+// then rebase), once the asynchronous check ran.
+func (s *Server) detailedMergeStatus(p *project, mr *mergeRequest) string {
+	if mr.state != "opened" {
+		return "not_open"
+	}
+	if !mr.checked {
+		return "checking"
+	}
+	return s.gitMergeStatus(p, mr)
+}
+
+// gitMergeStatus is what Git says of merging the merge request now.
+func (s *Server) gitMergeStatus(p *project, mr *mergeRequest) string {
+	head, target := mr.head(p), p.branches[mr.target]
+	if head == "" || target == "" || head == target {
+		return "commits_status"
+	}
+	if _, conflicts := s.mergeTrees(p, mr); len(conflicts) > 0 {
+		return "conflict"
+	}
+	if p.mergeMethod != MergeMethodMerge && !p.isAncestor(target, head) {
+		return "need_rebase"
+	}
+	return "mergeable"
+}
+
+// mergeTrees merges the source head into the target head from their
+// merge base.
+func (s *Server) mergeTrees(p *project, mr *mergeRequest) (map[string]file, []string) {
+	head, target := p.commits[mr.head(p)], p.commits[p.branches[mr.target]]
+	var base map[string]file
+	if b := p.commits[p.mergeBase(target.sha, head.sha)]; b != nil {
+		base = b.files
+	}
+	return merge3(base, target.files, head.files)
+}
+
+func (s *Server) mergeRequests(r *http.Request, p *project, rest []string) (int, any, *apiError) {
+	if len(rest) == 0 {
+		if r.Method == "POST" {
+			return s.createMR(r, p)
+		}
+		q := r.URL.Query()
+		out := []any{}
+		for i := len(p.mrs) - 1; i >= 0; i-- { // newest first
+			mr := p.mrs[i]
+			if (q.Get("source_branch") == "" || q.Get("source_branch") == mr.source) &&
+				(q.Get("target_branch") == "" || q.Get("target_branch") == mr.target) &&
+				(q.Get("state") == "" || q.Get("state") == "all" || q.Get("state") == mr.state) {
+				out = append(out, s.mrJSON(p, mr, false))
+			}
+		}
+		return 200, out, nil
+	}
+	iid, err := strconv.ParseInt(rest[0], 10, 64)
+	if err != nil || iid < 1 || int(iid) > len(p.mrs) {
+		return 0, nil, fail(404, "404 Not found")
+	}
+	mr := p.mrs[iid-1]
+	switch {
+	case len(rest) == 1 && r.Method == "GET":
+		out := s.mrJSON(p, mr, true)
+		mr.checked = true // the asynchronous check finishes after the first look
+		return 200, out, nil
+	case len(rest) == 1 && r.Method == "PUT":
+		return s.updateMR(r, p, mr)
+	case len(rest) == 2 && rest[1] == "merge" && r.Method == "PUT":
+		return s.acceptMR(r, p, mr)
+	case len(rest) == 2 && rest[1] == "notes" && r.Method == "POST":
+		var req struct {
+			Body string `json:"body"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		if req.Body == "" {
+			return 0, nil, fail(400, "body is missing")
+		}
+		p.notes++
+		if mr.notes == nil {
+			mr.notes = map[int64]string{}
+		}
+		mr.notes[p.notes] = req.Body
+		return http.StatusCreated, map[string]any{"id": p.notes, "body": req.Body, "noteable_type": "MergeRequest", "noteable_iid": mr.iid}, nil
+	case len(rest) == 3 && rest[1] == "notes" && r.Method == "PUT":
+		id, _ := strconv.ParseInt(rest[2], 10, 64)
+		if _, ok := mr.notes[id]; !ok {
+			return 0, nil, fail(404, "404 Note Not Found")
+		}
+		var req struct {
+			Body string `json:"body"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		mr.notes[id] = req.Body
+		return 200, map[string]any{"id": id, "body": req.Body}, nil
+	}
+	return 0, nil, fail(404, "404 Not found")
+}
+
+// createMR follows MergeRequests::BuildService and the API's
+// handle_merge_request_errors!: a missing branch is a base error, 422 with
+// the messages as an array; another open merge request for the same
+// branches is 409.
+func (s *Server) createMR(r *http.Request, p *project) (int, any, *apiError) {
+	var req struct {
+		Title        string `json:"title"`
+		Description  string `json:"description"`
+		SourceBranch string `json:"source_branch"`
+		TargetBranch string `json:"target_branch"`
+		Labels       any    `json:"labels"` // a comma string or an array
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		return 0, nil, fail(400, err.Error())
+	}
+	if req.Title == "" || req.SourceBranch == "" || req.TargetBranch == "" {
+		return 0, nil, fail(400, "title, source_branch, target_branch are missing")
+	}
+	if req.SourceBranch == req.TargetBranch {
+		return 0, nil, fail(422, []string{"You can't use same project/branch for source and target"})
+	}
+	var missing []string
+	for _, b := range []struct{ name, which string }{{req.SourceBranch, "Source"}, {req.TargetBranch, "Target"}} {
+		if _, ok := p.branches[b.name]; !ok {
+			missing = append(missing, fmt.Sprintf("%s branch \"%s\" does not exist", b.which, b.name))
+		}
+	}
+	if missing != nil {
+		return 0, nil, fail(422, missing)
+	}
+	for _, mr := range p.mrs {
+		if mr.state == "opened" && mr.source == req.SourceBranch && mr.target == req.TargetBranch && mr.sourceProjectID == p.id {
+			return 0, nil, fail(409, []string{fmt.Sprintf("Another open merge request already exists for this source branch: !%d", mr.iid)})
+		}
+	}
+	mr := s.addMR(p, req.Title, req.Description, req.SourceBranch, req.TargetBranch, labelList(req.Labels))
+	return http.StatusCreated, s.mrJSON(p, mr, true), nil
+}
+
+func (s *Server) addMR(p *project, title, description, source, target string, labels []string) *mergeRequest {
+	mr := &mergeRequest{iid: int64(len(p.mrs) + 1), title: title, description: description, source: source,
+		target: target, state: "opened", labels: labels, sourceProjectID: p.id, updatedAt: s.now()}
+	mr.reloadDiff(p)
+	p.mrs = append(p.mrs, mr)
+	s.mergeRequestEvent(p, mr, "open", "")
+	return mr
+}
+
+func (s *Server) updateMR(r *http.Request, p *project, mr *mergeRequest) (int, any, *apiError) {
+	var req struct {
+		Title       *string `json:"title"`
+		Description *string `json:"description"`
+		StateEvent  string  `json:"state_event"`
+	}
+	json.NewDecoder(r.Body).Decode(&req)
+	if req.Title == nil && req.Description == nil && req.StateEvent == "" {
+		return 0, nil, fail(400, "at least one parameter must be provided")
+	}
+	action := "update"
+	if req.Title != nil {
+		mr.title = *req.Title
+	}
+	if req.Description != nil {
+		mr.description = *req.Description
+	}
+	switch req.StateEvent {
+	case "close":
+		if mr.state == "opened" {
+			mr.state, action = "closed", "close"
+		}
+	case "reopen":
+		// GitLab reopens only while the source branch exists.
+		if mr.state == "closed" && mr.head(p) != "" {
+			mr.state, mr.checked, action = "opened", false, "reopen"
+			mr.reloadDiff(p)
+		}
+	}
+	mr.updatedAt = s.now()
+	s.mergeRequestEvent(p, mr, action, "")
+	return 200, s.mrJSON(p, mr, true), nil
+}
+
+// acceptMR answers PUT …/merge_requests/:iid/merge as GitLab 17.x does:
+// 405 unless the merge request is in a mergeable state (open, its source
+// branch there), 422 "Branch cannot be merged" when Git cannot merge it
+// (conflict, or a rebase needed in a fast-forward or semi-linear project),
+// then 409 when sha is not the head. GitLab runs the mergeability check
+// synchronously here, so a merge right after a push can succeed. Newer
+// releases check the sha first and answer 405 for what 17.x answers 422;
+// the adapter treats 405, 406 and 422 alike.
+func (s *Server) acceptMR(r *http.Request, p *project, mr *mergeRequest) (int, any, *apiError) {
+	var req struct {
+		SHA string `json:"sha"`
+	}
+	json.NewDecoder(r.Body).Decode(&req)
+	head := mr.head(p)
+	if mr.state != "opened" || head == "" {
+		return 0, nil, fail(405, "405 Method Not Allowed")
+	}
+	mr.checked = true
+	switch s.gitMergeStatus(p, mr) {
+	case "mergeable":
+	case "commits_status":
+		return 0, nil, fail(405, "405 Method Not Allowed")
+	default:
+		return 0, nil, fail(422, "Branch cannot be merged")
+	}
+	if req.SHA != "" && req.SHA != head {
+		return 0, nil, fail(409, "SHA does not match HEAD of source branch: "+head)
+	}
+	s.merge(p, mr)
+	return 200, s.mrJSON(p, mr, true), nil
+}
+
+// merge lands the merge request with the project's merge method: a merge
+// commit (merge, rebase_merge) or a fast-forward (ff).
+func (s *Server) merge(p *project, mr *mergeRequest) {
+	head := mr.head(p)
+	if p.mergeMethod == MergeMethodFF {
+		mr.mergeCommit = ""
+		s.moveBranch(p, mr.target, head)
+	} else {
+		files, _ := s.mergeTrees(p, mr)
+		c := s.newCommit(p, files, p.branches[mr.target], head)
+		mr.mergeCommit = c.sha
+		s.moveBranch(p, mr.target, c.sha)
+	}
+	mr.state, mr.updatedAt = "merged", s.now()
+	s.mergeRequestEvent(p, mr, "merge", "")
+}
+
+func (s *Server) mrJSON(p *project, mr *mergeRequest, full bool) map[string]any {
+	head := mr.head(p)
+	out := map[string]any{"id": 1000 + mr.iid, "iid": mr.iid, "project_id": p.id, "title": mr.title, "description": mr.description,
+		"state": mr.state, "source_branch": mr.source, "target_branch": mr.target, "labels": orEmpty(mr.labels),
+		"source_project_id": mr.sourceProjectID, "target_project_id": p.id, "sha": head,
+		"updated_at": mr.updatedAt.UTC().Format(time.RFC3339Nano),
+		"web_url":    fmt.Sprintf("%s/%s/-/merge_requests/%d", s.URL, p.path, mr.iid)}
+	if mr.mergeCommit != "" {
+		out["merge_commit_sha"] = mr.mergeCommit
+	}
+	if full {
+		status := s.detailedMergeStatus(p, mr)
+		out["detailed_merge_status"] = status
+		out["has_conflicts"] = status == "conflict"
+		out["diff_refs"] = map[string]any{"base_sha": mr.baseSHA, "head_sha": head, "start_sha": mr.startSHA}
+		if c := p.commits[head]; c != nil && mr.state == "opened" {
+			out["head_pipeline"] = map[string]any{"id": c.pipeline, "sha": c.sha, "ref": mr.source, "status": "success"}
+		}
+	}
+	return out
+}
+
+// SetMergeRequestState sets a merge request's state as GitLab would on
+// its own: "locked" while a merge is in progress, "opened" again after.
+func (s *Server) SetMergeRequestState(project string, iid int64, state string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.projects[project].mrs[iid-1].state = state
+}
+
+// CreateForkMergeRequest opens a merge request into target from a fork of
+// the project whose branch has the same name as source: its source
+// project is the fork, and its head (fetched into the project, as GitLab
+// does) adds fork.txt to target. It returns the merge request's iid.
+func (s *Server) CreateForkMergeRequest(project, source, target, title string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.projects[project]
+	base := p.commits[p.branches[target]]
+	files := maps.Clone(base.files)
+	files["fork.txt"] = file{content: "from a fork\n"}
+	head := s.newCommit(p, files, base.sha)
+	mr := &mergeRequest{iid: int64(len(p.mrs) + 1), title: title, source: source, target: target, state: "opened",
+		sourceProjectID: 1000 + p.id, forkHead: head.sha, updatedAt: s.now()}
+	mr.reloadDiff(p)
+	p.mrs = append(p.mrs, mr)
+	return mr.iid
+}

@@ -1,0 +1,185 @@
+package testforge_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/internal/testforge"
+	"github.com/workqueue-dev/workqueue/webhook"
+)
+
+func TestAPersonDrivesAMergeRequestOnEitherForge(t *testing.T) {
+	testforge.Each(t, func(t *testing.T, f testforge.Fixture) {
+		ctx := context.Background()
+		project := f.NewProject(t, "trunk", "a.txt", "one\n")
+		if got, found := f.ReadFile(t, project, "trunk", "a.txt"); !found || got != "one\n" {
+			t.Fatalf("trunk:a.txt = %q, %v", got, found)
+		}
+		if f.BranchHead(t, project, "feature") != "" {
+			t.Fatal("a missing branch has a head")
+		}
+		head := f.Push(t, project, "feature", testforge.Write("a.txt", "uno\n"), testforge.Write("b.txt", "two\n"))
+		if got := f.BranchHead(t, project, "feature"); got != head {
+			t.Errorf("feature's head %q, want the pushed %q", got, head)
+		}
+		if got, _ := f.ReadFile(t, project, "feature", "b.txt"); got != "two\n" {
+			t.Errorf("feature:b.txt = %q", got)
+		}
+		if _, found := f.ReadFile(t, project, "trunk", "b.txt"); found {
+			t.Error("the push reached trunk")
+		}
+		head = f.Push(t, project, "feature", testforge.Remove("b.txt"))
+		if _, found := f.ReadFile(t, project, head, "b.txt"); found {
+			t.Error("b.txt is still there after its removal")
+		}
+
+		mr, err := f.Forge().CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: project, SourceBranch: "feature",
+			TargetBranch: "trunk", Title: "Feature", Description: "Why.", Labels: []string{"managed"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := f.MergeRequest(t, project, mr.Number)
+		want := testforge.MergeRequest{State: wq.MergeRequestOpen, Title: "Feature", Description: "Why.", Labels: []string{"managed"},
+			HeadSHA: head, SourceBranch: "feature", TargetBranch: "trunk"}
+		if !equal(got, want) {
+			t.Errorf("read %+v, want %+v", got, want)
+		}
+		f.Close(t, project, mr.Number)
+		if got := f.MergeRequest(t, project, mr.Number); got.State != wq.MergeRequestClosed {
+			t.Errorf("closed by a person: %q", got.State)
+		}
+		f.Reopen(t, project, mr.Number)
+		if got := f.MergeRequest(t, project, mr.Number); got.State != wq.MergeRequestOpen {
+			t.Errorf("reopened by a person: %q", got.State)
+		}
+		eventually(t, "the person's merge", func() bool { return f.Merge(t, project, mr.Number) == nil })
+		if got := f.MergeRequest(t, project, mr.Number); got.State != wq.MergeRequestMerged {
+			t.Errorf("merged by a person: %q", got.State)
+		}
+		if got, _ := f.ReadFile(t, project, "trunk", "a.txt"); got != "uno\n" {
+			t.Errorf("trunk:a.txt after the merge = %q", got)
+		}
+	})
+}
+
+func TestAFastForwardProjectNeedsARebaseOnceItsTargetMoved(t *testing.T) {
+	testforge.Each(t, func(t *testing.T, f testforge.Fixture) {
+		ctx := context.Background()
+		project := f.NewProject(t, "main", "a.txt", "a\n")
+		f.SetFastForwardOnly(t, project)
+		forge := f.Forge()
+		commit := func() wq.Commit {
+			c, err := forge.CommitFiles(ctx, wq.CommitRequest{Project: project, Base: "main", Branch: "wq/x", Message: "x",
+				Changes: []wq.FileChange{{Action: "create", Path: "x.txt", Content: []byte("x\n")}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		commit()
+		mr, err := forge.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: project, SourceBranch: "wq/x", TargetBranch: "main", Title: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitBlocker(t, forge, project, mr.Number, wq.MergeClear)
+
+		f.Push(t, project, "main", testforge.Write("other.txt", "o\n")) // the target moves
+		got := waitBlocker(t, forge, project, mr.Number, wq.MergeRebase)
+		if got.Mergeable || (f.Kind() == wq.ForgeGitLab && got.MergeStatus != "need_rebase") {
+			t.Errorf("after the target moved: mergeable %v, status %q", got.Mergeable, got.MergeStatus)
+		}
+		if err := forge.MergeMergeRequest(ctx, project, mr.Number, got.HeadSHA); !wq.IsForgeError(err, wq.ForgeUnprocessable) {
+			t.Errorf("merging what needs a rebase: %v, want not mergeable now", err)
+		}
+		if err := f.Merge(t, project, mr.Number); err == nil {
+			t.Error("a person merged what cannot fast-forward")
+		}
+
+		c := commit() // rebuilt on the moved target
+		waitBlocker(t, forge, project, mr.Number, wq.MergeClear)
+		eventually(t, "the fast-forward merge", func() bool {
+			err := forge.MergeMergeRequest(ctx, project, mr.Number, c.SHA)
+			if err != nil && !wq.IsForgeError(err, wq.ForgeUnprocessable) {
+				t.Fatalf("merge the rebuilt branch: %v", err)
+			}
+			return err == nil
+		})
+		if head := f.BranchHead(t, project, "main"); head != c.SHA {
+			t.Errorf("main is at %s, want the branch's head %s: not a fast-forward", head, c.SHA)
+		}
+	})
+}
+
+func TestHooksTheServiceEnsuresDeliverWhatTheWebhookPackageReads(t *testing.T) {
+	testforge.Each(t, func(t *testing.T, f testforge.Fixture) {
+		if !f.DeliversWebhooks() {
+			t.Skip("this forge delivers no webhooks here")
+		}
+		var mu sync.Mutex
+		var got []*webhook.Delivery
+		receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			d, err := webhook.Parse(f.Kind(), "s3cret", r.Header, body)
+			if err != nil {
+				t.Errorf("a delivery the webhook package refuses: %v", err)
+			}
+			mu.Lock()
+			got = append(got, d)
+			mu.Unlock()
+		}))
+		defer receiver.Close()
+		ctx := context.Background()
+		project := f.NewProject(t, "main", "a.txt", "a\n")
+		if _, err := f.Forge().EnsureWebhook(ctx, project, receiver.URL, "s3cret"); err != nil {
+			t.Fatal(err)
+		}
+		f.Push(t, project, "feature", testforge.Write("b.txt", "b\n"))
+		mr, err := f.Forge().CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: project, SourceBranch: "feature", TargetBranch: "main", Title: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "a merge request event", func() bool {
+			f.WaitForDeliveries()
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.ContainsFunc(got, func(d *webhook.Delivery) bool {
+				return d != nil && d.Number == mr.Number && d.Project == project && d.DeliveryID != ""
+			})
+		})
+	})
+}
+
+func equal(a, b testforge.MergeRequest) bool {
+	return a.State == b.State && a.Title == b.Title && a.Description == b.Description && slices.Equal(a.Labels, b.Labels) &&
+		a.HeadSHA == b.HeadSHA && a.SourceBranch == b.SourceBranch && a.TargetBranch == b.TargetBranch
+}
+
+// eventually polls cond for up to 30s: both forges work asynchronously.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never happened", what)
+		}
+	}
+}
+
+func waitBlocker(t *testing.T, f wq.Forge, project string, number int64, want wq.MergeBlocker) *wq.MergeRequest {
+	t.Helper()
+	var mr *wq.MergeRequest
+	eventually(t, "blocker "+string(want), func() bool {
+		var err error
+		if mr, err = f.GetMergeRequest(context.Background(), project, number); err != nil {
+			t.Fatal(err)
+		}
+		return mr.Blocker == want
+	})
+	return mr
+}

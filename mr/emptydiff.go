@@ -1,0 +1,164 @@
+package mr
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// touchedPaths are the paths a change writes or removes: every action's
+// path, and a move's previous path.
+func touchedPaths(chs []wq.FileChange) map[string]bool {
+	touched := make(map[string]bool, len(chs))
+	for _, c := range chs {
+		touched[c.Path] = true
+		if c.Action == ActionMove {
+			touched[c.PreviousPath] = true
+		}
+	}
+	return touched
+}
+
+// targetMatches reports whether the target branch already holds a change,
+// given a commit that holds it (the head the service pushed for the
+// item's content): their trees agree on every path the change touches
+// (see docs/DESIGN.md, "empty diff"). Paths the change does not touch may
+// differ: the target moves on. It is one forge call whatever the number
+// of files, and it sees modes, so a chmod the target already has is held.
+func targetMatches(ctx context.Context, f wq.Forge, project, target, commit string, chs []wq.FileChange) (bool, error) {
+	differ, err := f.CompareTrees(ctx, project, target, commit)
+	if err != nil {
+		return false, err
+	}
+	touched := touchedPaths(chs)
+	for _, c := range differ {
+		if touched[c.Path] {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// targetHoldsByReading reads every path the change touches at the target:
+// create and update hold when the content is there, delete when the path
+// is absent, move when the previous path is absent and the new one
+// present. A mode cannot be read back, so a chmod counts as not held. It
+// is one call per path; only a commit the forge refused needs it, when no
+// commit holds the change to compare the target with.
+func targetHoldsByReading(ctx context.Context, f wq.Forge, project, target string, chs []wq.FileChange) (bool, error) {
+	for _, c := range chs {
+		switch c.Action {
+		case ActionChmod:
+			return false, nil
+		case ActionDelete, ActionMove:
+			gone := c.Path
+			if c.Action == ActionMove {
+				gone = c.PreviousPath
+			}
+			if _, found, err := f.ReadFile(ctx, project, target, gone); err != nil || found {
+				return false, err
+			}
+			if c.Action == ActionDelete {
+				continue
+			}
+		}
+		content, found, err := f.ReadFile(ctx, project, target, c.Path)
+		if err != nil || !found {
+			return false, err
+		}
+		if c.Content != nil && !bytes.Equal(content, c.Content) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// commitRefused handles a commit the forge refused for good: a file to
+// create exists, one to update, delete or move does not (409, 422, 404),
+// which the same request would meet again. When the target already holds
+// the change (it received it another way) the item is done; otherwise the
+// change no longer applies to the target (a rebuild on a target that
+// moved, or a first push), and the item fails with the forge's message.
+func (x *executors) commitRefused(ctx context.Context, ex *wq.Execution, d *Detail, f wq.Forge, chs []wq.FileChange, refusal error) error {
+	refused := fmt.Errorf("%w: commit on %s: %w", wq.ErrPermanent, d.TargetBranch, refusal)
+	// A missing target would hold every delete: read it first.
+	if _, err := f.BranchHead(ctx, d.Project, d.TargetBranch); wq.IsForgeError(err, wq.ForgeNotFound) {
+		return refused
+	} else if err != nil {
+		return forgeFailure("read the target", err)
+	}
+	holds, err := targetHoldsByReading(ctx, f, d.Project, d.TargetBranch, chs)
+	if err != nil {
+		return forgeFailure("read the target", err)
+	}
+	if !holds {
+		return refused
+	}
+	return x.targetHolds(ctx, ex, d, f)
+}
+
+// targetHolds ends an item whose target already holds its change. Without
+// a merge request it completes as empty_diff (none is opened for an empty
+// diff, DDR-43), and the branch ensure_mr pushed to find out is deleted,
+// whatever the project's delete_source_branch: nothing refers to it. With
+// one, the merge request is superseded.
+func (x *executors) targetHolds(ctx context.Context, ex *wq.Execution, d *Detail, f wq.Forge) error {
+	if d.MRNumber != 0 {
+		return x.supersede(ctx, ex, d, f)
+	}
+	if err := x.deleteOwnBranch(ctx, ex, f, d); err != nil {
+		return err
+	}
+	return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: ReasonEmptyDiff,
+		Dimensions: []wq.DimensionUpdate{dim(DimMR, wq.StatusFalse, time.Time{})}})
+}
+
+// supersede closes a merge request whose change reached the target
+// another way, with a note, deletes its branch when the project says so,
+// and completes the item. A merge request closed already (by us before a
+// dropped write, or by a person) or merged gets no note.
+func (x *executors) supersede(ctx context.Context, ex *wq.Execution, d *Detail, f wq.Forge) error {
+	mr, err := f.GetMergeRequest(ctx, d.Project, d.MRNumber)
+	if err != nil && !wq.IsForgeError(err, wq.ForgeNotFound) {
+		return forgeFailure("read the merge request", err)
+	}
+	if err := closeWithNote(ctx, f, d, mr, fmt.Sprintf(
+		"Closed by workqueue: `%s` already holds this change, so this merge request would merge nothing.", d.TargetBranch)); err != nil {
+		return err
+	}
+	if x.deletesSourceBranch(d) {
+		if err := x.deleteOwnBranch(ctx, ex, f, d); err != nil {
+			return err
+		}
+	}
+	return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: ReasonSuperseded})
+}
+
+// checkEmptyDiff closes the merge request when the target received the
+// change another way; otherwise it reschedules itself. It compares the
+// target with the head the service pushed, so it looks only while that
+// head holds the latest content (a newer one is pushed first, by
+// ensure_mr).
+func (x *executors) checkEmptyDiff(ctx context.Context, ex *wq.Execution) error {
+	d, f, chs, err := x.loadChange(ctx, ex.Item)
+	if err != nil {
+		return err
+	}
+	next := []wq.DimensionUpdate{dim(DimEmptyCheck, wq.StatusTrue, ex.Now.Add(x.EmptyCheckInterval))}
+	if d.MRNumber != 0 && d.HeadSHA != "" && d.PushedHash == d.ContentHash {
+		holds, err := targetMatches(ctx, f, d.Project, d.TargetBranch, d.HeadSHA, chs)
+		switch {
+		case wq.IsForgeError(err, wq.ForgeNotFound):
+			// Our commit is gone from the forge: push the content again.
+			next = append(next, dim(DimMR, wq.StatusTrue, time.Time{}))
+		case err != nil:
+			return forgeFailure("compare with the target", err)
+		case holds:
+			return x.supersede(ctx, ex, d, f)
+		}
+	}
+	return ex.Writer.Apply(ctx, wq.Change{Dimensions: next})
+}

@@ -262,21 +262,34 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-func TestDeleteSourceBranchIsOnUnlessAProjectTurnsItOff(t *testing.T) {
+// Per-project switches: delete_source_branch is on unless a project turns
+// it off; git config files are refused unless a project allows them.
+func TestProjectSwitchesHaveSafeDefaults(t *testing.T) {
 	cfg, err := config.Parse(strings.NewReader(`
 forges:
   - {name: a, kind: gitea, url: 'http://a', token_env: A}
 projects:
   - {match: 'keep/**', forge: a, delete_source_branch: false}
   - {match: 'tidy/**', forge: a, delete_source_branch: true}
+  - {match: 'team/open', forge: a, allow_git_config_files: true}
   - {match: '**', forge: a}
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for project, want := range map[string]bool{"keep/r": false, "tidy/r": true, "other/r": true} {
-		if p, _ := cfg.ProjectFor("a", project); p.DeletesSourceBranch() != want {
-			t.Errorf("%s: DeletesSourceBranch() = %v, want %v", project, p.DeletesSourceBranch(), want)
+	for _, tc := range []struct {
+		project                 string
+		deletes, allowsGitFiles bool
+	}{
+		{"keep/r", false, false},
+		{"tidy/r", true, false},
+		{"team/open", true, true},
+		{"team/other", true, false},
+	} {
+		p, ok := cfg.ProjectFor("a", tc.project)
+		if !ok || p.DeletesSourceBranch() != tc.deletes || p.AllowGitConfigFiles != tc.allowsGitFiles {
+			t.Errorf("%s: deletes the source branch %v, allows git config files %v; want %v, %v",
+				tc.project, p.DeletesSourceBranch(), p.AllowGitConfigFiles, tc.deletes, tc.allowsGitFiles)
 		}
 	}
 }

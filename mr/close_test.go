@@ -8,14 +8,23 @@ import (
 	"github.com/workqueue-dev/workqueue/webhook"
 )
 
-func TestCancelClosesTheMergeRequestWithANoteAndDeletesTheBranch(t *testing.T) {
+// cancelOpen opens a merge request without auto-merge, lets before act
+// on it, cancels the item with reason, and returns how the item ended.
+func cancelOpen(t *testing.T, before func(h *harness, d *mr.Detail), reason string) (*harness, *wq.Item, *mr.Detail) {
+	t.Helper()
 	h := newHarness(t, mr.Options{})
 	h.project.AutoMerge = false
 	it, d := h.openMR(fakeSubmission("v1\n"))
-
-	h.cancel(it.ID, "cancelled by alice: no longer needed")
-
+	if before != nil {
+		before(h, d)
+	}
+	h.cancel(it.ID, reason)
 	got, _ := h.get(it.ID)
+	return h, got, d
+}
+
+func TestCancelClosesTheMergeRequestWithANoteAndDeletesTheBranch(t *testing.T) {
+	h, got, d := cancelOpen(t, nil, "cancelled by alice: no longer needed")
 	wantEnded(t, got, wq.PhaseCancelled, "cancelled by alice: no longer needed")
 	m, notes := h.forge.mergeRequest(d.MRNumber)
 	if m.State != wq.MergeRequestClosed {
@@ -24,9 +33,7 @@ func TestCancelClosesTheMergeRequestWithANoteAndDeletesTheBranch(t *testing.T) {
 	if len(notes) == 0 || notes[len(notes)-1] != "Closed by workqueue: cancelled by alice: no longer needed" {
 		t.Errorf("notes %q, want the closing note last", notes)
 	}
-	if h.forge.head(d.SourceBranch) != "" {
-		t.Error("the branch is still there")
-	}
+	h.wantBranchGone(d.SourceBranch, "after the cancel")
 }
 
 func TestCancelKeepsTheBranchWhenTheProjectSaysSoOrItIsNotOurs(t *testing.T) {
@@ -83,19 +90,12 @@ func TestCancelBeforeAnyPushCancelsWithoutTheForge(t *testing.T) {
 // A merge request a person merged before the cancel took effect holds the
 // item's change in the target: the item completes as merged.
 func TestCancelAfterAPersonMergedCompletesAsMerged(t *testing.T) {
-	h := newHarness(t, mr.Options{})
-	h.project.AutoMerge = false
-	it, d := h.openMR(fakeSubmission("v1\n"))
-	h.forge.mergeByPerson(d.MRNumber)
-	h.cancel(it.ID, "too late")
-	got, _ := h.get(it.ID)
+	h, got, d := cancelOpen(t, func(h *harness, d *mr.Detail) { h.forge.mergeByPerson(d.MRNumber) }, "too late")
 	wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)
 	if _, notes := h.forge.mergeRequest(d.MRNumber); len(notes) != 1 { // the dashboard note only
 		t.Errorf("notes %q: a merged merge request got a closing note", notes)
 	}
-	if h.forge.head(d.SourceBranch) != "" {
-		t.Error("the merged branch is still there")
-	}
+	h.wantBranchGone(d.SourceBranch, "after the merge")
 }
 
 func TestMergedBranchesAreDeletedWhenTheyAreStillOurs(t *testing.T) {

@@ -133,9 +133,7 @@ func TestAMergeRequestTheTargetCaughtUpWithIsSuperseded(t *testing.T) {
 	if m.State != wq.MergeRequestClosed || len(notes) == 0 {
 		t.Errorf("merge request %s with notes %q, want closed with a note", m.State, notes)
 	}
-	if h.forge.head(sub.SourceBranch) != "" {
-		t.Error("the superseded merge request's branch was not deleted")
-	}
+	h.wantBranchGone(sub.SourceBranch, "after the supersession")
 	if n := h.forge.count("CompareTrees"); n != 1 {
 		t.Errorf("%d compares in the empty check, want 1", n)
 	}

@@ -176,3 +176,11 @@ func requestCancel(t *testing.T, ctx context.Context, s *testdb.Store, id wq.Ite
 		t.Fatal(err)
 	}
 }
+
+// wantBranchGone fails the test if branch still exists on the forge.
+func (h *harness) wantBranchGone(branch, when string) {
+	h.t.Helper()
+	if h.forge.head(branch) != "" {
+		h.t.Errorf("%s: branch %s is still there", when, branch)
+	}
+}

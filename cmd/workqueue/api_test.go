@@ -141,6 +141,18 @@ func (w *apiWorld) waitItem(id, what string, cond func(map[string]any) bool) map
 	})
 }
 
+// waitPR waits until the item has a pull request or has ended, and
+// returns it with the pull request's number (0 if it has none).
+func (w *apiWorld) waitPR(id string) (map[string]any, int64) {
+	w.t.Helper()
+	item := w.waitItem(id, "a pull request or the end", func(it map[string]any) bool {
+		d, _ := it["detail"].(map[string]any)
+		return it["phase"] != "active" || d["mr_iid"] != nil
+	})
+	number, _ := item["detail"].(map[string]any)["mr_iid"].(float64)
+	return item, int64(number)
+}
+
 // personMerges merges the pull request through the forge as a person
 // would, once the forge says it is mergeable.
 func (w *apiWorld) personMerges(number int64) {
@@ -285,10 +297,7 @@ func TestAPIIdenticalSubmissionsAtOnceMakeOneItemAndOnePullRequest(t *testing.T)
 			t.Fatalf("submission %d got item %q, submission 0 got %q", i, id, ids[0])
 		}
 	}
-	w.waitItem(ids[0], "the pull request", func(it map[string]any) bool {
-		d, _ := it["detail"].(map[string]any)
-		return d["mr_iid"] != nil
-	})
+	w.waitPR(ids[0])
 	pr, err := w.forge.FindMergeRequest(context.Background(), w.repo, "workqueue/twins", "main")
 	if err != nil || pr == nil || pr.Number != 1 {
 		t.Errorf("pull requests: %+v %v; want exactly #1", pr, err)
@@ -378,11 +387,7 @@ func TestAPIRetryReopensAPullRequestAPersonClosed(t *testing.T) {
 	})
 	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("workqueue/closed"))
 	id := body["id"].(string)
-	item := w.waitItem(id, "the pull request", func(it map[string]any) bool {
-		d, _ := it["detail"].(map[string]any)
-		return d["mr_iid"] != nil
-	})
-	number := int64(item["detail"].(map[string]any)["mr_iid"].(float64))
+	_, number := w.waitPR(id)
 	closed := wq.MergeRequestClosed
 	if _, err := w.forge.UpdateMergeRequest(context.Background(), w.repo, number, wq.MergeRequestUpdate{State: &closed}); err != nil {
 		t.Fatal(err)

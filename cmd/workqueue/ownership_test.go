@@ -194,12 +194,8 @@ func TestOwnershipAPersonsClosedPullRequestIsNeverReopenedOrEdited(t *testing.T)
 
 	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission(branch))
 	id := body["id"].(string)
-	item := w.waitItem(id, "a pull request", func(it map[string]any) bool {
-		d, _ := it["detail"].(map[string]any)
-		return it["phase"] != "active" || d["mr_iid"] != nil
-	})
-	number, _ := item["detail"].(map[string]any)["mr_iid"].(float64)
-	if item["phase"] != "active" || number == 0 || int64(number) == theirs.Number {
+	item, number := w.waitPR(id)
+	if item["phase"] != "active" || number == 0 || number == theirs.Number {
 		t.Fatalf("item: %v %q with pull request #%v, want active with a pull request of its own (not the person's #%d)",
 			item["phase"], item["error"], number, theirs.Number)
 	}
@@ -308,11 +304,7 @@ func TestOwnershipAPersonsOpenPRFromTheServicesBranchIsNeverTakenOver(t *testing
 	const branch = "workqueue/taken"
 	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission(branch))
 	first := body["id"].(string)
-	item := w.waitItem(first, "the pull request", func(it map[string]any) bool {
-		d, _ := it["detail"].(map[string]any)
-		return it["phase"] != "active" || d["mr_iid"] != nil
-	})
-	ours, _ := item["detail"].(map[string]any)["mr_iid"].(float64)
+	item, ours := w.waitPR(first)
 	if ours == 0 {
 		t.Fatalf("first item: %v %q, want a pull request", item["phase"], item["error"])
 	}
@@ -336,10 +328,7 @@ func TestOwnershipAPersonsOpenPRFromTheServicesBranchIsNeverTakenOver(t *testing
 	if second == first {
 		t.Fatalf("a submission after the cancel reused item %s", first)
 	}
-	item = w.waitItem(second, "the item to fail or take a pull request", func(it map[string]any) bool {
-		d, _ := it["detail"].(map[string]any)
-		return it["phase"] != "active" || d["mr_iid"] != nil
-	})
+	item, _ = w.waitPR(second)
 	if item["phase"] != "failed" || !strings.Contains(fmt.Sprint(item["error"]), "did not create") {
 		t.Errorf("second item: %v with #%v, error %q; want failed saying an open pull request it did not create exists",
 			item["phase"], item["detail"].(map[string]any)["mr_iid"], item["error"])

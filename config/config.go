@@ -227,7 +227,7 @@ func (c Config) Validate() error {
 		bad("processing.sweep_interval", "must be at least 100ms, got %s", time.Duration(p.SweepInterval))
 	}
 	if p.DeliveryRetention < Duration(time.Hour) {
-		bad("processing.delivery_retention", "must be at least 1h (forges retry a delivery for hours), got %s", time.Duration(p.DeliveryRetention))
+		bad("processing.delivery_retention", "must be at least 1h (a person may resend a delivery from the forge later), got %s", time.Duration(p.DeliveryRetention))
 	}
 	if p.SweepBatch < 1 || p.SweepBatch > 100000 {
 		bad("processing.sweep_batch", "must be between 1 and 100000, got %d", p.SweepBatch)

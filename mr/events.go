@@ -128,6 +128,9 @@ type ciEvent struct {
 	status     string
 	finished   bool // a pipeline reached a final state
 	failed     bool // a job failed
+	// mergeRefOf is the merge request whose merge ref the pipeline ran on
+	// (GitLab merged results, merge trains): sha is GitLab's merge commit.
+	mergeRefOf int64
 }
 
 // onCIEvent asks for a reconcile now when CI news can change what the
@@ -141,7 +144,8 @@ func (x *executors) onCIEvent(ctx context.Context, item *wq.Item, e ciEvent) (wq
 	if err != nil {
 		return wq.EventResult{}, err
 	}
-	if d.HeadSHA == "" || (e.sha != "" && e.sha != d.HeadSHA) {
+	ofOurMergeRef := e.mergeRefOf != 0 && e.mergeRefOf == d.MRNumber
+	if d.HeadSHA == "" || (e.sha != "" && e.sha != d.HeadSHA && !ofOurMergeRef) {
 		trigger["ignored"] = "not the pushed head"
 		return wq.EventResult{Trigger: trigger}, nil
 	}
@@ -215,14 +219,28 @@ func (x *executors) onGitLabPipeline(ctx context.Context, item *wq.Item, ev *wq.
 		Attrs struct {
 			ID     int64  `json:"id"`
 			SHA    string `json:"sha"`
+			Ref    string `json:"ref"`
 			Status string `json:"status"`
 		} `json:"object_attributes"`
+		MergeRequest *struct {
+			IID int64 `json:"iid"`
+		} `json:"merge_request"`
 	}
 	if err := json.Unmarshal(ev.Body, &p); err != nil {
 		return wq.EventResult{}, fmt.Errorf("pipeline event: %w", err)
 	}
-	return x.onCIEvent(ctx, item, ciEvent{kind: "pipeline", pipelineID: p.Attrs.ID, sha: p.Attrs.SHA, status: p.Attrs.Status,
-		finished: slices.Contains(gitlabPipelineFinal, p.Attrs.Status)})
+	e := ciEvent{kind: "pipeline", pipelineID: p.Attrs.ID, sha: p.Attrs.SHA, status: p.Attrs.Status,
+		finished: slices.Contains(gitlabPipelineFinal, p.Attrs.Status)}
+	// A merged-results or merge-train pipeline runs on GitLab's merge of
+	// the head into the target, on the merge request's own ref: its
+	// commit is never the pushed head, its merge request says whose it is.
+	if mrq := p.MergeRequest; mrq != nil && mrq.IID != 0 {
+		ref := fmt.Sprintf("refs/merge-requests/%d/", mrq.IID)
+		if p.Attrs.Ref == ref+"merge" || p.Attrs.Ref == ref+"train" {
+			e.mergeRefOf = mrq.IID
+		}
+	}
+	return x.onCIEvent(ctx, item, e)
 }
 
 // onGitLabJob reads GitLab's Job Hook: only a failure is news (its

@@ -89,6 +89,16 @@ func TestEventHandlersReadEventsIntoResults(t *testing.T) {
 			`{"object_attributes":{"id":79,"sha":"ours","status":"pending"}}`, "", "", reconcile, false, 79},
 		{"gitlab pipeline of an old commit is history", webhook.GitLabPipeline,
 			`{"object_attributes":{"id":70,"sha":"old","status":"success"}}`, "", "", none, false, 0},
+		// Merged-results and merge-train pipelines run on GitLab's merge of
+		// our head into the target: their commit is never ours.
+		{"gitlab merged-results pipeline of our merge request reconciles", webhook.GitLabPipeline,
+			`{"object_attributes":{"id":80,"sha":"merge-commit","ref":"refs/merge-requests/3/merge","status":"success"},"merge_request":{"iid":3}}`, "", "", reconcile, false, 80},
+		{"gitlab merge-train pipeline of our merge request reconciles", webhook.GitLabPipeline,
+			`{"object_attributes":{"id":81,"sha":"train-commit","ref":"refs/merge-requests/3/train","status":"failed"},"merge_request":{"iid":3}}`, "", "", reconcile, false, 81},
+		{"gitlab merged-results pipeline of another merge request is history", webhook.GitLabPipeline,
+			`{"object_attributes":{"id":82,"sha":"merge-commit","ref":"refs/merge-requests/4/merge","status":"success"},"merge_request":{"iid":4}}`, "", "", none, false, 0},
+		{"gitlab branch pipeline claiming our merge request is still held to our head", webhook.GitLabPipeline,
+			`{"object_attributes":{"id":83,"sha":"other","ref":"wq/a","status":"success"},"merge_request":{"iid":3}}`, "", "", none, false, 0},
 		{"gitlab failed job reconciles", webhook.GitLabJob,
 			`{"pipeline_id":77,"sha":"ours","build_status":"failed","commit":{"id":77}}`, "", "", reconcile, false, 77},
 		{"gitlab job that succeeded waits despite a failure_reason", webhook.GitLabJob,

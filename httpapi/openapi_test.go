@@ -103,6 +103,13 @@ func TestResponsesFollowTheOpenAPIDocument(t *testing.T) {
 		{"GET", "/api/v1/items/0190a0a0-0000-7000-8000-000000000000", "/api/v1/items/{id}", tok[auth.Read], "", 404},
 		{"GET", "/api/v1/items/not-an-id", "/api/v1/items/{id}", tok[auth.Read], "", 422},
 		{"POST", "/api/v1/items/{id}/retry", "/api/v1/items/{id}/retry", tok[auth.Retry], "", 409},
+		// An mr item winds down on cancel: the request is taken (and taken
+		// again) while the item is still active.
+		{"POST", "/api/v1/items/{id}/cancel", "/api/v1/items/{id}/cancel", tok[auth.Retry], "", 200},
+		{"POST", "/api/v1/items/{id}/cancel", "/api/v1/items/{id}/cancel", tok[auth.Retry], "", 200},
+		// An example item is cancelled at once; {id} is it from here on.
+		{"POST", "/api/v1/items", "/api/v1/items", tok[auth.Submit], `{"item_type":"example","steps":1}`, 201},
+		{"GET", "/api/v1/items/{id}", "/api/v1/items/{id}", tok[auth.Read], "", 200},
 		{"POST", "/api/v1/items/{id}/cancel", "/api/v1/items/{id}/cancel", tok[auth.Retry], "", 200},
 		{"POST", "/api/v1/items/{id}/cancel", "/api/v1/items/{id}/cancel", tok[auth.Retry], "", 409},
 		{"POST", "/api/v1/items/{id}/retry", "/api/v1/items/{id}/retry", tok[auth.Retry], "", 200},

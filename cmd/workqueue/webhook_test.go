@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +23,8 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
+	"github.com/workqueue-dev/workqueue/forge/gitlab"
+	"github.com/workqueue-dev/workqueue/forge/gitlab/gitlabtest"
 	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
@@ -478,5 +482,61 @@ func TestAForeignPushToTheServicesBranchIsOverwritten(t *testing.T) {
 	}
 	if _, found, _ := w.forge.ReadFile(ctx, w.repo, "workqueue/owned", "workqueue-owned.txt"); !found {
 		t.Error("the desired change is not on the branch")
+	}
+}
+
+// GitLab disables a hook after deliveries fail and never retries them;
+// hooks ensure repairs such a hook (and says so) instead of reporting it
+// found.
+func TestHooksEnsureRepairsAHookGitLabDisabled(t *testing.T) {
+	srv := gitlabtest.New()
+	t.Cleanup(srv.Close)
+	srv.CreateProject("g/p")
+	var down atomic.Bool
+	down.Store(true)
+	service := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			w.WriteHeader(http.StatusBadGateway)
+		}
+	}))
+	t.Cleanup(service.Close)
+	t.Setenv("WQ_TEST_GITLAB_TOKEN", srv.Token)
+	t.Setenv("WQ_TEST_HOOK_SECRET", hookSecret)
+	cfgFile := filepath.Join(t.TempDir(), "wq.yaml")
+	doc := fmt.Sprintf(`public_url: %s
+forges: [{name: lab, kind: gitlab, url: %q, token_env: WQ_TEST_GITLAB_TOKEN, webhook_secret_env: WQ_TEST_HOOK_SECRET}]
+projects: [{match: g/p, forge: lab}]
+`, service.URL, srv.URL)
+	if err := os.WriteFile(cfgFile, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hookURL := service.URL + "/webhooks/lab"
+	if out, err := runCommand(t, "hooks", "ensure", "--config", cfgFile); err != nil || !strings.Contains(out, "created g/p: lab → "+hookURL) {
+		t.Fatalf("first run: %v\n%s", err, out)
+	}
+	// The service is down for four pushes: GitLab disables the hook.
+	f, err := gitlab.New(srv.URL, srv.Token, gitlab.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := f.CommitFiles(context.Background(), wq.CommitRequest{Project: "g/p", Base: "main", Branch: "workqueue/x",
+			Message: "m", Changes: []wq.FileChange{{Action: "create", Path: fmt.Sprint(i), Content: []byte("x")}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.WaitForDeliveries()
+	if ev := srv.HookEvents("g/p", hookURL); !ev["alert_status:temporarily_disabled"] {
+		t.Fatalf("after four failed deliveries the hook is %v, want disabled", ev)
+	}
+	down.Store(false)
+	if out, err := runCommand(t, "hooks", "ensure", "--config", cfgFile); err != nil || !strings.Contains(out, "updated g/p") {
+		t.Fatalf("run on the disabled hook: %v\n%s, want updated", err, out)
+	}
+	if ev := srv.HookEvents("g/p", hookURL); !ev["alert_status:executable"] || srv.HookCount("g/p") != 1 {
+		t.Errorf("after the repair: %v with %d hooks, want one working hook", ev, srv.HookCount("g/p"))
+	}
+	if out, err := runCommand(t, "hooks", "ensure", "--config", cfgFile); err != nil || !strings.Contains(out, "found g/p") {
+		t.Errorf("third run: %v\n%s, want found", err, out)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
 )
 
 // BenchmarkThroughput burns down 20,000 items of a type whose decider asks
@@ -36,7 +37,7 @@ func benchmarkThroughput(b *testing.B, kind string, items int) {
 		testdb.SeedItems(b, url, testdb.Seed{ItemType: "test", Count: items, Actionable: true, Now: time.Now()})
 		cfg := engine.DefaultConfig()
 		cfg.HandledTypes = []string{"test"}
-		e, err := engine.New(cfg, s.Queue, clockwork.NewRealClock(), &discard{}, quietLog())
+		e, err := engine.New(cfg, s.Queue, clockwork.NewRealClock(), &discard{}, testkit.Quiet())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/store"
 )
 
@@ -33,7 +34,7 @@ func TestEventsRacingTheExitAreNeverOrphaned(t *testing.T) {
 		var log eventLog
 		cfg := testConfig("a")
 		cfg.Workers = 8
-		e, err := engine.New(cfg, s.Queue, clockwork.NewRealClock(), &audit.Memory{}, quietLog())
+		e, err := engine.New(cfg, s.Queue, clockwork.NewRealClock(), &audit.Memory{}, testkit.Quiet())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +130,7 @@ func TestTwoEnginesOnOnePostgresNeverOverlap(t *testing.T) {
 		cfg := testConfig(name)
 		cfg.Workers = 10
 		cfg.SweepInterval = 200 * time.Millisecond
-		e, err := engine.New(cfg, s.Queue, clockwork.NewRealClock(), &audit.Memory{}, quietLog())
+		e, err := engine.New(cfg, s.Queue, clockwork.NewRealClock(), &audit.Memory{}, testkit.Quiet())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +213,7 @@ func TestAnotherInstancesWritesWakeThisEngineAtOnce(t *testing.T) {
 	api := testdb.OpenURL(t, url) // the instance that takes the request
 	var log eventLog
 	cfg := testConfig("worker") // sweep interval 24h
-	e, err := engine.New(cfg, worker.Queue, clockwork.NewRealClock(), &audit.Memory{}, quietLog())
+	e, err := engine.New(cfg, worker.Queue, clockwork.NewRealClock(), &audit.Memory{}, testkit.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/engine"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
 )
 
 // eventLog is a type with no actions whose "note" events are recorded in
@@ -334,7 +335,7 @@ func TestWorkerThatLostItsLeaseCannotWrite(t *testing.T) {
 
 func TestFailingAuditSinkNeverBreaksProcessing(t *testing.T) {
 	h := newHarness(t, "sqlite")
-	e, err := engine.New(testConfig("a"), h.store, h.clock, panickySink{}, quietLog())
+	e, err := engine.New(testConfig("a"), h.store, h.clock, panickySink{}, testkit.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +408,7 @@ func TestItemDeadlineYieldsTheWorker(t *testing.T) {
 }
 
 func TestRegisterTwicePanics(t *testing.T) {
-	e, err := engine.New(testConfig("a"), nil, nil, nil, quietLog())
+	e, err := engine.New(testConfig("a"), nil, nil, nil, testkit.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +424,7 @@ func TestRegisterTwicePanics(t *testing.T) {
 func TestStartRefusesAnUnregisteredHandledType(t *testing.T) {
 	cfg := testConfig("a")
 	cfg.HandledTypes = []string{"mr"}
-	e, err := engine.New(cfg, nil, nil, nil, quietLog())
+	e, err := engine.New(cfg, nil, nil, nil, testkit.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
 )
 
 var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -30,8 +29,6 @@ func newHarness(t *testing.T, kind string) *harness {
 	return &harness{t: t, ctx: context.Background(), store: testdb.Open(t, kind).Queue, clock: clockwork.NewFakeClockAt(t0), audit: &audit.Memory{}}
 }
 
-func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 func testConfig(owner string) engine.Config {
 	cfg := engine.DefaultConfig()
 	cfg.Owner = owner
@@ -47,7 +44,7 @@ func testConfig(owner string) engine.Config {
 // stops it when the test ends.
 func (h *harness) engine(cfg engine.Config, typ wq.ItemType) *engine.Engine {
 	h.t.Helper()
-	e, err := engine.New(cfg, h.store, h.clock, h.audit, quietLog())
+	e, err := engine.New(cfg, h.store, h.clock, h.audit, testkit.Quiet())
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/workqueue-dev/workqueue/httpapi"
 	"github.com/workqueue-dev/workqueue/internal/testapi"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/store"
 )
 
@@ -33,7 +34,7 @@ func newAuthServer(t *testing.T) (*httpapi.Server, *audit.Memory, string, string
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := httpapi.NewServer(st, testapi.Items(st, config.Default()), &auth.Chain{Static: static}, quiet())
+	s := httpapi.NewServer(st, testapi.Items(st, config.Default()), &auth.Chain{Static: static}, testkit.Quiet())
 	log := &audit.Memory{}
 	s.SetAudit(log)
 	s.SetProxyAccessTokenHeader("X-Forwarded-Access-Token")

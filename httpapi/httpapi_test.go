@@ -3,8 +3,6 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/workqueue-dev/workqueue/httpapi"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/store"
 )
 
@@ -24,8 +23,6 @@ func get(t *testing.T, h http.Handler, path string) (int, string, map[string]any
 	return rec.Code, rec.Header().Get("Content-Type"), body
 }
 
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 func TestReadyOnlyWithCurrentSchema(t *testing.T) {
 	ctx := context.Background()
 	s, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "wq.db"))
@@ -33,7 +30,7 @@ func TestReadyOnlyWithCurrentSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	h := httpapi.NewServer(s, nil, nil, quiet())
+	h := httpapi.NewServer(s, nil, nil, testkit.Quiet())
 
 	if code, _, _ := get(t, h, "/healthz"); code != http.StatusOK {
 		t.Errorf("healthz = %d", code)
@@ -55,7 +52,7 @@ func TestReadyOnlyWithCurrentSchema(t *testing.T) {
 }
 
 func TestUnknownRouteIsAProblem(t *testing.T) {
-	h := httpapi.NewServer(testdb.Open(t, store.KindSQLite), nil, nil, quiet())
+	h := httpapi.NewServer(testdb.Open(t, store.KindSQLite), nil, nil, testkit.Quiet())
 	code, ctype, body := get(t, h, "/nope")
 	if code != http.StatusNotFound || ctype != "application/problem+json" || body["code"] != "not_found" || body["status"] != float64(404) {
 		t.Errorf("GET /nope = %d %s %v", code, ctype, body)

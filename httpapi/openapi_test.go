@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/internal/testapi"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/store"
 )
 
@@ -53,7 +53,7 @@ func testServer(t *testing.T) (*Server, map[auth.Permission]string) {
 	}
 	items := testapi.Items(st, cfg)
 	hooks := testapi.Webhooks(st, cfg, items, "hook-secret")
-	return NewServerWithWebhooks(st, items, hooks, authn, slog.New(slog.NewTextHandler(io.Discard, nil))), tokens
+	return NewServerWithWebhooks(st, items, hooks, authn, testkit.Quiet()), tokens
 }
 
 func TestEveryRouteIsDocumentedAndEveryDocumentedRouteExists(t *testing.T) {

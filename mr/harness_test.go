@@ -3,8 +3,6 @@ package mr_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/store"
 )
@@ -45,7 +44,7 @@ func newHarness(t *testing.T, opts mr.Options) *harness {
 func startEngine(t *testing.T, s *testdb.Store, clock clockwork.Clock, opts mr.Options, sweep time.Duration) *engine.Engine {
 	t.Helper()
 	if opts.Log == nil {
-		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		opts.Log = testkit.Quiet()
 	}
 	cfg := engine.DefaultConfig()
 	cfg.Owner = t.Name()

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -24,6 +23,7 @@ import (
 	"github.com/workqueue-dev/workqueue/forge/gitea"
 	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/mr"
 )
 
@@ -64,7 +64,7 @@ func startAPI(t testing.TB, forgeURL string, edit func(*config.Config)) *apiWorl
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	m := NewMain(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m := NewMain(cfg, testkit.Quiet())
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

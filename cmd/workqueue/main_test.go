@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/store"
 	"github.com/workqueue-dev/workqueue/store/migration"
@@ -76,7 +76,7 @@ func TestServeWithZeroConfigRunsOnSQLiteInTheWorkingDirectory(t *testing.T) {
 	t.Chdir(dir)
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
-	m := NewMain(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m := NewMain(cfg, testkit.Quiet())
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

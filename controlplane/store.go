@@ -1,0 +1,123 @@
+package controlplane
+
+import (
+	"context"
+	"time"
+)
+
+// Candidate is a work item as the allocator sees it: the work, and who
+// holds it now.
+type Candidate struct {
+	Work
+	// LeaseID and LeaseSession name the live lease on the work, if any
+	// (active and not past its expiry at the time asked).
+	LeaseID      string
+	LeaseSession string
+	// LockSession is the session holding the work's terminal lock, if
+	// any: the work is on its way to being merged by that session.
+	LockSession string
+}
+
+// WorkFilter selects work for ListWork. Zero fields do not filter.
+type WorkFilter struct {
+	Forge  string
+	Repo   string // exact
+	Kind   Kind
+	State  State
+	Limit  int // at most this many (the store caps it at 500)
+	Before string
+}
+
+// LeaseFilter selects leases for ListLeases.
+type LeaseFilter struct {
+	SessionID string
+	WorkID    string
+	Repo      string
+	// All includes ended leases; otherwise only active ones (which may
+	// be past their expiry until ExpireLeases marks them).
+	All   bool
+	Limit int
+}
+
+// EventFilter selects events for ListEvents, newest first.
+type EventFilter struct {
+	SessionID string
+	WorkID    string
+	LeaseID   string
+	Limit     int
+}
+
+// Store is the control plane's persistence. controlplane/cpstore
+// implements it on SQLite and PostgreSQL, and both pass the conformance
+// suite in controlplane/cpstore/cpstoretest. Every method that decides
+// takes now from the caller, so that tests drive time with a clock.
+//
+// Errors carry the codes of the root package: ENOTFOUND for a missing
+// row; ECONFLICT when a conditional write found the row changed (see
+// each method); ErrWorkHeld and ErrWorkTerminal from Assign.
+type Store interface {
+	// CreateSession inserts s (ID set by the caller).
+	CreateSession(ctx context.Context, s Session) error
+	// GetSession returns one session. ENOTFOUND.
+	GetSession(ctx context.Context, id string) (*Session, error)
+	// ListSessions returns sessions newest first; identity "" lists all.
+	ListSessions(ctx context.Context, identity string, limit int) ([]Session, error)
+	// HeartbeatSession sets heartbeat_at of a session that has not ended.
+	// ENOTFOUND; ECONFLICT if it ended.
+	HeartbeatSession(ctx context.Context, id string, now time.Time) error
+	// EndSession ends a session and releases its active leases (their
+	// terminal locks with them), appending ev once for the session and an
+	// EventReleased per lease, in one transaction. It returns the leases
+	// it released. ENOTFOUND; ECONFLICT if it already ended.
+	EndSession(ctx context.Context, id string, ev Event, now time.Time) ([]Lease, error)
+
+	// UpsertWork inserts or updates work by WorkKey (the ID of an
+	// existing row is kept; a new row gets w.ID), setting synced_at to
+	// now. A row whose stored updated_at is newer than w's is left as it
+	// is: a late webhook or an old page of a sync never moves state back.
+	UpsertWork(ctx context.Context, w []Work, now time.Time) error
+	// GetWork returns one work item by ID. ENOTFOUND.
+	GetWork(ctx context.Context, id string) (*Work, error)
+	// FindWork returns the work item with the key. ENOTFOUND.
+	FindWork(ctx context.Context, key WorkKey) (*Work, error)
+	// ListWork returns work ordered by (forge, repo, kind, number).
+	ListWork(ctx context.Context, f WorkFilter) ([]Work, error)
+	// Candidates returns every open work item with who holds it at now
+	// (its live lease, its terminal lock), in one read.
+	Candidates(ctx context.Context, now time.Time) ([]Candidate, error)
+
+	// Assign creates a and l (and a terminal lock when a.Terminal) and
+	// appends ev, in one transaction (hard rule 2), after checking, in
+	// that transaction, that the work is still open (else
+	// ErrWorkTerminal) and that no live lease or another session's
+	// terminal lock holds it (else ErrWorkHeld). Active leases of the
+	// work that are past their expiry are marked expired first.
+	Assign(ctx context.Context, a Assignment, l Lease, ev Event, now time.Time) error
+	// GetAssignment returns one assignment. ENOTFOUND.
+	GetAssignment(ctx context.Context, id string) (*Assignment, error)
+
+	// GetLease returns one lease. ENOTFOUND.
+	GetLease(ctx context.Context, id string) (*Lease, error)
+	// ListLeases returns leases newest first.
+	ListLeases(ctx context.Context, f LeaseFilter) ([]Lease, error)
+	// UpdateLease writes l over the stored lease if the stored one is
+	// still in state from and held by session from.SessionID (a
+	// compare-and-set: the service decides, the store refuses a decision
+	// made on a lease that changed meanwhile), removes the work's
+	// terminal lock when l is no longer active, and appends ev.
+	// ECONFLICT if the lease changed; ENOTFOUND.
+	UpdateLease(ctx context.Context, from, l Lease, ev Event) error
+	// Reclaim ends old as reclaimed and assigns a and l in its place, in
+	// one transaction, if old is still as given (ECONFLICT otherwise)
+	// and the work is still open (ErrWorkTerminal).
+	Reclaim(ctx context.Context, old Lease, a Assignment, l Lease, ev Event, now time.Time) error
+	// ExpireLeases marks expired exactly the active leases whose
+	// expires_at is at or before now, removes their terminal locks,
+	// appends an EventExpired for each, and returns them.
+	ExpireLeases(ctx context.Context, now time.Time) ([]Lease, error)
+
+	// AppendEvent appends an event (a gate refusal, a heartbeat).
+	AppendEvent(ctx context.Context, ev Event) error
+	// ListEvents returns events newest first.
+	ListEvents(ctx context.Context, f EventFilter) ([]Event, error)
+}

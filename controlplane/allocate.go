@@ -1,0 +1,238 @@
+package controlplane
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// Outcome is what an allocation answered.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomePreview    Outcome = "preview"      // a dry run: this would be assigned
+	OutcomeAssigned   Outcome = "assigned"     // assigned under a new lease
+	OutcomeWait       Outcome = "wait"         // work for this session exists, but another session holds it now
+	OutcomeNoSafeWork Outcome = "no_safe_work" // nothing this session may take
+)
+
+// Reasons a candidate is passed over. They are stable: callers and tests
+// match on them.
+const (
+	SkipTerminal     = "terminal"       // merged or closed (hard rule 3)
+	SkipForeignLease = "foreign_lease"  // another session's live lease holds it
+	SkipOwnLease     = "own_lease"      // this session already holds it
+	SkipTerminalLock = "terminal_lock"  // another session is merging it
+	SkipWrongRole    = "wrong_role"     // its route is another role's
+	SkipNotAuthor    = "not_author"     // changes were requested of the session that wrote it
+	SkipOwnPR        = "own_pr"         // a session never reviews or merges its own pull request
+	SkipBlockedLabel = "blocked_label"  // it carries a label the configuration blocks
+	SkipHasOpenPR    = "has_open_pr"    // an open pull request already works this issue
+	SkipNotMergeable = "not_mergeable"  // approved, but the forge says it cannot merge now
+	SkipLost         = "lost_race"      // another session took it while this one was assigning
+	SkipLower        = "lower_priority" // eligible, but another came first in the order
+)
+
+// Policy is the allocator's configuration.
+type Policy struct {
+	// BlockedLabels are never handed out.
+	BlockedLabels []string
+	// PriorityLabels order the work of one route: work carrying an
+	// earlier label comes first. Within the same priority, the oldest
+	// (by the forge's updated time) comes first, then by forge, repo,
+	// kind and number, so that the order is deterministic.
+	PriorityLabels []string
+}
+
+// Route is the path a work item is on, which decides which role may take
+// it, in the order routes are served (ADR 5.3): the terminal path first.
+type Route int
+
+// Routes, in the order they are served.
+const (
+	RouteMerge           Route = iota // approved and mergeable pull requests: mergers, under a terminal lock
+	RouteChangesAnswered              // pull requests with changes requested: their author session
+	RouteReview                       // pull requests awaiting review: reviewers (never their author)
+	RouteIssue                        // open issues without an open pull request: authors
+	routeNone
+)
+
+// Pick is one candidate considered for a session.
+type Pick struct {
+	Work   Work   `json:"work"`
+	Reason string `json:"reason,omitempty"` // why it was passed over; "" for the choice
+	route  Route
+}
+
+// Choice is the allocator's decision for one session.
+type Choice struct {
+	Outcome  Outcome
+	Work     *Work // the chosen work, nil for wait and no_safe_work
+	Route    Route
+	Actions  []Action
+	Head     string // the pull request head pinned in the assignment
+	Terminal bool   // take a terminal lock with the lease
+	// Skipped lists every candidate passed over, with its reason.
+	Skipped []Pick
+}
+
+// Choose picks the next safe work for session s among cands (the open
+// inventory with who holds what, Store.Candidates), restricted to repos
+// matching repoGlob ("" for all), by routing rule and then by p's
+// deterministic order. It is pure: it reads its arguments only. The
+// outcome is OutcomePreview when something was chosen (the caller applies
+// it), OutcomeWait when the only work this session's role could take is
+// held by others, and OutcomeNoSafeWork otherwise.
+func Choose(s *Session, cands []Candidate, repoGlob string, p Policy, now time.Time) Choice {
+	var c Choice
+	var eligible []Pick
+	openPRFor := map[WorkKey]bool{} // issues an open pull request works on
+	for _, cand := range cands {
+		if cand.Kind == KindPR && cand.State == StateOpen {
+			for _, n := range cand.LinkedIssues {
+				openPRFor[WorkKey{Forge: cand.Forge, Repo: cand.Repo, Kind: KindIssue, Number: n}] = true
+			}
+		}
+	}
+	waiting := false
+	for _, cand := range cands {
+		if repoGlob != "" {
+			if ok, _ := doublestar.Match(repoGlob, cand.Repo); !ok {
+				continue
+			}
+		}
+		route, reason := routeFor(s, cand, openPRFor, p)
+		switch {
+		case reason != "":
+		case cand.LeaseSession == s.ID:
+			reason = SkipOwnLease
+		case cand.LeaseSession != "":
+			reason, waiting = SkipForeignLease, true
+		case cand.LockSession != "" && cand.LockSession != s.ID:
+			reason, waiting = SkipTerminalLock, true
+		}
+		if reason != "" {
+			c.Skipped = append(c.Skipped, Pick{Work: cand.Work, Reason: reason, route: route})
+			continue
+		}
+		eligible = append(eligible, Pick{Work: cand.Work, route: route})
+	}
+	sortSkipped(c.Skipped)
+	if len(eligible) == 0 {
+		c.Outcome = OutcomeNoSafeWork
+		if waiting {
+			c.Outcome = OutcomeWait
+		}
+		return c
+	}
+	slices.SortFunc(eligible, func(a, b Pick) int { return comparePicks(a, b, p) })
+	best := eligible[0]
+	c.Outcome, c.Work, c.Route = OutcomePreview, &best.Work, best.route
+	c.Actions, c.Terminal = ActionsFor(best.route), best.route == RouteMerge
+	if best.Work.Kind == KindPR {
+		c.Head = best.Work.HeadSHA
+	}
+	for _, e := range eligible[1:] {
+		c.Skipped = append(c.Skipped, Pick{Work: e.Work, Reason: SkipLower, route: e.route})
+	}
+	return c
+}
+
+// routeFor is the route cand is on and whether s's role may take it; a
+// non-empty reason says why not.
+func routeFor(s *Session, cand Candidate, openPRFor map[WorkKey]bool, p Policy) (Route, string) {
+	if cand.State.Terminal() {
+		return routeNone, SkipTerminal
+	}
+	for _, l := range cand.Labels {
+		if slices.Contains(p.BlockedLabels, l) {
+			return routeNone, SkipBlockedLabel
+		}
+	}
+	if cand.Kind == KindIssue {
+		switch {
+		case openPRFor[cand.WorkKey]:
+			return RouteIssue, SkipHasOpenPR
+		case s.Role != RoleAuthor:
+			return RouteIssue, SkipWrongRole
+		}
+		return RouteIssue, ""
+	}
+	own := cand.AuthorSession != "" && cand.AuthorSession == s.ID
+	switch cand.ReviewState {
+	case ReviewApproved:
+		switch {
+		case s.Role != RoleMerger:
+			return RouteMerge, SkipWrongRole
+		case own:
+			return RouteMerge, SkipOwnPR
+		case !cand.Mergeable:
+			return RouteMerge, SkipNotMergeable
+		}
+		return RouteMerge, ""
+	case ReviewChangesRequested:
+		switch {
+		case s.Role != RoleAuthor:
+			return RouteChangesAnswered, SkipWrongRole
+		case !own:
+			return RouteChangesAnswered, SkipNotAuthor
+		}
+		return RouteChangesAnswered, ""
+	}
+	switch {
+	case s.Role != RoleReviewer:
+		return RouteReview, SkipWrongRole
+	case own:
+		return RouteReview, SkipOwnPR
+	}
+	return RouteReview, ""
+}
+
+// ActionsFor is what an assignment on route allows.
+func ActionsFor(r Route) []Action {
+	switch r {
+	case RouteMerge:
+		return []Action{ActMerge, ActComment}
+	case RouteChangesAnswered:
+		return []Action{ActPush, ActComment}
+	case RouteReview:
+		return []Action{ActReview, ActComment}
+	case RouteIssue:
+		return []Action{ActPush, ActOpenPR, ActComment}
+	}
+	return nil
+}
+
+// priority is the rank of w's most important priority label; len(labels)
+// when it carries none.
+func priority(w Work, p Policy) int {
+	rank := len(p.PriorityLabels)
+	for _, l := range w.Labels {
+		if i := slices.Index(p.PriorityLabels, l); i >= 0 && i < rank {
+			rank = i
+		}
+	}
+	return rank
+}
+
+// comparePicks orders eligible work: by route (the terminal path first),
+// priority label, age, then key.
+func comparePicks(a, b Pick, p Policy) int {
+	return cmp.Or(
+		cmp.Compare(a.route, b.route),
+		cmp.Compare(priority(a.Work, p), priority(b.Work, p)),
+		a.Work.UpdatedAt.Compare(b.Work.UpdatedAt),
+		compareKeys(a.Work.WorkKey, b.Work.WorkKey),
+	)
+}
+
+func compareKeys(a, b WorkKey) int {
+	return cmp.Or(cmp.Compare(a.Forge, b.Forge), cmp.Compare(a.Repo, b.Repo), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Number, b.Number))
+}
+
+func sortSkipped(s []Pick) {
+	slices.SortStableFunc(s, func(a, b Pick) int { return compareKeys(a.Work.WorkKey, b.Work.WorkKey) })
+}

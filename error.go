@@ -23,6 +23,9 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	// Reason, when set, refines the code with a stable word a caller can
+	// branch on (wait_foreign_active, not_owner, ...).
+	Reason string
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }

@@ -92,6 +92,7 @@ type Problem struct {
 	Detail    string      `json:"detail"`
 	Code      string      `json:"code"`
 	Refusal   *wq.Refusal `json:"refusal,omitempty"`
+	Reason    string      `json:"reason,omitempty"` // a stable refinement of code (wait_foreign_active, ...)
 	RequestID string      `json:"request_id,omitempty"`
 }
 
@@ -110,5 +111,5 @@ func (p *Problem) Err() error {
 	if p.RequestID != "" {
 		msg += " (request " + p.RequestID + ")"
 	}
-	return &wq.Error{Code: code, Message: msg}
+	return &wq.Error{Code: code, Message: msg, Reason: p.Reason}
 }

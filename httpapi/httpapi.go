@@ -168,6 +168,10 @@ func (s *Server) errorAs(w http.ResponseWriter, r *http.Request, err error, stat
 	code := wq.ErrorCode(err)
 	p := api.Problem{Code: code, Detail: wq.ErrorMessage(err)}
 	errors.As(err, &p.Refusal)
+	var e *wq.Error
+	if errors.As(err, &e) {
+		p.Reason = e.Reason
+	}
 	if code == wq.EINTERNAL || statusOf(code) == http.StatusInternalServerError {
 		p.RequestID = newRequestID()
 		s.log.Error("internal error", "request_id", p.RequestID, "method", r.Method, "path", r.URL.Path, "err", err)

@@ -1,0 +1,295 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// Caller is who asks: the identity of the authenticated token, and
+// whether it may act on any session (admin) or only its own (agent).
+type Caller struct {
+	Identity string
+	Admin    bool
+}
+
+// Service is the control plane's operations over a Store: what the REST
+// API, the CLI and the MCP tools call.
+type Service struct {
+	Store  Store
+	Clock  clockwork.Clock // nil: the real clock
+	Policy Policy
+	// LeaseTTL is how long a lease holds without a heartbeat (default
+	// 30m); SessionTTL how long a session is active without one (default
+	// 15m).
+	LeaseTTL   time.Duration
+	SessionTTL time.Duration
+}
+
+func (s *Service) now() time.Time {
+	if s.Clock != nil {
+		return s.Clock.Now()
+	}
+	return time.Now()
+}
+
+func (s *Service) leaseTTL() time.Duration {
+	if s.LeaseTTL > 0 {
+		return s.LeaseTTL
+	}
+	return 30 * time.Minute
+}
+
+func (s *Service) sessionTTL() time.Duration {
+	if s.SessionTTL > 0 {
+		return s.SessionTTL
+	}
+	return 15 * time.Minute
+}
+
+func conflict(reason, format string, args ...any) error {
+	return &wq.Error{Code: wq.ECONFLICT, Reason: reason, Message: reason + ": " + fmt.Sprintf(format, args...)}
+}
+
+// RegisterSession starts a session of role for the caller.
+func (s *Service) RegisterSession(ctx context.Context, c Caller, role Role, name string, capabilities json.RawMessage) (*Session, error) {
+	if !role.Valid() {
+		return nil, wq.Errorf(wq.EINVALID, "role: want author, reviewer or merger, got %q", role)
+	}
+	if len(name) > 200 {
+		return nil, wq.Errorf(wq.EINVALID, "name: at most 200 bytes")
+	}
+	if len(capabilities) > 0 && !json.Valid(capabilities) {
+		return nil, wq.Errorf(wq.EINVALID, "capabilities: want a JSON object")
+	}
+	now := s.now()
+	sess := Session{ID: wq.NewItemID().String(), Identity: c.Identity, Name: name, Role: role, Capabilities: capabilities,
+		CreatedAt: now, HeartbeatAt: now}
+	if err := s.Store.CreateSession(ctx, sess); err != nil {
+		return nil, err
+	}
+	s.Store.AppendEvent(ctx, Event{Time: now, Type: EventSession, Actor: c.Identity, SessionID: sess.ID, Reason: "registered"})
+	return &sess, nil
+}
+
+// session loads a session the caller may act for: its own, or any for an
+// admin. Another identity's session is ENOTFOUND to a non-admin, so that
+// session ids cannot be probed.
+func (s *Service) session(ctx context.Context, c Caller, id string) (*Session, error) {
+	sess, err := s.Store.GetSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if sess.Identity != c.Identity && !c.Admin {
+		return nil, wq.Errorf(wq.ENOTFOUND, "session %s not found", id)
+	}
+	return sess, nil
+}
+
+// SessionView is a session with its status now.
+type SessionView struct {
+	Session
+	Status SessionStatus `json:"status"`
+}
+
+func (s *Service) view(sess *Session) SessionView {
+	return SessionView{Session: *sess, Status: sess.Status(s.now(), s.sessionTTL())}
+}
+
+// Sessions lists the caller's sessions (every session for an admin).
+func (s *Service) Sessions(ctx context.Context, c Caller, limit int) ([]SessionView, error) {
+	identity := c.Identity
+	if c.Admin {
+		identity = ""
+	}
+	list, err := s.Store.ListSessions(ctx, identity, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SessionView, len(list))
+	for i := range list {
+		out[i] = s.view(&list[i])
+	}
+	return out, nil
+}
+
+// Session returns one session the caller may act for.
+func (s *Service) Session(ctx context.Context, c Caller, id string) (*SessionView, error) {
+	sess, err := s.session(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	v := s.view(sess)
+	return &v, nil
+}
+
+// HeartbeatSession keeps a session active.
+func (s *Service) HeartbeatSession(ctx context.Context, c Caller, id string) (*SessionView, error) {
+	if _, err := s.session(ctx, c, id); err != nil {
+		return nil, err
+	}
+	if err := s.Store.HeartbeatSession(ctx, id, s.now()); err != nil {
+		return nil, err
+	}
+	return s.Session(ctx, c, id)
+}
+
+// EndSession ends a session and releases its leases.
+func (s *Service) EndSession(ctx context.Context, c Caller, id string) (*SessionView, error) {
+	if _, err := s.session(ctx, c, id); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	if _, err := s.Store.EndSession(ctx, id, Event{Time: now, Type: EventSession, Actor: c.Identity, SessionID: id, Reason: "ended"}, now); err != nil {
+		return nil, err
+	}
+	return s.Session(ctx, c, id)
+}
+
+// Allocation is the allocator's answer.
+type Allocation struct {
+	Outcome    Outcome         `json:"outcome"`
+	Work       *Work           `json:"work,omitempty"`
+	Lease      *LeaseRef       `json:"lease,omitempty"`
+	Assignment *AssignmentRef  `json:"assignment,omitempty"`
+	Candidates []CandidateSkip `json:"candidates"`
+}
+
+// LeaseRef names the lease an allocation took.
+type LeaseRef struct {
+	ID        string    `json:"id"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// AssignmentRef is what the session was assigned.
+type AssignmentRef struct {
+	ID              string   `json:"id"`
+	AllowedActions  []Action `json:"allowed_actions"`
+	ExpectedHeadSHA string   `json:"expected_head_sha,omitempty"`
+}
+
+// CandidateSkip is a candidate passed over and why.
+type CandidateSkip struct {
+	Work   Work   `json:"work"`
+	Reason string `json:"reason"`
+}
+
+// Allocate gives session sessionID its next safe work (#600): a dry run
+// (apply false) writes nothing and says what would be assigned and why
+// every other candidate was passed over; apply assigns it under a new
+// lease in one transaction. A race lost to another session moves on to
+// the next candidate; when none is left the answer is wait.
+func (s *Service) Allocate(ctx context.Context, c Caller, sessionID, repoGlob string, apply bool) (*Allocation, error) {
+	sess, err := s.session(ctx, c, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	if st := sess.Status(now, s.sessionTTL()); st != SessionActive {
+		return nil, conflict("session_"+string(st), "session %s is %s: register or heartbeat first", sess.ID, st)
+	}
+	cands, err := s.Store.Candidates(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	var lost []CandidateSkip // races lost while applying
+	for {
+		choice := Choose(sess, cands, repoGlob, s.Policy, now)
+		out := &Allocation{Outcome: choice.Outcome, Candidates: skips(choice.Skipped, lost)}
+		if choice.Outcome != OutcomePreview {
+			if choice.Outcome == OutcomeNoSafeWork && slices.ContainsFunc(lost, func(c CandidateSkip) bool { return c.Reason == SkipLost }) {
+				out.Outcome = OutcomeWait // the work this session could take went to another
+			}
+			return out, nil
+		}
+		out.Work = choice.Work
+		if !apply {
+			return out, nil
+		}
+		a := Assignment{ID: wq.NewItemID().String(), SessionID: sess.ID, WorkID: choice.Work.ID, AllowedActions: choice.Actions,
+			ExpectedHeadSHA: choice.Head, Terminal: choice.Terminal, CreatedAt: now}
+		l := Lease{ID: wq.NewItemID().String(), WorkID: choice.Work.ID, SessionID: sess.ID, AssignmentID: a.ID, State: LeaseActive,
+			CreatedAt: now, HeartbeatAt: now, ExpiresAt: now.Add(s.leaseTTL()), HeadSHA: ""}
+		a.LeaseID = l.ID
+		ev := Event{Time: now, Type: EventAssigned, Actor: c.Identity, SessionID: sess.ID, WorkID: a.WorkID, LeaseID: l.ID,
+			AssignmentID: a.ID, Reason: fmt.Sprintf("route %d", choice.Route)}
+		err := s.Store.Assign(ctx, a, l, ev, now)
+		switch {
+		case err == nil:
+			out.Outcome = OutcomeAssigned
+			out.Lease = &LeaseRef{ID: l.ID, ExpiresAt: l.ExpiresAt}
+			out.Assignment = &AssignmentRef{ID: a.ID, AllowedActions: a.AllowedActions, ExpectedHeadSHA: a.ExpectedHeadSHA}
+			return out, nil
+		case errors.Is(err, ErrWorkHeld):
+			lost = append(lost, CandidateSkip{Work: *choice.Work, Reason: SkipLost})
+		case errors.Is(err, ErrWorkTerminal):
+			lost = append(lost, CandidateSkip{Work: *choice.Work, Reason: SkipTerminal})
+		default:
+			return nil, err
+		}
+		cands = without(cands, choice.Work.ID)
+	}
+}
+
+func without(cands []Candidate, id string) []Candidate {
+	out := make([]Candidate, 0, len(cands))
+	for _, c := range cands {
+		if c.ID != id {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func skips(picks []Pick, lost []CandidateSkip) []CandidateSkip {
+	out := make([]CandidateSkip, 0, len(picks)+len(lost))
+	for _, p := range picks {
+		out = append(out, CandidateSkip{Work: p.Work, Reason: p.Reason})
+	}
+	return append(out, lost...)
+}
+
+// Gate checks a mutation (#613) and logs a refusal. The caller must act
+// for the session; a session it may not act for is refused as not_owner,
+// never revealed.
+func (s *Service) Gate(ctx context.Context, c Caller, sessionID, assignmentID string, action Action, liveHead string) (Decision, error) {
+	now := s.now()
+	in := GateInput{SessionID: sessionID, Action: action, LiveHead: liveHead, Now: now}
+	var err error
+	if in.Session, err = s.Store.GetSession(ctx, sessionID); err != nil && wq.ErrorCode(err) != wq.ENOTFOUND {
+		return Decision{}, err
+	}
+	if in.Session != nil && in.Session.Identity != c.Identity && !c.Admin {
+		in.Session = &Session{ID: "", Identity: in.Session.Identity} // not the caller's: not_owner
+	}
+	if in.Assignment, err = s.Store.GetAssignment(ctx, assignmentID); err != nil && wq.ErrorCode(err) != wq.ENOTFOUND {
+		return Decision{}, err
+	}
+	if in.Assignment != nil {
+		if in.Lease, err = s.Store.GetLease(ctx, in.Assignment.LeaseID); err != nil && wq.ErrorCode(err) != wq.ENOTFOUND {
+			return Decision{}, err
+		}
+		if in.Work, err = s.Store.GetWork(ctx, in.Assignment.WorkID); err != nil && wq.ErrorCode(err) != wq.ENOTFOUND {
+			return Decision{}, err
+		}
+	}
+	d := Check(in)
+	if !d.Allowed {
+		ev := Event{Time: now, Type: EventRefused, Actor: c.Identity, SessionID: sessionID, AssignmentID: assignmentID, Reason: d.Reason}
+		if in.Assignment != nil {
+			ev.WorkID, ev.LeaseID = in.Assignment.WorkID, in.Assignment.LeaseID
+		}
+		ev.Detail, _ = json.Marshal(map[string]string{"action": string(action), "live_head_sha": liveHead})
+		if err := s.Store.AppendEvent(ctx, ev); err != nil {
+			return Decision{}, err
+		}
+	}
+	return d, nil
+}

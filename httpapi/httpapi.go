@@ -20,6 +20,7 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
+	"github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/service"
 )
 
@@ -34,6 +35,7 @@ type Server struct {
 	// proxyHeader carries an OAuth proxy's access token to GET /me (DDR-27).
 	proxyHeader string
 	clock       clockwork.Clock
+	cp          *controlplane.Service // nil: no control-plane routes
 	mux         *http.ServeMux
 }
 
@@ -88,6 +90,7 @@ func (s *Server) routes() []route {
 	if s.webhooks != nil {
 		rs = append(rs, route{"POST", "/webhooks/{forge}", s.receiveWebhook})
 	}
+	rs = append(rs, s.controlRoutes()...)
 	if s.items == nil {
 		return rs
 	}

@@ -20,10 +20,20 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCommand(os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
+		var exit exitError
+		if errors.As(err, &exit) {
+			os.Exit(exit.code) // the command said what it had to
+		}
 		fmt.Fprintln(os.Stderr, "workqueue:", err)
 		os.Exit(1)
 	}
 }
+
+// exitError ends the command with an exit status, having printed its
+// answer: a gate refusal exits 3, so that scripts branch on it.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
@@ -40,7 +50,8 @@ runs on SQLite in the working directory and listens on 127.0.0.1:8080.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServeCommand(), newMigrateCommand(), newTokenCommand(), newItemsCommand(), newHooksCommand())
+	root.AddCommand(newServeCommand(), newMigrateCommand(), newTokenCommand(), newItemsCommand(), newHooksCommand(),
+		newSessionsCommand(), newWorkCommand(), newAllocateCommand(), newGateCommand(), newLeasesCommand())
 	return root
 }
 

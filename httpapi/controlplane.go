@@ -1,0 +1,270 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/auth"
+	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/internal/strictjson"
+)
+
+// maxControlBody bounds a control-plane request body.
+const maxControlBody = 64 << 10
+
+// SetControlPlane serves the control plane's routes (sessions,
+// allocations, the gate, leases, work) with svc; permission agent for a
+// caller's own sessions, admin for any.
+func (s *Server) SetControlPlane(svc *cp.Service) {
+	s.cp = svc
+	for _, rt := range s.controlRoutes() {
+		s.mux.HandleFunc(rt.method+" "+rt.path, rt.handler)
+	}
+}
+
+func (s *Server) controlRoutes() []route {
+	if s.cp == nil {
+		return nil
+	}
+	agent := func(h http.HandlerFunc) http.HandlerFunc { return s.authenticated(auth.Agent, h) }
+	return []route{
+		{"POST", "/api/v1/sessions", agent(s.registerSession)},
+		{"GET", "/api/v1/sessions", agent(s.listSessions)},
+		{"GET", "/api/v1/sessions/{id}", agent(s.sessionAction(s.cp.Session))},
+		{"POST", "/api/v1/sessions/{id}/heartbeat", agent(s.sessionAction(s.cp.HeartbeatSession))},
+		{"POST", "/api/v1/sessions/{id}/end", agent(s.sessionAction(s.cp.EndSession))},
+		{"POST", "/api/v1/allocations", agent(s.allocate)},
+		{"POST", "/api/v1/gate", agent(s.gate)},
+		{"GET", "/api/v1/leases", agent(s.listLeases)},
+		{"POST", "/api/v1/leases/expire", agent(s.expireLeases)},
+		{"GET", "/api/v1/leases/{id}", agent(s.inspectLease)},
+		{"POST", "/api/v1/leases/{id}/heartbeat", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b leaseBody) (any, error) {
+			return s.cp.HeartbeatLease(r.Context(), c, r.PathValue("id"), b.SessionID, b.HeadSHA)
+		}))},
+		{"POST", "/api/v1/leases/{id}/adopt", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b leaseBody) (any, error) {
+			return s.cp.AdoptLease(r.Context(), c, r.PathValue("id"), b.SessionID, b.WorktreePath, b.HeadSHA)
+		}))},
+		{"POST", "/api/v1/leases/{id}/release", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b leaseBody) (any, error) {
+			return s.cp.ReleaseLease(r.Context(), c, r.PathValue("id"), b.SessionID)
+		}))},
+		{"POST", "/api/v1/leases/{id}/abandon", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b leaseBody) (any, error) {
+			return s.cp.AbandonLease(r.Context(), c, r.PathValue("id"), b.SessionID, b.Proof)
+		}))},
+		{"POST", "/api/v1/leases/{id}/reclaim", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b leaseBody) (any, error) {
+			return s.cp.ReclaimLease(r.Context(), c, r.PathValue("id"), b.SessionID)
+		}))},
+		{"GET", "/api/v1/work", agent(s.listWork)},
+	}
+}
+
+// controlCaller is the control plane's view of the request's caller.
+func controlCaller(r *http.Request) cp.Caller {
+	c := callerOf(r.Context())
+	return cp.Caller{Identity: c.Identity, Admin: c.Can(auth.Admin)}
+}
+
+// decodeBody reads a JSON body strictly into v: unknown members, member
+// names in another case and text that would not survive decoding are
+// refused naming the member.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxControlBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.problem(w, r, http.StatusRequestEntityTooLarge, wq.EINVALID, "body is larger than "+strconv.Itoa(maxControlBody)+" bytes")
+			return false
+		}
+		s.Error(w, r, wq.Errorf(wq.EINVALID, "body: %v", err))
+		return false
+	}
+	if err := strictjson.Decode(body, v, ""); err != nil {
+		s.Error(w, r, err)
+		return false
+	}
+	return true
+}
+
+// answer writes v, or err as a problem.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	writeJSON(w, status, v)
+}
+
+type sessionBody struct {
+	Role         cp.Role         `json:"role"`
+	Name         string          `json:"name"`
+	Capabilities json.RawMessage `json:"capabilities"`
+}
+
+func (s *Server) registerSession(w http.ResponseWriter, r *http.Request) {
+	var b sessionBody
+	if !s.decodeBody(w, r, &b) {
+		return
+	}
+	sess, err := s.cp.RegisterSession(r.Context(), controlCaller(r), b.Role, b.Name, b.Capabilities)
+	s.answer(w, r, http.StatusCreated, sess, err)
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	limit, ok := s.limitParam(w, r)
+	if !ok {
+		return
+	}
+	list, err := s.cp.Sessions(r.Context(), controlCaller(r), limit)
+	s.answer(w, r, http.StatusOK, map[string]any{"sessions": list}, err)
+}
+
+func (s *Server) sessionAction(act func(ctx context.Context, c cp.Caller, id string) (*cp.SessionView, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := act(r.Context(), controlCaller(r), r.PathValue("id"))
+		s.answer(w, r, http.StatusOK, v, err)
+	}
+}
+
+type allocateBody struct {
+	SessionID string `json:"session_id"`
+	Repo      string `json:"repo"`
+	Apply     bool   `json:"apply"`
+}
+
+func (s *Server) allocate(w http.ResponseWriter, r *http.Request) {
+	var b allocateBody
+	if !s.decodeBody(w, r, &b) {
+		return
+	}
+	if b.SessionID == "" {
+		s.Error(w, r, wq.Errorf(wq.EINVALID, "session_id: required"))
+		return
+	}
+	out, err := s.cp.Allocate(r.Context(), controlCaller(r), b.SessionID, b.Repo, b.Apply)
+	s.answer(w, r, http.StatusOK, out, err)
+}
+
+type gateBody struct {
+	SessionID    string    `json:"session_id"`
+	AssignmentID string    `json:"assignment_id"`
+	Action       cp.Action `json:"action"`
+	LiveHeadSHA  string    `json:"live_head_sha"`
+}
+
+func (s *Server) gate(w http.ResponseWriter, r *http.Request) {
+	var b gateBody
+	if !s.decodeBody(w, r, &b) {
+		return
+	}
+	for field, v := range map[string]string{"session_id": b.SessionID, "assignment_id": b.AssignmentID, "action": string(b.Action)} {
+		if v == "" {
+			s.Error(w, r, wq.Errorf(wq.EINVALID, "%s: required", field))
+			return
+		}
+	}
+	d, err := s.cp.Gate(r.Context(), controlCaller(r), b.SessionID, b.AssignmentID, b.Action, b.LiveHeadSHA)
+	s.answer(w, r, http.StatusOK, d, err)
+}
+
+func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if !s.knownParams(w, r, "session_id", "work_id", "all", "limit") {
+		return
+	}
+	limit, ok := s.limitParam(w, r)
+	if !ok {
+		return
+	}
+	f := cp.LeaseFilter{SessionID: q.Get("session_id"), WorkID: q.Get("work_id"), All: q.Get("all") == "true", Limit: limit}
+	list, err := s.cp.Leases(r.Context(), controlCaller(r), f)
+	s.answer(w, r, http.StatusOK, map[string]any{"leases": list}, err)
+}
+
+func (s *Server) inspectLease(w http.ResponseWriter, r *http.Request) {
+	if !s.knownParams(w, r, "session_id") {
+		return
+	}
+	v, err := s.cp.InspectLease(r.Context(), controlCaller(r), r.PathValue("id"), r.URL.Query().Get("session_id"))
+	s.answer(w, r, http.StatusOK, v, err)
+}
+
+func (s *Server) expireLeases(w http.ResponseWriter, r *http.Request) {
+	expired, err := s.cp.ExpireLeases(r.Context())
+	if expired == nil {
+		expired = []cp.Lease{}
+	}
+	s.answer(w, r, http.StatusOK, map[string]any{"expired": expired}, err)
+}
+
+type leaseBody struct {
+	SessionID    string          `json:"session_id"`
+	HeadSHA      string          `json:"head_sha"`
+	WorktreePath string          `json:"worktree_path"`
+	Proof        cp.AbandonProof `json:"proof"`
+}
+
+func (s *Server) leaseAction(act func(r *http.Request, c cp.Caller, b leaseBody) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var b leaseBody
+		if !s.decodeBody(w, r, &b) {
+			return
+		}
+		if b.SessionID == "" {
+			s.Error(w, r, wq.Errorf(wq.EINVALID, "session_id: required"))
+			return
+		}
+		v, err := act(r, controlCaller(r), b)
+		s.answer(w, r, http.StatusOK, v, err)
+	}
+}
+
+func (s *Server) listWork(w http.ResponseWriter, r *http.Request) {
+	if !s.knownParams(w, r, "forge", "repo", "kind", "state", "limit") {
+		return
+	}
+	limit, ok := s.limitParam(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	f := cp.WorkFilter{Forge: q.Get("forge"), Repo: q.Get("repo"), Kind: cp.Kind(q.Get("kind")), State: cp.State(q.Get("state")), Limit: limit}
+	if f.Kind != "" && !f.Kind.Valid() {
+		s.Error(w, r, wq.Errorf(wq.EINVALID, "kind: want issue or pr, got %q", f.Kind))
+		return
+	}
+	list, err := s.cp.Work(r.Context(), f)
+	if list == nil {
+		list = []cp.Work{}
+	}
+	s.answer(w, r, http.StatusOK, map[string]any{"work": list}, err)
+}
+
+// knownParams refuses a query parameter not in names.
+func (s *Server) knownParams(w http.ResponseWriter, r *http.Request, names ...string) bool {
+	for key := range r.URL.Query() {
+		if !slices.Contains(names, key) {
+			s.Error(w, r, wq.Errorf(wq.EINVALID, "%s: unknown query parameter", key))
+			return false
+		}
+	}
+	return true
+}
+
+// limitParam reads ?limit= (1 to 500), 0 when absent.
+func (s *Server) limitParam(w http.ResponseWriter, r *http.Request) (int, bool) {
+	l := r.URL.Query().Get("limit")
+	if l == "" {
+		return 0, true
+	}
+	n, err := strconv.Atoi(l)
+	if err != nil || n < 1 || n > wq.MaxListLimit {
+		s.Error(w, r, wq.Errorf(wq.EINVALID, "limit: want 1 to %d, got %q", wq.MaxListLimit, l))
+		return 0, false
+	}
+	return n, true
+}

@@ -91,13 +91,63 @@ type Forge interface {
 	// reach (for matching the configured project globs).
 	ListProjects(ctx context.Context) ([]string, error)
 
-	// EnsureWebhook makes the project deliver merge request, review and CI
-	// events to url, signed with secret. It is idempotent: a hook to url
-	// that is active and sends those events is found and left alone (its
-	// secret cannot be read back); one that is inactive, misses events or
-	// was disabled by the forge after failing deliveries is updated,
-	// secret included; otherwise one is created.
+	// EnsureWebhook makes the project deliver merge request, review, issue
+	// and CI events to url, signed with secret. It is idempotent: a hook
+	// to url that is active and sends those events is found and left alone
+	// (its secret cannot be read back); one that is inactive, misses
+	// events or was disabled by the forge after failing deliveries is
+	// updated, secret included; otherwise one is created.
 	EnsureWebhook(ctx context.Context, project, url, secret string) (WebhookOutcome, error)
+
+	// ListOpenWork returns every open issue and open pull request of the
+	// project, paged through to the end, for the control plane's
+	// inventory. A pull request's review verdict costs one more call per
+	// open pull request; each adapter documents its page size and calls.
+	// NotFound if the project is missing.
+	ListOpenWork(ctx context.Context, project string) ([]WorkInfo, error)
+
+	// GetWork reads one issue or pull request (kind WorkIssue or WorkPR)
+	// in any state: the inventory re-reads what went missing from the open
+	// list. NotFound if there is none of that kind and number, or it is
+	// not assignable work (see the adapters).
+	GetWork(ctx context.Context, project, kind string, number int64) (*WorkInfo, error)
+}
+
+// Work kinds of WorkInfo: the only assignable work (DESIGN section 9).
+const (
+	WorkIssue = "issue"
+	WorkPR    = "pr"
+)
+
+// Review verdicts of a pull request (WorkInfo.ReviewState).
+const (
+	ReviewNone             = "none"              // no reviewer's latest verdict approves or requests changes
+	ReviewApproved         = "approved"          // approved, and no reviewer's latest verdict requests changes
+	ReviewChangesRequested = "changes_requested" // some reviewer's latest verdict requests changes
+)
+
+// WorkInfo is an issue or pull request as the control plane's inventory
+// needs it, in the forge's neutral words.
+type WorkInfo struct {
+	Kind   string // WorkIssue or WorkPR
+	Number int64  // the project-scoped number (GitLab iid, Gitea index)
+	State  string // MergeRequestOpen, MergeRequestMerged (pull requests only) or MergeRequestClosed
+	Title  string
+	Labels []string
+	// Author is the forge user who opened it; "" when the source does
+	// not say (GitLab's webhooks name the author by id only).
+	Author string
+	// Pull requests only: the head commit, the review verdict (ReviewNone,
+	// ReviewApproved, ReviewChangesRequested; "" when the source says
+	// nothing of reviews), whether the forge would merge it now (as
+	// MergeRequest.Mergeable), and the issues of the same project its
+	// description closes ("closes #N", see forge.ClosingIssues).
+	HeadSHA      string
+	ReviewState  string
+	Mergeable    bool
+	LinkedIssues []int64
+	// UpdatedAt is the forge's last change of it.
+	UpdatedAt time.Time
 }
 
 // WebhookOutcome says what EnsureWebhook did.

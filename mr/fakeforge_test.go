@@ -427,6 +427,18 @@ func (f *fakeForge) EnsureWebhook(context.Context, string, string, string) (wq.W
 	return wq.WebhookFound, nil
 }
 
+// ListOpenWork and GetWork are the control plane's inventory calls, which
+// the mr type never makes: stubs.
+func (f *fakeForge) ListOpenWork(context.Context, string) ([]wq.WorkInfo, error) {
+	defer f.call("ListOpenWork")()
+	return nil, nil
+}
+
+func (f *fakeForge) GetWork(context.Context, string, string, int64) (*wq.WorkInfo, error) {
+	defer f.call("GetWork")()
+	return nil, &wq.ForgeError{Kind: wq.ForgeNotFound, Op: "fake: get work"}
+}
+
 // What tests do as people and other processes: not counted.
 
 // edit commits onto branch directly, as a person would, whatever edit

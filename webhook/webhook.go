@@ -1,6 +1,11 @@
 // Package webhook verifies and reads forge webhook deliveries. It is pure:
 // headers and the raw body in, a Delivery out. The signature (Gitea) or
 // token (GitLab) is checked before the body is parsed at all.
+//
+// A delivery serves two readers. Item types resolve it to the item it
+// concerns by the merge request, pipeline, branch or commit it names; the
+// control plane's inventory takes the new state of the issue or pull
+// request it carries (Delivery.Work), read from the payload alone.
 package webhook
 
 import (
@@ -10,10 +15,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge"
 )
 
 // Event types handed to item types' handlers, as stored with the event.
@@ -26,6 +33,8 @@ const (
 	GitLabMergeRequest = "merge_request"       // GitLab's Merge Request Hook
 	GitLabPipeline     = "pipeline"            // GitLab's Pipeline Hook
 	GitLabJob          = "build"               // GitLab's Job Hook (object_kind "build")
+	GiteaIssues        = "issues"              // Gitea's issues family (opened, closed, edited, labelled)
+	GitLabIssue        = "issue"               // GitLab's Issue Hook
 )
 
 // MaxBodyBytes bounds a delivery's body.
@@ -33,8 +42,8 @@ const MaxBodyBytes = 1 << 20
 
 // Delivery is a verified delivery, reduced to what resolution needs; Body
 // keeps the raw payload for the item type's handler. Of Number,
-// PipelineID, SourceBranch and HeadSHA, at least one is set: they are what
-// the event says about the merge request it concerns.
+// PipelineID, SourceBranch and HeadSHA, at least one is set (they are what
+// the event says about the merge request it concerns), or Work is.
 type Delivery struct {
 	DeliveryID   string
 	EventType    string
@@ -49,14 +58,33 @@ type Delivery struct {
 	// request's.
 	EventTS time.Time
 	Body    json.RawMessage
+
+	// Work is the new state of the issue or pull request of Project the
+	// event concerns, read from the payload alone, for the control plane's
+	// inventory; nil when the event carries none (CI events). An issue
+	// event, and a pull request from a fork, carry Work only: their
+	// numbers are not merge requests of ours, so nothing above resolves
+	// them to an item. Fields the payload does not carry are zero: Author
+	// on GitLab (its hooks name the author by id), and ReviewState unless
+	// the payload settles the verdict on its own (see RecheckReview).
+	Work *wq.WorkInfo
+	// RecheckReview says the event may have changed the pull request's
+	// review verdict in a way its payload cannot settle: an approval while
+	// another reviewer may still request changes, a withdrawn approval, a
+	// push (which can dismiss stale approvals). The inventory reads the
+	// verdict from the forge then; otherwise an empty ReviewState keeps
+	// the verdict it has.
+	RecheckReview bool
 }
 
 // Parse verifies and reads a delivery from a forge of the given kind. It
 // returns EUNAUTHORIZED if the signature or token does not match (or no
 // secret is configured), EINVALID for a malformed delivery, and a nil
-// Delivery for a valid delivery of an event workqueue does not use, or of
-// a merge request from a fork: a fork's branch can carry the name of one
-// of ours, and workqueue only opens merge requests within a project.
+// Delivery for a valid delivery of an event workqueue does not use. A
+// merge request from a fork gives a Delivery with its Work only: a fork's
+// branch can carry the name of one of ours, and workqueue only opens merge
+// requests within a project, so it must never resolve to an item; it is
+// still work in the project's inventory.
 func Parse(kind, secret string, h http.Header, body []byte) (*Delivery, error) {
 	if secret == "" {
 		return nil, wq.Errorf(wq.EUNAUTHORIZED, "no webhook secret is configured for this forge")
@@ -74,8 +102,8 @@ func Parse(kind, secret string, h http.Header, body []byte) (*Delivery, error) {
 	if err != nil || d == nil {
 		return nil, err
 	}
-	if d.Project == "" || (d.Number <= 0 && d.PipelineID <= 0 && d.SourceBranch == "" && d.HeadSHA == "") {
-		return nil, wq.Errorf(wq.EINVALID, "body: a %s event needs its project and a merge request, pipeline, branch or commit", d.EventType)
+	if d.Project == "" || (d.Number <= 0 && d.PipelineID <= 0 && d.SourceBranch == "" && d.HeadSHA == "" && d.Work == nil) {
+		return nil, wq.Errorf(wq.EINVALID, "body: a %s event needs its project and a merge request, pipeline, branch, commit or issue", d.EventType)
 	}
 	if d.Number < 0 || d.PipelineID < 0 {
 		return nil, wq.Errorf(wq.EINVALID, "body: negative number or pipeline id")
@@ -104,9 +132,10 @@ func parseGitea(secret string, h http.Header, body []byte) (*Delivery, error) {
 type parser func(body []byte) (*Delivery, error)
 
 var giteaParsers = map[string]parser{
-	"pull_request":          func(b []byte) (*Delivery, error) { return giteaPullRequest(GiteaPullRequest, b) },
-	"pull_request_approved": func(b []byte) (*Delivery, error) { return giteaPullRequest(GiteaReview, b) },
-	"pull_request_rejected": func(b []byte) (*Delivery, error) { return giteaPullRequest(GiteaReview, b) },
+	"pull_request":          func(b []byte) (*Delivery, error) { return giteaPullRequest(GiteaPullRequest, "", b) },
+	"pull_request_approved": func(b []byte) (*Delivery, error) { return giteaPullRequest(GiteaReview, wq.ReviewApproved, b) },
+	"pull_request_rejected": func(b []byte) (*Delivery, error) { return giteaPullRequest(GiteaReview, wq.ReviewChangesRequested, b) },
+	"issues":                giteaIssue,
 	"status":                giteaStatus,
 	"workflow_run":          func(b []byte) (*Delivery, error) { return giteaWorkflow(GiteaWorkflowRun, b) },
 	"workflow_job":          func(b []byte) (*Delivery, error) { return giteaWorkflow(GiteaWorkflowJob, b) },
@@ -114,6 +143,7 @@ var giteaParsers = map[string]parser{
 
 var gitlabParsers = map[string]parser{
 	"Merge Request Hook": gitlabMergeRequest,
+	"Issue Hook":         gitlabIssue,
 	"Pipeline Hook":      gitlabPipeline,
 	"Job Hook":           gitlabJob,
 }
@@ -137,13 +167,41 @@ type giteaRepo struct {
 	FullName string `json:"full_name"`
 }
 
-func giteaPullRequest(eventType string, body []byte) (*Delivery, error) {
+type giteaUser struct {
+	Login string `json:"login"`
+}
+
+type giteaLabel struct {
+	Name string `json:"name"`
+}
+
+func giteaLabels(ls []giteaLabel) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Name)
+	}
+	return out
+}
+
+// giteaPullRequest reads a pull_request event, or (verdict set) a review
+// event, whose payload is the same.
+func giteaPullRequest(eventType, verdict string, body []byte) (*Delivery, error) {
 	var p struct {
+		Action      string `json:"action"`
 		PullRequest *struct {
-			Number    int64      `json:"number"`
-			UpdatedAt *time.Time `json:"updated_at"`
+			Number    int64        `json:"number"`
+			Title     string       `json:"title"`
+			Body      string       `json:"body"`
+			State     string       `json:"state"`
+			Merged    bool         `json:"merged"`
+			Mergeable bool         `json:"mergeable"`
+			Draft     bool         `json:"draft"`
+			User      *giteaUser   `json:"user"`
+			Labels    []giteaLabel `json:"labels"`
+			UpdatedAt *time.Time   `json:"updated_at"`
 			Head      struct {
 				Ref    string `json:"ref"`
+				SHA    string `json:"sha"`
 				RepoID int64  `json:"repo_id"`
 			} `json:"head"`
 			Base struct {
@@ -156,18 +214,85 @@ func giteaPullRequest(eventType string, body []byte) (*Delivery, error) {
 	if err := unmarshal(body, &p); err != nil {
 		return nil, err
 	}
-	if p.PullRequest == nil || p.PullRequest.Number <= 0 {
+	pr := p.PullRequest
+	if pr == nil || pr.Number <= 0 {
 		return nil, wq.Errorf(wq.EINVALID, "body: a %s event needs pull_request.number", eventType)
 	}
-	if head, base := p.PullRequest.Head.RepoID, p.PullRequest.Base.RepoID; head != 0 && base != 0 && head != base {
-		return nil, nil // a fork's pull request
+	w := &wq.WorkInfo{Kind: wq.WorkPR, Number: pr.Number, State: wq.MergeRequestOpen, Title: pr.Title, Labels: giteaLabels(pr.Labels),
+		HeadSHA: pr.Head.SHA, LinkedIssues: forge.ClosingIssues(pr.Body)}
+	switch {
+	case pr.Merged:
+		w.State = wq.MergeRequestMerged
+	case pr.State == "closed":
+		w.State = wq.MergeRequestClosed
 	}
-	d := &Delivery{EventType: eventType, Project: p.Repository.FullName, Number: p.PullRequest.Number,
-		SourceBranch: p.PullRequest.Head.Ref, TargetBranch: p.PullRequest.Base.Ref}
-	if p.PullRequest.UpdatedAt != nil && eventType == GiteaPullRequest {
-		d.EventTS = p.PullRequest.UpdatedAt.UTC()
+	// As the adapter's Mergeable, but for a fast-forward-only repository
+	// whose target moved, which the payload does not tell: the sync does.
+	w.Mergeable = w.State == wq.MergeRequestOpen && pr.Mergeable && !pr.Draft
+	if pr.User != nil {
+		w.Author = pr.User.Login
+	}
+	if pr.UpdatedAt != nil {
+		w.UpdatedAt = pr.UpdatedAt.UTC()
+	}
+	d := &Delivery{EventType: eventType, Project: p.Repository.FullName, Work: w}
+	switch {
+	case verdict == wq.ReviewChangesRequested:
+		// A reviewer's latest verdict requests changes: whatever the
+		// others said, changes are requested.
+		w.ReviewState = verdict
+	case verdict == wq.ReviewApproved, slices.Contains([]string{"synchronized", "review_requested", "review_request_removed"}, p.Action):
+		// An approval settles nothing while another reviewer may still
+		// request changes; a push may dismiss stale approvals (Gitea sends
+		// no event for a dismissal); a new request for review withdraws
+		// that reviewer's verdict.
+		d.RecheckReview = true
+	}
+	if head, base := pr.Head.RepoID, pr.Base.RepoID; head != 0 && base != 0 && head != base {
+		return d, nil // a fork's pull request: work, never an item's merge request
+	}
+	d.Number, d.SourceBranch, d.TargetBranch = pr.Number, pr.Head.Ref, pr.Base.Ref
+	if pr.UpdatedAt != nil && eventType == GiteaPullRequest {
+		d.EventTS = pr.UpdatedAt.UTC()
 	}
 	return d, nil
+}
+
+// giteaIssue reads an issues event: work only, its number is an issue's.
+func giteaIssue(body []byte) (*Delivery, error) {
+	var p struct {
+		Issue *struct {
+			Number      int64        `json:"number"`
+			Title       string       `json:"title"`
+			State       string       `json:"state"`
+			User        *giteaUser   `json:"user"`
+			Labels      []giteaLabel `json:"labels"`
+			UpdatedAt   *time.Time   `json:"updated_at"`
+			PullRequest *struct{}    `json:"pull_request"`
+		} `json:"issue"`
+		Repository giteaRepo `json:"repository"`
+	}
+	if err := unmarshal(body, &p); err != nil {
+		return nil, err
+	}
+	is := p.Issue
+	if is == nil || is.Number <= 0 {
+		return nil, wq.Errorf(wq.EINVALID, "body: an issues event needs issue.number")
+	}
+	if is.PullRequest != nil {
+		return nil, nil // a pull request's issue side: its pull_request events carry it
+	}
+	w := &wq.WorkInfo{Kind: wq.WorkIssue, Number: is.Number, State: wq.MergeRequestOpen, Title: is.Title, Labels: giteaLabels(is.Labels)}
+	if is.State == "closed" {
+		w.State = wq.MergeRequestClosed
+	}
+	if is.User != nil {
+		w.Author = is.User.Login
+	}
+	if is.UpdatedAt != nil {
+		w.UpdatedAt = is.UpdatedAt.UTC()
+	}
+	return &Delivery{EventType: GiteaIssues, Project: p.Repository.FullName, Work: w}, nil
 }
 
 // giteaStatus reads a commit status: it names only the commit.
@@ -271,6 +396,24 @@ func (b gitlabBranches) fromFork() bool {
 	return b.SourceProjectID != 0 && b.TargetProjectID != 0 && b.SourceProjectID != b.TargetProjectID
 }
 
+type gitlabLabel struct {
+	Title string `json:"title"`
+}
+
+func gitlabLabels(ls []gitlabLabel) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Title)
+	}
+	return out
+}
+
+// gitlabMergeRequest reads a Merge Request Hook. Its reviewers carry each
+// reviewer's state (GitLab 16.x and later), which settles whether changes
+// are requested; action "approved" says the approvals are enough. Other
+// approval actions (approval: one more, not yet enough; unapproval,
+// unapproved), a reviewer's new state without changes requested, and a
+// push (oldrev: approvals may be reset) leave the verdict to a recheck.
 func gitlabMergeRequest(body []byte) (*Delivery, error) {
 	var p struct {
 		ObjectKind string        `json:"object_kind"`
@@ -278,20 +421,106 @@ func gitlabMergeRequest(body []byte) (*Delivery, error) {
 		Attrs      *struct {
 			IID int64 `json:"iid"`
 			gitlabBranches
-			UpdatedAt gitlabTime `json:"updated_at"`
+			UpdatedAt           gitlabTime    `json:"updated_at"`
+			Title               string        `json:"title"`
+			Description         string        `json:"description"`
+			State               string        `json:"state"`
+			Action              string        `json:"action"`
+			OldRev              string        `json:"oldrev"`
+			DetailedMergeStatus string        `json:"detailed_merge_status"`
+			Labels              []gitlabLabel `json:"labels"`
+			LastCommit          struct {
+				ID string `json:"id"`
+			} `json:"last_commit"`
 		} `json:"object_attributes"`
+		Labels    []gitlabLabel `json:"labels"`
+		Reviewers []struct {
+			State string `json:"state"` // unreviewed, review_started, reviewed, requested_changes, approved, unapproved
+		} `json:"reviewers"`
+		Changes struct {
+			Reviewers *json.RawMessage `json:"reviewers"`
+		} `json:"changes"`
 	}
 	if err := unmarshal(body, &p); err != nil {
 		return nil, err
 	}
-	if p.ObjectKind != "merge_request" || p.Attrs == nil || p.Attrs.IID <= 0 {
+	a := p.Attrs
+	if p.ObjectKind != "merge_request" || a == nil || a.IID <= 0 {
 		return nil, wq.Errorf(wq.EINVALID, "body: a merge request event needs object_kind merge_request and object_attributes.iid")
 	}
-	if p.Attrs.fromFork() {
+	labels := p.Labels
+	if labels == nil {
+		labels = a.Labels
+	}
+	w := &wq.WorkInfo{Kind: wq.WorkPR, Number: a.IID, Title: a.Title, Labels: gitlabLabels(labels), HeadSHA: a.LastCommit.ID,
+		LinkedIssues: forge.ClosingIssues(a.Description), UpdatedAt: time.Time(a.UpdatedAt)}
+	switch a.State {
+	case "merged":
+		w.State = wq.MergeRequestMerged
+	case "closed":
+		w.State = wq.MergeRequestClosed
+	default: // opened, and locked while a merge is in progress
+		w.State = wq.MergeRequestOpen
+	}
+	w.Mergeable = a.State == "opened" && a.DetailedMergeStatus == "mergeable"
+	d := &Delivery{EventType: GitLabMergeRequest, Project: p.Project.PathWithNamespace, Work: w}
+	requested := false
+	for _, r := range p.Reviewers {
+		requested = requested || r.State == "requested_changes"
+	}
+	switch {
+	case requested:
+		w.ReviewState = wq.ReviewChangesRequested
+	case a.Action == "approved":
+		w.ReviewState = wq.ReviewApproved
+	case a.Action == "approval", a.Action == "unapproval", a.Action == "unapproved", a.OldRev != "", p.Changes.Reviewers != nil:
+		d.RecheckReview = true
+	}
+	if a.fromFork() {
+		return d, nil // a fork's merge request: work, never an item's merge request
+	}
+	d.Number, d.SourceBranch, d.TargetBranch, d.EventTS = a.IID, a.SourceBranch, a.TargetBranch, time.Time(a.UpdatedAt)
+	return d, nil
+}
+
+// gitlabIssue reads an Issue Hook: work only, its number is an issue's.
+// GitLab sends confidential issues as Confidential Issue Hook, which is
+// not read (nor subscribed); incidents and tasks are not work.
+func gitlabIssue(body []byte) (*Delivery, error) {
+	var p struct {
+		ObjectKind string        `json:"object_kind"`
+		Project    gitlabProject `json:"project"`
+		Attrs      *struct {
+			IID          int64         `json:"iid"`
+			Title        string        `json:"title"`
+			State        string        `json:"state"`
+			Type         string        `json:"type"`
+			Confidential bool          `json:"confidential"`
+			UpdatedAt    gitlabTime    `json:"updated_at"`
+			Labels       []gitlabLabel `json:"labels"`
+		} `json:"object_attributes"`
+		Labels []gitlabLabel `json:"labels"`
+	}
+	if err := unmarshal(body, &p); err != nil {
+		return nil, err
+	}
+	a := p.Attrs
+	if p.ObjectKind != "issue" || a == nil || a.IID <= 0 {
+		return nil, wq.Errorf(wq.EINVALID, "body: an issue event needs object_kind issue and object_attributes.iid")
+	}
+	if a.Confidential || (a.Type != "" && a.Type != "Issue") {
 		return nil, nil
 	}
-	return &Delivery{EventType: GitLabMergeRequest, Project: p.Project.PathWithNamespace, Number: p.Attrs.IID,
-		SourceBranch: p.Attrs.SourceBranch, TargetBranch: p.Attrs.TargetBranch, EventTS: time.Time(p.Attrs.UpdatedAt)}, nil
+	labels := p.Labels
+	if labels == nil {
+		labels = a.Labels
+	}
+	w := &wq.WorkInfo{Kind: wq.WorkIssue, Number: a.IID, State: wq.MergeRequestOpen, Title: a.Title, Labels: gitlabLabels(labels),
+		UpdatedAt: time.Time(a.UpdatedAt)}
+	if a.State == "closed" {
+		w.State = wq.MergeRequestClosed
+	}
+	return &Delivery{EventType: GitLabIssue, Project: p.Project.PathWithNamespace, Work: w}, nil
 }
 
 // gitlabPipeline reads a Pipeline Hook. A merge request pipeline names its

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/webhook"
 )
@@ -151,6 +153,7 @@ func TestEveryUsedEventResolvesByWhatItNames(t *testing.T) {
 			}
 			got := *d
 			got.DeliveryID, got.Body = "", nil
+			got.Work, got.RecheckReview = nil, false // what the inventory reads: TestDeliveriesCarryTheNewStateOfTheirWork
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
@@ -207,7 +210,8 @@ func TestWithoutIdempotencyKeyOneRequestsDeliveriesStayApart(t *testing.T) {
 
 func TestAForksMergeRequestIsNeverResolved(t *testing.T) {
 	// A fork may propose a branch with the name of one of ours: its events
-	// must not move our item.
+	// must not move our item. Its merge request is still work of the
+	// project, so a merge request event carries that alone.
 	gitlab := func(event string) http.Header {
 		return http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {event}, "X-Gitlab-Event-Uuid": {"u"}}
 	}
@@ -216,16 +220,30 @@ func TestAForksMergeRequestIsNeverResolved(t *testing.T) {
 		name, kind string
 		h          http.Header
 		body       string
+		work       bool // the event carries the fork's merge request as work
 	}{
 		{"gitlab merge request from a fork", wq.ForgeGitLab, gitlab("Merge Request Hook"), `{"object_kind":"merge_request","project":{"path_with_namespace":"g/p"},
-		 "object_attributes":{"iid":4,"action":"merge","state":"merged","source_branch":"workqueue/a","target_branch":"main","source_project_id":8,"target_project_id":7}}`},
+		 "object_attributes":{"iid":4,"action":"merge","state":"merged","source_branch":"workqueue/a","target_branch":"main","source_project_id":8,"target_project_id":7}}`, true},
 		{"gitlab pipeline of a fork's merge request", wq.ForgeGitLab, gitlab("Pipeline Hook"), `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},
-		 "object_attributes":{"id":5,"ref":"refs/merge-requests/4/head","sha":"c0ffee"},"merge_request":{"iid":4,"source_branch":"workqueue/a","source_project_id":8,"target_project_id":7}}`},
-		{"gitea pull request from a fork", wq.ForgeGitea, giteaHeaders(sign("k", giteaFork), "pull_request"), giteaFork},
+		 "object_attributes":{"id":5,"ref":"refs/merge-requests/4/head","sha":"c0ffee"},"merge_request":{"iid":4,"source_branch":"workqueue/a","source_project_id":8,"target_project_id":7}}`, false},
+		{"gitea pull request from a fork", wq.ForgeGitea, giteaHeaders(sign("k", giteaFork), "pull_request"), giteaFork, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if d, err := webhook.Parse(tc.kind, "k", tc.h, []byte(tc.body)); err != nil || d != nil {
-				t.Errorf("%+v, %v; want acknowledged and dropped", d, err)
+			d, err := webhook.Parse(tc.kind, "k", tc.h, []byte(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d == nil {
+				if tc.work {
+					t.Error("dropped: want the fork's merge request as work")
+				}
+				return // acknowledged and dropped
+			}
+			if d.Number != 0 || d.PipelineID != 0 || d.SourceBranch != "" || d.TargetBranch != "" || d.HeadSHA != "" {
+				t.Errorf("%+v: names a merge request, pipeline, branch or commit an item could resolve by", d)
+			}
+			if d.Work == nil || d.Work.Kind != wq.WorkPR || d.Work.Number != 4 || d.Work.State != wq.MergeRequestMerged {
+				t.Errorf("work %+v, want the fork's merged pull request 4", d.Work)
 			}
 		})
 	}
@@ -265,6 +283,8 @@ func FuzzParse(f *testing.F) {
 	f.Add("gitlab", "Merge Request Hook", `{"object_kind":"merge_request","object_attributes":{"iid":1}}`)
 	f.Add("gitlab", "Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":3,"ref":"b"}}`)
 	f.Add("gitlab", "Job Hook", `{"object_kind":"build","project":{"path_with_namespace":"g/p"},"pipeline_id":3}`)
+	f.Add("gitea", "issues", `{"action":"opened","issue":{"number":2,"state":"open"},"repository":{"full_name":"o/r"}}`)
+	f.Add("gitlab", "Issue Hook", `{"object_kind":"issue","project":{"path_with_namespace":"g/p"},"object_attributes":{"iid":2}}`)
 	f.Fuzz(func(t *testing.T, kind, event, body string) {
 		h := giteaHeaders(sign("k", body), event)
 		h.Set("X-Gitlab-Token", "k")
@@ -272,8 +292,141 @@ func FuzzParse(f *testing.F) {
 		h.Set("X-Gitlab-Event-UUID", "u")
 		d, err := webhook.Parse(kind, "k", h, []byte(body))
 		if err == nil && d != nil && (d.Project == "" || d.DeliveryID == "" || d.Number < 0 || d.PipelineID < 0 ||
-			(d.Number == 0 && d.PipelineID == 0 && d.SourceBranch == "" && d.HeadSHA == "")) {
+			(d.Number == 0 && d.PipelineID == 0 && d.SourceBranch == "" && d.HeadSHA == "" && d.Work == nil) ||
+			(d.Work != nil && (d.Work.Number <= 0 || (d.Work.Kind != wq.WorkIssue && d.Work.Kind != wq.WorkPR)))) {
 			t.Fatalf("accepted an unusable delivery: %+v", d)
 		}
 	})
+}
+
+func TestDeliveriesCarryTheNewStateOfTheirWork(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	gitea := func(event, body string) (string, http.Header, string) {
+		return wq.ForgeGitea, giteaHeaders(sign("k", body), event), body
+	}
+	gitlab := func(event, body string) (string, http.Header, string) {
+		return wq.ForgeGitLab, http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {event}, "X-Gitlab-Event-Uuid": {"u"}}, body
+	}
+	const giteaPR = `"number":7,"title":"Fix it","body":"Closes #2, fixes #3","state":"open","merged":false,"mergeable":true,
+	 "draft":false,"user":{"login":"alice"},"labels":[{"name":"bug"}],"updated_at":"2026-03-04T05:06:07Z",
+	 "head":{"ref":"fix","sha":"c0ffee","repo_id":1},"base":{"ref":"main","repo_id":1}`
+	openPR := wq.WorkInfo{Kind: wq.WorkPR, Number: 7, State: wq.MergeRequestOpen, Title: "Fix it", Labels: []string{"bug"}, Author: "alice",
+		HeadSHA: "c0ffee", Mergeable: true, LinkedIssues: []int64{2, 3}, UpdatedAt: at}
+	with := func(w wq.WorkInfo, edit func(w *wq.WorkInfo)) *wq.WorkInfo { edit(&w); return &w }
+	const gitlabMR = `"object_kind":"merge_request","project":{"path_with_namespace":"g/p"},"labels":[{"title":"bug"}]`
+	const gitlabAttrs = `"iid":7,"title":"Fix it","description":"Resolves #2","state":"opened","detailed_merge_status":"mergeable",
+	 "source_branch":"fix","target_branch":"main","source_project_id":1,"target_project_id":1,"last_commit":{"id":"c0ffee"},
+	 "updated_at":"2026-03-04 05:06:07 UTC"`
+	openMR := wq.WorkInfo{Kind: wq.WorkPR, Number: 7, State: wq.MergeRequestOpen, Title: "Fix it", Labels: []string{"bug"},
+		HeadSHA: "c0ffee", Mergeable: true, LinkedIssues: []int64{2}, UpdatedAt: at}
+	for _, tc := range []struct {
+		name    string
+		kind    string
+		h       http.Header
+		body    string
+		want    *wq.WorkInfo // nil: the delivery is dropped
+		recheck bool
+		number  int64 // the merge request an item may resolve by
+	}{
+		{name: "a gitea issue opened", want: &wq.WorkInfo{Kind: wq.WorkIssue, Number: 2, State: wq.MergeRequestOpen, Title: "Broken",
+			Labels: []string{"bug", "p1"}, Author: "bob", UpdatedAt: at}},
+		{name: "a gitea issue closed", want: &wq.WorkInfo{Kind: wq.WorkIssue, Number: 2, State: wq.MergeRequestClosed, Title: "Broken", Author: "bob", UpdatedAt: at}},
+		{name: "the issue side of a gitea pull request is dropped"},
+		{name: "a gitea pull request opened", want: &openPR, number: 7},
+		{name: "a gitea pull request merged", want: with(openPR, func(w *wq.WorkInfo) { w.State, w.Mergeable = wq.MergeRequestMerged, false }), number: 7},
+		{name: "a gitea draft is not mergeable", want: with(openPR, func(w *wq.WorkInfo) { w.Mergeable = false }), number: 7},
+		{name: "a push to a gitea pull request rechecks its verdict", want: &openPR, recheck: true, number: 7},
+		{name: "a gitea request for changes settles the verdict", want: with(openPR, func(w *wq.WorkInfo) { w.ReviewState = wq.ReviewChangesRequested }), number: 7},
+		{name: "a gitea approval rechecks the verdict", want: &openPR, recheck: true, number: 7},
+		{name: "a gitlab issue opened", want: &wq.WorkInfo{Kind: wq.WorkIssue, Number: 3, State: wq.MergeRequestOpen, Title: "Broken",
+			Labels: []string{"bug"}, UpdatedAt: at}},
+		{name: "a gitlab incident is dropped"},
+		{name: "a gitlab merge request updated", want: &openMR, number: 7},
+		{name: "a gitlab reviewer requesting changes settles the verdict", want: with(openMR, func(w *wq.WorkInfo) { w.ReviewState = wq.ReviewChangesRequested }), number: 7},
+		{name: "gitlab's approved settles the verdict", want: with(openMR, func(w *wq.WorkInfo) { w.ReviewState = wq.ReviewApproved }), number: 7},
+		{name: "gitlab's single approval rechecks the verdict", want: &openMR, recheck: true, number: 7},
+		{name: "a push to a gitlab merge request rechecks its verdict", want: &openMR, recheck: true, number: 7},
+		{name: "a locked gitlab merge request is open and not mergeable", want: with(openMR, func(w *wq.WorkInfo) { w.Mergeable = false }), number: 7},
+	} {
+		switch tc.name {
+		case "a gitea issue opened":
+			tc.kind, tc.h, tc.body = gitea("issues", `{"action":"opened","number":2,"issue":{"number":2,"title":"Broken","state":"open",
+			 "user":{"login":"bob"},"labels":[{"name":"bug"},{"name":"p1"}],"updated_at":"2026-03-04T05:06:07Z","pull_request":null},"repository":{"full_name":"o/r"}}`)
+		case "a gitea issue closed":
+			tc.kind, tc.h, tc.body = gitea("issues", `{"action":"closed","issue":{"number":2,"title":"Broken","state":"closed",
+			 "user":{"login":"bob"},"labels":[],"updated_at":"2026-03-04T05:06:07Z"},"repository":{"full_name":"o/r"}}`)
+		case "the issue side of a gitea pull request is dropped":
+			tc.kind, tc.h, tc.body = gitea("issues", `{"action":"label_updated","issue":{"number":7,"state":"open","pull_request":{"merged":false}},"repository":{"full_name":"o/r"}}`)
+		case "a gitea pull request opened":
+			tc.kind, tc.h, tc.body = gitea("pull_request", `{"action":"opened","pull_request":{`+giteaPR+`},"repository":{"full_name":"o/r"}}`)
+		case "a gitea pull request merged":
+			tc.kind, tc.h, tc.body = gitea("pull_request", `{"action":"closed","pull_request":{`+giteaPR+`,"state":"closed","merged":true},"repository":{"full_name":"o/r"}}`)
+		case "a gitea draft is not mergeable":
+			tc.kind, tc.h, tc.body = gitea("pull_request", `{"action":"edited","pull_request":{`+giteaPR+`,"draft":true},"repository":{"full_name":"o/r"}}`)
+		case "a push to a gitea pull request rechecks its verdict":
+			tc.kind, tc.h, tc.body = gitea("pull_request", `{"action":"synchronized","pull_request":{`+giteaPR+`},"repository":{"full_name":"o/r"}}`)
+		case "a gitea request for changes settles the verdict":
+			tc.kind, tc.h, tc.body = gitea("pull_request_rejected", `{"action":"reviewed","pull_request":{`+giteaPR+`},"review":{"type":"pull_request_review_rejected"},"repository":{"full_name":"o/r"}}`)
+		case "a gitea approval rechecks the verdict":
+			tc.kind, tc.h, tc.body = gitea("pull_request_approved", `{"action":"reviewed","pull_request":{`+giteaPR+`},"review":{"type":"pull_request_review_approved"},"repository":{"full_name":"o/r"}}`)
+		case "a gitlab issue opened":
+			tc.kind, tc.h, tc.body = gitlab("Issue Hook", `{"object_kind":"issue","project":{"path_with_namespace":"g/p"},"labels":[{"title":"bug"}],
+			 "object_attributes":{"iid":3,"title":"Broken","state":"opened","action":"open","type":"Issue","confidential":false,"author_id":5,"updated_at":"2026-03-04 05:06:07 UTC"}}`)
+		case "a gitlab incident is dropped":
+			tc.kind, tc.h, tc.body = gitlab("Issue Hook", `{"object_kind":"issue","project":{"path_with_namespace":"g/p"},"object_attributes":{"iid":3,"state":"opened","type":"Incident"}}`)
+		case "a gitlab merge request updated":
+			tc.kind, tc.h, tc.body = gitlab("Merge Request Hook", `{`+gitlabMR+`,"reviewers":[{"username":"carol","state":"unreviewed"}],"object_attributes":{`+gitlabAttrs+`,"action":"update"}}`)
+		case "a gitlab reviewer requesting changes settles the verdict":
+			tc.kind, tc.h, tc.body = gitlab("Merge Request Hook", `{`+gitlabMR+`,"reviewers":[{"username":"dan","state":"approved"},{"username":"carol","state":"requested_changes"}],
+			 "changes":{"reviewers":{"previous":[],"current":[]}},"object_attributes":{`+gitlabAttrs+`,"action":"update"}}`)
+		case "gitlab's approved settles the verdict":
+			tc.kind, tc.h, tc.body = gitlab("Merge Request Hook", `{`+gitlabMR+`,"reviewers":[],"object_attributes":{`+gitlabAttrs+`,"action":"approved"}}`)
+		case "gitlab's single approval rechecks the verdict":
+			tc.kind, tc.h, tc.body = gitlab("Merge Request Hook", `{`+gitlabMR+`,"object_attributes":{`+gitlabAttrs+`,"action":"approval"}}`)
+		case "a push to a gitlab merge request rechecks its verdict":
+			tc.kind, tc.h, tc.body = gitlab("Merge Request Hook", `{`+gitlabMR+`,"object_attributes":{`+gitlabAttrs+`,"action":"update","oldrev":"0ld"}}`)
+		case "a locked gitlab merge request is open and not mergeable":
+			tc.kind, tc.h, tc.body = gitlab("Merge Request Hook", `{`+gitlabMR+`,"object_attributes":{`+gitlabAttrs+`,"state":"locked","action":"update"}}`)
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := webhook.Parse(tc.kind, "k", tc.h, []byte(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == nil {
+				if d != nil {
+					t.Errorf("%+v, want dropped", d)
+				}
+				return
+			}
+			if d == nil || d.Work == nil {
+				t.Fatalf("%+v: no work", d)
+			}
+			if diff := cmp.Diff(tc.want, d.Work); diff != "" {
+				t.Errorf("work (-want +got):\n%s", diff)
+			}
+			if d.RecheckReview != tc.recheck || d.Number != tc.number || d.Project == "" {
+				t.Errorf("recheck %v, number %d, project %q; want %v, %d", d.RecheckReview, d.Number, d.Project, tc.recheck, tc.number)
+			}
+		})
+	}
+}
+
+func TestIssueEventsWithoutTheirIssueAreInvalid(t *testing.T) {
+	for name, tc := range map[string]struct{ kind, event, body string }{
+		"gitea issue without number": {wq.ForgeGitea, "issues", `{"action":"opened","issue":{"title":"x"},"repository":{"full_name":"o/r"}}`},
+		"gitea issue without repo":   {wq.ForgeGitea, "issues", `{"action":"opened","issue":{"number":2}}`},
+		"gitlab issue without iid":   {wq.ForgeGitLab, "Issue Hook", `{"object_kind":"issue","project":{"path_with_namespace":"g/p"},"object_attributes":{"title":"x"}}`},
+		"gitlab issue of other kind": {wq.ForgeGitLab, "Issue Hook", `{"object_kind":"note","project":{"path_with_namespace":"g/p"},"object_attributes":{"iid":2}}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := giteaHeaders(sign("k", tc.body), tc.event)
+			h.Set("X-Gitlab-Token", "k")
+			h.Set("X-Gitlab-Event", tc.event)
+			h.Set("X-Gitlab-Event-UUID", "u")
+			if _, err := webhook.Parse(tc.kind, "k", h, []byte(tc.body)); wq.ErrorCode(err) != wq.EINVALID {
+				t.Errorf("err %v, want invalid", err)
+			}
+		})
+	}
 }

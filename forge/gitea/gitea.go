@@ -5,6 +5,7 @@
 package gitea
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -588,8 +590,9 @@ func (f *Forge) ListProjects(ctx context.Context) ([]string, error) {
 
 // HookEvents are the events a Gitea hook must send for the webhook
 // package to read: "pull_request" subscribes the whole family, reviews
-// included.
-var HookEvents = []string{"pull_request", "status", "workflow_run", "workflow_job"}
+// included, and "issues" the issue family (opened, closed, edited,
+// labelled; comments too, which are acknowledged and ignored).
+var HookEvents = []string{"pull_request", "issues", "status", "workflow_run", "workflow_job"}
 
 // EnsureWebhook makes a Gitea hook to url send HookEvents, signed with
 // secret.
@@ -706,4 +709,207 @@ func (f *Forge) tree(ctx context.Context, owner, repo, ref string) (map[string]s
 		}
 		at = tr.SHA
 	}
+}
+
+// workPageSize is the page size of the inventory's list calls: Gitea's
+// default MAX_RESPONSE_ITEMS. A server configured smaller answers smaller
+// pages, which the Link header's next page still follows.
+const workPageSize = 50
+
+// ListOpenWork returns every open issue and open pull request of project.
+// Its calls: the open issues, page by page (GET /repos/{o}/{r}/issues
+// ?state=open&type=issues, 50 a page), the open pull requests likewise
+// (GET /repos/{o}/{r}/pulls?state=open&sort=oldest, 50 a page), each list
+// followed to its end by the Link header's next page, and one call per
+// open pull request for its reviews (GET …/pulls/{index}/reviews, 50 a
+// page: a second only past 50 reviews). A pull request that closes or
+// merges between two pages can shift a later one onto a page already
+// read; the inventory re-reads what it misses (GetWork).
+func (f *Forge) ListOpenWork(ctx context.Context, project string) ([]wq.WorkInfo, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return nil, err
+	}
+	var out []wq.WorkInfo
+	for page := 1; page > 0; {
+		var issues []*sdk.Issue
+		var resp *sdk.Response
+		err := f.call(ctx, "list open issues of "+project, func(c *sdk.Client) (*sdk.Response, error) {
+			var err error
+			issues, resp, err = c.ListRepoIssues(owner, repo, sdk.ListIssueOption{ListOptions: sdk.ListOptions{Page: page, PageSize: workPageSize},
+				State: sdk.StateOpen, Type: sdk.IssueTypeIssue})
+			return resp, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, is := range issues {
+			if is.PullRequest == nil {
+				out = append(out, issueWork(is))
+			}
+		}
+		page = nextPage(resp, page)
+	}
+	var prs []*sdk.PullRequest
+	for page := 1; page > 0; {
+		var list []*sdk.PullRequest
+		var resp *sdk.Response
+		err := f.call(ctx, "list open pulls of "+project, func(c *sdk.Client) (*sdk.Response, error) {
+			var err error
+			list, resp, err = c.ListRepoPullRequests(owner, repo, sdk.ListPullRequestsOptions{ListOptions: sdk.ListOptions{Page: page, PageSize: workPageSize},
+				State: sdk.StateOpen, Sort: "oldest"})
+			return resp, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		prs = append(prs, list...)
+		page = nextPage(resp, page)
+	}
+	for _, pr := range prs {
+		w, err := f.pullWork(ctx, owner, repo, pr)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// nextPage is the page after page that resp's Link header names, 0 when
+// there is none.
+func nextPage(resp *sdk.Response, page int) int {
+	if resp == nil || resp.NextPage <= page {
+		return 0
+	}
+	return resp.NextPage
+}
+
+// GetWork reads one issue (GET /repos/{o}/{r}/issues/{index}) or pull
+// request (GET …/pulls/{index}, then its reviews) in any state. NotFound
+// also when number is the other kind: Gitea numbers issues and pull
+// requests in one sequence.
+func (f *Forge) GetWork(ctx context.Context, project, kind string, number int64) (*wq.WorkInfo, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return nil, err
+	}
+	what := fmt.Sprintf("get %s %s#%d", kind, project, number)
+	switch kind {
+	case wq.WorkIssue:
+		var is *sdk.Issue
+		err := f.call(ctx, what, func(c *sdk.Client) (resp *sdk.Response, err error) {
+			is, resp, err = c.GetIssue(owner, repo, number)
+			return resp, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if is.PullRequest != nil {
+			return nil, &wq.ForgeError{Kind: wq.ForgeNotFound, Op: "gitea: " + what, Message: "a pull request, not an issue"}
+		}
+		w := issueWork(is)
+		return &w, nil
+	case wq.WorkPR:
+		var pr *sdk.PullRequest
+		err := f.call(ctx, what, func(c *sdk.Client) (resp *sdk.Response, err error) {
+			pr, resp, err = c.GetPullRequest(owner, repo, number)
+			return resp, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		w, err := f.pullWork(ctx, owner, repo, pr)
+		return &w, err
+	}
+	return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: " + what, Message: "unknown kind of work " + kind}
+}
+
+func issueWork(is *sdk.Issue) wq.WorkInfo {
+	w := wq.WorkInfo{Kind: wq.WorkIssue, Number: is.Index, State: wq.MergeRequestOpen, Title: is.Title, UpdatedAt: is.Updated.UTC()}
+	if is.State == sdk.StateClosed {
+		w.State = wq.MergeRequestClosed
+	}
+	if is.Poster != nil {
+		w.Author = is.Poster.UserName
+	}
+	for _, l := range is.Labels {
+		w.Labels = append(w.Labels, l.Name)
+	}
+	return w
+}
+
+// pullWork is pr as work, its review verdict read with one more call.
+func (f *Forge) pullWork(ctx context.Context, owner, repo string, pr *sdk.PullRequest) (wq.WorkInfo, error) {
+	mr := toMergeRequest(pr)
+	w := wq.WorkInfo{Kind: wq.WorkPR, Number: pr.Index, State: mr.State, Title: pr.Title, Labels: mr.Labels,
+		HeadSHA: mr.HeadSHA, Mergeable: mr.Mergeable, LinkedIssues: forge.ClosingIssues(pr.Body)}
+	if pr.Poster != nil {
+		w.Author = pr.Poster.UserName
+	}
+	if pr.Updated != nil {
+		w.UpdatedAt = pr.Updated.UTC()
+	}
+	reviews, err := f.reviews(ctx, owner, repo, pr.Index)
+	if err != nil {
+		return wq.WorkInfo{}, err
+	}
+	w.ReviewState = ReviewVerdict(reviews)
+	return w, nil
+}
+
+// reviews lists every review of a pull request. Gitea sends no Link header
+// here, only X-Total-Count.
+func (f *Forge) reviews(ctx context.Context, owner, repo string, index int64) ([]*sdk.PullReview, error) {
+	var out []*sdk.PullReview
+	for page := 1; ; page++ {
+		var list []*sdk.PullReview
+		var resp *sdk.Response
+		err := f.call(ctx, fmt.Sprintf("list reviews of %s/%s!%d", owner, repo, index), func(c *sdk.Client) (*sdk.Response, error) {
+			var err error
+			list, resp, err = c.ListPullReviews(owner, repo, index, sdk.ListPullReviewsOptions{ListOptions: sdk.ListOptions{Page: page, PageSize: workPageSize}})
+			return resp, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list...)
+		total, _ := strconv.Atoi(resp.Header.Get("X-Total-Count"))
+		if len(list) == 0 || page*workPageSize >= total {
+			return out, nil
+		}
+	}
+}
+
+// ReviewVerdict is a pull request's review verdict from its reviews: the
+// latest verdict of each reviewer counts (an approval or a request for
+// changes; a comment leaves the verdict before it standing, a new request
+// for review withdraws it), dismissed reviews and pending ones do not.
+// Changes requested by anyone win over approvals; an approval by anyone
+// else is approved; otherwise none. Gitea's own required-approvals count
+// (official reviews only) stays the forge's business: an approved pull
+// request it would not merge is not Mergeable.
+func ReviewVerdict(reviews []*sdk.PullReview) string {
+	reviews = slices.Clone(reviews)
+	slices.SortFunc(reviews, func(a, b *sdk.PullReview) int { return cmp.Compare(a.ID, b.ID) })
+	latest := map[int64]sdk.ReviewStateType{}
+	for _, r := range reviews {
+		if r.Reviewer == nil || r.Dismissed {
+			continue
+		}
+		switch r.State {
+		case sdk.ReviewStateApproved, sdk.ReviewStateRequestChanges, sdk.ReviewStateRequestReview:
+			latest[r.Reviewer.ID] = r.State
+		}
+	}
+	verdict := wq.ReviewNone
+	for _, s := range latest {
+		switch s {
+		case sdk.ReviewStateRequestChanges:
+			return wq.ReviewChangesRequested
+		case sdk.ReviewStateApproved:
+			verdict = wq.ReviewApproved
+		}
+	}
+	return verdict
 }

@@ -382,8 +382,9 @@ func (f *Forge) ListProjects(ctx context.Context) ([]string, error) {
 	return out, err
 }
 
-// EnsureWebhook makes a project hook to url send merge request, pipeline
-// and job events (the events the webhook package reads, and no others)
+// EnsureWebhook makes a project hook to url send merge request (approvals
+// included), issue, pipeline and job events (the events the webhook
+// package reads, and no others: not confidential issues, notes or pushes)
 // with secret as its token.
 //
 // A hook GitLab disabled after failing deliveries (alert_status other than
@@ -424,12 +425,13 @@ func (f *Forge) EnsureWebhook(ctx context.Context, project, url, secret string) 
 			return "", err
 		}
 		return wq.WebhookUpdated, f.addHook(ctx, project, url, secret)
-	case found.MergeRequestsEvents && found.PipelineEvents && found.JobEvents && !found.NoteEvents:
+	case found.MergeRequestsEvents && found.IssuesEvents && found.PipelineEvents && found.JobEvents && !found.NoteEvents:
 		return wq.WebhookFound, nil
 	}
 	err := f.call(ctx, "update hook on "+project, func(o gl.RequestOptionFunc) error {
 		_, _, err := f.client.Projects.EditProjectHook(project, found.ID, &gl.EditProjectHookOptions{URL: &url, Token: &secret,
-			MergeRequestsEvents: gl.Ptr(true), PipelineEvents: gl.Ptr(true), JobEvents: gl.Ptr(true), NoteEvents: gl.Ptr(false)}, o)
+			MergeRequestsEvents: gl.Ptr(true), IssuesEvents: gl.Ptr(true), PipelineEvents: gl.Ptr(true), JobEvents: gl.Ptr(true),
+			NoteEvents: gl.Ptr(false)}, o)
 		return err
 	})
 	return wq.WebhookUpdated, err
@@ -445,8 +447,8 @@ func hookDisabled(h *gl.ProjectHook, now time.Time) bool {
 func (f *Forge) addHook(ctx context.Context, project, url, secret string) error {
 	return f.call(ctx, "create hook on "+project, func(o gl.RequestOptionFunc) error {
 		_, _, err := f.client.Projects.AddProjectHook(project, &gl.AddProjectHookOptions{URL: &url, Token: &secret,
-			MergeRequestsEvents: gl.Ptr(true), PipelineEvents: gl.Ptr(true), JobEvents: gl.Ptr(true), NoteEvents: gl.Ptr(false),
-			PushEvents: gl.Ptr(false)}, o)
+			MergeRequestsEvents: gl.Ptr(true), IssuesEvents: gl.Ptr(true), PipelineEvents: gl.Ptr(true), JobEvents: gl.Ptr(true),
+			NoteEvents: gl.Ptr(false), PushEvents: gl.Ptr(false)}, o)
 		return err
 	})
 }
@@ -498,4 +500,170 @@ func pathChanges(diffs []*gl.Diff) []wq.PathChange {
 		}
 	}
 	return out
+}
+
+// workPageSize is the page size of the inventory's list calls: GitLab's
+// largest.
+const workPageSize = 100
+
+// ListOpenWork returns every open issue and open merge request of
+// project. Its calls: the open issues, page by page (GET
+// /projects/:id/issues?state=opened&issue_type=issue&confidential=false,
+// 100 a page), the open merge requests likewise (GET
+// /projects/:id/merge_requests?state=opened, 100 a page), each list
+// followed to its end by X-Next-Page, and one call per open merge request
+// for its approvals (GET …/merge_requests/:iid/approvals).
+//
+// Incidents, test cases and tasks are not issues here (issue_type): the
+// inventory holds assignable work only. Confidential issues are left out:
+// the hook does not subscribe their events either, and their text is not
+// for every agent the project's visibility would show the rest to.
+//
+// The review verdict: changes requested when detailed_merge_status says
+// requested_changes, else approved when someone approved and GitLab counts
+// the approvals as enough (approved), else none. GitLab reports requested
+// changes in detailed_merge_status only once the checks before it pass
+// (draft, discussions, CI, conflicts): the Merge Request Hook's reviewer
+// states tell the inventory sooner (see the webhook package).
+func (f *Forge) ListOpenWork(ctx context.Context, project string) ([]wq.WorkInfo, error) {
+	var out []wq.WorkInfo
+	err := f.call(ctx, "list open issues of "+project, func(o gl.RequestOptionFunc) error {
+		for page := int64(1); page > 0; {
+			issues, resp, err := f.client.Issues.ListProjectIssues(project, &gl.ListProjectIssuesOptions{
+				ListOptions: gl.ListOptions{Page: page, PerPage: workPageSize}, State: gl.Ptr("opened"), IssueType: gl.Ptr("issue"),
+				Confidential: gl.Ptr(false), OrderBy: gl.Ptr("created_at"), Sort: gl.Ptr("asc")}, o)
+			if err != nil {
+				return err
+			}
+			for _, is := range issues {
+				if isWork(is) {
+					out = append(out, issueWork(is))
+				}
+			}
+			page = nextPage(resp, page)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var mrs []*gl.BasicMergeRequest
+	err = f.call(ctx, "list open merge requests of "+project, func(o gl.RequestOptionFunc) error {
+		for page := int64(1); page > 0; {
+			list, resp, err := f.client.MergeRequests.ListProjectMergeRequests(project, &gl.ListProjectMergeRequestsOptions{
+				ListOptions: gl.ListOptions{Page: page, PerPage: workPageSize}, State: gl.Ptr("opened"),
+				OrderBy: gl.Ptr("created_at"), Sort: gl.Ptr("asc")}, o)
+			if err != nil {
+				return err
+			}
+			mrs = append(mrs, list...)
+			page = nextPage(resp, page)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, mr := range mrs {
+		w, err := f.mergeRequestWork(ctx, project, mr)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// nextPage is X-Next-Page when it is after page, 0 when there is none.
+func nextPage(resp *gl.Response, page int64) int64 {
+	if resp == nil || resp.NextPage <= page {
+		return 0
+	}
+	return resp.NextPage
+}
+
+// isWork reports whether a GitLab issue is assignable work: an issue
+// (not an incident, test case or task) that is not confidential.
+func isWork(is *gl.Issue) bool {
+	return !is.Confidential && (is.IssueType == nil || *is.IssueType == "" || *is.IssueType == "issue")
+}
+
+// GetWork reads one issue (GET /projects/:id/issues/:iid) or merge
+// request (GET …/merge_requests/:iid, then its approvals) in any state.
+// An issue that is not work (an incident, a confidential issue: see
+// ListOpenWork) is NotFound.
+func (f *Forge) GetWork(ctx context.Context, project, kind string, number int64) (*wq.WorkInfo, error) {
+	what := fmt.Sprintf("get %s %s#%d", kind, project, number)
+	switch kind {
+	case wq.WorkIssue:
+		var is *gl.Issue
+		err := f.call(ctx, what, func(o gl.RequestOptionFunc) (err error) {
+			is, _, err = f.client.Issues.GetIssue(project, number, o)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if !isWork(is) {
+			return nil, &wq.ForgeError{Kind: wq.ForgeNotFound, Op: "gitlab: " + what, Message: "not assignable work (confidential, or not of type issue)"}
+		}
+		w := issueWork(is)
+		return &w, nil
+	case wq.WorkPR:
+		var mr *gl.MergeRequest
+		err := f.call(ctx, what, func(o gl.RequestOptionFunc) (err error) {
+			mr, _, err = f.client.MergeRequests.GetMergeRequest(project, number, nil, o)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		w, err := f.mergeRequestWork(ctx, project, &mr.BasicMergeRequest)
+		return &w, err
+	}
+	return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitlab: " + what, Message: "unknown kind of work " + kind}
+}
+
+func issueWork(is *gl.Issue) wq.WorkInfo {
+	w := wq.WorkInfo{Kind: wq.WorkIssue, Number: is.IID, State: wq.MergeRequestOpen, Title: is.Title, Labels: []string(is.Labels)}
+	if is.State == "closed" {
+		w.State = wq.MergeRequestClosed
+	}
+	if is.Author != nil {
+		w.Author = is.Author.Username
+	}
+	if is.UpdatedAt != nil {
+		w.UpdatedAt = is.UpdatedAt.UTC()
+	}
+	return w
+}
+
+// mergeRequestWork is mr as work, its approvals read with one more call.
+func (f *Forge) mergeRequestWork(ctx context.Context, project string, mr *gl.BasicMergeRequest) (wq.WorkInfo, error) {
+	m := toMergeRequest(&gl.MergeRequest{BasicMergeRequest: *mr})
+	w := wq.WorkInfo{Kind: wq.WorkPR, Number: mr.IID, State: m.State, Title: mr.Title, Labels: []string(mr.Labels),
+		HeadSHA: mr.SHA, Mergeable: m.Mergeable, LinkedIssues: forge.ClosingIssues(mr.Description)}
+	if mr.Author != nil {
+		w.Author = mr.Author.Username
+	}
+	if mr.UpdatedAt != nil {
+		w.UpdatedAt = mr.UpdatedAt.UTC()
+	}
+	var approvals *gl.MergeRequestApprovals
+	err := f.call(ctx, fmt.Sprintf("approvals of %s!%d", project, mr.IID), func(o gl.RequestOptionFunc) (err error) {
+		approvals, _, err = f.client.MergeRequestApprovals.GetConfiguration(project, mr.IID, o)
+		return err
+	})
+	if err != nil {
+		return wq.WorkInfo{}, err
+	}
+	switch {
+	case mr.DetailedMergeStatus == "requested_changes":
+		w.ReviewState = wq.ReviewChangesRequested
+	case approvals.Approved && len(approvals.ApprovedBy) > 0:
+		w.ReviewState = wq.ReviewApproved
+	default:
+		w.ReviewState = wq.ReviewNone
+	}
+	return w, nil
 }

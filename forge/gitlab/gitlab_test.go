@@ -292,12 +292,16 @@ func TestHookMissingEventsIsUpdatedAndNoteEventsAreDropped(t *testing.T) {
 	if got, err := f.EnsureWebhook(ctx, "g/p", url, "s"); err != nil || got != wq.WebhookCreated {
 		t.Fatalf("%q %v", got, err)
 	}
-	want := map[string]bool{"merge_requests_events": true, "pipeline_events": true, "job_events": true, "note_events": false,
-		"push_events": false, "alert_status:executable": true}
+	want := map[string]bool{"merge_requests_events": true, "issues_events": true, "pipeline_events": true, "job_events": true,
+		"note_events": false, "push_events": false, "alert_status:executable": true}
 	if got := srv.HookEvents("g/p", url); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("created with %v, want %v", got, want)
 	}
 	srv.SetHookEvent("g/p", url, "pipeline_events", false) // someone unticked it
+	if got, err := f.EnsureWebhook(ctx, "g/p", url, "s"); err != nil || got != wq.WebhookUpdated {
+		t.Fatalf("%q %v, want updated", got, err)
+	}
+	srv.SetHookEvent("g/p", url, "issues_events", false) // made before the inventory read issues
 	if got, err := f.EnsureWebhook(ctx, "g/p", url, "s"); err != nil || got != wq.WebhookUpdated {
 		t.Fatalf("%q %v, want updated", got, err)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // Hook event flags a project hook has, as GitLab names them.
-var hookEvents = []string{"merge_requests_events", "pipeline_events", "job_events", "note_events", "push_events"}
+var hookEvents = []string{"merge_requests_events", "issues_events", "pipeline_events", "job_events", "note_events", "push_events"}
 
 // hook is a project hook with GitLab's failure accounting: after four
 // failing deliveries in a row it is temporarily disabled, for a backoff

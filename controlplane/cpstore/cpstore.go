@@ -1,0 +1,345 @@
+// Package cpstore is the control plane's Store (controlplane.Store) on both
+// drivers: its own migration chain (component "controlplane", tables
+// prefixed cp_) and the methods. The methods are written once, in this
+// package's shared files, over a thin dialect (sqlite.go, postgres.go) that
+// says how its driver runs a statement, a write transaction and a row lock,
+// and how its errors read. The drivers never name the control plane; this
+// package builds on what they export for item types.
+//
+// Hard rule 2 (one holder per work item) is kept three times over: Assign
+// and Reclaim serialise on the work item (SQLite's single writer;
+// PostgreSQL's lock on the work row, which holds across serve processes),
+// re-check in their transaction, and a partial unique index admits one
+// active lease per work item whatever else happens. A violation of that
+// index, or of the one terminal lock per work item, reads as
+// controlplane.ErrWorkHeld.
+//
+// Times are kept to the microsecond, truncated, on both databases. Every
+// comparison with now (expiry, liveness) truncates now the same way, so
+// the store agrees with Lease.Live on the leases it returns: a lease whose
+// stored expires_at is at or before now has expired, one a microsecond
+// later has not.
+package cpstore
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/store/postgres"
+	"github.com/workqueue-dev/workqueue/store/sqlite"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Component names the control plane's migration chain; the drivers record
+// its versions in workqueue_controlplane_schema_migrations.
+const Component = "controlplane"
+
+// maxList caps every list.
+const maxList = 500
+
+// New returns the control plane's store on db, an open driver, and
+// registers its migrations with it: call it before db.Migrate.
+func New(db wq.Store) (controlplane.Store, error) {
+	switch db := db.(type) {
+	case *sqlite.Store:
+		if err := db.AddMigrations(Component, migrations, "migrations/sqlite"); err != nil {
+			return nil, err
+		}
+		return &store{d: sqliteDialect(db)}, nil
+	case *postgres.Store:
+		if err := db.AddMigrations(Component, migrations, "migrations/postgres"); err != nil {
+			return nil, err
+		}
+		return &store{d: postgresDialect(db)}, nil
+	}
+	return nil, fmt.Errorf("control plane store: no support for the %T driver", db)
+}
+
+// store is the control plane's store on either driver.
+type store struct {
+	d dialect
+}
+
+var _ controlplane.Store = (*store)(nil)
+
+// dialect is what differs between the drivers.
+type dialect struct {
+	read  raw                                                 // the read pool
+	write func(ctx context.Context, fn func(raw) error) error // one write transaction, committed if fn returns nil
+	// numbered: the driver's placeholders are $1, $2… where the shared
+	// statements write ?.
+	numbered bool
+	// lockRow ends a SELECT of a work row in a write transaction so that
+	// the row stays locked until commit; "" where write transactions are
+	// serialised already.
+	lockRow   string
+	arg       func(any) any     // an argument as the driver takes it (times)
+	translate func(error) error // a driver error as the application's; nil stays nil
+}
+
+// raw runs statements on one driver, on its pool or in a transaction.
+type raw interface {
+	exec(ctx context.Context, q string, args []any) (int64, error)
+	query(ctx context.Context, q string, args []any) (rows, error)
+	queryRow(ctx context.Context, q string, args []any) row
+}
+
+type row interface{ Scan(dest ...any) error }
+
+type rows interface {
+	row
+	Next() bool
+	Err() error
+	Close()
+}
+
+// conn runs the shared statements on a raw connection of a dialect,
+// returning the application's errors.
+type conn struct {
+	r raw
+	d *dialect
+}
+
+func (s *store) reader() conn { return conn{s.d.read, &s.d} }
+
+// write runs fn in one write transaction.
+func (s *store) write(ctx context.Context, fn func(c conn) error) error {
+	return s.d.write(ctx, func(r raw) error { return fn(conn{r, &s.d}) })
+}
+
+func (c conn) prepare(q string, args []any) (string, []any) {
+	if c.d.numbered {
+		q = numberPlaceholders(q)
+	}
+	out := make([]any, len(args))
+	for i, a := range args {
+		out[i] = c.d.arg(a)
+	}
+	return q, out
+}
+
+func (c conn) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	q, args = c.prepare(q, args)
+	n, err := c.r.exec(ctx, q, args)
+	return n, c.d.translate(err)
+}
+
+func (c conn) query(ctx context.Context, q string, args ...any) (rows, error) {
+	q, args = c.prepare(q, args)
+	rs, err := c.r.query(ctx, q, args)
+	if err != nil {
+		return nil, c.d.translate(err)
+	}
+	return translatedRows{rs, c.d.translate}, nil
+}
+
+func (c conn) queryRow(ctx context.Context, q string, args ...any) row {
+	q, args = c.prepare(q, args)
+	return translatedRow{c.r.queryRow(ctx, q, args), c.d.translate}
+}
+
+type translatedRow struct {
+	row
+	translate func(error) error
+}
+
+func (r translatedRow) Scan(dest ...any) error { return r.translate(r.row.Scan(dest...)) }
+
+type translatedRows struct {
+	rows
+	translate func(error) error
+}
+
+func (r translatedRows) Scan(dest ...any) error { return r.translate(r.rows.Scan(dest...)) }
+func (r translatedRows) Err() error             { return r.translate(r.rows.Err()) }
+
+// numberPlaceholders turns the shared statements' ? into $1, $2… (no
+// statement of this package has a ? in a literal).
+func numberPlaceholders(q string) string {
+	var b strings.Builder
+	b.Grow(len(q) + 16)
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// qualify prefixes each column of a list with alias.
+func qualify(alias, cols string) string {
+	var out []string
+	for _, c := range strings.Split(cols, ",") {
+		out = append(out, alias+"."+strings.TrimSpace(c))
+	}
+	return strings.Join(out, ", ")
+}
+
+// queryAll runs q on c and scans every row with scan.
+func queryAll[T any](ctx context.Context, c conn, scan func(row) (T, error), q string, args ...any) ([]T, error) {
+	rs, err := c.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []T
+	for rs.Next() {
+		v, err := scan(rs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rs.Err()
+}
+
+// heldBy is the error of a write that broke the one active lease or the
+// one terminal lock of a work item: another session holds it.
+func heldBy(err error) error {
+	return fmt.Errorf("%w (%v)", controlplane.ErrWorkHeld, err)
+}
+
+// errMissing is the error of a write naming a session, work item or
+// assignment that does not exist (a foreign key).
+var errMissing = wq.Errorf(wq.ENOTFOUND, "the session, work item or assignment it names does not exist")
+
+// notFound gives a missing row its name.
+func notFound(err error, what, id string) error {
+	if wq.ErrorCode(err) == wq.ENOTFOUND {
+		return wq.Errorf(wq.ENOTFOUND, "%s %s not found", what, id)
+	}
+	return err
+}
+
+// limit is n capped at maxList; 0 is the cap.
+func limit(n int) int {
+	if n <= 0 || n > maxList {
+		return maxList
+	}
+	return n
+}
+
+// filter builds a WHERE clause of equalities; empty values do not filter.
+type filter struct {
+	conds []string
+	args  []any
+}
+
+func (f *filter) eq(col, v string) {
+	if v != "" {
+		f.add(col+" = ?", v)
+	}
+}
+
+func (f *filter) add(cond string, args ...any) {
+	f.conds = append(f.conds, cond)
+	f.args = append(f.args, args...)
+}
+
+func (f *filter) where() string {
+	if len(f.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(f.conds, " AND ")
+}
+
+// timeCol scans a stored time: a time (PostgreSQL), fixed-width UTC text
+// (SQLite), or NULL for the zero time.
+type timeCol time.Time
+
+func (t *timeCol) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*t = timeCol{}
+	case time.Time:
+		*t = timeCol(v.UTC())
+	case string:
+		return t.parse(v)
+	case []byte:
+		return t.parse(string(v))
+	default:
+		return fmt.Errorf("scan a time from %T", src)
+	}
+	return nil
+}
+
+func (t *timeCol) parse(s string) error {
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return fmt.Errorf("parse stored time %q: %w", s, err)
+	}
+	*t = timeCol(v.UTC())
+	return nil
+}
+
+// jsonCol scans a stored JSON document (jsonb or text); nil for NULL.
+type jsonCol []byte
+
+func (j *jsonCol) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*j = nil
+	case string:
+		*j = jsonCol(v)
+	case []byte:
+		*j = append(jsonCol(nil), v...)
+	default:
+		return fmt.Errorf("scan JSON from %T", src)
+	}
+	return nil
+}
+
+// rawJSON is a document as an argument: NULL when empty; EINVALID when
+// it is not JSON (both databases then store the same thing).
+func rawJSON(what string, m json.RawMessage) (any, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	if !json.Valid(m) {
+		return nil, wq.Errorf(wq.EINVALID, "%s is not valid JSON", what)
+	}
+	return string(m), nil
+}
+
+// encodeList is a list as a JSON array argument.
+func encodeList[T any](v []T) (string, error) {
+	if len(v) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// decodeList reads a stored JSON array; nil when empty.
+func decodeList[T any](j jsonCol) ([]T, error) {
+	if len(j) == 0 || string(j) == "[]" {
+		return nil, nil
+	}
+	var v []T
+	if err := json.Unmarshal(j, &v); err != nil {
+		return nil, fmt.Errorf("decode stored list %q: %w", j, err)
+	}
+	return v, nil
+}
+
+// rawOrNil is a stored document as a json.RawMessage; nil when NULL.
+func rawOrNil(j jsonCol) json.RawMessage {
+	if len(j) == 0 {
+		return nil
+	}
+	return json.RawMessage(j)
+}

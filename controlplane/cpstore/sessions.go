@@ -1,0 +1,109 @@
+package cpstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/controlplane"
+)
+
+const sessionCols = `id, identity, name, role, capabilities, created_at, heartbeat_at, ended_at`
+
+func scanSession(r row) (controlplane.Session, error) {
+	var s controlplane.Session
+	var role string
+	var caps jsonCol
+	err := r.Scan(&s.ID, &s.Identity, &s.Name, &role, &caps, (*timeCol)(&s.CreatedAt), (*timeCol)(&s.HeartbeatAt), (*timeCol)(&s.EndedAt))
+	s.Role, s.Capabilities = controlplane.Role(role), rawOrNil(caps)
+	return s, err
+}
+
+// CreateSession inserts s.
+func (s *store) CreateSession(ctx context.Context, ses controlplane.Session) error {
+	caps, err := rawJSON("capabilities", ses.Capabilities)
+	if err != nil {
+		return err
+	}
+	err = s.write(ctx, func(c conn) error {
+		_, err := c.exec(ctx, `INSERT INTO cp_sessions (`+sessionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			ses.ID, ses.Identity, ses.Name, string(ses.Role), caps, ses.CreatedAt, ses.HeartbeatAt, ses.EndedAt)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create session %s: %w", ses.ID, err)
+	}
+	return nil
+}
+
+// GetSession returns one session.
+func (s *store) GetSession(ctx context.Context, id string) (*controlplane.Session, error) {
+	ses, err := scanSession(s.reader().queryRow(ctx, `SELECT `+sessionCols+` FROM cp_sessions WHERE id = ?`, id))
+	if err != nil {
+		return nil, notFound(err, "session", id)
+	}
+	return &ses, nil
+}
+
+// ListSessions returns sessions newest first.
+func (s *store) ListSessions(ctx context.Context, identity string, n int) ([]controlplane.Session, error) {
+	var f filter
+	f.eq("identity", identity)
+	out, err := queryAll(ctx, s.reader(), scanSession, `SELECT `+sessionCols+` FROM cp_sessions`+f.where()+
+		` ORDER BY created_at DESC, id DESC LIMIT ?`, append(f.args, limit(n))...)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	return out, nil
+}
+
+// HeartbeatSession sets heartbeat_at of a session that has not ended.
+func (s *store) HeartbeatSession(ctx context.Context, id string, now time.Time) error {
+	return s.write(ctx, func(c conn) error {
+		n, err := c.exec(ctx, `UPDATE cp_sessions SET heartbeat_at = ? WHERE id = ? AND ended_at IS NULL`, now, id)
+		if err == nil && n == 0 {
+			err = c.sessionGone(ctx, id)
+		}
+		return err
+	})
+}
+
+// sessionGone says why a session could not be written: ENOTFOUND, or
+// ECONFLICT because it ended.
+func (c conn) sessionGone(ctx context.Context, id string) error {
+	var ended timeCol
+	if err := c.queryRow(ctx, `SELECT ended_at FROM cp_sessions WHERE id = ?`, id).Scan(&ended); err != nil {
+		return notFound(err, "session", id)
+	}
+	return wq.Errorf(wq.ECONFLICT, "session %s ended at %s", id, time.Time(ended).Format(time.RFC3339Nano))
+}
+
+// EndSession ends a session and releases its active leases, their
+// terminal locks with them.
+func (s *store) EndSession(ctx context.Context, id string, ev controlplane.Event, now time.Time) ([]controlplane.Lease, error) {
+	ev = defaults(ev, controlplane.EventSession, now)
+	ev.SessionID = cmp.Or(ev.SessionID, id)
+	var released []controlplane.Lease
+	err := s.write(ctx, func(c conn) error {
+		n, err := c.exec(ctx, `UPDATE cp_sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL`, now, id)
+		if err == nil && n == 0 {
+			err = c.sessionGone(ctx, id)
+		}
+		if err != nil {
+			return err
+		}
+		released, err = c.endLeases(ctx, controlplane.LeaseReleased, now, func(l controlplane.Lease) controlplane.Event {
+			return leaseEvent(controlplane.EventReleased, ev.Actor, "session ended", l, now)
+		}, `session_id = ?`, id)
+		if err != nil {
+			return err
+		}
+		return c.appendEvent(ctx, ev)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("end session %s: %w", id, err)
+	}
+	return released, nil
+}

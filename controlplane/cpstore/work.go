@@ -1,0 +1,163 @@
+package cpstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/controlplane"
+)
+
+// workCols read a work row aliased w.
+const workCols = `w.id, w.forge, w.repo, w.kind, w.number, w.state, w.title, w.labels, w.author, w.head_sha, w.review_state,
+	w.mergeable, w.linked_issues, w.author_session, w.updated_at, w.synced_at`
+
+// scanWork scans workCols and then extra.
+func scanWork(r row, extra ...any) (controlplane.Work, error) {
+	var w controlplane.Work
+	var kind, state, review string
+	var labels, linked jsonCol
+	err := r.Scan(append([]any{&w.ID, &w.Forge, &w.Repo, &kind, &w.Number, &state, &w.Title, &labels, &w.Author, &w.HeadSHA, &review,
+		&w.Mergeable, &linked, &w.AuthorSession, (*timeCol)(&w.UpdatedAt), (*timeCol)(&w.SyncedAt)}, extra...)...)
+	if err != nil {
+		return w, err
+	}
+	w.Kind, w.State, w.ReviewState = controlplane.Kind(kind), controlplane.State(state), controlplane.ReviewState(review)
+	if w.Labels, err = decodeList[string](labels); err != nil {
+		return w, err
+	}
+	w.LinkedIssues, err = decodeList[int64](linked)
+	return w, err
+}
+
+// UpsertWork inserts or updates work by its key; an older forge update
+// time leaves the stored row as it is.
+func (s *store) UpsertWork(ctx context.Context, ws []controlplane.Work, now time.Time) error {
+	// One order for every writer, so that two batches that share work
+	// items lock them in the same order.
+	ws = slices.Clone(ws)
+	slices.SortStableFunc(ws, func(a, b controlplane.Work) int { return compareKeys(a.WorkKey, b.WorkKey) })
+	err := s.write(ctx, func(c conn) error {
+		for _, w := range ws {
+			if err := c.upsertWork(ctx, w, now); err != nil {
+				return fmt.Errorf("%s %s#%d of %s: %w", w.Kind, w.Repo, w.Number, w.Forge, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("upsert work: %w", err)
+	}
+	return nil
+}
+
+func (c conn) upsertWork(ctx context.Context, w controlplane.Work, now time.Time) error {
+	switch {
+	case !w.Kind.Valid():
+		return wq.Errorf(wq.EINVALID, "kind %q is not assignable work: only issues and pull requests are", w.Kind)
+	case w.State != controlplane.StateOpen && !w.State.Terminal():
+		return wq.Errorf(wq.EINVALID, "unknown work state %q", w.State)
+	case w.UpdatedAt.IsZero():
+		return wq.Errorf(wq.EINVALID, "work without the forge's updated time")
+	}
+	if w.ID == "" {
+		w.ID = uuid.NewString()
+	}
+	labels, err := encodeList(w.Labels)
+	if err != nil {
+		return err
+	}
+	linked, err := encodeList(w.LinkedIssues)
+	if err != nil {
+		return err
+	}
+	// A sync does not know which session wrote a pull request: an empty
+	// author session keeps the one recorded.
+	_, err = c.exec(ctx, `INSERT INTO cp_work (id, forge, repo, kind, number, state, title, labels, author, head_sha, review_state,
+			mergeable, linked_issues, author_session, updated_at, synced_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (forge, repo, kind, number) DO UPDATE SET state = excluded.state, title = excluded.title,
+			labels = excluded.labels, author = excluded.author, head_sha = excluded.head_sha, review_state = excluded.review_state,
+			mergeable = excluded.mergeable, linked_issues = excluded.linked_issues,
+			author_session = CASE WHEN excluded.author_session <> '' THEN excluded.author_session ELSE cp_work.author_session END,
+			updated_at = excluded.updated_at, synced_at = excluded.synced_at
+		WHERE cp_work.updated_at <= excluded.updated_at`,
+		w.ID, w.Forge, w.Repo, string(w.Kind), w.Number, string(w.State), w.Title, labels, w.Author, w.HeadSHA, string(w.ReviewState),
+		w.Mergeable, linked, w.AuthorSession, w.UpdatedAt, now)
+	return err
+}
+
+// GetWork returns one work item by ID.
+func (s *store) GetWork(ctx context.Context, id string) (*controlplane.Work, error) {
+	w, err := scanWork(s.reader().queryRow(ctx, `SELECT `+workCols+` FROM cp_work w WHERE w.id = ?`, id))
+	if err != nil {
+		return nil, notFound(err, "work", id)
+	}
+	return &w, nil
+}
+
+// FindWork returns the work item with the key.
+func (s *store) FindWork(ctx context.Context, k controlplane.WorkKey) (*controlplane.Work, error) {
+	w, err := scanWork(s.reader().queryRow(ctx, `SELECT `+workCols+` FROM cp_work w
+		WHERE w.forge = ? AND w.repo = ? AND w.kind = ? AND w.number = ?`, k.Forge, k.Repo, string(k.Kind), k.Number))
+	if err != nil {
+		return nil, notFound(err, "work", fmt.Sprintf("%s %s#%d of %s", k.Kind, k.Repo, k.Number, k.Forge))
+	}
+	return &w, nil
+}
+
+// ListWork returns work in key order. Before is a cursor: the ID of the
+// last work item of the previous page; the page goes on after it.
+func (s *store) ListWork(ctx context.Context, f controlplane.WorkFilter) ([]controlplane.Work, error) {
+	var w filter
+	w.eq("w.forge", f.Forge)
+	w.eq("w.repo", f.Repo)
+	w.eq("w.kind", string(f.Kind))
+	w.eq("w.state", string(f.State))
+	if f.Before != "" {
+		w.add(`(w.forge, w.repo, w.kind, w.number) > (SELECT forge, repo, kind, number FROM cp_work WHERE id = ?)`, f.Before)
+	}
+	out, err := queryAll(ctx, s.reader(), func(r row) (controlplane.Work, error) { return scanWork(r) },
+		`SELECT `+workCols+` FROM cp_work w`+w.where()+` ORDER BY w.forge, w.repo, w.kind, w.number LIMIT ?`,
+		append(w.args, limit(f.Limit))...)
+	if err != nil {
+		return nil, fmt.Errorf("list work: %w", err)
+	}
+	return out, nil
+}
+
+// Candidates returns the open work with who holds it at now, in one
+// query. A terminal lock whose lease is active but past its expiry is not
+// reported: Assign would expire that lease and drop the lock with it.
+func (s *store) Candidates(ctx context.Context, now time.Time) ([]controlplane.Candidate, error) {
+	out, err := queryAll(ctx, s.reader(), scanCandidate, `SELECT `+workCols+`, coalesce(l.id, ''), coalesce(l.session_id, ''),
+			CASE WHEN kl.state = 'active' AND kl.expires_at <= ? THEN '' ELSE coalesce(k.session_id, '') END
+		FROM cp_work w
+		LEFT JOIN cp_leases l ON l.work_id = w.id AND l.state = 'active' AND l.expires_at > ?
+		LEFT JOIN cp_terminal_locks k ON k.work_id = w.id
+		LEFT JOIN cp_leases kl ON kl.id = k.lease_id
+		WHERE w.state = 'open'
+		ORDER BY w.forge, w.repo, w.kind, w.number`, now, now)
+	if err != nil {
+		return nil, fmt.Errorf("candidates: %w", err)
+	}
+	return out, nil
+}
+
+func scanCandidate(r row) (controlplane.Candidate, error) {
+	var c controlplane.Candidate
+	var err error
+	c.Work, err = scanWork(r, &c.LeaseID, &c.LeaseSession, &c.LockSession)
+	return c, err
+}
+
+func compareKeys(a, b controlplane.WorkKey) int {
+	return cmp.Or(strings.Compare(a.Forge, b.Forge), strings.Compare(a.Repo, b.Repo), strings.Compare(string(a.Kind), string(b.Kind)),
+		cmp.Compare(a.Number, b.Number))
+}

@@ -22,10 +22,27 @@ type Project struct {
 	// Calls, when set, counts the HTTP requests the Forge made so far, so
 	// that the suite can hold a method to a number of calls.
 	Calls func() int64
+	// People, when set, act on the project as people do; the work
+	// inventory's cases need them and are skipped without.
+	People People
+	// WorkPageSize is the page size of the Forge's ListOpenWork: the
+	// suite makes one issue more than a page.
+	WorkPageSize int
+}
+
+// People act on a project as people do (internal/testforge.Fixture is
+// one).
+type People interface {
+	OpenIssue(t testing.TB, project, title string, labels ...string) int64
+	CloseIssue(t testing.TB, project string, number int64)
+	// Review gives a verdict (wq.ReviewApproved, wq.ReviewChangesRequested)
+	// as a reviewer who is not the merge request's author.
+	Review(t testing.TB, project string, number int64, verdict string)
 }
 
 // Run runs the suite. newProject makes a fresh project for each test.
 func Run(t *testing.T, newProject func(t *testing.T) Project) {
+	runWork(t, newProject)
 	ctx := context.Background()
 	change := func(action, path, content string) wq.FileChange {
 		c := wq.FileChange{Action: action, Path: path}
@@ -53,13 +70,6 @@ func Run(t *testing.T, newProject func(t *testing.T) Project) {
 			t.Fatalf("ReadFile %s:%s: %v", ref, path, err)
 		}
 		return string(b), found
-	}
-	wantKind := func(t *testing.T, err error, k wq.ForgeErrorKind) {
-		t.Helper()
-		got, ok := wq.ForgeErrorOf(err)
-		if !ok || got != k {
-			t.Fatalf("error %v: want a %s forge error", err, k)
-		}
 	}
 
 	t.Run("a commit lands on a new branch on top of the base", func(t *testing.T) {
@@ -383,6 +393,156 @@ func Run(t *testing.T, newProject func(t *testing.T) Project) {
 	})
 }
 
+// runWork is the work inventory's part of the suite.
+func runWork(t *testing.T, newProject func(t *testing.T) Project) {
+	ctx := context.Background()
+	people := func(t *testing.T) Project {
+		t.Helper()
+		p := newProject(t)
+		if p.People == nil {
+			t.Skip("no people to act on this forge")
+		}
+		return p
+	}
+	list := func(t *testing.T, p Project) map[string]wq.WorkInfo {
+		t.Helper()
+		work, err := p.Forge.ListOpenWork(ctx, p.Path)
+		if err != nil {
+			t.Fatalf("ListOpenWork: %v", err)
+		}
+		out := map[string]wq.WorkInfo{}
+		for _, w := range work {
+			key := fmt.Sprintf("%s %d", w.Kind, w.Number)
+			if _, dup := out[key]; dup {
+				t.Errorf("%s listed twice", key)
+			}
+			out[key] = w
+		}
+		return out
+	}
+	openPR := func(t *testing.T, p Project, branch, description string, labels ...string) (*wq.MergeRequest, wq.Commit) {
+		t.Helper()
+		c, err := p.Forge.CommitFiles(ctx, wq.CommitRequest{Project: p.Path, Base: "main", Branch: branch, Message: "work",
+			Changes: []wq.FileChange{{Action: "create", Path: branch + ".txt", Content: []byte(branch + "\n")}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mr, err := p.Forge.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: p.Path, SourceBranch: branch, TargetBranch: "main",
+			Title: "Work on " + branch, Description: description, Labels: labels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mr, c
+	}
+	pr := func(n int64) string { return fmt.Sprintf("%s %d", wq.WorkPR, n) }
+	issue := func(n int64) string { return fmt.Sprintf("%s %d", wq.WorkIssue, n) }
+
+	t.Run("open issues and pull requests are listed with what routing reads, closed ones are not", func(t *testing.T) {
+		p := people(t)
+		bug := p.People.OpenIssue(t, p.Path, "Broken", "bug")
+		gone := p.People.OpenIssue(t, p.Path, "Done already")
+		p.People.CloseIssue(t, p.Path, gone)
+		mr, c := openPR(t, p, "wq/fix", fmt.Sprintf("Fixes #%d.", bug), "managed")
+		closedMR, _ := openPR(t, p, "wq/dropped", "")
+		closed := wq.MergeRequestClosed
+		if _, err := p.Forge.UpdateMergeRequest(ctx, p.Path, closedMR.Number, wq.MergeRequestUpdate{State: &closed}); err != nil {
+			t.Fatal(err)
+		}
+		got := list(t, p)
+		if len(got) != 2 {
+			t.Errorf("listed %v, want the open issue and the open pull request only", got)
+		}
+		is, ok := got[issue(bug)]
+		if !ok || is.State != wq.MergeRequestOpen || is.Title != "Broken" || !slices.Equal(is.Labels, []string{"bug"}) ||
+			is.Author == "" || is.UpdatedAt.IsZero() || is.HeadSHA != "" || is.ReviewState != "" {
+			t.Errorf("the issue: %+v (listed: %v)", is, ok)
+		}
+		w, ok := got[pr(mr.Number)]
+		if !ok || w.State != wq.MergeRequestOpen || w.Title != "Work on wq/fix" || !slices.Equal(w.Labels, []string{"managed"}) ||
+			w.Author == "" || w.HeadSHA != c.SHA || w.ReviewState != wq.ReviewNone || !slices.Equal(w.LinkedIssues, []int64{bug}) ||
+			w.UpdatedAt.IsZero() {
+			t.Errorf("the pull request: %+v (listed: %v)", w, ok)
+		}
+		waitMergeable(t, p, mr.Number)
+		if w := list(t, p)[pr(mr.Number)]; !w.Mergeable {
+			t.Errorf("once the forge says it merges, the listed pull request is not mergeable: %+v", w)
+		}
+		if got, err := p.Forge.GetWork(ctx, p.Path, wq.WorkIssue, gone); err != nil || got.State != wq.MergeRequestClosed || got.Title != "Done already" {
+			t.Errorf("GetWork of the closed issue = %+v, %v", got, err)
+		}
+		if got, err := p.Forge.GetWork(ctx, p.Path, wq.WorkPR, closedMR.Number); err != nil || got.State != wq.MergeRequestClosed || got.Kind != wq.WorkPR {
+			t.Errorf("GetWork of the closed pull request = %+v, %v", got, err)
+		}
+		_, err := p.Forge.GetWork(ctx, p.Path, wq.WorkIssue, 9999)
+		wantKind(t, err, wq.ForgeNotFound)
+		_, err = p.Forge.GetWork(ctx, p.Path, wq.WorkPR, 9999)
+		wantKind(t, err, wq.ForgeNotFound)
+	})
+
+	t.Run("a pull request's verdict is its reviewers' latest, changes requested first", func(t *testing.T) {
+		p := people(t)
+		mr, _ := openPR(t, p, "wq/review", "")
+		waitMergeable(t, p, mr.Number) // GitLab says requested_changes only once its checks ran
+		verdict := func(t *testing.T) string {
+			t.Helper()
+			listed := list(t, p)[pr(mr.Number)].ReviewState
+			read, err := p.Forge.GetWork(ctx, p.Path, wq.WorkPR, mr.Number)
+			if err != nil || read.ReviewState != listed {
+				t.Errorf("GetWork = %+v, %v; want the verdict ListOpenWork gives, %q", read, err, listed)
+			}
+			return listed
+		}
+		p.People.Review(t, p.Path, mr.Number, wq.ReviewChangesRequested)
+		if got := verdict(t); got != wq.ReviewChangesRequested {
+			t.Errorf("after changes were requested: %q", got)
+		}
+		p.People.Review(t, p.Path, mr.Number, wq.ReviewApproved) // the same reviewer, satisfied
+		if got := verdict(t); got != wq.ReviewApproved {
+			t.Errorf("after the reviewer approved: %q", got)
+		}
+	})
+
+	t.Run("every page is listed, and a pull request costs one more call", func(t *testing.T) {
+		p := people(t)
+		if p.WorkPageSize == 0 {
+			t.Skip("the page size is not known")
+		}
+		want := map[string]bool{}
+		for i := range p.WorkPageSize + 1 {
+			want[issue(p.People.OpenIssue(t, p.Path, fmt.Sprintf("Issue %d", i)))] = true
+		}
+		one, _ := openPR(t, p, "wq/one", "")
+		want[pr(one.Number)] = true
+		count := func() int64 {
+			if p.Calls == nil {
+				return 0
+			}
+			return p.Calls()
+		}
+		before := count()
+		got := list(t, p)
+		withOne := count() - before
+		for k := range want {
+			if _, ok := got[k]; !ok {
+				t.Errorf("%s is not listed", k)
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("listed %d, want %d", len(got), len(want))
+		}
+		if p.Calls != nil {
+			two, _ := openPR(t, p, "wq/two", "")
+			before = count()
+			if got := list(t, p); len(got) != len(want)+1 {
+				t.Errorf("listed %d after a second pull request, want %d", len(got), len(want)+1)
+			}
+			if more := count() - before - withOne; more != 1 {
+				t.Errorf("a second open pull request (%d) cost %d more calls, want 1", two.Number, more)
+			}
+		}
+	})
+}
+
 // waitMergeable polls until the forge has computed mergeability: both
 // forges do it asynchronously after a push.
 func waitMergeable(t *testing.T, p Project, number int64) {
@@ -439,5 +599,14 @@ func mergeNow(ctx context.Context, p Project, branch string) error {
 			return fmt.Errorf("merge request %d never became mergeable", mr.Number)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// wantKind fails the test unless err is a forge error of kind k.
+func wantKind(t *testing.T, err error, k wq.ForgeErrorKind) {
+	t.Helper()
+	got, ok := wq.ForgeErrorOf(err)
+	if !ok || got != k {
+		t.Fatalf("error %v: want a %s forge error", err, k)
 	}
 }

@@ -711,10 +711,10 @@ func (f *Forge) tree(ctx context.Context, owner, repo, ref string) (map[string]s
 	}
 }
 
-// workPageSize is the page size of the inventory's list calls: Gitea's
+// WorkPageSize is the page size of the inventory's list calls: Gitea's
 // default MAX_RESPONSE_ITEMS. A server configured smaller answers smaller
 // pages, which the Link header's next page still follows.
-const workPageSize = 50
+const WorkPageSize = 50
 
 // ListOpenWork returns every open issue and open pull request of project.
 // Its calls: the open issues, page by page (GET /repos/{o}/{r}/issues
@@ -736,7 +736,7 @@ func (f *Forge) ListOpenWork(ctx context.Context, project string) ([]wq.WorkInfo
 		var resp *sdk.Response
 		err := f.call(ctx, "list open issues of "+project, func(c *sdk.Client) (*sdk.Response, error) {
 			var err error
-			issues, resp, err = c.ListRepoIssues(owner, repo, sdk.ListIssueOption{ListOptions: sdk.ListOptions{Page: page, PageSize: workPageSize},
+			issues, resp, err = c.ListRepoIssues(owner, repo, sdk.ListIssueOption{ListOptions: sdk.ListOptions{Page: page, PageSize: WorkPageSize},
 				State: sdk.StateOpen, Type: sdk.IssueTypeIssue})
 			return resp, err
 		})
@@ -756,7 +756,7 @@ func (f *Forge) ListOpenWork(ctx context.Context, project string) ([]wq.WorkInfo
 		var resp *sdk.Response
 		err := f.call(ctx, "list open pulls of "+project, func(c *sdk.Client) (*sdk.Response, error) {
 			var err error
-			list, resp, err = c.ListRepoPullRequests(owner, repo, sdk.ListPullRequestsOptions{ListOptions: sdk.ListOptions{Page: page, PageSize: workPageSize},
+			list, resp, err = c.ListRepoPullRequests(owner, repo, sdk.ListPullRequestsOptions{ListOptions: sdk.ListOptions{Page: page, PageSize: WorkPageSize},
 				State: sdk.StateOpen, Sort: "oldest"})
 			return resp, err
 		})
@@ -867,7 +867,7 @@ func (f *Forge) reviews(ctx context.Context, owner, repo string, index int64) ([
 		var resp *sdk.Response
 		err := f.call(ctx, fmt.Sprintf("list reviews of %s/%s!%d", owner, repo, index), func(c *sdk.Client) (*sdk.Response, error) {
 			var err error
-			list, resp, err = c.ListPullReviews(owner, repo, index, sdk.ListPullReviewsOptions{ListOptions: sdk.ListOptions{Page: page, PageSize: workPageSize}})
+			list, resp, err = c.ListPullReviews(owner, repo, index, sdk.ListPullReviewsOptions{ListOptions: sdk.ListOptions{Page: page, PageSize: WorkPageSize}})
 			return resp, err
 		})
 		if err != nil {
@@ -875,7 +875,7 @@ func (f *Forge) reviews(ctx context.Context, owner, repo string, index int64) ([
 		}
 		out = append(out, list...)
 		total, _ := strconv.Atoi(resp.Header.Get("X-Total-Count"))
-		if len(list) == 0 || page*workPageSize >= total {
+		if len(list) == 0 || page*WorkPageSize >= total {
 			return out, nil
 		}
 	}

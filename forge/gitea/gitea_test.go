@@ -13,6 +13,7 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/forge/forgetest"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
+	"github.com/workqueue-dev/workqueue/internal/testforge"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 )
 
@@ -23,8 +24,9 @@ func TestConformanceOnRealGitea(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	people := testforge.Gitea(t)
 	forgetest.Run(t, func(t *testing.T) forgetest.Project {
-		return forgetest.Project{Forge: f, Path: srv.NewRepo(t), Calls: calls}
+		return forgetest.Project{Forge: f, Path: srv.NewRepo(t), Calls: calls, People: people, WorkPageSize: gitea.WorkPageSize}
 	})
 }
 
@@ -95,5 +97,35 @@ func TestHookMissingEventsIsUpdatedOnRealGitea(t *testing.T) {
 	}
 	if got, err := f.EnsureWebhook(ctx, repo, url, "s"); err != nil || got != wq.WebhookFound {
 		t.Errorf("%q %v, want found", got, err)
+	}
+}
+
+func TestReviewVerdictIsEachReviewersLatest(t *testing.T) {
+	t.Parallel()
+	alice, bob := &sdk.User{ID: 1, UserName: "alice"}, &sdk.User{ID: 2, UserName: "bob"}
+	r := func(id int64, who *sdk.User, state sdk.ReviewStateType) *sdk.PullReview {
+		return &sdk.PullReview{ID: id, Reviewer: who, State: state}
+	}
+	dismissed := r(3, bob, sdk.ReviewStateRequestChanges)
+	dismissed.Dismissed = true
+	for _, tc := range []struct {
+		name    string
+		reviews []*sdk.PullReview
+		want    string
+	}{
+		{"no reviews", nil, wq.ReviewNone},
+		{"comments only", []*sdk.PullReview{r(1, alice, sdk.ReviewStateComment)}, wq.ReviewNone},
+		{"an approval", []*sdk.PullReview{r(1, alice, sdk.ReviewStateApproved)}, wq.ReviewApproved},
+		{"changes requested by one win over another's approval", []*sdk.PullReview{r(1, alice, sdk.ReviewStateApproved), r(2, bob, sdk.ReviewStateRequestChanges)}, wq.ReviewChangesRequested},
+		{"a later approval by the same reviewer answers their request", []*sdk.PullReview{r(2, alice, sdk.ReviewStateApproved), r(1, alice, sdk.ReviewStateRequestChanges)}, wq.ReviewApproved},
+		{"a comment leaves the verdict before it standing", []*sdk.PullReview{r(1, alice, sdk.ReviewStateRequestChanges), r(2, alice, sdk.ReviewStateComment)}, wq.ReviewChangesRequested},
+		{"a new request for review withdraws the verdict", []*sdk.PullReview{r(1, alice, sdk.ReviewStateApproved), r(2, alice, sdk.ReviewStateRequestReview)}, wq.ReviewNone},
+		{"a dismissed review does not count", []*sdk.PullReview{r(1, alice, sdk.ReviewStateApproved), dismissed}, wq.ReviewApproved},
+		{"a pending review does not count", []*sdk.PullReview{r(1, alice, sdk.ReviewStatePending)}, wq.ReviewNone},
+		{"a team's request names no reviewer", []*sdk.PullReview{{ID: 1, State: sdk.ReviewStateRequestChanges}}, wq.ReviewNone},
+	} {
+		if got := gitea.ReviewVerdict(tc.reviews); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -502,9 +502,9 @@ func pathChanges(diffs []*gl.Diff) []wq.PathChange {
 	return out
 }
 
-// workPageSize is the page size of the inventory's list calls: GitLab's
+// WorkPageSize is the page size of the inventory's list calls: GitLab's
 // largest.
-const workPageSize = 100
+const WorkPageSize = 100
 
 // ListOpenWork returns every open issue and open merge request of
 // project. Its calls: the open issues, page by page (GET
@@ -519,6 +519,10 @@ const workPageSize = 100
 // the hook does not subscribe their events either, and their text is not
 // for every agent the project's visibility would show the rest to.
 //
+// UpdatedAt is to the second, as GitLab's hooks give it (the API gives
+// milliseconds): the inventory orders a sync's answer and a hook's by it,
+// and an update must not look older in the hook than in the API.
+//
 // The review verdict: changes requested when detailed_merge_status says
 // requested_changes, else approved when someone approved and GitLab counts
 // the approvals as enough (approved), else none. GitLab reports requested
@@ -530,7 +534,7 @@ func (f *Forge) ListOpenWork(ctx context.Context, project string) ([]wq.WorkInfo
 	err := f.call(ctx, "list open issues of "+project, func(o gl.RequestOptionFunc) error {
 		for page := int64(1); page > 0; {
 			issues, resp, err := f.client.Issues.ListProjectIssues(project, &gl.ListProjectIssuesOptions{
-				ListOptions: gl.ListOptions{Page: page, PerPage: workPageSize}, State: gl.Ptr("opened"), IssueType: gl.Ptr("issue"),
+				ListOptions: gl.ListOptions{Page: page, PerPage: WorkPageSize}, State: gl.Ptr("opened"), IssueType: gl.Ptr("issue"),
 				Confidential: gl.Ptr(false), OrderBy: gl.Ptr("created_at"), Sort: gl.Ptr("asc")}, o)
 			if err != nil {
 				return err
@@ -551,7 +555,7 @@ func (f *Forge) ListOpenWork(ctx context.Context, project string) ([]wq.WorkInfo
 	err = f.call(ctx, "list open merge requests of "+project, func(o gl.RequestOptionFunc) error {
 		for page := int64(1); page > 0; {
 			list, resp, err := f.client.MergeRequests.ListProjectMergeRequests(project, &gl.ListProjectMergeRequestsOptions{
-				ListOptions: gl.ListOptions{Page: page, PerPage: workPageSize}, State: gl.Ptr("opened"),
+				ListOptions: gl.ListOptions{Page: page, PerPage: WorkPageSize}, State: gl.Ptr("opened"),
 				OrderBy: gl.Ptr("created_at"), Sort: gl.Ptr("asc")}, o)
 			if err != nil {
 				return err
@@ -633,7 +637,7 @@ func issueWork(is *gl.Issue) wq.WorkInfo {
 		w.Author = is.Author.Username
 	}
 	if is.UpdatedAt != nil {
-		w.UpdatedAt = is.UpdatedAt.UTC()
+		w.UpdatedAt = is.UpdatedAt.UTC().Truncate(time.Second)
 	}
 	return w
 }
@@ -647,7 +651,7 @@ func (f *Forge) mergeRequestWork(ctx context.Context, project string, mr *gl.Bas
 		w.Author = mr.Author.Username
 	}
 	if mr.UpdatedAt != nil {
-		w.UpdatedAt = mr.UpdatedAt.UTC()
+		w.UpdatedAt = mr.UpdatedAt.UTC().Truncate(time.Second)
 	}
 	var approvals *gl.MergeRequestApprovals
 	err := f.call(ctx, fmt.Sprintf("approvals of %s!%d", project, mr.IID), func(o gl.RequestOptionFunc) (err error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/workqueue-dev/workqueue/forge/forgetest"
 	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/forge/gitlab/gitlabtest"
+	"github.com/workqueue-dev/workqueue/internal/testforge"
 )
 
 func TestConformanceOnAGitLabShapedServer(t *testing.T) {
@@ -28,10 +29,11 @@ func TestConformanceOnAGitLabShapedServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n atomic.Int32
+	people := testforge.GitLabOn(t, srv)
 	forgetest.Run(t, func(t *testing.T) forgetest.Project {
 		path := fmt.Sprintf("group/sub/project-%d", n.Add(1))
 		srv.CreateProject(path)
-		return forgetest.Project{Forge: f, Path: path, Calls: calls}
+		return forgetest.Project{Forge: f, Path: path, Calls: calls, People: people, WorkPageSize: gitlab.WorkPageSize}
 	})
 }
 
@@ -349,5 +351,64 @@ func TestAHookGitLabDisabledIsRepairedNotFound(t *testing.T) {
 	}
 	if got, err := f.EnsureWebhook(ctx, "g/p", receiver.URL, "s"); err != nil || got != wq.WebhookFound {
 		t.Errorf("%q %v, want found", got, err)
+	}
+}
+
+func TestIncidentsAndConfidentialIssuesAreNotWork(t *testing.T) {
+	// Incidents become work only as issues (DESIGN section 9), and a
+	// confidential issue's text is not for every agent.
+	srv, f := newProject(t)
+	ctx := context.Background()
+	incident := srv.CreateIssueOfType("g/p", "Disk full", "incident", false)
+	secret := srv.CreateIssueOfType("g/p", "A hole", "issue", true)
+	task := srv.CreateIssueOfType("g/p", "Subtask", "task", false)
+	plain := srv.CreateIssueOfType("g/p", "Broken", "issue", false)
+	work, err := f.ListOpenWork(ctx, "g/p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(work) != 1 || work[0].Number != plain || work[0].Kind != wq.WorkIssue {
+		t.Errorf("ListOpenWork = %+v, want issue %d alone", work, plain)
+	}
+	for _, n := range []int64{incident, secret, task} {
+		if _, err := f.GetWork(ctx, "g/p", wq.WorkIssue, n); !wq.IsForgeError(err, wq.ForgeNotFound) {
+			t.Errorf("GetWork of issue %d: %v, want not found", n, err)
+		}
+	}
+}
+
+func TestApprovalsMakeAMergeRequestApproved(t *testing.T) {
+	srv, f := newProject(t)
+	ctx := context.Background()
+	commitTo(t, f, "wq/a", wq.FileChange{Action: "create", Path: "a", Content: []byte("a\n")})
+	mr, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: "g/p", SourceBranch: "wq/a", TargetBranch: "main", Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdict := func() string {
+		t.Helper()
+		w, err := f.GetWork(ctx, "g/p", wq.WorkPR, mr.Number)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w.ReviewState
+	}
+	if got := verdict(); got != wq.ReviewNone {
+		t.Errorf("fresh: %q", got)
+	}
+	// The token's own approval counts as any other: GitLab leaves
+	// approval by the author to the project's settings.
+	c := rawClient(t, srv)
+	if _, _, err := c.MergeRequestApprovals.ApproveMergeRequest("g/p", mr.Number, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := verdict(); got != wq.ReviewApproved {
+		t.Errorf("approved: %q", got)
+	}
+	if _, err := c.MergeRequestApprovals.UnapproveMergeRequest("g/p", mr.Number); err != nil {
+		t.Fatal(err)
+	}
+	if got := verdict(); got != wq.ReviewNone {
+		t.Errorf("unapproved: %q", got)
 	}
 }

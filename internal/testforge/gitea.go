@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -202,5 +203,85 @@ func (g *giteaFixture) SetFastForwardOnly(t testing.TB, project string) {
 	if _, _, err := g.c.EditRepo(owner, name, sdk.EditRepoOption{DefaultMergeStyle: &ff, AllowFastForwardOnlyMerge: &yes,
 		AllowMerge: &no, AllowRebase: &no, AllowRebaseMerge: &no, AllowSquash: &no}); err != nil {
 		t.Fatalf("fast-forward only on %s: %v", project, err)
+	}
+}
+
+func (g *giteaFixture) OpenIssue(t testing.TB, project, title string, labels ...string) int64 {
+	t.Helper()
+	owner, name := split(t, project)
+	is, _, err := g.c.CreateIssue(owner, name, sdk.CreateIssueOption{Title: title, Labels: g.labelIDs(t, owner, name, labels)})
+	if err != nil {
+		t.Fatalf("open an issue on %s: %v", project, err)
+	}
+	return is.Index
+}
+
+// labelIDs finds or makes the project's labels of these names: Gitea
+// takes label ids.
+func (g *giteaFixture) labelIDs(t testing.TB, owner, name string, labels []string) []int64 {
+	t.Helper()
+	if len(labels) == 0 {
+		return nil
+	}
+	existing, _, err := g.c.ListRepoLabels(owner, name, sdk.ListLabelsOptions{ListOptions: sdk.ListOptions{PageSize: 50}})
+	if err != nil {
+		t.Fatalf("labels of %s/%s: %v", owner, name, err)
+	}
+	var ids []int64
+	for _, l := range labels {
+		i := slices.IndexFunc(existing, func(e *sdk.Label) bool { return e.Name == l })
+		if i >= 0 {
+			ids = append(ids, existing[i].ID)
+			continue
+		}
+		made, _, err := g.c.CreateLabel(owner, name, sdk.CreateLabelOption{Name: l, Color: "#00aabb"})
+		if err != nil {
+			t.Fatalf("make label %s on %s/%s: %v", l, owner, name, err)
+		}
+		existing = append(existing, made)
+		ids = append(ids, made.ID)
+	}
+	return ids
+}
+
+func (g *giteaFixture) CloseIssue(t testing.TB, project string, number int64) {
+	t.Helper()
+	owner, name := split(t, project)
+	closed := sdk.StateClosed
+	if _, _, err := g.c.EditIssue(owner, name, number, sdk.EditIssueOption{State: &closed}); err != nil {
+		t.Fatalf("close %s#%d: %v", project, number, err)
+	}
+}
+
+// Review acts as Reviewer through the admin token's Sudo: the account is
+// made on first use (another test may have made it) and given write
+// access to the project, so that its verdict is an official one.
+func (g *giteaFixture) Review(t testing.TB, project string, number int64, verdict string) {
+	t.Helper()
+	owner, name := split(t, project)
+	no := false
+	_, resp, err := g.c.AdminCreateUser(sdk.CreateUserOption{Username: Reviewer, Email: Reviewer + "@example.com",
+		Password: "reviewer-" + hex.EncodeToString([]byte(Reviewer)), MustChangePassword: &no})
+	if err != nil && (resp == nil || resp.StatusCode != http.StatusUnprocessableEntity) {
+		t.Fatalf("make the reviewer's account: %v", err)
+	}
+	write := sdk.AccessModeWrite
+	if _, err := g.c.AddCollaborator(owner, name, Reviewer, sdk.AddCollaboratorOption{Permission: &write}); err != nil {
+		t.Fatalf("let the reviewer into %s: %v", project, err)
+	}
+	as, err := sdk.NewClient(g.srv.URL, sdk.SetToken(g.srv.Token), sdk.SetSudo(Reviewer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := sdk.CreatePullReviewOptions{State: sdk.ReviewStateApproved, Body: "Looks good."}
+	switch verdict {
+	case wq.ReviewApproved:
+	case wq.ReviewChangesRequested:
+		opt = sdk.CreatePullReviewOptions{State: sdk.ReviewStateRequestChanges, Body: "Please change this."}
+	default:
+		t.Fatalf("unknown verdict %q", verdict)
+	}
+	if _, _, err := as.CreatePullReview(owner, name, number, opt); err != nil {
+		t.Fatalf("review %s!%d as %s: %v", project, number, Reviewer, err)
 	}
 }

@@ -28,6 +28,13 @@ func GitLab(t testing.TB) Fixture {
 	t.Helper()
 	srv := gitlabtest.New()
 	t.Cleanup(srv.Close)
+	return GitLabOn(t, srv)
+}
+
+// GitLabOn returns the fixture of a GitLab-shaped test server the test
+// already runs (and stops).
+func GitLabOn(t testing.TB, srv *gitlabtest.Server) Fixture {
+	t.Helper()
 	c, err := gl.NewClient(srv.Token, gl.WithBaseURL(srv.URL+"/api/v4"), gl.WithoutRetries())
 	if err != nil {
 		t.Fatal(err)
@@ -157,5 +164,40 @@ func (g *gitlabFixture) SetFastForwardOnly(t testing.TB, project string) {
 	t.Helper()
 	if _, _, err := g.c.Projects.EditProject(project, &gl.EditProjectOptions{MergeMethod: gl.Ptr(gl.FastForwardMerge)}); err != nil {
 		t.Fatalf("fast-forward only on %s: %v", project, err)
+	}
+}
+
+func (g *gitlabFixture) OpenIssue(t testing.TB, project, title string, labels ...string) int64 {
+	t.Helper()
+	opt := &gl.CreateIssueOptions{Title: &title}
+	if len(labels) > 0 {
+		opt.Labels = gl.Ptr(gl.LabelOptions(labels))
+	}
+	is, _, err := g.c.Issues.CreateIssue(project, opt)
+	if err != nil {
+		t.Fatalf("open an issue on %s: %v", project, err)
+	}
+	return is.IID
+}
+
+func (g *gitlabFixture) CloseIssue(t testing.TB, project string, number int64) {
+	t.Helper()
+	if _, _, err := g.c.Issues.UpdateIssue(project, number, &gl.UpdateIssueOptions{StateEvent: gl.Ptr("close")}); err != nil {
+		t.Fatalf("close %s#%d: %v", project, number, err)
+	}
+}
+
+// Review acts as Reviewer in the test server directly: GitLab's API has
+// no call to submit a review requesting changes, and approving through it
+// would approve as the token's user.
+func (g *gitlabFixture) Review(t testing.TB, project string, number int64, verdict string) {
+	t.Helper()
+	switch verdict {
+	case wq.ReviewApproved:
+		g.srv.Approve(project, number, Reviewer)
+	case wq.ReviewChangesRequested:
+		g.srv.RequestChanges(project, number, Reviewer)
+	default:
+		t.Fatalf("unknown verdict %q", verdict)
 	}
 }

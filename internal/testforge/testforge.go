@@ -6,7 +6,8 @@
 //
 // A person here is the forge's own API used directly, outside the
 // service's adapter, with the test token and a person's name on commits
-// (Author): neither forge is given a second account.
+// (Author). Only a review needs a second person (Reviewer), since Gitea
+// refuses an approval by the pull request's author.
 package testforge
 
 import (
@@ -17,6 +18,9 @@ import (
 
 // Author is the name and email commits made "as a person" carry.
 var Author = wq.CommitAuthor{Name: "A Person", Email: "person@example.com"}
+
+// Reviewer is the username of the person who reviews (Fixture.Review).
+const Reviewer = "a-reviewer"
 
 // Fixture is one forge, as an end-to-end test needs it. Every method fails
 // the test on an error it does not return.
@@ -59,6 +63,17 @@ type Fixture interface {
 	// default merge style). Once its target moved, a merge request then
 	// needs a rebase, and a merge is refused.
 	SetFastForwardOnly(t testing.TB, project string)
+
+	// OpenIssue opens an issue as a person, with labels (made on the
+	// project when missing), and returns its number. CloseIssue closes
+	// one.
+	OpenIssue(t testing.TB, project, title string, labels ...string) int64
+	CloseIssue(t testing.TB, project string, number int64)
+	// Review gives a merge request a verdict, wq.ReviewApproved or
+	// wq.ReviewChangesRequested, as a reviewer who is not its author
+	// (Reviewer): a second person on Gitea (an account the admin token
+	// makes and acts as), a user of the test server's own on GitLab.
+	Review(t testing.TB, project string, number int64, verdict string)
 
 	// DeliversWebhooks reports whether hooks the service creates
 	// (Forge().EnsureWebhook) are delivered to loopback URLs: both forges

@@ -3,7 +3,9 @@ package gitlabtest
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -306,12 +308,19 @@ func (s *Server) projectPayload(p *project) map[string]any {
 
 // mergeRequestEvent emits a Merge Request Hook.
 func (s *Server) mergeRequestEvent(p *project, mr *mergeRequest, action, oldrev string) {
+	s.mergeRequestEventWith(p, mr, action, oldrev, nil)
+}
+
+// mergeRequestEventWith emits a Merge Request Hook with changes. Like
+// GitLab's, it names the author by id only (author_id), and lists the
+// reviewers with their states.
+func (s *Server) mergeRequestEventWith(p *project, mr *mergeRequest, action, oldrev string, changes map[string]any) {
 	attrs := map[string]any{"id": 1000 + mr.iid, "iid": mr.iid, "title": mr.title, "description": mr.description,
 		"state": mr.state, "action": action, "source_branch": mr.source, "target_branch": mr.target,
-		"source_project_id": mr.sourceProjectID, "target_project_id": p.id,
+		"source_project_id": mr.sourceProjectID, "target_project_id": p.id, "author_id": s.userID(mr.author),
 		"last_commit":           map[string]any{"id": mr.head(p)},
 		"updated_at":            mr.updatedAt.UTC().Format("2006-01-02 15:04:05 UTC"),
-		"detailed_merge_status": s.detailedMergeStatus(p, mr), "labels": []any{},
+		"detailed_merge_status": s.detailedMergeStatus(p, mr), "labels": labelsPayload(mr.labels), "draft": false,
 		"url": s.URL + "/" + p.path + "/-/merge_requests/" + strconv.FormatInt(mr.iid, 10)}
 	if oldrev != "" {
 		attrs["oldrev"] = oldrev
@@ -319,8 +328,46 @@ func (s *Server) mergeRequestEvent(p *project, mr *mergeRequest, action, oldrev 
 	if mr.mergeCommit != "" {
 		attrs["merge_commit_sha"] = mr.mergeCommit
 	}
+	if changes == nil {
+		changes = map[string]any{}
+	}
 	s.emit(p, "merge_requests_events", "Merge Request Hook", map[string]any{"object_kind": "merge_request",
-		"event_type": "merge_request", "project": s.projectPayload(p), "object_attributes": attrs})
+		"event_type": "merge_request", "project": s.projectPayload(p), "object_attributes": attrs,
+		"labels": labelsPayload(mr.labels), "reviewers": s.reviewersPayload(mr), "changes": changes,
+		"user": map[string]any{"id": s.userID(s.User), "username": s.User}})
+}
+
+// issueEvent emits an Issue Hook, or for a confidential issue a
+// Confidential Issue Hook (a flag of its own, which hooks here never set).
+func (s *Server) issueEvent(p *project, is *issue, action string) {
+	attrs := map[string]any{"id": 2000 + is.iid, "iid": is.iid, "title": is.title, "description": is.description,
+		"state": is.state, "action": action, "author_id": s.userID(is.author), "confidential": is.confidential,
+		"type": is.workItemType(), "labels": labelsPayload(is.labels),
+		"updated_at": is.updatedAt.UTC().Format("2006-01-02 15:04:05 UTC"),
+		"url":        s.URL + "/" + p.path + "/-/issues/" + strconv.FormatInt(is.iid, 10)}
+	flag, event := "issues_events", "Issue Hook"
+	if is.confidential {
+		flag, event = "confidential_issues_events", "Confidential Issue Hook"
+	}
+	s.emit(p, flag, event, map[string]any{"object_kind": "issue", "event_type": "issue", "project": s.projectPayload(p),
+		"object_attributes": attrs, "labels": labelsPayload(is.labels),
+		"user": map[string]any{"id": s.userID(s.User), "username": s.User}})
+}
+
+func labelsPayload(labels []string) []any {
+	out := []any{}
+	for i, l := range labels {
+		out = append(out, map[string]any{"id": i + 1, "title": l, "type": "ProjectLabel"})
+	}
+	return out
+}
+
+func (s *Server) reviewersPayload(mr *mergeRequest) []any {
+	out := []any{}
+	for _, name := range slices.Sorted(maps.Keys(mr.reviewers)) {
+		out = append(out, map[string]any{"id": s.userID(name), "username": name, "state": mr.reviewers[name], "re_requested": false})
+	}
+	return out
 }
 
 // pipelineEvent emits the Pipeline Hook of the branch pipeline a push

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -22,6 +23,19 @@ type mergeRequest struct {
 	mergeCommit        string
 	updatedAt          time.Time
 	notes              map[int64]string
+	author             string
+	approvedBy         []string          // usernames, in the order they approved
+	reviewers          map[string]string // username → reviewer state (unreviewed, reviewed, requested_changes, approved, unapproved)
+}
+
+// changesRequested reports whether a reviewer's state requests changes.
+func (mr *mergeRequest) changesRequested() bool {
+	for _, st := range mr.reviewers {
+		if st == "requested_changes" {
+			return true
+		}
+	}
+	return false
 }
 
 // head is the merge request's source head ("" when the branch is gone).
@@ -72,7 +86,12 @@ func (s *Server) detailedMergeStatus(p *project, mr *mergeRequest) string {
 	if !mr.checked {
 		return "checking"
 	}
-	return s.gitMergeStatus(p, mr)
+	if status := s.gitMergeStatus(p, mr); status != "mergeable" || !mr.changesRequested() {
+		return status
+	}
+	// Requested changes block the merge (GitLab 17.x), and show only once
+	// the checks before them pass.
+	return "requested_changes"
 }
 
 // gitMergeStatus is what Git says of merging the merge request now.
@@ -108,15 +127,17 @@ func (s *Server) mergeRequests(r *http.Request, p *project, rest []string) (int,
 		}
 		q := r.URL.Query()
 		out := []any{}
-		for i := len(p.mrs) - 1; i >= 0; i-- { // newest first
-			mr := p.mrs[i]
+		for _, mr := range p.mrs { // by creation: iid order
 			if (q.Get("source_branch") == "" || q.Get("source_branch") == mr.source) &&
 				(q.Get("target_branch") == "" || q.Get("target_branch") == mr.target) &&
 				(q.Get("state") == "" || q.Get("state") == "all" || q.Get("state") == mr.state) {
 				out = append(out, s.mrJSON(p, mr, false))
 			}
 		}
-		return 200, out, nil
+		if q.Get("sort") != "asc" {
+			slices.Reverse(out) // newest first, GitLab's default
+		}
+		return page(r, out)
 	}
 	iid, err := strconv.ParseInt(rest[0], 10, 64)
 	if err != nil || iid < 1 || int(iid) > len(p.mrs) {
@@ -132,6 +153,18 @@ func (s *Server) mergeRequests(r *http.Request, p *project, rest []string) (int,
 		return s.updateMR(r, p, mr)
 	case len(rest) == 2 && rest[1] == "merge" && r.Method == "PUT":
 		return s.acceptMR(r, p, mr)
+	case len(rest) == 2 && rest[1] == "approvals" && r.Method == "GET":
+		return 200, s.approvalsJSON(p, mr), nil
+	case len(rest) == 2 && rest[1] == "approve" && r.Method == "POST":
+		if !s.approve(p, mr, s.User) {
+			return 0, nil, fail(401, "401 Unauthorized")
+		}
+		return http.StatusCreated, s.approvalsJSON(p, mr), nil
+	case len(rest) == 2 && rest[1] == "unapprove" && r.Method == "POST":
+		if !s.unapprove(p, mr, s.User) {
+			return 0, nil, fail(404, "404 Not Found")
+		}
+		return http.StatusCreated, s.approvalsJSON(p, mr), nil
 	case len(rest) == 2 && rest[1] == "notes" && r.Method == "POST":
 		var req struct {
 			Body string `json:"body"`
@@ -202,7 +235,7 @@ func (s *Server) createMR(r *http.Request, p *project) (int, any, *apiError) {
 
 func (s *Server) addMR(p *project, title, description, source, target string, labels []string) *mergeRequest {
 	mr := &mergeRequest{iid: int64(len(p.mrs) + 1), title: title, description: description, source: source,
-		target: target, state: "opened", labels: labels, sourceProjectID: p.id, updatedAt: s.now()}
+		target: target, state: "opened", labels: labels, sourceProjectID: p.id, updatedAt: s.now(), author: s.User}
 	mr.reloadDiff(p)
 	p.mrs = append(p.mrs, mr)
 	s.mergeRequestEvent(p, mr, "open", "")
@@ -261,6 +294,9 @@ func (s *Server) acceptMR(r *http.Request, p *project, mr *mergeRequest) (int, a
 		return 0, nil, fail(405, "405 Method Not Allowed")
 	}
 	mr.checked = true
+	if mr.changesRequested() {
+		return 0, nil, fail(405, "405 Method Not Allowed")
+	}
 	switch s.gitMergeStatus(p, mr) {
 	case "mergeable":
 	case "commits_status":
@@ -297,14 +333,19 @@ func (s *Server) mrJSON(p *project, mr *mergeRequest, full bool) map[string]any 
 	out := map[string]any{"id": 1000 + mr.iid, "iid": mr.iid, "project_id": p.id, "title": mr.title, "description": mr.description,
 		"state": mr.state, "source_branch": mr.source, "target_branch": mr.target, "labels": orEmpty(mr.labels),
 		"source_project_id": mr.sourceProjectID, "target_project_id": p.id, "sha": head,
-		"updated_at": mr.updatedAt.UTC().Format(time.RFC3339Nano),
-		"web_url":    fmt.Sprintf("%s/%s/-/merge_requests/%d", s.URL, p.path, mr.iid)}
+		"updated_at": mr.updatedAt.UTC().Format(time.RFC3339Nano), "author": s.userJSON(mr.author), "draft": false,
+		"detailed_merge_status": s.detailedMergeStatus(p, mr),
+		"web_url":               fmt.Sprintf("%s/%s/-/merge_requests/%d", s.URL, p.path, mr.iid)}
 	if mr.mergeCommit != "" {
 		out["merge_commit_sha"] = mr.mergeCommit
 	}
+	reviewers := []any{}
+	for _, name := range slices.Sorted(maps.Keys(mr.reviewers)) {
+		reviewers = append(reviewers, s.userJSON(name))
+	}
+	out["reviewers"] = reviewers
 	if full {
 		status := s.detailedMergeStatus(p, mr)
-		out["detailed_merge_status"] = status
 		out["has_conflicts"] = status == "conflict"
 		out["diff_refs"] = map[string]any{"base_sha": mr.baseSHA, "head_sha": head, "start_sha": mr.startSHA}
 		if c := p.commits[head]; c != nil && mr.state == "opened" {
@@ -335,8 +376,81 @@ func (s *Server) CreateForkMergeRequest(project, source, target, title string) i
 	files["fork.txt"] = file{content: "from a fork\n"}
 	head := s.newCommit(p, files, base.sha)
 	mr := &mergeRequest{iid: int64(len(p.mrs) + 1), title: title, source: source, target: target, state: "opened",
-		sourceProjectID: 1000 + p.id, forkHead: head.sha, updatedAt: s.now()}
+		sourceProjectID: 1000 + p.id, forkHead: head.sha, updatedAt: s.now(), author: "a-fork-owner"}
 	mr.reloadDiff(p)
 	p.mrs = append(p.mrs, mr)
 	return mr.iid
+}
+
+// approvalsJSON answers GET …/merge_requests/:iid/approvals as GitLab Free
+// does: no approval rules, so approved is whether anyone approved.
+func (s *Server) approvalsJSON(p *project, mr *mergeRequest) map[string]any {
+	by := []any{}
+	for _, name := range mr.approvedBy {
+		by = append(by, map[string]any{"user": s.userJSON(name)})
+	}
+	return map[string]any{"id": 1000 + mr.iid, "iid": mr.iid, "project_id": p.id, "title": mr.title, "state": mr.state,
+		"approved": len(mr.approvedBy) > 0, "approvals_required": 0, "approvals_left": 0, "approved_by": by,
+		"user_has_approved": slices.Contains(mr.approvedBy, s.User), "user_can_approve": !slices.Contains(mr.approvedBy, s.User)}
+}
+
+// approve records user's approval, as GitLab's approval service does: a
+// reviewer's state becomes approved, and the hook says "approved" (the
+// approvals are enough: there are no rules). False if user already
+// approved.
+func (s *Server) approve(p *project, mr *mergeRequest, user string) bool {
+	if slices.Contains(mr.approvedBy, user) {
+		return false
+	}
+	mr.approvedBy = append(mr.approvedBy, user)
+	if _, ok := mr.reviewers[user]; ok {
+		mr.reviewers[user] = "approved"
+	}
+	s.mergeRequestEvent(p, mr, "approved", "")
+	return true
+}
+
+// unapprove withdraws user's approval: "unapproved". False if user had
+// not approved.
+func (s *Server) unapprove(p *project, mr *mergeRequest, user string) bool {
+	i := slices.Index(mr.approvedBy, user)
+	if i < 0 {
+		return false
+	}
+	mr.approvedBy = slices.Delete(mr.approvedBy, i, i+1)
+	if _, ok := mr.reviewers[user]; ok {
+		mr.reviewers[user] = "unapproved"
+	}
+	s.mergeRequestEvent(p, mr, "unapproved", "")
+	return true
+}
+
+// Approve approves a merge request as user, a person other than the
+// token's user.
+func (s *Server) Approve(project string, iid int64, user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.projects[project]
+	s.approve(p, p.mrs[iid-1], user)
+}
+
+// RequestChanges submits a review requesting changes as user, who becomes
+// a reviewer if not one yet: their approval, if any, is withdrawn, and the
+// hook says "update" with the reviewers' change, as GitLab does for a
+// submitted review.
+func (s *Server) RequestChanges(project string, iid int64, user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.projects[project]
+	mr := p.mrs[iid-1]
+	before := s.reviewersPayload(mr)
+	if i := slices.Index(mr.approvedBy, user); i >= 0 {
+		mr.approvedBy = slices.Delete(mr.approvedBy, i, i+1)
+	}
+	if mr.reviewers == nil {
+		mr.reviewers = map[string]string{}
+	}
+	mr.reviewers[user] = "requested_changes"
+	s.mergeRequestEventWith(p, mr, "update", "", map[string]any{"reviewers": map[string]any{"previous": before,
+		"current": s.reviewersPayload(mr)}})
 }

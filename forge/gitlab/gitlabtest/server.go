@@ -18,7 +18,13 @@
 //   - straight and merge-base compares;
 //   - project hooks that GitLab disables after four failing deliveries
 //     (alert_status, disabled_until), re-enabled only by a 2xx delivery,
-//     and deliveries that are never retried.
+//     and deliveries that are never retried;
+//   - issues (their own iid sequence, issue_type, confidential) and their
+//     Issue Hook; merge request approvals and reviewer states (requested
+//     changes show in detailed_merge_status once Git's checks pass), in
+//     the Merge Request Hook as GitLab sends them;
+//   - offset pagination of the issue and merge request lists (page,
+//     per_page up to 100, X-Next-Page and the other X- headers).
 //
 // See ../../shared/reference/forge-apis.md, "Checklist for faithful fakes"
 // and its addendum.
@@ -52,6 +58,9 @@ const (
 type Server struct {
 	URL   string
 	Token string
+	// User is the username of the token's user: the author of what the
+	// API creates, and the approver of its approvals.
+	User string
 
 	mu       sync.Mutex
 	srv      *httptest.Server
@@ -60,6 +69,7 @@ type Server struct {
 	now      func() time.Time
 
 	hooks *deliverer
+	users map[string]int // username → id, for payloads that name users by id
 }
 
 type project struct {
@@ -71,12 +81,13 @@ type project struct {
 	branches      map[string]string // name → commit sha
 	commits       map[string]*commit
 	mrs           []*mergeRequest
+	issues        []*issue
 	notes         int64
 }
 
 // New starts a server; Close stops it.
 func New() *Server {
-	s := &Server{Token: "glpat-test-token", projects: map[string]*project{}, now: time.Now}
+	s := &Server{Token: "glpat-test-token", User: "workqueue", projects: map[string]*project{}, now: time.Now, users: map[string]int{}}
 	s.hooks = newDeliverer()
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -136,6 +147,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case body == nil:
 		w.WriteHeader(status)
 	default:
+		if pg, ok := body.(paged); ok {
+			for k, v := range pg.header {
+				w.Header()[k] = v
+			}
+			body = pg.items
+		}
 		if raw, ok := body.([]byte); ok {
 			w.Header().Set("Content-Type", "text/plain")
 			w.WriteHeader(status)
@@ -199,6 +216,8 @@ func (s *Server) route(r *http.Request, parts []string) (int, any, *apiError) {
 		return s.mergeRequests(r, p, rest[1:])
 	case len(rest) > 0 && rest[0] == "hooks":
 		return s.projectHooks(r, p, rest[1:])
+	case len(rest) > 0 && rest[0] == "issues":
+		return s.issues(r, p, rest[1:])
 	}
 	return 0, nil, fail(404, "404 Not Found")
 }
@@ -272,4 +291,57 @@ func labelList(v any) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// userID is the id of a user by name, made up on first use.
+func (s *Server) userID(name string) int {
+	if id, ok := s.users[name]; ok {
+		return id
+	}
+	s.users[name] = 100 + len(s.users)
+	return s.users[name]
+}
+
+func (s *Server) userJSON(name string) map[string]any {
+	return map[string]any{"id": s.userID(name), "username": name, "name": name, "state": "active"}
+}
+
+// paged is one page of a list with GitLab's offset pagination headers.
+type paged struct {
+	items  []any
+	header http.Header
+}
+
+// page answers one page of items as GitLab's offset pagination does:
+// page from 1, per_page 20 by default and at most 100, X-Next-Page empty
+// on the last page.
+func page(r *http.Request, items []any) (int, any, *apiError) {
+	q := r.URL.Query()
+	n, _ := strconv.Atoi(q.Get("page"))
+	size, _ := strconv.Atoi(q.Get("per_page"))
+	n = max(n, 1)
+	if size < 1 {
+		size = 20
+	}
+	size = min(size, 100)
+	pages := max((len(items)+size-1)/size, 1)
+	from, to := min((n-1)*size, len(items)), min(n*size, len(items))
+	h := http.Header{}
+	h.Set("X-Page", strconv.Itoa(n))
+	h.Set("X-Per-Page", strconv.Itoa(size))
+	h.Set("X-Total", strconv.Itoa(len(items)))
+	h.Set("X-Total-Pages", strconv.Itoa(pages))
+	h.Set("X-Next-Page", "")
+	if n < pages {
+		h.Set("X-Next-Page", strconv.Itoa(n+1))
+	}
+	h.Set("X-Prev-Page", "")
+	if n > 1 {
+		h.Set("X-Prev-Page", strconv.Itoa(n-1))
+	}
+	out := items[from:to]
+	if out == nil {
+		out = []any{}
+	}
+	return 200, paged{items: out, header: h}, nil
 }

@@ -51,6 +51,9 @@ type Config struct {
 	MR MR `yaml:"mr"`
 	// Auth configures who may call the API.
 	Auth Auth `yaml:"auth"`
+	// ControlPlane configures agent coordination: its work inventory,
+	// leases and sessions (config/controlplane.go).
+	ControlPlane ControlPlane `yaml:"control_plane"`
 }
 
 // Processing tunes the engine; see engine.Config for each field's meaning.
@@ -144,6 +147,7 @@ func Default() Config {
 			EmptyCheckInterval:   Duration(30 * time.Minute),
 			ManagedLabel:         "managed-by-workqueue",
 		},
+		ControlPlane: defaultControlPlane(),
 	}
 }
 
@@ -266,6 +270,7 @@ func (c Config) Validate() error {
 	}
 	c.validateForges(bad)
 	c.validateAuth(bad)
+	c.validateControlPlane(bad)
 	return errors.Join(errs...)
 }
 

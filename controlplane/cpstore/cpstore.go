@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -66,7 +67,8 @@ func New(db wq.Store) (controlplane.Store, error) {
 
 // store is the control plane's store on either driver.
 type store struct {
-	d dialect
+	d          dialect
+	candidates atomic.Int64 // how many the last Candidates returned
 }
 
 var _ controlplane.Store = (*store)(nil)
@@ -191,12 +193,16 @@ func qualify(alias, cols string) string {
 
 // queryAll runs q on c and scans every row with scan.
 func queryAll[T any](ctx context.Context, c conn, scan func(row) (T, error), q string, args ...any) ([]T, error) {
+	return queryAppend(ctx, c, nil, scan, q, args...)
+}
+
+// queryAppend is queryAll appending to out.
+func queryAppend[T any](ctx context.Context, c conn, out []T, scan func(row) (T, error), q string, args ...any) ([]T, error) {
 	rs, err := c.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
-	var out []T
 	for rs.Next() {
 		v, err := scan(rs)
 		if err != nil {
@@ -286,7 +292,8 @@ func (t *timeCol) parse(s string) error {
 	return nil
 }
 
-// jsonCol scans a stored JSON document (jsonb or text); nil for NULL.
+// jsonCol scans a stored JSON document (jsonb or text); nil for NULL. It
+// copies bytes into the room it has, so that one jsonCol serves a read.
 type jsonCol []byte
 
 func (j *jsonCol) Scan(src any) error {
@@ -294,9 +301,9 @@ func (j *jsonCol) Scan(src any) error {
 	case nil:
 		*j = nil
 	case string:
-		*j = jsonCol(v)
+		*j = append((*j)[:0], v...)
 	case []byte:
-		*j = append(jsonCol(nil), v...)
+		*j = append((*j)[:0], v...)
 	default:
 		return fmt.Errorf("scan JSON from %T", src)
 	}
@@ -324,14 +331,88 @@ func encodeList[T any](v []T) (string, error) {
 	return string(b), err
 }
 
-// decodeList reads a stored JSON array; nil when empty.
-func decodeList[T any](j jsonCol) ([]T, error) {
+// decodeStrings reads a stored JSON array of strings; nil when empty.
+func decodeStrings[T ~string](j jsonCol) ([]T, error) {
+	var out []T
 	if len(j) == 0 || string(j) == "[]" {
 		return nil, nil
 	}
+	// The store writes plain labels and actions: read them without
+	// reflection (Candidates reads one array per open work item), and
+	// leave any escape to encoding/json.
+	if s := string(j); strings.IndexByte(s, '\\') < 0 && flatArray(s, func(tok string) bool {
+		if len(tok) < 2 || tok[0] != '"' {
+			return false
+		}
+		out = append(out, T(tok[1:len(tok)-1]))
+		return true
+	}) {
+		return out, nil
+	}
+	return decodeJSON[T](j)
+}
+
+// decodeInts reads a stored JSON array of integers; nil when empty.
+func decodeInts(j jsonCol) ([]int64, error) {
+	var out []int64
+	if len(j) == 0 || string(j) == "[]" {
+		return nil, nil
+	}
+	if flatArray(string(j), func(tok string) bool {
+		n, err := strconv.ParseInt(tok, 10, 64)
+		out = append(out, n)
+		return err == nil
+	}) {
+		return out, nil
+	}
+	return decodeJSON[int64](j)
+}
+
+// flatArray calls item with each element of a JSON array of plain
+// scalars (strings without escapes, with their quotes; numbers), in
+// order; false when s is not such an array or item refuses an element.
+func flatArray(s string, item func(tok string) bool) bool {
+	s = strings.TrimSpace(s)
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return false
+	}
+	s = strings.TrimSpace(s[1 : len(s)-1])
+	if s == "" {
+		return true
+	}
+	for {
+		end := strings.IndexByte(s, ',')
+		if s[0] == '"' {
+			end = strings.IndexByte(s[1:], '"') + 2
+			if end < 2 {
+				return false
+			}
+		} else if end < 0 {
+			end = len(s)
+		}
+		if !item(strings.TrimSpace(s[:end])) {
+			return false
+		}
+		s = strings.TrimSpace(s[end:])
+		switch {
+		case s == "":
+			return true
+		case s[0] != ',':
+			return false
+		}
+		if s = strings.TrimSpace(s[1:]); s == "" {
+			return false
+		}
+	}
+}
+
+func decodeJSON[T any](j jsonCol) ([]T, error) {
 	var v []T
 	if err := json.Unmarshal(j, &v); err != nil {
 		return nil, fmt.Errorf("decode stored list %q: %w", j, err)
+	}
+	if len(v) == 0 {
+		return nil, nil
 	}
 	return v, nil
 }

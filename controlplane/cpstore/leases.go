@@ -37,7 +37,7 @@ func scanAssignment(r row) (controlplane.Assignment, error) {
 	if err != nil {
 		return a, err
 	}
-	a.AllowedActions, err = decodeList[controlplane.Action](actions)
+	a.AllowedActions, err = decodeStrings[controlplane.Action](actions)
 	return a, err
 }
 

@@ -18,21 +18,34 @@ import (
 const workCols = `w.id, w.forge, w.repo, w.kind, w.number, w.state, w.title, w.labels, w.author, w.head_sha, w.review_state,
 	w.mergeable, w.linked_issues, w.author_session, w.updated_at, w.synced_at`
 
-// scanWork scans workCols and then extra.
-func scanWork(r row, extra ...any) (controlplane.Work, error) {
-	var w controlplane.Work
-	var kind, state, review string
-	var labels, linked jsonCol
-	err := r.Scan(append([]any{&w.ID, &w.Forge, &w.Repo, &kind, &w.Number, &state, &w.Title, &labels, &w.Author, &w.HeadSHA, &review,
-		&w.Mergeable, &linked, &w.AuthorSession, (*timeCol)(&w.UpdatedAt), (*timeCol)(&w.SyncedAt)}, extra...)...)
-	if err != nil {
+// workRow scans work rows (workCols, then extra) into one scratch space,
+// so that a read of the whole inventory allocates only what it returns.
+type workRow struct {
+	w                   controlplane.Work
+	kind, state, review string
+	labels, linked      jsonCol
+	dest                []any
+}
+
+func newWorkRow(extra ...any) *workRow {
+	r := &workRow{}
+	w := &r.w
+	r.dest = append([]any{&w.ID, &w.Forge, &w.Repo, &r.kind, &w.Number, &r.state, &w.Title, &r.labels, &w.Author, &w.HeadSHA, &r.review,
+		&w.Mergeable, &r.linked, &w.AuthorSession, (*timeCol)(&w.UpdatedAt), (*timeCol)(&w.SyncedAt)}, extra...)
+	return r
+}
+
+func (r *workRow) scan(src row) (controlplane.Work, error) {
+	if err := src.Scan(r.dest...); err != nil {
+		return controlplane.Work{}, err
+	}
+	w := r.w
+	w.Kind, w.State, w.ReviewState = controlplane.Kind(r.kind), controlplane.State(r.state), controlplane.ReviewState(r.review)
+	var err error
+	if w.Labels, err = decodeStrings[string](r.labels); err != nil {
 		return w, err
 	}
-	w.Kind, w.State, w.ReviewState = controlplane.Kind(kind), controlplane.State(state), controlplane.ReviewState(review)
-	if w.Labels, err = decodeList[string](labels); err != nil {
-		return w, err
-	}
-	w.LinkedIssues, err = decodeList[int64](linked)
+	w.LinkedIssues, err = decodeInts(r.linked)
 	return w, err
 }
 
@@ -95,7 +108,7 @@ func (c conn) upsertWork(ctx context.Context, w controlplane.Work, now time.Time
 
 // GetWork returns one work item by ID.
 func (s *store) GetWork(ctx context.Context, id string) (*controlplane.Work, error) {
-	w, err := scanWork(s.reader().queryRow(ctx, `SELECT `+workCols+` FROM cp_work w WHERE w.id = ?`, id))
+	w, err := newWorkRow().scan(s.reader().queryRow(ctx, `SELECT `+workCols+` FROM cp_work w WHERE w.id = ?`, id))
 	if err != nil {
 		return nil, notFound(err, "work", id)
 	}
@@ -104,7 +117,7 @@ func (s *store) GetWork(ctx context.Context, id string) (*controlplane.Work, err
 
 // FindWork returns the work item with the key.
 func (s *store) FindWork(ctx context.Context, k controlplane.WorkKey) (*controlplane.Work, error) {
-	w, err := scanWork(s.reader().queryRow(ctx, `SELECT `+workCols+` FROM cp_work w
+	w, err := newWorkRow().scan(s.reader().queryRow(ctx, `SELECT `+workCols+` FROM cp_work w
 		WHERE w.forge = ? AND w.repo = ? AND w.kind = ? AND w.number = ?`, k.Forge, k.Repo, string(k.Kind), k.Number))
 	if err != nil {
 		return nil, notFound(err, "work", fmt.Sprintf("%s %s#%d of %s", k.Kind, k.Repo, k.Number, k.Forge))
@@ -123,7 +136,7 @@ func (s *store) ListWork(ctx context.Context, f controlplane.WorkFilter) ([]cont
 	if f.Before != "" {
 		w.add(`(w.forge, w.repo, w.kind, w.number) > (SELECT forge, repo, kind, number FROM cp_work WHERE id = ?)`, f.Before)
 	}
-	out, err := queryAll(ctx, s.reader(), func(r row) (controlplane.Work, error) { return scanWork(r) },
+	out, err := queryAll(ctx, s.reader(), newWorkRow().scan,
 		`SELECT `+workCols+` FROM cp_work w`+w.where()+` ORDER BY w.forge, w.repo, w.kind, w.number LIMIT ?`,
 		append(w.args, limit(f.Limit))...)
 	if err != nil {
@@ -133,28 +146,35 @@ func (s *store) ListWork(ctx context.Context, f controlplane.WorkFilter) ([]cont
 }
 
 // Candidates returns the open work with who holds it at now, in one
-// query. A terminal lock whose lease is active but past its expiry is not
-// reported: Assign would expire that lease and drop the lock with it.
+// query, in key order (bytewise: the allocator orders its picks itself,
+// and sorting here costs less than sorting text under the database's
+// collation). The join finds a work item's one active lease by the
+// partial unique index, and liveness is decided on the row found: a
+// condition on expires_at in the join would let SQLite range over the
+// expiry index for every work item. A terminal lock whose lease is
+// active but past its expiry is not reported: Assign would expire that
+// lease and drop the lock with it.
 func (s *store) Candidates(ctx context.Context, now time.Time) ([]controlplane.Candidate, error) {
-	out, err := queryAll(ctx, s.reader(), scanCandidate, `SELECT `+workCols+`, coalesce(l.id, ''), coalesce(l.session_id, ''),
-			CASE WHEN kl.state = 'active' AND kl.expires_at <= ? THEN '' ELSE coalesce(k.session_id, '') END
+	var c controlplane.Candidate
+	r := newWorkRow(&c.LeaseID, &c.LeaseSession, &c.LockSession)
+	// Room for as many as last time: growing a slice of thousands of
+	// candidates costs more than scanning them.
+	out := make([]controlplane.Candidate, 0, s.candidates.Load()+64)
+	out, err := queryAppend(ctx, s.reader(), out, func(src row) (controlplane.Candidate, error) {
+		w, err := r.scan(src)
+		return controlplane.Candidate{Work: w, LeaseID: c.LeaseID, LeaseSession: c.LeaseSession, LockSession: c.LockSession}, err
+	}, `SELECT `+workCols+`, CASE WHEN l.expires_at > ? THEN l.id ELSE '' END, CASE WHEN l.expires_at > ? THEN l.session_id ELSE '' END,
+			CASE WHEN k.lease_id = l.id AND l.expires_at <= ? THEN '' ELSE coalesce(k.session_id, '') END
 		FROM cp_work w
-		LEFT JOIN cp_leases l ON l.work_id = w.id AND l.state = 'active' AND l.expires_at > ?
+		LEFT JOIN cp_leases l ON l.work_id = w.id AND l.state = 'active'
 		LEFT JOIN cp_terminal_locks k ON k.work_id = w.id
-		LEFT JOIN cp_leases kl ON kl.id = k.lease_id
-		WHERE w.state = 'open'
-		ORDER BY w.forge, w.repo, w.kind, w.number`, now, now)
+		WHERE w.state = 'open'`, now, now, now)
 	if err != nil {
 		return nil, fmt.Errorf("candidates: %w", err)
 	}
+	s.candidates.Store(int64(len(out)))
+	slices.SortFunc(out, func(a, b controlplane.Candidate) int { return compareKeys(a.WorkKey, b.WorkKey) })
 	return out, nil
-}
-
-func scanCandidate(r row) (controlplane.Candidate, error) {
-	var c controlplane.Candidate
-	var err error
-	c.Work, err = scanWork(r, &c.LeaseID, &c.LeaseSession, &c.LockSession)
-	return c, err
 }
 
 func compareKeys(a, b controlplane.WorkKey) int {

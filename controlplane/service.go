@@ -59,7 +59,7 @@ func conflict(reason, format string, args ...any) error {
 }
 
 // RegisterSession starts a session of role for the caller.
-func (s *Service) RegisterSession(ctx context.Context, c Caller, role Role, name string, capabilities json.RawMessage) (*Session, error) {
+func (s *Service) RegisterSession(ctx context.Context, c Caller, role Role, name string, capabilities json.RawMessage) (*SessionView, error) {
 	if !role.Valid() {
 		return nil, wq.Errorf(wq.EINVALID, "role: want author, reviewer or merger, got %q", role)
 	}
@@ -75,8 +75,11 @@ func (s *Service) RegisterSession(ctx context.Context, c Caller, role Role, name
 	if err := s.Store.CreateSession(ctx, sess); err != nil {
 		return nil, err
 	}
-	s.Store.AppendEvent(ctx, Event{Time: now, Type: EventSession, Actor: c.Identity, SessionID: sess.ID, Reason: "registered"})
-	return &sess, nil
+	if err := s.Store.AppendEvent(ctx, Event{Time: now, Type: EventSession, Actor: c.Identity, SessionID: sess.ID, Reason: "registered"}); err != nil {
+		return nil, err
+	}
+	v := s.view(&sess)
+	return &v, nil
 }
 
 // session loads a session the caller may act for: its own, or any for an

@@ -16,6 +16,7 @@ import (
 
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/internal/testapi"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
@@ -42,7 +43,7 @@ func testServer(t *testing.T) (*Server, map[auth.Permission]string) {
 	cfg.Projects = []config.Project{{Match: "team/**", Forge: "gitea"}}
 	tokens := map[auth.Permission]string{}
 	var configured []auth.Token
-	for _, p := range []auth.Permission{auth.Read, auth.Submit, auth.Retry} {
+	for _, p := range []auth.Permission{auth.Read, auth.Submit, auth.Retry, auth.Agent} {
 		tok, hash, _ := auth.NewToken()
 		tokens[p] = tok
 		configured = append(configured, auth.Token{Name: string(p), SHA256: hash, Permissions: []auth.Permission{p, auth.Read}})
@@ -53,7 +54,9 @@ func testServer(t *testing.T) (*Server, map[auth.Permission]string) {
 	}
 	items := testapi.Items(st, cfg)
 	hooks := testapi.Webhooks(st, cfg, items, "hook-secret")
-	return NewServerWithWebhooks(st, items, hooks, authn, testkit.Quiet()), tokens
+	s := NewServerWithWebhooks(st, items, hooks, authn, testkit.Quiet())
+	s.SetControlPlane(&controlplane.Service{Store: testdb.ControlPlane(t, store.KindSQLite)})
+	return s, tokens
 }
 
 func TestEveryRouteIsDocumentedAndEveryDocumentedRouteExists(t *testing.T) {
@@ -113,8 +116,30 @@ func TestResponsesFollowTheOpenAPIDocument(t *testing.T) {
 		{"POST", "/api/v1/items/{id}/cancel", "/api/v1/items/{id}/cancel", tok[auth.Retry], "", 200},
 		{"POST", "/api/v1/items/{id}/cancel", "/api/v1/items/{id}/cancel", tok[auth.Retry], "", 409},
 		{"POST", "/api/v1/items/{id}/retry", "/api/v1/items/{id}/retry", tok[auth.Retry], "", 200},
+		// The control plane; {id} is a session from here on.
+		{"POST", "/api/v1/sessions", "/api/v1/sessions", tok[auth.Agent], `{"role":"author","name":"t"}`, 201},
+		{"POST", "/api/v1/sessions", "/api/v1/sessions", tok[auth.Agent], `{"role":"janitor"}`, 422},
+		{"POST", "/api/v1/sessions", "/api/v1/sessions", tok[auth.Read], `{"role":"author"}`, 403},
+		{"GET", "/api/v1/sessions", "/api/v1/sessions", tok[auth.Agent], "", 200},
+		{"GET", "/api/v1/sessions/{id}", "/api/v1/sessions/{id}", tok[auth.Agent], "", 200},
+		{"POST", "/api/v1/sessions/{id}/heartbeat", "/api/v1/sessions/{id}/heartbeat", tok[auth.Agent], "", 200},
+		{"POST", "/api/v1/allocations", "/api/v1/allocations", tok[auth.Agent], `{"session_id":"{id}","apply":true}`, 200},
+		{"POST", "/api/v1/allocations", "/api/v1/allocations", tok[auth.Agent], `{"session_id":"{id}","extra":1}`, 422},
+		{"POST", "/api/v1/gate", "/api/v1/gate", tok[auth.Agent], `{"session_id":"{id}","assignment_id":"none","action":"push"}`, 200},
+		{"GET", "/api/v1/leases", "/api/v1/leases", tok[auth.Agent], "", 200},
+		{"POST", "/api/v1/leases/expire", "/api/v1/leases/expire", tok[auth.Agent], "", 200},
+		{"GET", "/api/v1/leases/0190a0a0-0000-7000-8000-000000000000", "/api/v1/leases/{id}", tok[auth.Agent], "", 404},
+		{"POST", "/api/v1/leases/0190a0a0-0000-7000-8000-000000000000/heartbeat", "/api/v1/leases/{id}/heartbeat", tok[auth.Agent], `{"session_id":"{id}"}`, 404},
+		{"POST", "/api/v1/leases/0190a0a0-0000-7000-8000-000000000000/adopt", "/api/v1/leases/{id}/adopt", tok[auth.Agent], `{"session_id":"{id}"}`, 404},
+		{"POST", "/api/v1/leases/0190a0a0-0000-7000-8000-000000000000/release", "/api/v1/leases/{id}/release", tok[auth.Agent], `{"session_id":"{id}"}`, 404},
+		{"POST", "/api/v1/leases/0190a0a0-0000-7000-8000-000000000000/abandon", "/api/v1/leases/{id}/abandon", tok[auth.Agent], `{"session_id":"{id}","proof":{"dead_process":true}}`, 404},
+		{"POST", "/api/v1/leases/0190a0a0-0000-7000-8000-000000000000/reclaim", "/api/v1/leases/{id}/reclaim", tok[auth.Agent], `{"session_id":"{id}"}`, 404},
+		{"GET", "/api/v1/work", "/api/v1/work", tok[auth.Agent], "", 200},
+		{"POST", "/api/v1/sessions/{id}/end", "/api/v1/sessions/{id}/end", tok[auth.Agent], "", 200},
+		{"POST", "/api/v1/sessions/{id}/end", "/api/v1/sessions/{id}/end", tok[auth.Agent], "", 409},
 	} {
 		path := strings.Replace(tc.path, "{id}", id, 1)
+		tc.body = strings.Replace(tc.body, "{id}", id, 1)
 		req := httptest.NewRequest(tc.method, path, strings.NewReader(tc.body))
 		if tc.body != "" {
 			req.Header.Set("Content-Type", "application/json")
@@ -136,8 +161,10 @@ func TestResponsesFollowTheOpenAPIDocument(t *testing.T) {
 		item := doc.Paths.Find(tc.template)
 		op := item.GetOperation(tc.method)
 		params := map[string]string{}
-		if strings.Contains(tc.template, "{id}") {
-			params["id"] = strings.Split(strings.TrimPrefix(path, "/api/v1/items/"), "/")[0]
+		for i, seg := range strings.Split(tc.template, "/") {
+			if seg == "{id}" {
+				params["id"] = strings.Split(strings.SplitN(path, "?", 2)[0], "/")[i]
+			}
 		}
 		input := &openapi3filter.RequestValidationInput{
 			Request: httptest.NewRequest(tc.method, path, strings.NewReader(tc.body)), PathParams: params,

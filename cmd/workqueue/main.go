@@ -166,10 +166,11 @@ turns under an advisory lock.`,
 				return err
 			}
 			ctx := cmd.Context()
-			s, _, err := openStores(ctx, cfg.Database)
+			all, err := openStores(ctx, cfg.Database)
 			if err != nil {
 				return err
 			}
+			s := all.queue
 			defer s.Close()
 			applied, err := s.Migrate(ctx)
 			if err != nil {

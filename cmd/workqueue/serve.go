@@ -19,6 +19,8 @@ import (
 	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/example"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
@@ -65,10 +67,11 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.Clock == nil {
 		m.Clock = clockwork.NewRealClock()
 	}
-	s, mrs, err := openStores(ctx, m.Config.Database)
+	all, err := openStores(ctx, m.Config.Database)
 	if err != nil {
 		return err
 	}
+	s, mrs := all.queue, all.mr
 	m.Store = s
 	if m.Config.AutoMigrate {
 		applied, err := s.Migrate(ctx)
@@ -137,6 +140,10 @@ func (m *Main) Run(ctx context.Context) error {
 	api := httpapi.NewServerWithWebhooks(s, items, hooks, authn, m.Log)
 	api.SetAudit(audit.Safe(sink, m.Log))
 	api.SetClock(m.Clock)
+	cpc := m.Config.ControlPlane
+	api.SetControlPlane(&controlplane.Service{Store: all.cp, Clock: m.Clock,
+		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels},
+		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL)})
 	api.SetProxyAccessTokenHeader(m.Config.Auth.ProxyAccessTokenHeader)
 	m.HTTP = &http.Server{
 		Handler:           api,
@@ -153,19 +160,30 @@ func (m *Main) Run(ctx context.Context) error {
 	return nil
 }
 
-// openStores opens the database the URL names with every item type's
+// stores are the database's stores: the queue's, the mr type's and the
+// control plane's.
+type stores struct {
+	queue wq.Store
+	mr    mr.Store
+	cp    controlplane.Store
+}
+
+// openStores opens the database the URL names with every component's
 // store on it, so that their migrations are registered before any runs.
-func openStores(ctx context.Context, url string) (wq.Store, mr.Store, error) {
+func openStores(ctx context.Context, url string) (stores, error) {
 	db, err := store.Open(ctx, url)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open database: %w", err)
+		return stores{}, fmt.Errorf("open database: %w", err)
 	}
-	mrs, err := mrstore.New(db)
+	s := stores{queue: db}
+	if s.mr, err = mrstore.New(db); err == nil {
+		s.cp, err = cpstore.New(db)
+	}
 	if err != nil {
 		db.Close()
-		return nil, nil, fmt.Errorf("open database: %w", err)
+		return stores{}, fmt.Errorf("open database: %w", err)
 	}
-	return db, mrs, nil
+	return s, nil
 }
 
 // openForges builds a client for every configured forge.

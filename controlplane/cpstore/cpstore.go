@@ -80,10 +80,11 @@ type dialect struct {
 	// numbered: the driver's placeholders are $1, $2… where the shared
 	// statements write ?.
 	numbered bool
-	// lockRow ends a SELECT of a work row in a write transaction so that
-	// the row stays locked until commit; "" where write transactions are
-	// serialised already.
+	// lockRow ends a SELECT of a row in a write transaction so that the
+	// row stays locked until commit, shareRow so that it cannot change
+	// until then; "" where write transactions are serialised already.
 	lockRow   string
+	shareRow  string
 	arg       func(any) any     // an argument as the driver takes it (times)
 	translate func(error) error // a driver error as the application's; nil stays nil
 }

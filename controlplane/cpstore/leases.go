@@ -88,7 +88,7 @@ func (s *store) Assign(ctx context.Context, a controlplane.Assignment, l control
 	}
 	ev = ofLease(defaults(ev, controlplane.EventAssigned, now), l)
 	err = s.write(ctx, func(c conn) error {
-		state, err := c.lockWork(ctx, a.WorkID)
+		state, err := c.lockFor(ctx, a)
 		switch {
 		case err != nil:
 			return err
@@ -127,15 +127,18 @@ func newLease(a controlplane.Assignment, l controlplane.Lease, now time.Time) (c
 	return a, l, nil
 }
 
-// lockWork returns the state of a work item, holding its row until the
-// transaction ends where the dialect needs to: every assignment of one
-// work item queues here.
-func (c conn) lockWork(ctx context.Context, id string) (controlplane.State, error) {
+// lockFor takes the rows assignment a decides on, where the dialect needs
+// to, in the order every writer takes them: the work row (every
+// assignment of one work item queues there), then the session's (an
+// EndSession meanwhile waits, and then releases what a gives), and only
+// then leases. It returns the work's state; ENOTFOUND for missing work
+// or session, ECONFLICT for an ended session.
+func (c conn) lockFor(ctx context.Context, a controlplane.Assignment) (controlplane.State, error) {
 	var state string
-	if err := c.queryRow(ctx, `SELECT state FROM cp_work WHERE id = ?`+c.d.lockRow, id).Scan(&state); err != nil {
-		return "", notFound(err, "work", id)
+	if err := c.queryRow(ctx, `SELECT state FROM cp_work WHERE id = ?`+c.d.lockRow, a.WorkID).Scan(&state); err != nil {
+		return "", notFound(err, "work", a.WorkID)
 	}
-	return controlplane.State(state), nil
+	return controlplane.State(state), c.liveSession(ctx, a.SessionID, c.d.shareRow)
 }
 
 // assign is Assign after the work was locked and found open: expire the
@@ -243,7 +246,7 @@ func (s *store) Reclaim(ctx context.Context, old controlplane.Lease, a controlpl
 	}
 	ev = ofLease(defaults(ev, controlplane.EventReclaimed, now), l)
 	err = s.write(ctx, func(c conn) error {
-		state, err := c.lockWork(ctx, a.WorkID)
+		state, err := c.lockFor(ctx, a)
 		if err != nil {
 			return err
 		}

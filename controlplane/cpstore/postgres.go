@@ -23,6 +23,7 @@ func postgresDialect(db *postgres.Store) dialect {
 		},
 		numbered: true,
 		lockRow:  " FOR UPDATE",
+		shareRow: " FOR SHARE",
 		arg: func(v any) any {
 			if t, ok := v.(time.Time); ok {
 				if t.IsZero() {

@@ -87,3 +87,46 @@ func race(t *testing.T, stores []controlplane.Store, perStore int) {
 		}
 	}
 }
+
+// TestEndSessionRace: a session that ends while it is being assigned
+// never keeps an active lease: either the assignment is refused, or the
+// end releases it. On two pools, as two serve processes would.
+func TestEndSessionRace(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		url := testdb.URL(t, kind)
+		stores := []controlplane.Store{testdb.ControlPlaneURL(t, url), testdb.ControlPlaneURL(t, url)}
+		ctx := context.Background()
+		for round := range 50 {
+			id := fmt.Sprintf("%d", round)
+			if err := stores[0].CreateSession(ctx, controlplane.Session{ID: "s" + id, Identity: "agent", Role: controlplane.RoleAuthor,
+				CreatedAt: T0, HeartbeatAt: T0}); err != nil {
+				t.Fatal(err)
+			}
+			w := controlplane.Work{ID: "w" + id, WorkKey: controlplane.WorkKey{Forge: "gitea", Repo: "o/r", Kind: controlplane.KindIssue,
+				Number: int64(round + 1)}, State: controlplane.StateOpen, UpdatedAt: T0}
+			if err := stores[0].UpsertWork(ctx, []controlplane.Work{w}, T0); err != nil {
+				t.Fatal(err)
+			}
+			a := controlplane.Assignment{ID: "a" + id, SessionID: "s" + id, WorkID: w.ID, LeaseID: "l" + id, CreatedAt: T0}
+			l := controlplane.Lease{ID: "l" + id, WorkID: w.ID, SessionID: "s" + id, AssignmentID: a.ID, State: controlplane.LeaseActive,
+				CreatedAt: T0, HeartbeatAt: T0, ExpiresAt: T0.Add(time.Hour)}
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			var assignErr, endErr error
+			wg.Go(func() { <-start; assignErr = stores[0].Assign(ctx, a, l, controlplane.Event{}, T0) })
+			wg.Go(func() { <-start; _, endErr = stores[1].EndSession(ctx, "s"+id, controlplane.Event{}, T0) })
+			close(start)
+			wg.Wait()
+			if endErr != nil {
+				t.Fatal(endErr)
+			}
+			active, err := stores[0].ListLeases(ctx, controlplane.LeaseFilter{SessionID: "s" + id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(active) != 0 {
+				t.Fatalf("round %d: the ended session holds %+v (assign: %v)", round, active, assignErr)
+			}
+		}
+	})
+}

@@ -64,20 +64,23 @@ func (s *store) HeartbeatSession(ctx context.Context, id string, now time.Time) 
 	return s.write(ctx, func(c conn) error {
 		n, err := c.exec(ctx, `UPDATE cp_sessions SET heartbeat_at = ? WHERE id = ? AND ended_at IS NULL`, now, id)
 		if err == nil && n == 0 {
-			err = c.sessionGone(ctx, id)
+			err = c.liveSession(ctx, id, "")
 		}
 		return err
 	})
 }
 
-// sessionGone says why a session could not be written: ENOTFOUND, or
-// ECONFLICT because it ended.
-func (c conn) sessionGone(ctx context.Context, id string) error {
+// liveSession returns ENOTFOUND for a missing session and ECONFLICT for
+// one that ended; lock ends the SELECT (a row lock, or "").
+func (c conn) liveSession(ctx context.Context, id, lock string) error {
 	var ended timeCol
-	if err := c.queryRow(ctx, `SELECT ended_at FROM cp_sessions WHERE id = ?`, id).Scan(&ended); err != nil {
+	if err := c.queryRow(ctx, `SELECT ended_at FROM cp_sessions WHERE id = ?`+lock, id).Scan(&ended); err != nil {
 		return notFound(err, "session", id)
 	}
-	return wq.Errorf(wq.ECONFLICT, "session %s ended at %s", id, time.Time(ended).Format(time.RFC3339Nano))
+	if t := time.Time(ended); !t.IsZero() {
+		return wq.Errorf(wq.ECONFLICT, "session %s ended at %s", id, t.Format(time.RFC3339Nano))
+	}
+	return nil
 }
 
 // EndSession ends a session and releases its active leases, their
@@ -89,7 +92,7 @@ func (s *store) EndSession(ctx context.Context, id string, ev controlplane.Event
 	err := s.write(ctx, func(c conn) error {
 		n, err := c.exec(ctx, `UPDATE cp_sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL`, now, id)
 		if err == nil && n == 0 {
-			err = c.sessionGone(ctx, id)
+			err = c.liveSession(ctx, id, "")
 		}
 		if err != nil {
 			return err

@@ -49,28 +49,69 @@ func (r *workRow) scan(src row) (controlplane.Work, error) {
 	return w, err
 }
 
+// upsertChunk is how many work items one statement writes: 16 arguments
+// each keeps well under either database's limit on arguments.
+const upsertChunk = 500
+
 // UpsertWork inserts or updates work by its key; an older forge update
-// time leaves the stored row as it is.
+// time leaves the stored row as it is. It writes a batch in a few
+// multi-row statements, so that a full sync holds its rows briefly.
 func (s *store) UpsertWork(ctx context.Context, ws []controlplane.Work, now time.Time) error {
-	// One order for every writer, so that two batches that share work
-	// items lock them in the same order.
-	ws = slices.Clone(ws)
-	slices.SortStableFunc(ws, func(a, b controlplane.Work) int { return compareKeys(a.WorkKey, b.WorkKey) })
-	err := s.write(ctx, func(c conn) error {
-		for _, w := range ws {
-			if err := c.upsertWork(ctx, w, now); err != nil {
-				return fmt.Errorf("%s %s#%d of %s: %w", w.Kind, w.Repo, w.Number, w.Forge, err)
+	rows, err := workArgs(ws, now)
+	if err == nil {
+		err = s.write(ctx, func(c conn) error {
+			for chunk := range slices.Chunk(rows, upsertChunk) {
+				if _, err := c.exec(ctx, upsertSQL(len(chunk)), slices.Concat(chunk...)...); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("upsert work: %w", err)
 	}
 	return nil
 }
 
-func (c conn) upsertWork(ctx context.Context, w controlplane.Work, now time.Time) error {
+// workArgs checks ws and returns the arguments of each work item, one
+// item a key, in key order: every writer locks rows in the same order.
+// Items of one key fold as writing them one after the other would.
+func workArgs(ws []controlplane.Work, now time.Time) ([][]any, error) {
+	ws = slices.Clone(ws)
+	slices.SortStableFunc(ws, func(a, b controlplane.Work) int { return compareKeys(a.WorkKey, b.WorkKey) })
+	folded := ws[:0]
+	for _, w := range ws {
+		if err := checkWork(w); err != nil {
+			return nil, fmt.Errorf("%s %s#%d of %s: %w", w.Kind, w.Repo, w.Number, w.Forge, err)
+		}
+		if n := len(folded); n > 0 && folded[n-1].WorkKey == w.WorkKey {
+			if prev := &folded[n-1]; !w.UpdatedAt.Before(prev.UpdatedAt) {
+				id, author := prev.ID, prev.AuthorSession
+				*prev = w
+				prev.ID, prev.AuthorSession = id, cmp.Or(w.AuthorSession, author)
+			}
+			continue
+		}
+		folded = append(folded, w)
+	}
+	rows := make([][]any, 0, len(folded))
+	for _, w := range folded {
+		labels, err := encodeList(w.Labels)
+		if err != nil {
+			return nil, err
+		}
+		linked, err := encodeList(w.LinkedIssues)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, []any{cmp.Or(w.ID, uuid.NewString()), w.Forge, w.Repo, string(w.Kind), w.Number, string(w.State), w.Title,
+			labels, w.Author, w.HeadSHA, string(w.ReviewState), w.Mergeable, linked, w.AuthorSession, w.UpdatedAt, now})
+	}
+	return rows, nil
+}
+
+func checkWork(w controlplane.Work) error {
 	switch {
 	case !w.Kind.Valid():
 		return wq.Errorf(wq.EINVALID, "kind %q is not assignable work: only issues and pull requests are", w.Kind)
@@ -79,31 +120,22 @@ func (c conn) upsertWork(ctx context.Context, w controlplane.Work, now time.Time
 	case w.UpdatedAt.IsZero():
 		return wq.Errorf(wq.EINVALID, "work without the forge's updated time")
 	}
-	if w.ID == "" {
-		w.ID = uuid.NewString()
-	}
-	labels, err := encodeList(w.Labels)
-	if err != nil {
-		return err
-	}
-	linked, err := encodeList(w.LinkedIssues)
-	if err != nil {
-		return err
-	}
-	// A sync does not know which session wrote a pull request: an empty
-	// author session keeps the one recorded.
-	_, err = c.exec(ctx, `INSERT INTO cp_work (id, forge, repo, kind, number, state, title, labels, author, head_sha, review_state,
+	return nil
+}
+
+// upsertSQL writes n work items. A sync does not know which session
+// wrote a pull request: an empty author session keeps the one recorded.
+func upsertSQL(n int) string {
+	values := strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", n)[2:]
+	return `INSERT INTO cp_work (id, forge, repo, kind, number, state, title, labels, author, head_sha, review_state,
 			mergeable, linked_issues, author_session, updated_at, synced_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES ` + values + `
 		ON CONFLICT (forge, repo, kind, number) DO UPDATE SET state = excluded.state, title = excluded.title,
 			labels = excluded.labels, author = excluded.author, head_sha = excluded.head_sha, review_state = excluded.review_state,
 			mergeable = excluded.mergeable, linked_issues = excluded.linked_issues,
 			author_session = CASE WHEN excluded.author_session <> '' THEN excluded.author_session ELSE cp_work.author_session END,
 			updated_at = excluded.updated_at, synced_at = excluded.synced_at
-		WHERE cp_work.updated_at <= excluded.updated_at`,
-		w.ID, w.Forge, w.Repo, string(w.Kind), w.Number, string(w.State), w.Title, labels, w.Author, w.HeadSHA, string(w.ReviewState),
-		w.Mergeable, linked, w.AuthorSession, w.UpdatedAt, now)
-	return err
+		WHERE cp_work.updated_at <= excluded.updated_at`
 }
 
 // GetWork returns one work item by ID.

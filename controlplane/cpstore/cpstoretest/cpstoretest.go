@@ -396,6 +396,49 @@ func upsertWork(t *testing.T, open func(t *testing.T) *F) {
 			t.Errorf("author session after a sync: %+v", got)
 		}
 	})
+	t.Run("one key twice in a batch is written as one update after the other", func(t *testing.T) {
+		key := controlplane.WorkKey{Forge: "gitea", Repo: "o/r", Kind: controlplane.KindIssue, Number: 70}
+		newer := controlplane.Work{ID: "w-70", WorkKey: key, State: controlplane.StateClosed, Title: "closed", AuthorSession: "s1", UpdatedAt: T0.Add(time.Hour)}
+		older := controlplane.Work{ID: "w-70b", WorkKey: key, State: controlplane.StateOpen, Title: "open", UpdatedAt: T0}
+		same := newer
+		same.ID, same.Title, same.AuthorSession = "w-70c", "closed, renamed", ""
+		if err := f.S.UpsertWork(f.Ctx, []controlplane.Work{newer, older, same}, T0.Add(2*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.S.FindWork(f.Ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := same
+		want.ID, want.AuthorSession, want.SyncedAt = "w-70", "s1", T0.Add(2*time.Hour)
+		wantDiff(t, "work", &want, got)
+	})
+	t.Run("a batch larger than one statement's is written whole", func(t *testing.T) {
+		var ws []controlplane.Work
+		for i := range 1234 {
+			ws = append(ws, controlplane.Work{WorkKey: controlplane.WorkKey{Forge: "gitea", Repo: "o/big", Kind: controlplane.KindIssue,
+				Number: int64(i + 1)}, State: controlplane.StateOpen, UpdatedAt: T0})
+		}
+		if err := f.S.UpsertWork(f.Ctx, ws, T0); err != nil {
+			t.Fatal(err)
+		}
+		cands, err := f.S.Candidates(f.Ctx, T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, c := range cands {
+			if c.Repo == "o/big" {
+				n++
+				if c.ID == "" {
+					t.Fatalf("work without an id: %+v", c)
+				}
+			}
+		}
+		if n != len(ws) {
+			t.Errorf("%d of %d work items written", n, len(ws))
+		}
+	})
 	t.Run("only issues and pull requests are work, and a refused batch writes nothing", func(t *testing.T) {
 		ok := controlplane.Work{ID: "w-8", WorkKey: controlplane.WorkKey{Forge: "gitea", Repo: "o/r", Kind: controlplane.KindIssue, Number: 8},
 			State: controlplane.StateOpen, UpdatedAt: T0}
@@ -590,6 +633,18 @@ func assign(t *testing.T, open func(t *testing.T) *F) {
 			t.Errorf("expiry event: %+v", evs[0])
 		}
 		_ = second
+	})
+	t.Run("an ended session is refused, and nothing is written", func(t *testing.T) {
+		f.Session("gone", controlplane.RoleAuthor)
+		if _, err := f.S.EndSession(f.Ctx, "gone", controlplane.Event{}, T0); err != nil {
+			t.Fatal(err)
+		}
+		w := f.Work(45)
+		_, err := f.Assign("gone", w, false, T0, until)
+		WantCode(t, err, wq.ECONFLICT)
+		if l, ls, _ := f.Holders(w.ID, T0); l != "" || ls != "" {
+			t.Errorf("work held by %q, %q", l, ls)
+		}
 	})
 	t.Run("missing work, missing sessions and mismatched rows are refused", func(t *testing.T) {
 		_, err := f.Assign("a", &controlplane.Work{ID: "nope"}, false, T0, until)

@@ -66,8 +66,7 @@ func TestStaleTerminalLock(t *testing.T) {
 	testdb.EachKind(t, func(t *testing.T, kind string) {
 		s := testdb.ControlPlane(t, kind)
 		f := &cpstoretest.F{T: t, S: s, Ctx: context.Background()}
-		f.Session("m1", controlplane.RoleMerger)
-		f.Session("m2", controlplane.RoleMerger)
+		f.Sessions(controlplane.RoleMerger, "m1", "m2")
 		w := f.Work(1, func(w *controlplane.Work) { w.Kind = controlplane.KindPR })
 		g := f.MustAssign("m1", w, true, T0, T0.Add(time.Hour))
 		if err := cpstore.Exec(s, `UPDATE cp_leases SET state = 'released' WHERE id = ?`, g.L.ID); err != nil {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
-	"github.com/workqueue-dev/workqueue/store"
 )
 
 // ControlPlane returns the control plane's store on a new migrated
@@ -17,22 +16,18 @@ func ControlPlane(t testing.TB, kind string) controlplane.Store {
 }
 
 // ControlPlaneURL returns the control plane's store on the database at
-// url, migrated, on a pool of its own that is closed when the test ends:
-// two calls on one url are two serve processes on one database.
+// url, migrated with every other chain as serve migrates it, on a pool of
+// its own that is closed when the test ends: two calls on one url are two
+// serve processes on one database.
 func ControlPlaneURL(t testing.TB, url string) controlplane.Store {
 	t.Helper()
-	ctx := context.Background()
-	db, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := OpenURL(t, url).Queue
 	cp, err := cpstore.New(db)
 	if err != nil {
 		t.Fatalf("open control plane store: %v", err)
 	}
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatalf("migrate: %v", err)
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatalf("migrate the control plane: %v", err)
 	}
 	return cp
 }

@@ -69,6 +69,14 @@ func (f *F) Session(id string, role controlplane.Role) *controlplane.Session {
 	return &s
 }
 
+// Sessions registers sessions of one role.
+func (f *F) Sessions(role controlplane.Role, ids ...string) {
+	f.T.Helper()
+	for _, id := range ids {
+		f.Session(id, role)
+	}
+}
+
 // Work adds an open issue of gitea o/r (edit changes it), updated at T0,
 // and returns it as stored.
 func (f *F) Work(number int64, edit ...func(*controlplane.Work)) *controlplane.Work {
@@ -203,6 +211,20 @@ func Diff(want, got any) string {
 		var x, y any
 		return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 	}))
+}
+
+// wantRefused fails unless err is target (or, for a nil target, carries
+// ECONFLICT) and g's assignment and lease were not written.
+func wantRefused(t *testing.T, f *F, err, target error, g Grant) {
+	t.Helper()
+	if target != nil {
+		WantIs(t, err, target)
+	}
+	WantCode(t, err, wq.ECONFLICT)
+	_, err = f.S.GetAssignment(f.Ctx, g.A.ID)
+	WantCode(t, err, wq.ENOTFOUND)
+	_, err = f.S.GetLease(f.Ctx, g.L.ID)
+	WantCode(t, err, wq.ENOTFOUND)
 }
 
 func wantDiff(t *testing.T, what string, want, got any) {
@@ -552,8 +574,7 @@ func candidates(t *testing.T, open func(t *testing.T) *F) {
 
 func assign(t *testing.T, open func(t *testing.T) *F) {
 	f := open(t)
-	f.Session("a", controlplane.RoleAuthor)
-	f.Session("b", controlplane.RoleAuthor)
+	f.Sessions(controlplane.RoleAuthor, "a", "b")
 	until := T0.Add(10 * time.Minute)
 	t.Run("an assignment and its lease are written with an event", func(t *testing.T) {
 		w := f.Work(1, func(w *controlplane.Work) { w.HeadSHA = "abc" })
@@ -580,10 +601,7 @@ func assign(t *testing.T, open func(t *testing.T) *F) {
 		for i, st := range []controlplane.State{controlplane.StateMerged, controlplane.StateClosed} {
 			w := f.Work(int64(10+i), func(w *controlplane.Work) { w.State = st })
 			g, err := f.Assign("a", w, false, T0, until)
-			WantIs(t, err, controlplane.ErrWorkTerminal)
-			WantCode(t, err, wq.ECONFLICT)
-			_, err = f.S.GetAssignment(f.Ctx, g.A.ID)
-			WantCode(t, err, wq.ENOTFOUND)
+			wantRefused(t, f, err, controlplane.ErrWorkTerminal, g)
 			if evs := f.Events(controlplane.EventFilter{WorkID: w.ID}); len(evs) != 0 {
 				t.Errorf("events of refused work: %+v", evs)
 			}
@@ -594,10 +612,7 @@ func assign(t *testing.T, open func(t *testing.T) *F) {
 		first := f.MustAssign("a", w, false, T0, until)
 		for _, s := range []string{"b", "a"} {
 			g, err := f.Assign(s, w, false, T0.Add(time.Minute), T0.Add(time.Hour))
-			WantIs(t, err, controlplane.ErrWorkHeld)
-			WantCode(t, err, wq.ECONFLICT)
-			_, err = f.S.GetLease(f.Ctx, g.L.ID)
-			WantCode(t, err, wq.ENOTFOUND)
+			wantRefused(t, f, err, controlplane.ErrWorkHeld, g)
 		}
 		if types := f.EventTypes(controlplane.EventFilter{WorkID: w.ID}); len(types) != 1 {
 			t.Errorf("events of held work: %v", types)
@@ -639,12 +654,8 @@ func assign(t *testing.T, open func(t *testing.T) *F) {
 		if _, err := f.S.EndSession(f.Ctx, "gone", controlplane.Event{}, T0); err != nil {
 			t.Fatal(err)
 		}
-		w := f.Work(45)
-		_, err := f.Assign("gone", w, false, T0, until)
-		WantCode(t, err, wq.ECONFLICT)
-		if l, ls, _ := f.Holders(w.ID, T0); l != "" || ls != "" {
-			t.Errorf("work held by %q, %q", l, ls)
-		}
+		g, err := f.Assign("gone", f.Work(45), false, T0, until)
+		wantRefused(t, f, err, nil, g)
 	})
 	t.Run("missing work, missing sessions and mismatched rows are refused", func(t *testing.T) {
 		_, err := f.Assign("a", &controlplane.Work{ID: "nope"}, false, T0, until)
@@ -661,8 +672,7 @@ func assign(t *testing.T, open func(t *testing.T) *F) {
 
 func terminalLock(t *testing.T, open func(t *testing.T) *F) {
 	f := open(t)
-	f.Session("m1", controlplane.RoleMerger)
-	f.Session("m2", controlplane.RoleMerger)
+	f.Sessions(controlplane.RoleMerger, "m1", "m2")
 	until := T0.Add(10 * time.Minute)
 	pr := func(n int64) *controlplane.Work {
 		return f.Work(n, func(w *controlplane.Work) { w.Kind = controlplane.KindPR })
@@ -719,8 +729,7 @@ func terminalLock(t *testing.T, open func(t *testing.T) *F) {
 
 func updateLease(t *testing.T, open func(t *testing.T) *F) {
 	f := open(t)
-	f.Session("a", controlplane.RoleAuthor)
-	f.Session("b", controlplane.RoleAuthor)
+	f.Sessions(controlplane.RoleAuthor, "a", "b")
 	until := T0.Add(10 * time.Minute)
 	t.Run("a heartbeat extends the lease and is logged", func(t *testing.T) {
 		g := f.MustAssign("a", f.Work(1), false, T0, until)
@@ -780,8 +789,7 @@ func updateLease(t *testing.T, open func(t *testing.T) *F) {
 
 func reclaim(t *testing.T, open func(t *testing.T) *F) {
 	f := open(t)
-	f.Session("a", controlplane.RoleMerger)
-	f.Session("b", controlplane.RoleMerger)
+	f.Sessions(controlplane.RoleMerger, "a", "b")
 	until, later := T0.Add(10*time.Minute), T0.Add(20*time.Minute)
 	reclaimEvent := controlplane.Event{Actor: "agent-b", Reason: "expired"}
 	take := func(old controlplane.Lease, w *controlplane.Work, terminal bool) (Grant, error) {
@@ -900,8 +908,7 @@ func expireLeases(t *testing.T, open func(t *testing.T) *F) {
 
 func listLeases(t *testing.T, open func(t *testing.T) *F) {
 	f := open(t)
-	f.Session("a", controlplane.RoleAuthor)
-	f.Session("b", controlplane.RoleAuthor)
+	f.Sessions(controlplane.RoleAuthor, "a", "b")
 	w1, w2 := f.Work(1), f.Work(2)
 	w3 := f.Work(3, func(w *controlplane.Work) { w.Repo = "o/other" })
 	until := T0.Add(10 * time.Minute)

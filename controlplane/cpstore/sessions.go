@@ -61,13 +61,17 @@ func (s *store) ListSessions(ctx context.Context, identity string, n int) ([]con
 
 // HeartbeatSession sets heartbeat_at of a session that has not ended.
 func (s *store) HeartbeatSession(ctx context.Context, id string, now time.Time) error {
-	return s.write(ctx, func(c conn) error {
+	err := s.write(ctx, func(c conn) error {
 		n, err := c.exec(ctx, `UPDATE cp_sessions SET heartbeat_at = ? WHERE id = ? AND ended_at IS NULL`, now, id)
 		if err == nil && n == 0 {
 			err = c.liveSession(ctx, id, "")
 		}
 		return err
 	})
+	if err != nil {
+		return fmt.Errorf("heartbeat session %s: %w", id, err)
+	}
+	return nil
 }
 
 // liveSession returns ENOTFOUND for a missing session and ECONFLICT for

@@ -60,9 +60,10 @@ const (
 	routeNone
 )
 
-// Pick is one candidate considered for a session.
+// Pick is one candidate considered for a session: a pointer into the
+// candidates Choose was given, so that thousands of them cost no copies.
 type Pick struct {
-	Work   Work   `json:"work"`
+	Work   *Work  `json:"work"`
 	Reason string `json:"reason,omitempty"` // why it was passed over; "" for the choice
 	route  Route
 }
@@ -75,7 +76,8 @@ type Choice struct {
 	Actions  []Action
 	Head     string // the pull request head pinned in the assignment
 	Terminal bool   // take a terminal lock with the lease
-	// Skipped lists every candidate passed over, with its reason.
+	// Skipped lists every candidate passed over, with its reason, in the
+	// order the candidates came (the store's: by key).
 	Skipped []Pick
 }
 
@@ -87,7 +89,7 @@ type Choice struct {
 // it), OutcomeWait when the only work this session's role could take is
 // held by others, and OutcomeNoSafeWork otherwise.
 func Choose(s *Session, cands []Candidate, repoGlob string, p Policy, now time.Time) Choice {
-	var c Choice
+	c := Choice{Skipped: make([]Pick, 0, len(cands))}
 	var eligible []Pick
 	openPRFor := map[WorkKey]bool{} // issues an open pull request works on
 	for _, cand := range cands {
@@ -98,7 +100,8 @@ func Choose(s *Session, cands []Candidate, repoGlob string, p Policy, now time.T
 		}
 	}
 	waiting := false
-	for _, cand := range cands {
+	for i := range cands {
+		cand := &cands[i]
 		if repoGlob != "" {
 			if ok, _ := doublestar.Match(repoGlob, cand.Repo); !ok {
 				continue
@@ -115,12 +118,11 @@ func Choose(s *Session, cands []Candidate, repoGlob string, p Policy, now time.T
 			reason, waiting = SkipTerminalLock, true
 		}
 		if reason != "" {
-			c.Skipped = append(c.Skipped, Pick{Work: cand.Work, Reason: reason, route: route})
+			c.Skipped = append(c.Skipped, Pick{Work: &cand.Work, Reason: reason, route: route})
 			continue
 		}
-		eligible = append(eligible, Pick{Work: cand.Work, route: route})
+		eligible = append(eligible, Pick{Work: &cand.Work, route: route})
 	}
-	sortSkipped(c.Skipped)
 	if len(eligible) == 0 {
 		c.Outcome = OutcomeNoSafeWork
 		if waiting {
@@ -128,22 +130,29 @@ func Choose(s *Session, cands []Candidate, repoGlob string, p Policy, now time.T
 		}
 		return c
 	}
-	slices.SortFunc(eligible, func(a, b Pick) int { return comparePicks(a, b, p) })
-	best := eligible[0]
-	c.Outcome, c.Work, c.Route = OutcomePreview, &best.Work, best.route
+	besti := 0
+	for i := 1; i < len(eligible); i++ {
+		if comparePicks(eligible[i], eligible[besti], p) < 0 {
+			besti = i
+		}
+	}
+	best := eligible[besti]
+	c.Outcome, c.Work, c.Route = OutcomePreview, best.Work, best.route
 	c.Actions, c.Terminal = ActionsFor(best.route), best.route == RouteMerge
 	if best.Work.Kind == KindPR {
 		c.Head = best.Work.HeadSHA
 	}
-	for _, e := range eligible[1:] {
-		c.Skipped = append(c.Skipped, Pick{Work: e.Work, Reason: SkipLower, route: e.route})
+	for i, e := range eligible {
+		if i != besti {
+			c.Skipped = append(c.Skipped, Pick{Work: e.Work, Reason: SkipLower, route: e.route})
+		}
 	}
 	return c
 }
 
 // routeFor is the route cand is on and whether s's role may take it; a
 // non-empty reason says why not.
-func routeFor(s *Session, cand Candidate, openPRFor map[WorkKey]bool, p Policy) (Route, string) {
+func routeFor(s *Session, cand *Candidate, openPRFor map[WorkKey]bool, p Policy) (Route, string) {
 	if cand.State.Terminal() {
 		return routeNone, SkipTerminal
 	}
@@ -208,7 +217,7 @@ func ActionsFor(r Route) []Action {
 
 // priority is the rank of w's most important priority label; len(labels)
 // when it carries none.
-func priority(w Work, p Policy) int {
+func priority(w *Work, p Policy) int {
 	rank := len(p.PriorityLabels)
 	for _, l := range w.Labels {
 		if i := slices.Index(p.PriorityLabels, l); i >= 0 && i < rank {
@@ -233,6 +242,3 @@ func compareKeys(a, b WorkKey) int {
 	return cmp.Or(cmp.Compare(a.Forge, b.Forge), cmp.Compare(a.Repo, b.Repo), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Number, b.Number))
 }
 
-func sortSkipped(s []Pick) {
-	slices.SortStableFunc(s, func(a, b Pick) int { return compareKeys(a.Work.WorkKey, b.Work.WorkKey) })
-}

@@ -180,7 +180,7 @@ type AssignmentRef struct {
 
 // CandidateSkip is a candidate passed over and why.
 type CandidateSkip struct {
-	Work   Work   `json:"work"`
+	Work   *Work  `json:"work"`
 	Reason string `json:"reason"`
 }
 
@@ -231,9 +231,9 @@ func (s *Service) Allocate(ctx context.Context, c Caller, sessionID, repoGlob st
 			out.Assignment = &AssignmentRef{ID: a.ID, AllowedActions: a.AllowedActions, ExpectedHeadSHA: a.ExpectedHeadSHA}
 			return out, nil
 		case errors.Is(err, ErrWorkHeld):
-			lost = append(lost, CandidateSkip{Work: *choice.Work, Reason: SkipLost})
+			lost = append(lost, CandidateSkip{Work: choice.Work, Reason: SkipLost})
 		case errors.Is(err, ErrWorkTerminal):
-			lost = append(lost, CandidateSkip{Work: *choice.Work, Reason: SkipTerminal})
+			lost = append(lost, CandidateSkip{Work: choice.Work, Reason: SkipTerminal})
 		default:
 			return nil, err
 		}

@@ -241,4 +241,3 @@ func comparePicks(a, b Pick, p Policy) int {
 func compareKeys(a, b WorkKey) int {
 	return cmp.Or(cmp.Compare(a.Forge, b.Forge), cmp.Compare(a.Repo, b.Repo), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Number, b.Number))
 }
-

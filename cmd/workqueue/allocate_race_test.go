@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +23,14 @@ import (
 // agent token, and returns a client with it.
 func serveAgents(t *testing.T, dbURL string) *client.Client {
 	t.Helper()
+	c, _, _ := serveAgentsAt(t, dbURL)
+	return c
+}
+
+// serveAgentsAt is serveAgents, also returning the server's URL and the
+// token.
+func serveAgentsAt(t *testing.T, dbURL string) (*client.Client, string, string) {
+	t.Helper()
 	tok, hash, _ := auth.NewToken()
 	cfg := config.Default()
 	cfg.Listen, cfg.Database = "127.0.0.1:0", dbURL
@@ -33,7 +44,65 @@ func serveAgents(t *testing.T, dbURL string) *client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return c, "http://" + m.Addr(), tok
+}
+
+// The control-plane commands, as an agent's script uses them: register,
+// a dry run that names every candidate, an applied allocation, the gate
+// (exit status 3 when refused), a lease's safe next action, its release.
+func TestCLIAllocatesGatesAndReleases(t *testing.T) {
+	dbURL := testdb.URL(t, store.KindSQLite)
+	_, base, tok := serveAgentsAt(t, dbURL)
+	t.Setenv("WORKQUEUE_URL", base)
+	t.Setenv("WORKQUEUE_TOKEN", tok)
+	ctx := context.Background()
+	if err := testdb.ControlPlaneURL(t, dbURL).UpsertWork(ctx, []cp.Work{
+		{ID: "w1", WorkKey: cp.WorkKey{Forge: "gitea", Repo: "o/r", Kind: cp.KindIssue, Number: 1}, State: cp.StateOpen, Title: "first", UpdatedAt: time.Now()},
+		{ID: "w2", WorkKey: cp.WorkKey{Forge: "gitea", Repo: "o/r", Kind: cp.KindIssue, Number: 2}, State: cp.StateOpen, Title: "second", UpdatedAt: time.Now()},
+	}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := runCommand(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	var sess cp.SessionView
+	json.Unmarshal([]byte(run("sessions", "register", "--role", "author", "--name", "cli", "-o", "json")), &sess)
+	if sess.ID == "" || sess.Status != cp.SessionActive {
+		t.Fatalf("register: %+v", sess)
+	}
+	if out := run("allocate", "--session", sess.ID); !strings.HasPrefix(out, "preview: issue o/r#") || !strings.Contains(out, "passed over issue o/r#") {
+		t.Errorf("dry run:\n%s", out)
+	}
+	var a cp.Allocation
+	json.Unmarshal([]byte(run("allocate", "--session", sess.ID, "--apply", "-o", "json")), &a)
+	if a.Outcome != cp.OutcomeAssigned || a.Lease == nil || a.Assignment == nil {
+		t.Fatalf("apply: %+v", a)
+	}
+	if out := run("gate", "--session", sess.ID, "--assignment", a.Assignment.ID, "--action", "open_pr"); out != "allowed\n" {
+		t.Errorf("gate on an allowed action: %q", out)
+	}
+	out, err := runCommand(t, "gate", "--session", sess.ID, "--assignment", a.Assignment.ID, "--action", "merge")
+	var exit exitError
+	if !errors.As(err, &exit) || exit.code != 3 || out != "refused: action_not_allowed\n" {
+		t.Errorf("gate on a refused action: %q, %v; want exit status 3 and the reason", out, err)
+	}
+	if out := run("leases", "show", a.Lease.ID, "--session", sess.ID); !strings.Contains(out, "next: continue") {
+		t.Errorf("leases show:\n%s", out)
+	}
+	if out := run("leases", "release", a.Lease.ID, "--session", sess.ID); !strings.Contains(out, ": released,") {
+		t.Errorf("leases release:\n%s", out)
+	}
+	if out := run("work", "list", "--repo", "o/r"); !strings.Contains(out, "first") || !strings.Contains(out, "second") {
+		t.Errorf("work list:\n%s", out)
+	}
+	if out := run("sessions", "end", sess.ID); !strings.Contains(out, "ended") {
+		t.Errorf("sessions end:\n%s", out)
+	}
 }
 
 // Hard rule 2 over the API: twenty sessions allocating at once on a

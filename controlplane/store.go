@@ -20,12 +20,12 @@ type Candidate struct {
 
 // WorkFilter selects work for ListWork. Zero fields do not filter.
 type WorkFilter struct {
-	Forge  string
-	Repo   string // exact
-	Kind   Kind
-	State  State
-	Limit  int // at most this many (the store caps it at 500)
-	Before string
+	Forge string
+	Repo  string // exact
+	Kind  Kind
+	State State
+	Limit int    // at most this many (the store caps it at 500)
+	After string // cursor: only work after the item with this ID, in key order
 }
 
 // LeaseFilter selects leases for ListLeases.
@@ -74,7 +74,9 @@ type Store interface {
 	// UpsertWork inserts or updates work by WorkKey (the ID of an
 	// existing row is kept; a new row gets w.ID), setting synced_at to
 	// now. A row whose stored updated_at is newer than w's is left as it
-	// is: a late webhook or an old page of a sync never moves state back.
+	// is, synced_at included: a late webhook or an old page of a sync
+	// never moves state back. An empty AuthorSession keeps the stored
+	// one (a sync does not know which session wrote a pull request).
 	UpsertWork(ctx context.Context, w []Work, now time.Time) error
 	// GetWork returns one work item by ID. ENOTFOUND.
 	GetWork(ctx context.Context, id string) (*Work, error)
@@ -92,6 +94,8 @@ type Store interface {
 	// ErrWorkTerminal) and that no live lease or another session's
 	// terminal lock holds it (else ErrWorkHeld). Active leases of the
 	// work that are past their expiry are marked expired first.
+	// ENOTFOUND for a missing session or work; ECONFLICT for an ended
+	// session.
 	Assign(ctx context.Context, a Assignment, l Lease, ev Event, now time.Time) error
 	// GetAssignment returns one assignment. ENOTFOUND.
 	GetAssignment(ctx context.Context, id string) (*Assignment, error)
@@ -104,12 +108,14 @@ type Store interface {
 	// still in state from and held by session from.SessionID (a
 	// compare-and-set: the service decides, the store refuses a decision
 	// made on a lease that changed meanwhile), removes the work's
-	// terminal lock when l is no longer active, and appends ev.
+	// terminal lock when l is no longer active (and moves it with the
+	// lease to an adopting session), and appends ev.
 	// ECONFLICT if the lease changed; ENOTFOUND.
 	UpdateLease(ctx context.Context, from, l Lease, ev Event) error
 	// Reclaim ends old as reclaimed and assigns a and l in its place, in
-	// one transaction, if old is still as given (ECONFLICT otherwise)
-	// and the work is still open (ErrWorkTerminal).
+	// one transaction, if old is still as given (ECONFLICT otherwise),
+	// no longer live (ErrWorkHeld: a live lease is never taken) and the
+	// work is still open (ErrWorkTerminal).
 	Reclaim(ctx context.Context, old Lease, a Assignment, l Lease, ev Event, now time.Time) error
 	// ExpireLeases marks expired exactly the active leases whose
 	// expires_at is at or before now, removes their terminal locks,

@@ -157,7 +157,7 @@ func (s *store) FindWork(ctx context.Context, k controlplane.WorkKey) (*controlp
 	return &w, nil
 }
 
-// ListWork returns work in key order. Before is a cursor: the ID of the
+// ListWork returns work in key order. After is a cursor: the ID of the
 // last work item of the previous page; the page goes on after it.
 func (s *store) ListWork(ctx context.Context, f controlplane.WorkFilter) ([]controlplane.Work, error) {
 	var w filter
@@ -165,8 +165,8 @@ func (s *store) ListWork(ctx context.Context, f controlplane.WorkFilter) ([]cont
 	w.eq("w.repo", f.Repo)
 	w.eq("w.kind", string(f.Kind))
 	w.eq("w.state", string(f.State))
-	if f.Before != "" {
-		w.add(`(w.forge, w.repo, w.kind, w.number) > (SELECT forge, repo, kind, number FROM cp_work WHERE id = ?)`, f.Before)
+	if f.After != "" {
+		w.add(`(w.forge, w.repo, w.kind, w.number) > (SELECT forge, repo, kind, number FROM cp_work WHERE id = ?)`, f.After)
 	}
 	out, err := queryAll(ctx, s.reader(), newWorkRow().scan,
 		`SELECT `+workCols+` FROM cp_work w`+w.where()+` ORDER BY w.forge, w.repo, w.kind, w.number LIMIT ?`,

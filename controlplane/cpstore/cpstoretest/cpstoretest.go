@@ -519,8 +519,8 @@ func listWork(t *testing.T, open func(t *testing.T) *F) {
 		{"of a kind", controlplane.WorkFilter{Kind: controlplane.KindPR}, []string{"gitea-o/a-pr-1", "gitea-o/b-pr-2"}},
 		{"in a state", controlplane.WorkFilter{State: controlplane.StateOpen}, []string{"gitea-o/a-issue-10", "gitea-o/b-pr-2", "gitlab-g/a-issue-1"}},
 		{"a first page", controlplane.WorkFilter{Limit: 2}, []string{"gitea-o/a-issue-9", "gitea-o/a-issue-10"}},
-		{"the page after a cursor", controlplane.WorkFilter{Limit: 2, Before: "gitea-o/a-issue-10"}, []string{"gitea-o/a-pr-1", "gitea-o/b-pr-2"}},
-		{"a cursor and a filter", controlplane.WorkFilter{State: controlplane.StateOpen, Before: "gitea-o/a-issue-9"}, []string{"gitea-o/a-issue-10", "gitea-o/b-pr-2", "gitlab-g/a-issue-1"}},
+		{"the page after a cursor", controlplane.WorkFilter{Limit: 2, After: "gitea-o/a-issue-10"}, []string{"gitea-o/a-pr-1", "gitea-o/b-pr-2"}},
+		{"a cursor and a filter", controlplane.WorkFilter{State: controlplane.StateOpen, After: "gitea-o/a-issue-9"}, []string{"gitea-o/a-issue-10", "gitea-o/b-pr-2", "gitlab-g/a-issue-1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantDiff(t, "work", tc.want, ids(t, tc.f)) })
 	}

@@ -31,6 +31,24 @@ type Service struct {
 	// 15m).
 	LeaseTTL   time.Duration
 	SessionTTL time.Duration
+	// Inventory syncs the work on demand (Sync); nil when no repositories
+	// are configured.
+	Inventory *Inventory
+}
+
+// Sync lists every configured repository again now (admin only).
+func (s *Service) Sync(ctx context.Context, c Caller) (*SyncReport, error) {
+	if !c.Admin {
+		return nil, wq.Errorf(wq.EFORBIDDEN, "%s may not sync the inventory: permission admin is required", c.Identity)
+	}
+	if s.Inventory == nil {
+		return nil, wq.Errorf(wq.EUNAVAILABLE, "no control_plane.repos are configured: there is no inventory to sync")
+	}
+	rep, err := s.Inventory.Sync(ctx)
+	if err != nil {
+		return &rep, err
+	}
+	return &rep, nil
 }
 
 func (s *Service) now() time.Time {

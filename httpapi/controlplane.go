@@ -60,6 +60,10 @@ func (s *Server) controlRoutes() []route {
 			return s.cp.ReclaimLease(r.Context(), c, r.PathValue("id"), b.SessionID)
 		}))},
 		{"GET", "/api/v1/work", agent(s.listWork)},
+		{"POST", "/api/v1/work/sync", s.authenticated(auth.Admin, func(w http.ResponseWriter, r *http.Request) {
+			rep, err := s.cp.Sync(r.Context(), controlCaller(r))
+			s.answer(w, r, http.StatusOK, rep, err)
+		})},
 	}
 }
 

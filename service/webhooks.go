@@ -22,6 +22,12 @@ type Webhooks struct {
 	Notify func(itemType string, id wq.ItemID)
 	Audit  wq.AuditSink
 	Clock  clockwork.Clock // nil: the real clock
+	// Inventory, when set, takes every verified delivery that carries an
+	// issue's or pull request's new state (the control plane's work
+	// inventory), whether or not an item is concerned.
+	Inventory interface {
+		Apply(ctx context.Context, forge string, d *webhook.Delivery) (bool, error)
+	}
 }
 
 // WebhookForge is what the receiver knows of a configured forge.
@@ -32,8 +38,9 @@ type WebhookForge struct {
 
 // Received says what a delivery led to.
 type Received struct {
-	Stored    int  `json:"stored"`    // events stored (0: no active item is concerned, or the event is not used)
-	Duplicate bool `json:"duplicate"` // this delivery was stored before
+	Stored    int  `json:"stored"`              // events stored (0: no active item is concerned, or the event is not used)
+	Duplicate bool `json:"duplicate"`           // this delivery was stored before
+	Inventory bool `json:"inventory,omitempty"` // the work inventory took the issue's or pull request's new state
 }
 
 // Receive verifies a delivery to the named forge, resolves it to the
@@ -48,6 +55,14 @@ func (w *Webhooks) Receive(ctx context.Context, forgeName string, h http.Header,
 	d, err := webhook.Parse(forge.Kind, forge.Secret, h, body)
 	if err != nil || d == nil {
 		return Received{}, err
+	}
+	var got Received
+	if w.Inventory != nil {
+		// The inventory's write is idempotent and ordered by the forge's
+		// updated time, so a redelivery is harmless there.
+		if got.Inventory, err = w.Inventory.Apply(ctx, forgeName, d); err != nil {
+			return Received{}, err
+		}
 	}
 	ref := wq.EventRef{Number: d.Number, PipelineID: d.PipelineID, SourceBranch: d.SourceBranch,
 		TargetBranch: d.TargetBranch, HeadSHA: d.HeadSHA}
@@ -68,7 +83,7 @@ func (w *Webhooks) Receive(ctx context.Context, forgeName string, h http.Header,
 		}
 	}
 	if itemType == "" {
-		return Received{}, nil // DDR-32: no active item, nothing to store
+		return got, nil // DDR-32: no active item, nothing to store
 	}
 	now := time.Now()
 	if w.Clock != nil {
@@ -80,7 +95,8 @@ func (w *Webhooks) Receive(ctx context.Context, forgeName string, h http.Header,
 		return Received{}, err
 	}
 	if dup {
-		return Received{Duplicate: true}, nil
+		got.Duplicate = true
+		return got, nil
 	}
 	if w.Notify != nil {
 		w.Notify(itemType, id)
@@ -90,5 +106,6 @@ func (w *Webhooks) Receive(ctx context.Context, forgeName string, h http.Header,
 			Actor: "forge:" + forgeName, Trigger: map[string]any{"source": "webhook", "event_type": d.EventType},
 			Metadata: map[string]any{"delivery_id": d.DeliveryID, "project": d.Project, "number": d.Number, "pipeline_id": d.PipelineID}})
 	}
-	return Received{Stored: 1}, nil
+	got.Stored = 1
+	return got, nil
 }

@@ -36,6 +36,10 @@ type apiWorld struct {
 	repo   string
 }
 
+// thisRepo, as a control_plane.repos match in startAPI's edit, stands for
+// the world's repository, which is made before the configuration.
+const thisRepo = "{this repository}"
+
 func startAPI(t testing.TB, forgeURL string, edit func(*config.Config)) *apiWorld {
 	t.Helper()
 	srv := testgitea.Get(t)
@@ -60,6 +64,11 @@ func startAPI(t testing.TB, forgeURL string, edit func(*config.Config)) *apiWorl
 	}
 	if edit != nil {
 		edit(&cfg)
+	}
+	for i, r := range cfg.ControlPlane.Repos {
+		if r.Match == thisRepo {
+			cfg.ControlPlane.Repos[i].Match = w.repo
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

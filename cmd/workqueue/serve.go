@@ -48,8 +48,12 @@ type Main struct {
 	Engine *engine.Engine
 	HTTP   *http.Server
 
-	listener  net.Listener
-	served    chan error
+	listener net.Listener
+	served   chan error
+	// stopSync stops the inventory's periodic sync; synced is closed
+	// once it has.
+	stopSync  context.CancelFunc
+	synced    chan struct{}
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -132,6 +136,22 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	hooks := &service.Webhooks{Store: s, Forges: hookForges, Types: items.Types(), Notify: m.Engine.Notify,
 		Audit: audit.Safe(sink, m.Log), Clock: m.Clock}
+	cpc := m.Config.ControlPlane
+	cps := &controlplane.Service{Store: all.cp, Clock: m.Clock,
+		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels},
+		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL)}
+	if len(cpc.Repos) > 0 {
+		inv := &controlplane.Inventory{Store: all.cp, Forges: forges, Clock: m.Clock, Log: m.Log,
+			Interval: time.Duration(cpc.SyncInterval)}
+		for _, r := range cpc.Repos {
+			inv.Repos = append(inv.Repos, controlplane.RepoMatch{Forge: r.Forge, Match: r.Match})
+		}
+		cps.Inventory, hooks.Inventory = inv, inv
+		var syncCtx context.Context
+		syncCtx, m.stopSync = context.WithCancel(context.WithoutCancel(ctx))
+		m.synced = make(chan struct{})
+		go func() { defer close(m.synced); inv.Run(syncCtx) }()
+	}
 
 	m.listener, err = net.Listen("tcp", m.Config.Listen)
 	if err != nil {
@@ -140,10 +160,7 @@ func (m *Main) Run(ctx context.Context) error {
 	api := httpapi.NewServerWithWebhooks(s, items, hooks, authn, m.Log)
 	api.SetAudit(audit.Safe(sink, m.Log))
 	api.SetClock(m.Clock)
-	cpc := m.Config.ControlPlane
-	api.SetControlPlane(&controlplane.Service{Store: all.cp, Clock: m.Clock,
-		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels},
-		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL)})
+	api.SetControlPlane(cps)
 	api.SetProxyAccessTokenHeader(m.Config.Auth.ProxyAccessTokenHeader)
 	m.HTTP = &http.Server{
 		Handler:           api,
@@ -303,6 +320,10 @@ func (m *Main) close() error {
 		if err := <-m.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, err)
 		}
+	}
+	if m.stopSync != nil {
+		m.stopSync()
+		<-m.synced
 	}
 	if m.Engine != nil {
 		m.Engine.Stop(context.Background())

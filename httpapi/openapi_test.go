@@ -135,6 +135,7 @@ func TestResponsesFollowTheOpenAPIDocument(t *testing.T) {
 		{"POST", "/api/v1/leases/0190a0a0-0000-7000-8000-000000000000/abandon", "/api/v1/leases/{id}/abandon", tok[auth.Agent], `{"session_id":"{id}","proof":{"dead_process":true}}`, 404},
 		{"POST", "/api/v1/leases/0190a0a0-0000-7000-8000-000000000000/reclaim", "/api/v1/leases/{id}/reclaim", tok[auth.Agent], `{"session_id":"{id}"}`, 404},
 		{"GET", "/api/v1/work", "/api/v1/work", tok[auth.Agent], "", 200},
+		{"POST", "/api/v1/work/sync", "/api/v1/work/sync", tok[auth.Agent], "", 403},
 		{"POST", "/api/v1/sessions/{id}/end", "/api/v1/sessions/{id}/end", tok[auth.Agent], "", 200},
 		{"POST", "/api/v1/sessions/{id}/end", "/api/v1/sessions/{id}/end", tok[auth.Agent], "", 409},
 	} {

@@ -9,6 +9,7 @@
 package webhook
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -171,14 +172,17 @@ type giteaUser struct {
 	Login string `json:"login"`
 }
 
-type giteaLabel struct {
-	Name string `json:"name"`
+// label is a label in either forge's payload: Gitea names it, GitLab
+// titles it.
+type label struct {
+	Name  string `json:"name"`
+	Title string `json:"title"`
 }
 
-func giteaLabels(ls []giteaLabel) []string {
+func labelNames(ls []label) []string {
 	var out []string
 	for _, l := range ls {
-		out = append(out, l.Name)
+		out = append(out, cmp.Or(l.Name, l.Title))
 	}
 	return out
 }
@@ -189,16 +193,16 @@ func giteaPullRequest(eventType, verdict string, body []byte) (*Delivery, error)
 	var p struct {
 		Action      string `json:"action"`
 		PullRequest *struct {
-			Number    int64        `json:"number"`
-			Title     string       `json:"title"`
-			Body      string       `json:"body"`
-			State     string       `json:"state"`
-			Merged    bool         `json:"merged"`
-			Mergeable bool         `json:"mergeable"`
-			Draft     bool         `json:"draft"`
-			User      *giteaUser   `json:"user"`
-			Labels    []giteaLabel `json:"labels"`
-			UpdatedAt *time.Time   `json:"updated_at"`
+			Number    int64      `json:"number"`
+			Title     string     `json:"title"`
+			Body      string     `json:"body"`
+			State     string     `json:"state"`
+			Merged    bool       `json:"merged"`
+			Mergeable bool       `json:"mergeable"`
+			Draft     bool       `json:"draft"`
+			User      *giteaUser `json:"user"`
+			Labels    []label    `json:"labels"`
+			UpdatedAt *time.Time `json:"updated_at"`
 			Head      struct {
 				Ref    string `json:"ref"`
 				SHA    string `json:"sha"`
@@ -218,7 +222,7 @@ func giteaPullRequest(eventType, verdict string, body []byte) (*Delivery, error)
 	if pr == nil || pr.Number <= 0 {
 		return nil, wq.Errorf(wq.EINVALID, "body: a %s event needs pull_request.number", eventType)
 	}
-	w := &wq.WorkInfo{Kind: wq.WorkPR, Number: pr.Number, State: wq.MergeRequestOpen, Title: pr.Title, Labels: giteaLabels(pr.Labels),
+	w := &wq.WorkInfo{Kind: wq.WorkPR, Number: pr.Number, State: wq.MergeRequestOpen, Title: pr.Title, Labels: labelNames(pr.Labels),
 		HeadSHA: pr.Head.SHA, LinkedIssues: forge.ClosingIssues(pr.Body)}
 	switch {
 	case pr.Merged:
@@ -262,13 +266,13 @@ func giteaPullRequest(eventType, verdict string, body []byte) (*Delivery, error)
 func giteaIssue(body []byte) (*Delivery, error) {
 	var p struct {
 		Issue *struct {
-			Number      int64        `json:"number"`
-			Title       string       `json:"title"`
-			State       string       `json:"state"`
-			User        *giteaUser   `json:"user"`
-			Labels      []giteaLabel `json:"labels"`
-			UpdatedAt   *time.Time   `json:"updated_at"`
-			PullRequest *struct{}    `json:"pull_request"`
+			Number      int64      `json:"number"`
+			Title       string     `json:"title"`
+			State       string     `json:"state"`
+			User        *giteaUser `json:"user"`
+			Labels      []label    `json:"labels"`
+			UpdatedAt   *time.Time `json:"updated_at"`
+			PullRequest *struct{}  `json:"pull_request"`
 		} `json:"issue"`
 		Repository giteaRepo `json:"repository"`
 	}
@@ -282,7 +286,7 @@ func giteaIssue(body []byte) (*Delivery, error) {
 	if is.PullRequest != nil {
 		return nil, nil // a pull request's issue side: its pull_request events carry it
 	}
-	w := &wq.WorkInfo{Kind: wq.WorkIssue, Number: is.Number, State: wq.MergeRequestOpen, Title: is.Title, Labels: giteaLabels(is.Labels)}
+	w := &wq.WorkInfo{Kind: wq.WorkIssue, Number: is.Number, State: wq.MergeRequestOpen, Title: is.Title, Labels: labelNames(is.Labels)}
 	if is.State == "closed" {
 		w.State = wq.MergeRequestClosed
 	}
@@ -396,18 +400,6 @@ func (b gitlabBranches) fromFork() bool {
 	return b.SourceProjectID != 0 && b.TargetProjectID != 0 && b.SourceProjectID != b.TargetProjectID
 }
 
-type gitlabLabel struct {
-	Title string `json:"title"`
-}
-
-func gitlabLabels(ls []gitlabLabel) []string {
-	var out []string
-	for _, l := range ls {
-		out = append(out, l.Title)
-	}
-	return out
-}
-
 // gitlabMergeRequest reads a Merge Request Hook. Its reviewers carry each
 // reviewer's state (GitLab 16.x and later), which settles whether changes
 // are requested; action "approved" says the approvals are enough. Other
@@ -421,19 +413,19 @@ func gitlabMergeRequest(body []byte) (*Delivery, error) {
 		Attrs      *struct {
 			IID int64 `json:"iid"`
 			gitlabBranches
-			UpdatedAt           gitlabTime    `json:"updated_at"`
-			Title               string        `json:"title"`
-			Description         string        `json:"description"`
-			State               string        `json:"state"`
-			Action              string        `json:"action"`
-			OldRev              string        `json:"oldrev"`
-			DetailedMergeStatus string        `json:"detailed_merge_status"`
-			Labels              []gitlabLabel `json:"labels"`
+			UpdatedAt           gitlabTime `json:"updated_at"`
+			Title               string     `json:"title"`
+			Description         string     `json:"description"`
+			State               string     `json:"state"`
+			Action              string     `json:"action"`
+			OldRev              string     `json:"oldrev"`
+			DetailedMergeStatus string     `json:"detailed_merge_status"`
+			Labels              []label    `json:"labels"`
 			LastCommit          struct {
 				ID string `json:"id"`
 			} `json:"last_commit"`
 		} `json:"object_attributes"`
-		Labels    []gitlabLabel `json:"labels"`
+		Labels    []label `json:"labels"`
 		Reviewers []struct {
 			State string `json:"state"` // unreviewed, review_started, reviewed, requested_changes, approved, unapproved
 		} `json:"reviewers"`
@@ -452,7 +444,7 @@ func gitlabMergeRequest(body []byte) (*Delivery, error) {
 	if labels == nil {
 		labels = a.Labels
 	}
-	w := &wq.WorkInfo{Kind: wq.WorkPR, Number: a.IID, Title: a.Title, Labels: gitlabLabels(labels), HeadSHA: a.LastCommit.ID,
+	w := &wq.WorkInfo{Kind: wq.WorkPR, Number: a.IID, Title: a.Title, Labels: labelNames(labels), HeadSHA: a.LastCommit.ID,
 		LinkedIssues: forge.ClosingIssues(a.Description), UpdatedAt: time.Time(a.UpdatedAt)}
 	switch a.State {
 	case "merged":
@@ -491,15 +483,15 @@ func gitlabIssue(body []byte) (*Delivery, error) {
 		ObjectKind string        `json:"object_kind"`
 		Project    gitlabProject `json:"project"`
 		Attrs      *struct {
-			IID          int64         `json:"iid"`
-			Title        string        `json:"title"`
-			State        string        `json:"state"`
-			Type         string        `json:"type"`
-			Confidential bool          `json:"confidential"`
-			UpdatedAt    gitlabTime    `json:"updated_at"`
-			Labels       []gitlabLabel `json:"labels"`
+			IID          int64      `json:"iid"`
+			Title        string     `json:"title"`
+			State        string     `json:"state"`
+			Type         string     `json:"type"`
+			Confidential bool       `json:"confidential"`
+			UpdatedAt    gitlabTime `json:"updated_at"`
+			Labels       []label    `json:"labels"`
 		} `json:"object_attributes"`
-		Labels []gitlabLabel `json:"labels"`
+		Labels []label `json:"labels"`
 	}
 	if err := unmarshal(body, &p); err != nil {
 		return nil, err
@@ -515,7 +507,7 @@ func gitlabIssue(body []byte) (*Delivery, error) {
 	if labels == nil {
 		labels = a.Labels
 	}
-	w := &wq.WorkInfo{Kind: wq.WorkIssue, Number: a.IID, State: wq.MergeRequestOpen, Title: a.Title, Labels: gitlabLabels(labels),
+	w := &wq.WorkInfo{Kind: wq.WorkIssue, Number: a.IID, State: wq.MergeRequestOpen, Title: a.Title, Labels: labelNames(labels),
 		UpdatedAt: time.Time(a.UpdatedAt)}
 	if a.State == "closed" {
 		w.State = wq.MergeRequestClosed

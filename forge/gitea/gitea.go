@@ -730,41 +730,23 @@ func (f *Forge) ListOpenWork(ctx context.Context, project string) ([]wq.WorkInfo
 	if err != nil {
 		return nil, err
 	}
-	var out []wq.WorkInfo
-	for page := 1; page > 0; {
-		var issues []*sdk.Issue
-		var resp *sdk.Response
-		err := f.call(ctx, "list open issues of "+project, func(c *sdk.Client) (*sdk.Response, error) {
-			var err error
-			issues, resp, err = c.ListRepoIssues(owner, repo, sdk.ListIssueOption{ListOptions: sdk.ListOptions{Page: page, PageSize: WorkPageSize},
-				State: sdk.StateOpen, Type: sdk.IssueTypeIssue})
-			return resp, err
-		})
-		if err != nil {
-			return nil, err
-		}
-		for _, is := range issues {
-			if is.PullRequest == nil {
-				out = append(out, issueWork(is))
-			}
-		}
-		page = nextPage(resp, page)
+	issues, err := listAll(ctx, f, "list open issues of "+project, func(c *sdk.Client, page sdk.ListOptions) ([]*sdk.Issue, *sdk.Response, error) {
+		return c.ListRepoIssues(owner, repo, sdk.ListIssueOption{ListOptions: page, State: sdk.StateOpen, Type: sdk.IssueTypeIssue})
+	})
+	if err != nil {
+		return nil, err
 	}
-	var prs []*sdk.PullRequest
-	for page := 1; page > 0; {
-		var list []*sdk.PullRequest
-		var resp *sdk.Response
-		err := f.call(ctx, "list open pulls of "+project, func(c *sdk.Client) (*sdk.Response, error) {
-			var err error
-			list, resp, err = c.ListRepoPullRequests(owner, repo, sdk.ListPullRequestsOptions{ListOptions: sdk.ListOptions{Page: page, PageSize: WorkPageSize},
-				State: sdk.StateOpen, Sort: "oldest"})
-			return resp, err
-		})
-		if err != nil {
-			return nil, err
+	var out []wq.WorkInfo
+	for _, is := range issues {
+		if is.PullRequest == nil {
+			out = append(out, issueWork(is))
 		}
-		prs = append(prs, list...)
-		page = nextPage(resp, page)
+	}
+	prs, err := listAll(ctx, f, "list open pulls of "+project, func(c *sdk.Client, page sdk.ListOptions) ([]*sdk.PullRequest, *sdk.Response, error) {
+		return c.ListRepoPullRequests(owner, repo, sdk.ListPullRequestsOptions{ListOptions: page, State: sdk.StateOpen, Sort: "oldest"})
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, pr := range prs {
 		w, err := f.pullWork(ctx, owner, repo, pr)
@@ -776,13 +758,27 @@ func (f *Forge) ListOpenWork(ctx context.Context, project string) ([]wq.WorkInfo
 	return out, nil
 }
 
-// nextPage is the page after page that resp's Link header names, 0 when
-// there is none.
-func nextPage(resp *sdk.Response, page int) int {
-	if resp == nil || resp.NextPage <= page {
-		return 0
+// listAll calls list for every page, WorkPageSize a page, following the
+// Link header's next page until there is none; each page has the call
+// timeout.
+func listAll[T any](ctx context.Context, f *Forge, what string, list func(c *sdk.Client, page sdk.ListOptions) ([]T, *sdk.Response, error)) ([]T, error) {
+	var out []T
+	for page := 1; page > 0; {
+		err := f.call(ctx, what, func(c *sdk.Client) (*sdk.Response, error) {
+			items, resp, err := list(c, sdk.ListOptions{Page: page, PageSize: WorkPageSize})
+			out = append(out, items...)
+			if resp == nil || resp.NextPage <= page {
+				page = 0
+			} else {
+				page = resp.NextPage
+			}
+			return resp, err
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
-	return resp.NextPage
+	return out, nil
 }
 
 // GetWork reads one issue (GET /repos/{o}/{r}/issues/{index}) or pull
@@ -820,7 +816,10 @@ func (f *Forge) GetWork(ctx context.Context, project, kind string, number int64)
 			return nil, err
 		}
 		w, err := f.pullWork(ctx, owner, repo, pr)
-		return &w, err
+		if err != nil {
+			return nil, err
+		}
+		return &w, nil
 	}
 	return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: " + what, Message: "unknown kind of work " + kind}
 }

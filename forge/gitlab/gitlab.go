@@ -530,40 +530,22 @@ const WorkPageSize = 100
 // (draft, discussions, CI, conflicts): the Merge Request Hook's reviewer
 // states tell the inventory sooner (see the webhook package).
 func (f *Forge) ListOpenWork(ctx context.Context, project string) ([]wq.WorkInfo, error) {
-	var out []wq.WorkInfo
-	err := f.call(ctx, "list open issues of "+project, func(o gl.RequestOptionFunc) error {
-		for page := int64(1); page > 0; {
-			issues, resp, err := f.client.Issues.ListProjectIssues(project, &gl.ListProjectIssuesOptions{
-				ListOptions: gl.ListOptions{Page: page, PerPage: WorkPageSize}, State: gl.Ptr("opened"), IssueType: gl.Ptr("issue"),
-				Confidential: gl.Ptr(false), OrderBy: gl.Ptr("created_at"), Sort: gl.Ptr("asc")}, o)
-			if err != nil {
-				return err
-			}
-			for _, is := range issues {
-				if isWork(is) {
-					out = append(out, issueWork(is))
-				}
-			}
-			page = nextPage(resp, page)
-		}
-		return nil
+	issues, err := listAll(ctx, f, "list open issues of "+project, func(page gl.ListOptions, o gl.RequestOptionFunc) ([]*gl.Issue, *gl.Response, error) {
+		return f.client.Issues.ListProjectIssues(project, &gl.ListProjectIssuesOptions{ListOptions: page, State: gl.Ptr("opened"),
+			IssueType: gl.Ptr("issue"), Confidential: gl.Ptr(false), OrderBy: gl.Ptr("created_at"), Sort: gl.Ptr("asc")}, o)
 	})
 	if err != nil {
 		return nil, err
 	}
-	var mrs []*gl.BasicMergeRequest
-	err = f.call(ctx, "list open merge requests of "+project, func(o gl.RequestOptionFunc) error {
-		for page := int64(1); page > 0; {
-			list, resp, err := f.client.MergeRequests.ListProjectMergeRequests(project, &gl.ListProjectMergeRequestsOptions{
-				ListOptions: gl.ListOptions{Page: page, PerPage: WorkPageSize}, State: gl.Ptr("opened"),
-				OrderBy: gl.Ptr("created_at"), Sort: gl.Ptr("asc")}, o)
-			if err != nil {
-				return err
-			}
-			mrs = append(mrs, list...)
-			page = nextPage(resp, page)
+	var out []wq.WorkInfo
+	for _, is := range issues {
+		if isWork(is) {
+			out = append(out, issueWork(is))
 		}
-		return nil
+	}
+	mrs, err := listAll(ctx, f, "list open merge requests of "+project, func(page gl.ListOptions, o gl.RequestOptionFunc) ([]*gl.BasicMergeRequest, *gl.Response, error) {
+		return f.client.MergeRequests.ListProjectMergeRequests(project, &gl.ListProjectMergeRequestsOptions{ListOptions: page,
+			State: gl.Ptr("opened"), OrderBy: gl.Ptr("created_at"), Sort: gl.Ptr("asc")}, o)
 	})
 	if err != nil {
 		return nil, err
@@ -578,12 +560,26 @@ func (f *Forge) ListOpenWork(ctx context.Context, project string) ([]wq.WorkInfo
 	return out, nil
 }
 
-// nextPage is X-Next-Page when it is after page, 0 when there is none.
-func nextPage(resp *gl.Response, page int64) int64 {
-	if resp == nil || resp.NextPage <= page {
-		return 0
+// listAll calls list for every page, WorkPageSize a page, following
+// X-Next-Page until there is none; each page has the call timeout.
+func listAll[T any](ctx context.Context, f *Forge, what string, list func(page gl.ListOptions, o gl.RequestOptionFunc) ([]T, *gl.Response, error)) ([]T, error) {
+	var out []T
+	for page := int64(1); page > 0; {
+		err := f.call(ctx, what, func(o gl.RequestOptionFunc) error {
+			items, resp, err := list(gl.ListOptions{Page: page, PerPage: WorkPageSize}, o)
+			out = append(out, items...)
+			if resp == nil || resp.NextPage <= page {
+				page = 0
+			} else {
+				page = resp.NextPage
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
-	return resp.NextPage
+	return out, nil
 }
 
 // isWork reports whether a GitLab issue is assignable work: an issue
@@ -623,7 +619,10 @@ func (f *Forge) GetWork(ctx context.Context, project, kind string, number int64)
 			return nil, err
 		}
 		w, err := f.mergeRequestWork(ctx, project, &mr.BasicMergeRequest)
-		return &w, err
+		if err != nil {
+			return nil, err
+		}
+		return &w, nil
 	}
 	return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitlab: " + what, Message: "unknown kind of work " + kind}
 }

@@ -133,11 +133,7 @@ func TestALockedMergeRequestIsOpenAndMerging(t *testing.T) {
 	// closed would cancel an item whose change is landing.
 	srv, f := newProject(t)
 	ctx := context.Background()
-	commitTo(t, f, "wq/a", wq.FileChange{Action: "create", Path: "a", Content: []byte("a\n")})
-	mr, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: "g/p", SourceBranch: "wq/a", TargetBranch: "main", Title: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mr := openMergeRequest(t, f)
 	srv.SetMergeRequestState("g/p", mr.Number, "locked")
 	got, err := f.GetMergeRequest(ctx, "g/p", mr.Number)
 	if err != nil {
@@ -146,6 +142,18 @@ func TestALockedMergeRequestIsOpenAndMerging(t *testing.T) {
 	if got.State != wq.MergeRequestOpen || got.Blocker != wq.MergeMerging || got.Mergeable {
 		t.Errorf("locked: state %q blocker %q mergeable %v; want open, merging, not mergeable", got.State, got.Blocker, got.Mergeable)
 	}
+}
+
+// openMergeRequest commits a.txt to wq/a and opens a merge request of it
+// into main.
+func openMergeRequest(t *testing.T, f *gitlab.Forge) *wq.MergeRequest {
+	t.Helper()
+	commitTo(t, f, "wq/a", wq.FileChange{Action: "create", Path: "a", Content: []byte("a\n")})
+	mr, err := f.CreateMergeRequest(context.Background(), wq.MergeRequestCreate{Project: "g/p", SourceBranch: "wq/a", TargetBranch: "main", Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mr
 }
 
 func commitTo(t *testing.T, f *gitlab.Forge, branch string, changes ...wq.FileChange) wq.Commit {
@@ -380,11 +388,7 @@ func TestIncidentsAndConfidentialIssuesAreNotWork(t *testing.T) {
 func TestApprovalsMakeAMergeRequestApproved(t *testing.T) {
 	srv, f := newProject(t)
 	ctx := context.Background()
-	commitTo(t, f, "wq/a", wq.FileChange{Action: "create", Path: "a", Content: []byte("a\n")})
-	mr, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: "g/p", SourceBranch: "wq/a", TargetBranch: "main", Title: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mr := openMergeRequest(t, f)
 	verdict := func() string {
 		t.Helper()
 		w, err := f.GetWork(ctx, "g/p", wq.WorkPR, mr.Number)

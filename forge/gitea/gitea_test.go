@@ -129,3 +129,33 @@ func TestReviewVerdictIsEachReviewersLatest(t *testing.T) {
 		}
 	}
 }
+
+func TestAHookMadeBeforeIssueEventsIsUpdatedOnRealGitea(t *testing.T) {
+	// Hooks made before the inventory read issues send every other event
+	// workqueue reads: hooks ensure must still update them, once.
+	srv := testgitea.Get(t)
+	f, _ := gitea.New(srv.URL, srv.Token, gitea.Options{})
+	c, err := sdk.NewClient(srv.URL, sdk.SetToken(srv.Token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := srv.NewRepo(t)
+	owner, name, _ := strings.Cut(repo, "/")
+	const url = "http://127.0.0.1:9/webhooks/gitea"
+	before := slices.DeleteFunc(slices.Clone(gitea.HookEvents), func(e string) bool { return e == "issues" })
+	if _, _, err := c.CreateRepoHook(owner, name, sdk.CreateHookOption{Type: sdk.HookTypeGitea, Active: true, Events: before,
+		Config: map[string]string{"url": url, "content_type": "json"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if got, err := f.EnsureWebhook(ctx, repo, url, "s"); err != nil || got != wq.WebhookUpdated {
+		t.Fatalf("%q %v, want updated", got, err)
+	}
+	hooks, _, err := c.ListRepoHooks(owner, name, sdk.ListHooksOptions{})
+	if err != nil || len(hooks) != 1 || !slices.Contains(hooks[0].Events, "issues") {
+		t.Fatalf("hooks %+v, %v; want one, sending issues", hooks, err)
+	}
+	if got, err := f.EnsureWebhook(ctx, repo, url, "s"); err != nil || got != wq.WebhookFound {
+		t.Errorf("%q %v, want found", got, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -341,6 +342,9 @@ func toWork(forge, repo string, info wq.WorkInfo) (Work, error) {
 // then has verdict none); the next sync settles it. Errors are the
 // Store's, and EINVALID for work that is not an issue or pull request.
 func (inv *Inventory) Apply(ctx context.Context, forge string, d *webhook.Delivery) (bool, error) {
+	if d != nil && d.Push != nil && inv.Covers(forge, d.Project) {
+		return inv.applyPush(ctx, forge, d.Project, d.Push)
+	}
 	if d == nil || d.Work == nil || !inv.Covers(forge, d.Project) {
 		return false, nil
 	}
@@ -446,3 +450,39 @@ func (inv *Inventory) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// applyPush moves the head of every open pull request of repo whose head
+// was the push's Before to its After: a push reaches the service at once,
+// where the pull request's own event waits for the forge's checks, and the
+// gate must refuse a mutation on a head that moved (hard rule 4). The
+// forge's own event, when it comes, carries the same head. The row's
+// updated time moves by a microsecond, the least the store keeps, so that
+// the forge's next real change still applies.
+func (inv *Inventory) applyPush(ctx context.Context, forge, repo string, p *webhook.BranchPush) (bool, error) {
+	if strings.Trim(p.Before, "0") == "" || p.Before == p.After {
+		return false, nil // a new branch heads no pull request yet
+	}
+	open, err := inv.Store.ListWork(ctx, WorkFilter{Forge: forge, Repo: repo, Kind: KindPR, State: StateOpen, Limit: maxPushScan})
+	if err != nil {
+		return false, fmt.Errorf("inventory push %s %s: %w", forge, repo, err)
+	}
+	var moved []Work
+	for _, w := range open {
+		if w.HeadSHA == p.Before {
+			w.HeadSHA = p.After
+			w.UpdatedAt = w.UpdatedAt.Add(time.Microsecond)
+			moved = append(moved, w)
+		}
+	}
+	if len(moved) == 0 {
+		return false, nil
+	}
+	if err := inv.Store.UpsertWork(ctx, moved, inv.now()); err != nil {
+		return false, fmt.Errorf("inventory push %s %s: %w", forge, repo, err)
+	}
+	return true, nil
+}
+
+// maxPushScan bounds the open pull requests of one repository a push is
+// matched against (the store's list cap).
+const maxPushScan = 500

@@ -681,3 +681,69 @@ func TestAGiteaIssueIsInventoriedAndKeptCurrentByItsWebhook(t *testing.T) {
 	people.Review(t, repo, mr.Number, wq.ReviewApproved)
 	stored("the approval that answers it", key(cp.KindPR, mr.Number), func(w cp.Work) bool { return w.ReviewState == cp.ReviewApproved })
 }
+
+// ListWork lists the open pull requests of one repository, as the push
+// path asks.
+func (s *invStore) ListWork(_ context.Context, f cp.WorkFilter) ([]cp.Work, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []cp.Work
+	for _, w := range s.work {
+		if (f.Forge == "" || w.Forge == f.Forge) && (f.Repo == "" || w.Repo == f.Repo) && (f.Kind == "" || w.Kind == f.Kind) &&
+			(f.State == "" || w.State == f.State) {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// A push reaches the service before the pull request's own event: the
+// inventory moves the head of the open pull request whose head it was, at
+// once, so that the gate refuses a mutation on the old head; a later
+// event from the forge still applies.
+func TestAPushMovesTheHeadOfThePullRequestItHeads(t *testing.T) {
+	inv, store, _, clock := newInventory(t)
+	ctx := context.Background()
+	for _, w := range []cp.Work{
+		{ID: "a2", WorkKey: cp.WorkKey{Forge: "g", Repo: "org/a", Kind: cp.KindPR, Number: 2}, State: cp.StateOpen, HeadSHA: "h1", UpdatedAt: t0},
+		{ID: "a3", WorkKey: cp.WorkKey{Forge: "g", Repo: "org/a", Kind: cp.KindPR, Number: 3}, State: cp.StateOpen, HeadSHA: "h2", UpdatedAt: t0},
+		{ID: "b2", WorkKey: cp.WorkKey{Forge: "g", Repo: "org/b", Kind: cp.KindPR, Number: 2}, State: cp.StateOpen, HeadSHA: "h1", UpdatedAt: t0},
+	} {
+		store.put(w)
+	}
+	push := func(repo, before, after string) bool {
+		t.Helper()
+		ok, err := inv.Apply(ctx, "g", &webhook.Delivery{Project: repo, Push: &webhook.BranchPush{Branch: "x", Before: before, After: after}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !push("org/a", "h1", "h9") {
+		t.Fatal("the push moved nothing")
+	}
+	heads := map[string]string{}
+	for _, k := range []struct {
+		repo string
+		n    int64
+	}{{"org/a", 2}, {"org/a", 3}, {"org/b", 2}} {
+		w, _ := store.get(k.repo, cp.KindPR, k.n)
+		heads[w.ID] = w.HeadSHA
+	}
+	if heads["a2"] != "h9" || heads["a3"] != "h2" || heads["b2"] != "h1" {
+		t.Errorf("heads after the push: %v, want only org/a's pull request at h1 moved", heads)
+	}
+	if push("org/a", "0000000000000000000000000000000000000000", "h7") || push("org/c", "h2", "h8") {
+		t.Error("a new branch, or a push to a repository not configured, moved a head")
+	}
+	// The forge's own event, a second later, applies over the push's mark.
+	clock.Advance(time.Second)
+	later := aPR(2, "none")
+	later.HeadSHA, later.UpdatedAt, later.State = "h9", t0.Add(time.Second), wq.MergeRequestMerged
+	if ok, err := inv.Apply(ctx, "g", &webhook.Delivery{Project: "org/a", Work: &later}); !ok || err != nil {
+		t.Fatalf("the pull request's own event: %v, %v", ok, err)
+	}
+	if w, _ := store.get("org/a", cp.KindPR, 2); w.State != cp.StateMerged {
+		t.Errorf("after the forge's event: %s, want merged", w.State)
+	}
+}

@@ -36,6 +36,7 @@ const (
 	GitLabJob          = "build"               // GitLab's Job Hook (object_kind "build")
 	GiteaIssues        = "issues"              // Gitea's issues family (opened, closed, edited, labelled)
 	GitLabIssue        = "issue"               // GitLab's Issue Hook
+	Push               = "push"                // a push to a branch (Gitea push, GitLab Push Hook)
 )
 
 // MaxBodyBytes bounds a delivery's body.
@@ -76,6 +77,19 @@ type Delivery struct {
 	// verdict from the forge then; otherwise an empty ReviewState keeps
 	// the verdict it has.
 	RecheckReview bool
+	// Push is a push to a branch of Project: it moves the head of every
+	// open pull request whose head was Before. It reaches the inventory
+	// at once, where a pull request's own event waits for the forge's
+	// checks (Gitea's synchronized event comes seconds later). A push
+	// carries nothing else: it resolves to no item.
+	Push *BranchPush
+}
+
+// BranchPush is a branch's move.
+type BranchPush struct {
+	Branch string
+	Before string // the branch's head before; all zeros for a new branch
+	After  string // its head now; all zeros for a deleted branch
 }
 
 // Parse verifies and reads a delivery from a forge of the given kind. It
@@ -103,7 +117,7 @@ func Parse(kind, secret string, h http.Header, body []byte) (*Delivery, error) {
 	if err != nil || d == nil {
 		return nil, err
 	}
-	if d.Project == "" || (d.Number <= 0 && d.PipelineID <= 0 && d.SourceBranch == "" && d.HeadSHA == "" && d.Work == nil) {
+	if d.Project == "" || (d.Number <= 0 && d.PipelineID <= 0 && d.SourceBranch == "" && d.HeadSHA == "" && d.Work == nil && d.Push == nil) {
 		return nil, wq.Errorf(wq.EINVALID, "body: a %s event needs its project and a merge request, pipeline, branch, commit or issue", d.EventType)
 	}
 	if d.Number < 0 || d.PipelineID < 0 {
@@ -140,6 +154,7 @@ var giteaParsers = map[string]parser{
 	"status":                giteaStatus,
 	"workflow_run":          func(b []byte) (*Delivery, error) { return giteaWorkflow(GiteaWorkflowRun, b) },
 	"workflow_job":          func(b []byte) (*Delivery, error) { return giteaWorkflow(GiteaWorkflowJob, b) },
+	"push":                  branchPush,
 }
 
 var gitlabParsers = map[string]parser{
@@ -147,6 +162,35 @@ var gitlabParsers = map[string]parser{
 	"Issue Hook":         gitlabIssue,
 	"Pipeline Hook":      gitlabPipeline,
 	"Job Hook":           gitlabJob,
+	"Push Hook":          branchPush,
+}
+
+// branchPush reads a push of either forge: both send ref, before and
+// after, and name the project as Gitea's repository.full_name or
+// GitLab's project.path_with_namespace. Tags and other refs are not used.
+func branchPush(body []byte) (*Delivery, error) {
+	var p struct {
+		Ref        string        `json:"ref"`
+		Before     string        `json:"before"`
+		After      string        `json:"after"`
+		Repository giteaRepo     `json:"repository"`
+		Project    gitlabProject `json:"project"`
+	}
+	if err := unmarshal(body, &p); err != nil {
+		return nil, err
+	}
+	branch, ok := strings.CutPrefix(p.Ref, "refs/heads/")
+	if !ok || branch == "" {
+		return nil, nil
+	}
+	project := p.Repository.FullName
+	if project == "" {
+		project = p.Project.PathWithNamespace
+	}
+	if project == "" || p.Before == "" || p.After == "" {
+		return nil, wq.Errorf(wq.EINVALID, "body: a push needs the project, before and after")
+	}
+	return &Delivery{EventType: Push, Project: project, Push: &BranchPush{Branch: branch, Before: p.Before, After: p.After}}, nil
 }
 
 // parseWith reads a delivery with the parser for its event; nil for an

@@ -415,3 +415,28 @@ func TestDeliveriesCarryTheNewStateOfTheirWork(t *testing.T) {
 		})
 	}
 }
+
+// A push to a branch, on either forge, says which branch moved from where
+// to where, and names no item; a tag push is not used.
+func TestPushesSayWhichBranchMoved(t *testing.T) {
+	gitea := `{"ref":"refs/heads/feature","before":"aaa","after":"bbb","repository":{"full_name":"o/r"}}`
+	d, err := webhook.Parse(wq.ForgeGitea, "s", giteaHeaders(sign("s", gitea), "push"), []byte(gitea))
+	if err != nil || d == nil || d.Project != "o/r" || d.Push == nil || *d.Push != (webhook.BranchPush{Branch: "feature", Before: "aaa", After: "bbb"}) ||
+		d.Number != 0 || d.SourceBranch != "" || d.HeadSHA != "" || d.Work != nil {
+		t.Errorf("gitea push: %+v, %v", d, err)
+	}
+	gitlab := `{"object_kind":"push","ref":"refs/heads/wq/x","before":"ccc","after":"ddd","project":{"path_with_namespace":"g/p"}}`
+	h := http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {"Push Hook"}, "X-Gitlab-Event-Uuid": {"u-2"}}
+	d, err = webhook.Parse(wq.ForgeGitLab, "k", h, []byte(gitlab))
+	if err != nil || d == nil || d.Project != "g/p" || d.Push == nil || *d.Push != (webhook.BranchPush{Branch: "wq/x", Before: "ccc", After: "ddd"}) {
+		t.Errorf("gitlab push: %+v, %v", d, err)
+	}
+	tag := `{"ref":"refs/tags/v1","before":"0","after":"eee","repository":{"full_name":"o/r"}}`
+	if d, err := webhook.Parse(wq.ForgeGitea, "s", giteaHeaders(sign("s", tag), "push"), []byte(tag)); d != nil || err != nil {
+		t.Errorf("a tag push: %+v, %v, want unused", d, err)
+	}
+	bad := `{"ref":"refs/heads/x","repository":{"full_name":"o/r"}}`
+	if _, err := webhook.Parse(wq.ForgeGitea, "s", giteaHeaders(sign("s", bad), "push"), []byte(bad)); wq.ErrorCode(err) != wq.EINVALID {
+		t.Errorf("a push without before and after: %v, want invalid", err)
+	}
+}

@@ -592,7 +592,7 @@ func (f *Forge) ListProjects(ctx context.Context) ([]string, error) {
 // package to read: "pull_request" subscribes the whole family, reviews
 // included, and "issues" the issue family (opened, closed, edited,
 // labelled; comments too, which are acknowledged and ignored).
-var HookEvents = []string{"pull_request", "issues", "status", "workflow_run", "workflow_job"}
+var HookEvents = []string{"pull_request", "issues", "push", "status", "workflow_run", "workflow_job"}
 
 // EnsureWebhook makes a Gitea hook to url send HookEvents, signed with
 // secret.

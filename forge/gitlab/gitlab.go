@@ -425,13 +425,13 @@ func (f *Forge) EnsureWebhook(ctx context.Context, project, url, secret string) 
 			return "", err
 		}
 		return wq.WebhookUpdated, f.addHook(ctx, project, url, secret)
-	case found.MergeRequestsEvents && found.IssuesEvents && found.PipelineEvents && found.JobEvents && !found.NoteEvents:
+	case found.MergeRequestsEvents && found.IssuesEvents && found.PushEvents && found.PipelineEvents && found.JobEvents && !found.NoteEvents:
 		return wq.WebhookFound, nil
 	}
 	err := f.call(ctx, "update hook on "+project, func(o gl.RequestOptionFunc) error {
 		_, _, err := f.client.Projects.EditProjectHook(project, found.ID, &gl.EditProjectHookOptions{URL: &url, Token: &secret,
-			MergeRequestsEvents: gl.Ptr(true), IssuesEvents: gl.Ptr(true), PipelineEvents: gl.Ptr(true), JobEvents: gl.Ptr(true),
-			NoteEvents: gl.Ptr(false)}, o)
+			MergeRequestsEvents: gl.Ptr(true), IssuesEvents: gl.Ptr(true), PushEvents: gl.Ptr(true), PipelineEvents: gl.Ptr(true),
+			JobEvents: gl.Ptr(true), NoteEvents: gl.Ptr(false)}, o)
 		return err
 	})
 	return wq.WebhookUpdated, err
@@ -448,7 +448,7 @@ func (f *Forge) addHook(ctx context.Context, project, url, secret string) error 
 	return f.call(ctx, "create hook on "+project, func(o gl.RequestOptionFunc) error {
 		_, _, err := f.client.Projects.AddProjectHook(project, &gl.AddProjectHookOptions{URL: &url, Token: &secret,
 			MergeRequestsEvents: gl.Ptr(true), IssuesEvents: gl.Ptr(true), PipelineEvents: gl.Ptr(true), JobEvents: gl.Ptr(true),
-			NoteEvents: gl.Ptr(false), PushEvents: gl.Ptr(false)}, o)
+			NoteEvents: gl.Ptr(false), PushEvents: gl.Ptr(true)}, o)
 		return err
 	})
 }

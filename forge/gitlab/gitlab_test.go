@@ -303,7 +303,7 @@ func TestHookMissingEventsIsUpdatedAndNoteEventsAreDropped(t *testing.T) {
 		t.Fatalf("%q %v", got, err)
 	}
 	want := map[string]bool{"merge_requests_events": true, "issues_events": true, "pipeline_events": true, "job_events": true,
-		"note_events": false, "push_events": false, "alert_status:executable": true}
+		"note_events": false, "push_events": true, "alert_status:executable": true}
 	if got := srv.HookEvents("g/p", url); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("created with %v, want %v", got, want)
 	}
@@ -312,6 +312,10 @@ func TestHookMissingEventsIsUpdatedAndNoteEventsAreDropped(t *testing.T) {
 		t.Fatalf("%q %v, want updated", got, err)
 	}
 	srv.SetHookEvent("g/p", url, "issues_events", false) // made before the inventory read issues
+	if got, err := f.EnsureWebhook(ctx, "g/p", url, "s"); err != nil || got != wq.WebhookUpdated {
+		t.Fatalf("%q %v, want updated", got, err)
+	}
+	srv.SetHookEvent("g/p", url, "push_events", false) // made before the inventory followed pushes
 	if got, err := f.EnsureWebhook(ctx, "g/p", url, "s"); err != nil || got != wq.WebhookUpdated {
 		t.Fatalf("%q %v, want updated", got, err)
 	}

@@ -25,6 +25,9 @@ type ControlPlane struct {
 	SessionTTL Duration `yaml:"session_ttl"`
 	// BlockedLabels are never handed out by the allocator.
 	BlockedLabels []string `yaml:"blocked_labels"`
+	// PriorityLabels order the work of one route: work carrying an
+	// earlier label is handed out first; then the oldest.
+	PriorityLabels []string `yaml:"priority_labels"`
 }
 
 // ControlPlaneRepo names repositories of one forge by a glob over their

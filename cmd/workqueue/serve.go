@@ -138,7 +138,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Audit: audit.Safe(sink, m.Log), Clock: m.Clock}
 	cpc := m.Config.ControlPlane
 	cps := &controlplane.Service{Store: all.cp, Clock: m.Clock,
-		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels},
+		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels, PriorityLabels: cpc.PriorityLabels},
 		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL)}
 	if len(cpc.Repos) > 0 {
 		inv := &controlplane.Inventory{Store: all.cp, Forges: forges, Clock: m.Clock, Log: m.Log,

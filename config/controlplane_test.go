@@ -52,7 +52,8 @@ func TestTheExamplesControlPlaneSectionLoadsUncommented(t *testing.T) {
 	}
 	want := config.ControlPlane{Repos: []config.ControlPlaneRepo{{Forge: "gitea", Match: "demo/**"}},
 		SyncInterval: config.Duration(10 * time.Minute), LeaseTTL: config.Duration(30 * time.Minute),
-		SessionTTL: config.Duration(15 * time.Minute), BlockedLabels: []string{"do-not-automate"}}
+		SessionTTL: config.Duration(15 * time.Minute), BlockedLabels: []string{"do-not-automate"},
+		PriorityLabels: []string{"priority/high", "priority/medium"}}
 	if diff := cmp.Diff(want, cfg.ControlPlane); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

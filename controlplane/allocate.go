@@ -91,12 +91,16 @@ type Choice struct {
 func Choose(s *Session, cands []Candidate, repoGlob string, p Policy, now time.Time) Choice {
 	c := Choice{Skipped: make([]Pick, 0, len(cands))}
 	var eligible []Pick
-	openPRFor := map[WorkKey]bool{} // issues an open pull request works on
+	openPRFor := map[WorkKey]bool{}     // issues an open pull request works on
+	issueHolder := map[WorkKey]string{} // the session holding each leased issue
 	for _, cand := range cands {
-		if cand.Kind == KindPR && cand.State == StateOpen {
+		switch {
+		case cand.Kind == KindPR && cand.State == StateOpen:
 			for _, n := range cand.LinkedIssues {
 				openPRFor[WorkKey{Forge: cand.Forge, Repo: cand.Repo, Kind: KindIssue, Number: n}] = true
 			}
+		case cand.Kind == KindIssue && cand.LeaseSession != "":
+			issueHolder[cand.WorkKey] = cand.LeaseSession
 		}
 	}
 	waiting := false
@@ -107,7 +111,7 @@ func Choose(s *Session, cands []Candidate, repoGlob string, p Policy, now time.T
 				continue
 			}
 		}
-		route, reason := routeFor(s, cand, openPRFor, p)
+		route, reason := routeFor(s, cand, authoredBy(s, cand, issueHolder), openPRFor, p)
 		switch {
 		case reason != "":
 		case cand.LeaseSession == s.ID:
@@ -150,9 +154,29 @@ func Choose(s *Session, cands []Candidate, repoGlob string, p Policy, now time.T
 	return c
 }
 
+// authoredBy reports whether session s wrote pull request cand: the
+// inventory says so (AuthorSession), or s holds the lease of an issue the
+// pull request closes — the author keeps its issue while its pull request
+// is reviewed, which is how a pull request a session opened comes back to
+// it when changes are requested.
+func authoredBy(s *Session, cand *Candidate, issueHolder map[WorkKey]string) bool {
+	if cand.Kind != KindPR {
+		return false
+	}
+	if cand.AuthorSession != "" {
+		return cand.AuthorSession == s.ID
+	}
+	for _, n := range cand.LinkedIssues {
+		if issueHolder[WorkKey{Forge: cand.Forge, Repo: cand.Repo, Kind: KindIssue, Number: n}] == s.ID {
+			return true
+		}
+	}
+	return false
+}
+
 // routeFor is the route cand is on and whether s's role may take it; a
-// non-empty reason says why not.
-func routeFor(s *Session, cand *Candidate, openPRFor map[WorkKey]bool, p Policy) (Route, string) {
+// non-empty reason says why not. own says s wrote it.
+func routeFor(s *Session, cand *Candidate, own bool, openPRFor map[WorkKey]bool, p Policy) (Route, string) {
 	if cand.State.Terminal() {
 		return routeNone, SkipTerminal
 	}
@@ -170,7 +194,6 @@ func routeFor(s *Session, cand *Candidate, openPRFor map[WorkKey]bool, p Policy)
 		}
 		return RouteIssue, ""
 	}
-	own := cand.AuthorSession != "" && cand.AuthorSession == s.ID
 	switch cand.ReviewState {
 	case ReviewApproved:
 		switch {

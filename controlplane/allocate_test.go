@@ -86,6 +86,8 @@ func TestChooseRoutesWorkByRoleAndPath(t *testing.T) {
 			[]cp.Candidate{pr(2, cp.ReviewApproved, lockedBy("m2"))}, "", cp.OutcomeWait, "", nil, "", false},
 		{"merged and closed work is no safe work", session("a", cp.RoleAuthor),
 			[]cp.Candidate{issue(1, state(cp.StateClosed)), pr(2, cp.ReviewApproved, state(cp.StateMerged))}, "", cp.OutcomeNoSafeWork, "", nil, "", false},
+		{"changes requested on a pull request closing the issue this author holds come back to it", session("a", cp.RoleAuthor),
+			[]cp.Candidate{issue(7, heldBy("a")), pr(8, cp.ReviewChangesRequested, links(7))}, "", cp.OutcomePreview, "p8", []cp.Action{cp.ActPush, cp.ActComment}, "sha8", false},
 		{"nothing for the role is no safe work, not wait", session("r", cp.RoleReviewer),
 			[]cp.Candidate{issue(1), issue(2, heldBy("b"))}, "", cp.OutcomeNoSafeWork, "", nil, "", false},
 	} {
@@ -147,6 +149,7 @@ func TestChooseSaysWhyEachCandidateWasPassedOver(t *testing.T) {
 		{cp.SkipNotAuthor, session("a", cp.RoleAuthor), pr(9, cp.ReviewChangesRequested)}, // a person's pull request
 		{cp.SkipOwnPR, session("r", cp.RoleReviewer), pr(9, cp.ReviewNone, authoredBy("r"))},
 		{cp.SkipOwnPR, session("m", cp.RoleMerger), pr(9, cp.ReviewApproved, authoredBy("m"))},
+		{cp.SkipOwnPR, session("r", cp.RoleReviewer), pr(9, cp.ReviewNone, links(6))}, // r holds issue 6, which it closes
 		{cp.SkipBlockedLabel, session("a", cp.RoleAuthor), issue(9, labelled("do-not-touch"))},
 		{cp.SkipHasOpenPR, session("a", cp.RoleAuthor), issue(7)},
 		{cp.SkipNotMergeable, session("m", cp.RoleMerger), pr(9, cp.ReviewApproved, notMergeable())},
@@ -155,6 +158,9 @@ func TestChooseSaysWhyEachCandidateWasPassedOver(t *testing.T) {
 			cands := []cp.Candidate{tc.cand}
 			if tc.reason == cp.SkipHasOpenPR {
 				cands = append(cands, pr(8, cp.ReviewNone, links(7), heldBy("someone")))
+			}
+			if len(tc.cand.LinkedIssues) > 0 && tc.cand.LinkedIssues[0] == 6 {
+				cands = append(cands, issue(6, heldBy(tc.session.ID)))
 			}
 			got := cp.Choose(tc.session, cands, "", policy, now)
 			for _, s := range got.Skipped {

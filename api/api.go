@@ -58,12 +58,12 @@ type ItemPage struct {
 // MRDetail is the view of an mr item's detail. File contents are left
 // out: they can be large, and the paths say what changes.
 type MRDetail struct {
-	Forge        string     `json:"forge"`
-	Project      string     `json:"project"`
-	SourceBranch string     `json:"source_branch"`
-	TargetBranch string     `json:"target_branch"`
-	Title        string     `json:"title"`
-	Description  string     `json:"description,omitempty"`
+	Forge        string     `json:"forge"`                 // the configured forge
+	Project      string     `json:"project"`               // the project's full path
+	SourceBranch string     `json:"source_branch"`         // the service's branch
+	TargetBranch string     `json:"target_branch"`         // the branch it merges into
+	Title        string     `json:"title"`                 // of the merge request
+	Description  string     `json:"description,omitempty"` // without the service's hidden marker
 	Labels       []string   `json:"labels,omitempty"`
 	AutoMerge    bool       `json:"auto_merge"`
 	Files        []FileView `json:"files"`

@@ -17,55 +17,66 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 )
 
-// Role is what a session does.
-type Role string
+// The enumerations of the domain. Their values are stable: they are
+// stored and they are the API's words.
+type (
+	// Role is what a session does.
+	Role string
+	// Kind is what a work item is on the forge. Only issues and pull
+	// requests are assignable work (hard rule 1): monitoring incidents
+	// become issues first.
+	Kind string
+	// State is a work item's state on the forge.
+	State string
+	// ReviewState is a pull request's review verdict.
+	ReviewState string
+	// LeaseState is where a lease is in its lifecycle. Only an active
+	// lease whose expires_at is in the future holds its work; every other
+	// state is history.
+	LeaseState string
+	// Action is a mutation an assignment may allow.
+	Action string
+)
 
-// Roles.
+// The values of the enumerations.
 const (
 	RoleAuthor   Role = "author"   // works issues into pull requests, answers requested changes
 	RoleReviewer Role = "reviewer" // reviews pull requests others wrote
 	RoleMerger   Role = "merger"   // merges approved, mergeable pull requests
+
+	KindIssue Kind = "issue"
+	KindPR    Kind = "pr"
+
+	StateOpen   State = "open"
+	StateMerged State = "merged"
+	StateClosed State = "closed"
+
+	ReviewNone             ReviewState = "none"
+	ReviewApproved         ReviewState = "approved"
+	ReviewChangesRequested ReviewState = "changes_requested"
+
+	LeaseActive    LeaseState = "active"
+	LeaseReleased  LeaseState = "released"
+	LeaseExpired   LeaseState = "expired"
+	LeaseAbandoned LeaseState = "abandoned"
+	LeaseReclaimed LeaseState = "reclaimed"
+
+	ActComment Action = "comment"
+	ActPush    Action = "push"
+	ActOpenPR  Action = "open_pr"
+	ActReview  Action = "review"
+	ActMerge   Action = "merge"
+	ActClose   Action = "close"
 )
 
 // Valid reports whether r is a known role.
 func (r Role) Valid() bool { return r == RoleAuthor || r == RoleReviewer || r == RoleMerger }
 
-// Kind is what a work item is on the forge. Only issues and pull
-// requests are assignable work (hard rule 1): monitoring incidents become
-// issues first.
-type Kind string
-
-// Kinds.
-const (
-	KindIssue Kind = "issue"
-	KindPR    Kind = "pr"
-)
-
 // Valid reports whether k is an assignable kind.
 func (k Kind) Valid() bool { return k == KindIssue || k == KindPR }
 
-// State is a work item's state on the forge.
-type State string
-
-// States.
-const (
-	StateOpen   State = "open"
-	StateMerged State = "merged"
-	StateClosed State = "closed"
-)
-
 // Terminal reports whether nothing more may be done to work in s.
 func (s State) Terminal() bool { return s == StateMerged || s == StateClosed }
-
-// ReviewState is a pull request's review verdict.
-type ReviewState string
-
-// Review states.
-const (
-	ReviewNone             ReviewState = "none"
-	ReviewApproved         ReviewState = "approved"
-	ReviewChangesRequested ReviewState = "changes_requested"
-)
 
 // Session is one agent session.
 type Session struct {
@@ -128,32 +139,19 @@ type Work struct {
 	SyncedAt      time.Time `json:"synced_at"`  // when the inventory last heard of it
 }
 
-// LeaseState is where a lease is in its lifecycle.
-type LeaseState string
-
-// Lease states. Only an active lease whose expires_at is in the future
-// holds its work; every other state is history.
-const (
-	LeaseActive    LeaseState = "active"
-	LeaseReleased  LeaseState = "released"
-	LeaseExpired   LeaseState = "expired"
-	LeaseAbandoned LeaseState = "abandoned"
-	LeaseReclaimed LeaseState = "reclaimed"
-)
-
 // Lease is a session's exclusive hold on one work item.
 type Lease struct {
 	ID           string     `json:"id"`
-	WorkID       string     `json:"work_id"`
-	SessionID    string     `json:"session_id"`
-	AssignmentID string     `json:"assignment_id"`
+	WorkID       string     `json:"work_id"`       // the work it holds
+	SessionID    string     `json:"session_id"`    // the session holding it: the authority on who holds the work
+	AssignmentID string     `json:"assignment_id"` // what the session may do with the work
 	State        LeaseState `json:"state"`
 	CreatedAt    time.Time  `json:"created_at"`
-	HeartbeatAt  time.Time  `json:"heartbeat_at"`
-	ExpiresAt    time.Time  `json:"expires_at"`
-	EndedAt      time.Time  `json:"ended_at,omitzero"`
-	WorktreePath string     `json:"worktree_path,omitempty"`
-	HeadSHA      string     `json:"head_sha,omitempty"`
+	HeartbeatAt  time.Time  `json:"heartbeat_at"`            // the owner's last heartbeat
+	ExpiresAt    time.Time  `json:"expires_at"`              // it holds until then unless heartbeated
+	EndedAt      time.Time  `json:"ended_at,omitzero"`       // released, expired, abandoned or reclaimed at
+	WorktreePath string     `json:"worktree_path,omitempty"` // where the owner works, as it said when adopting
+	HeadSHA      string     `json:"head_sha,omitempty"`      // the head the owner declared (its own push, or at adoption)
 	// Provenance of an adoption or reclaim (hard rule 4 of #601).
 	AdoptedFromSessionID string `json:"adopted_from_session_id,omitempty"`
 	AdoptedBySessionID   string `json:"adopted_by_session_id,omitempty"`
@@ -161,19 +159,6 @@ type Lease struct {
 
 // Live reports whether the lease holds its work at now.
 func (l *Lease) Live(now time.Time) bool { return l.State == LeaseActive && now.Before(l.ExpiresAt) }
-
-// Action is a mutation an assignment may allow.
-type Action string
-
-// Actions.
-const (
-	ActComment Action = "comment"
-	ActPush    Action = "push"
-	ActOpenPR  Action = "open_pr"
-	ActReview  Action = "review"
-	ActMerge   Action = "merge"
-	ActClose   Action = "close"
-)
 
 // Assignment is what a session was given to do with one work item.
 type Assignment struct {

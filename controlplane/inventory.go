@@ -52,9 +52,9 @@ type Inventory struct {
 
 // SyncReport says what one Sync did, per repository.
 type SyncReport struct {
-	Started  time.Time  `json:"started"`
-	Finished time.Time  `json:"finished"`
-	Repos    []RepoSync `json:"repos"`
+	Started  time.Time  `json:"started"`  // when the sync began listing
+	Finished time.Time  `json:"finished"` // when the last repository was written
+	Repos    []RepoSync `json:"repos"`    // in the order they were listed
 }
 
 // RepoSync is what a sync did for one repository. A repository whose

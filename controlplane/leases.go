@@ -58,14 +58,23 @@ func (s *Service) InspectLease(ctx context.Context, c Caller, id, callerSession 
 	return &LeaseView{Lease: *l, Freshness: f, SafeNextAction: next}, nil
 }
 
-// ownLease loads a lease held by session sessionID that the caller acts
-// for, or refuses not_owner.
-func (s *Service) ownLease(ctx context.Context, c Caller, id, sessionID string) (*Lease, *Session, error) {
+// sessionAndLease loads a session the caller acts for and a lease.
+func (s *Service) sessionAndLease(ctx context.Context, c Caller, sessionID, id string) (*Session, *Lease, error) {
 	sess, err := s.session(ctx, c, sessionID)
 	if err != nil {
 		return nil, nil, err
 	}
 	l, err := s.Store.GetLease(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sess, l, nil
+}
+
+// ownLease loads a lease held by session sessionID that the caller acts
+// for, or refuses not_owner.
+func (s *Service) ownLease(ctx context.Context, c Caller, id, sessionID string) (*Lease, *Session, error) {
+	sess, l, err := s.sessionAndLease(ctx, c, sessionID, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,11 +136,7 @@ func (s *Service) endLease(ctx context.Context, c Caller, l *Lease, st LeaseStat
 // and by, the work (on the lease), the head and the worktree path. A live
 // foreign lease answers wait_foreign_active.
 func (s *Service) AdoptLease(ctx context.Context, c Caller, id, sessionID, worktree, headSHA string) (*LeaseView, error) {
-	by, err := s.session(ctx, c, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	l, err := s.Store.GetLease(ctx, id)
+	by, l, err := s.sessionAndLease(ctx, c, sessionID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -160,10 +165,7 @@ func (s *Service) ExpireLeases(ctx context.Context) ([]Lease, error) {
 // AbandonLease ends a lease whose holder is gone, with the proof #601's
 // rules ask (see Abandonment).
 func (s *Service) AbandonLease(ctx context.Context, c Caller, id, sessionID string, proof AbandonProof) (*LeaseView, error) {
-	if _, err := s.session(ctx, c, sessionID); err != nil {
-		return nil, err
-	}
-	l, err := s.Store.GetLease(ctx, id)
+	_, l, err := s.sessionAndLease(ctx, c, sessionID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -178,11 +180,7 @@ func (s *Service) AbandonLease(ctx context.Context, c Caller, id, sessionID stri
 // session sessionID under a new lease, with provenance. A live lease is
 // never reclaimed: wait_foreign_active.
 func (s *Service) ReclaimLease(ctx context.Context, c Caller, id, sessionID string) (*Allocation, error) {
-	by, err := s.session(ctx, c, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	old, err := s.Store.GetLease(ctx, id)
+	by, old, err := s.sessionAndLease(ctx, c, sessionID, id)
 	if err != nil {
 		return nil, err
 	}

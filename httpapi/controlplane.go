@@ -34,29 +34,33 @@ func (s *Server) controlRoutes() []route {
 	}
 	agent := func(h http.HandlerFunc) http.HandlerFunc { return s.authenticated(auth.Agent, h) }
 	return []route{
-		{"POST", "/api/v1/sessions", agent(s.registerSession)},
+		{"POST", "/api/v1/sessions", agent(jsonAction(s, http.StatusCreated, func(r *http.Request, c cp.Caller, b *sessionBody) (any, error) {
+			return s.cp.RegisterSession(r.Context(), c, b.Role, b.Name, b.Capabilities)
+		}))},
 		{"GET", "/api/v1/sessions", agent(s.listSessions)},
 		{"GET", "/api/v1/sessions/{id}", agent(s.sessionAction(s.cp.Session))},
 		{"POST", "/api/v1/sessions/{id}/heartbeat", agent(s.sessionAction(s.cp.HeartbeatSession))},
 		{"POST", "/api/v1/sessions/{id}/end", agent(s.sessionAction(s.cp.EndSession))},
-		{"POST", "/api/v1/allocations", agent(s.allocate)},
+		{"POST", "/api/v1/allocations", agent(jsonAction(s, http.StatusOK, func(r *http.Request, c cp.Caller, b *allocateBody) (any, error) {
+			return s.cp.Allocate(r.Context(), c, b.SessionID, b.Repo, b.Apply)
+		}))},
 		{"POST", "/api/v1/gate", agent(s.gate)},
 		{"GET", "/api/v1/leases", agent(s.listLeases)},
 		{"POST", "/api/v1/leases/expire", agent(s.expireLeases)},
 		{"GET", "/api/v1/leases/{id}", agent(s.inspectLease)},
-		{"POST", "/api/v1/leases/{id}/heartbeat", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b leaseBody) (any, error) {
+		{"POST", "/api/v1/leases/{id}/heartbeat", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *leaseBody) (any, error) {
 			return s.cp.HeartbeatLease(r.Context(), c, r.PathValue("id"), b.SessionID, b.HeadSHA)
 		}))},
-		{"POST", "/api/v1/leases/{id}/adopt", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b leaseBody) (any, error) {
+		{"POST", "/api/v1/leases/{id}/adopt", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *leaseBody) (any, error) {
 			return s.cp.AdoptLease(r.Context(), c, r.PathValue("id"), b.SessionID, b.WorktreePath, b.HeadSHA)
 		}))},
-		{"POST", "/api/v1/leases/{id}/release", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b leaseBody) (any, error) {
+		{"POST", "/api/v1/leases/{id}/release", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *leaseBody) (any, error) {
 			return s.cp.ReleaseLease(r.Context(), c, r.PathValue("id"), b.SessionID)
 		}))},
-		{"POST", "/api/v1/leases/{id}/abandon", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b leaseBody) (any, error) {
+		{"POST", "/api/v1/leases/{id}/abandon", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *leaseBody) (any, error) {
 			return s.cp.AbandonLease(r.Context(), c, r.PathValue("id"), b.SessionID, b.Proof)
 		}))},
-		{"POST", "/api/v1/leases/{id}/reclaim", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b leaseBody) (any, error) {
+		{"POST", "/api/v1/leases/{id}/reclaim", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *leaseBody) (any, error) {
 			return s.cp.ReclaimLease(r.Context(), c, r.PathValue("id"), b.SessionID)
 		}))},
 		{"GET", "/api/v1/work", agent(s.listWork)},
@@ -109,15 +113,6 @@ type sessionBody struct {
 	Capabilities json.RawMessage `json:"capabilities"`
 }
 
-func (s *Server) registerSession(w http.ResponseWriter, r *http.Request) {
-	var b sessionBody
-	if !s.decodeBody(w, r, &b) {
-		return
-	}
-	sess, err := s.cp.RegisterSession(r.Context(), controlCaller(r), b.Role, b.Name, b.Capabilities)
-	s.answer(w, r, http.StatusCreated, sess, err)
-}
-
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	limit, ok := s.limitParam(w, r)
 	if !ok {
@@ -134,23 +129,18 @@ func (s *Server) sessionAction(act func(ctx context.Context, c cp.Caller, id str
 	}
 }
 
-type allocateBody struct {
+// sessionField is the session_id every body that acts for a session
+// carries, and requires.
+type sessionField struct {
 	SessionID string `json:"session_id"`
-	Repo      string `json:"repo"`
-	Apply     bool   `json:"apply"`
 }
 
-func (s *Server) allocate(w http.ResponseWriter, r *http.Request) {
-	var b allocateBody
-	if !s.decodeBody(w, r, &b) {
-		return
-	}
-	if b.SessionID == "" {
-		s.Error(w, r, wq.Errorf(wq.EINVALID, "session_id: required"))
-		return
-	}
-	out, err := s.cp.Allocate(r.Context(), controlCaller(r), b.SessionID, b.Repo, b.Apply)
-	s.answer(w, r, http.StatusOK, out, err)
+func (f *sessionField) session() string { return f.SessionID }
+
+type allocateBody struct {
+	sessionField
+	Repo  string `json:"repo"`
+	Apply bool   `json:"apply"`
 }
 
 type gateBody struct {
@@ -206,25 +196,33 @@ func (s *Server) expireLeases(w http.ResponseWriter, r *http.Request) {
 }
 
 type leaseBody struct {
-	SessionID    string          `json:"session_id"`
+	sessionField
 	HeadSHA      string          `json:"head_sha"`
 	WorktreePath string          `json:"worktree_path"`
 	Proof        cp.AbandonProof `json:"proof"`
 }
 
-func (s *Server) leaseAction(act func(r *http.Request, c cp.Caller, b leaseBody) (any, error)) http.HandlerFunc {
+// jsonAction decodes a body of type T strictly, refuses one without its
+// session_id when T acts for a session, and answers what act returns with
+// status.
+func jsonAction[T any](s *Server, status int, act func(r *http.Request, c cp.Caller, b *T) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var b leaseBody
+		var b T
 		if !s.decodeBody(w, r, &b) {
 			return
 		}
-		if b.SessionID == "" {
+		if sb, ok := any(&b).(interface{ session() string }); ok && sb.session() == "" {
 			s.Error(w, r, wq.Errorf(wq.EINVALID, "session_id: required"))
 			return
 		}
-		v, err := act(r, controlCaller(r), b)
-		s.answer(w, r, http.StatusOK, v, err)
+		v, err := act(r, controlCaller(r), &b)
+		s.answer(w, r, status, v, err)
 	}
+}
+
+// leaseAction is a POST /api/v1/leases/{id}/… handler.
+func (s *Server) leaseAction(act func(r *http.Request, c cp.Caller, b *leaseBody) (any, error)) http.HandlerFunc {
+	return jsonAction(s, http.StatusOK, act)
 }
 
 func (s *Server) listWork(w http.ResponseWriter, r *http.Request) {

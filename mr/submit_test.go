@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/mr"
 )
 
@@ -100,25 +100,16 @@ func TestSubmitUpsertsByBranch(t *testing.T) {
 func TestTwoIdenticalSubmissionsAtOnceMakeOneItem(t *testing.T) {
 	forEachDB(t, func(t *testing.T, s mr.Store, _ wq.Store) {
 		const n = 8
-		var wg sync.WaitGroup
 		ids := make([]wq.ItemID, n)
 		results := make([]wq.SubmitResult, n)
 		errs := make([]error, n)
-		start := make(chan struct{})
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				it, result, err := mr.Submit(context.Background(), s, submission("same"), project, "ci", t0)
-				errs[i], results[i] = err, result
-				if it != nil {
-					ids[i] = it.ID
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
+		testkit.AtOnce(n, func(i int) {
+			it, result, err := mr.Submit(context.Background(), s, submission("same"), project, "ci", t0)
+			errs[i], results[i] = err, result
+			if it != nil {
+				ids[i] = it.ID
+			}
+		})
 		created := 0
 		for i := range n {
 			if errs[i] != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -139,22 +138,13 @@ func TestTwentySessionsRacingForOneIssueGetOneAssignment(t *testing.T) {
 				}
 				outcomes := make([]cp.Outcome, sessions)
 				errs := make([]error, sessions)
-				var wg sync.WaitGroup
-				start := make(chan struct{})
-				for i := range sessions {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						<-start
-						a, err := clients[i%len(clients)].Allocate(ctx, ids[i], repo, true)
-						if err == nil {
-							outcomes[i] = a.Outcome
-						}
-						errs[i] = err
-					}()
-				}
-				close(start)
-				wg.Wait()
+				testkit.AtOnce(sessions, func(i int) {
+					a, err := clients[i%len(clients)].Allocate(ctx, ids[i], repo, true)
+					if err == nil {
+						outcomes[i] = a.Outcome
+					}
+					errs[i] = err
+				})
 				count := map[cp.Outcome]int{}
 				for i, o := range outcomes {
 					if errs[i] != nil {

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -287,20 +286,11 @@ func TestAPIInspectionRefusalsNameIndexPathAndRuleAndPushNothing(t *testing.T) {
 
 func TestAPIIdenticalSubmissionsAtOnceMakeOneItemAndOnePullRequest(t *testing.T) {
 	w := startAPI(t, "", func(c *config.Config) { c.Projects[0].AutoMerge = false })
-	var wg sync.WaitGroup
 	ids := make([]string, 6)
-	start := make(chan struct{})
-	for i := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("workqueue/twins"))
-			ids[i], _ = body["id"].(string)
-		}()
-	}
-	close(start)
-	wg.Wait()
+	testkit.AtOnce(len(ids), func(i int) {
+		_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("workqueue/twins"))
+		ids[i], _ = body["id"].(string)
+	})
 	for i, id := range ids {
 		if id == "" || id != ids[0] {
 			t.Fatalf("submission %d got item %q, submission 0 got %q", i, id, ids[0])

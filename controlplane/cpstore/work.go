@@ -213,3 +213,320 @@ func compareKeys(a, b controlplane.WorkKey) int {
 	return cmp.Or(strings.Compare(a.Forge, b.Forge), strings.Compare(a.Repo, b.Repo), strings.Compare(string(a.Kind), string(b.Kind)),
 		cmp.Compare(a.Number, b.Number))
 }
+
+const (
+	leaseCols = `id, work_id, session_id, assignment_id, state, created_at, heartbeat_at, expires_at, ended_at, worktree_path,
+	head_sha, adopted_from_session_id, adopted_by_session_id`
+	assignmentCols = `id, session_id, work_id, lease_id, allowed_actions, expected_head_sha, terminal, created_at`
+)
+
+// leaseColsL read a lease row aliased l.
+var leaseColsL = qualify("l", leaseCols)
+
+func scanLease(r row) (controlplane.Lease, error) {
+	var l controlplane.Lease
+	var state string
+	err := r.Scan(&l.ID, &l.WorkID, &l.SessionID, &l.AssignmentID, &state, (*timeCol)(&l.CreatedAt), (*timeCol)(&l.HeartbeatAt),
+		(*timeCol)(&l.ExpiresAt), (*timeCol)(&l.EndedAt), &l.WorktreePath, &l.HeadSHA, &l.AdoptedFromSessionID, &l.AdoptedBySessionID)
+	l.State = controlplane.LeaseState(state)
+	return l, err
+}
+
+func scanAssignment(r row) (controlplane.Assignment, error) {
+	var a controlplane.Assignment
+	var actions jsonCol
+	err := r.Scan(&a.ID, &a.SessionID, &a.WorkID, &a.LeaseID, &actions, &a.ExpectedHeadSHA, &a.Terminal, (*timeCol)(&a.CreatedAt))
+	if err != nil {
+		return a, err
+	}
+	a.AllowedActions, err = decodeStrings[controlplane.Action](actions)
+	return a, err
+}
+
+// GetAssignment returns one assignment.
+func (s *store) GetAssignment(ctx context.Context, id string) (*controlplane.Assignment, error) {
+	a, err := scanAssignment(s.reader().queryRow(ctx, `SELECT `+assignmentCols+` FROM cp_assignments WHERE id = ?`, id))
+	if err != nil {
+		return nil, notFound(err, "assignment", id)
+	}
+	return &a, nil
+}
+
+// GetLease returns one lease.
+func (s *store) GetLease(ctx context.Context, id string) (*controlplane.Lease, error) {
+	l, err := scanLease(s.reader().queryRow(ctx, `SELECT `+leaseCols+` FROM cp_leases WHERE id = ?`, id))
+	if err != nil {
+		return nil, notFound(err, "lease", id)
+	}
+	return &l, nil
+}
+
+// ListLeases returns leases newest first.
+func (s *store) ListLeases(ctx context.Context, f controlplane.LeaseFilter) ([]controlplane.Lease, error) {
+	var w filter
+	w.eq("l.session_id", f.SessionID)
+	w.eq("l.work_id", f.WorkID)
+	join := ""
+	if f.Repo != "" {
+		join = ` JOIN cp_work w ON w.id = l.work_id`
+		w.eq("w.repo", f.Repo)
+	}
+	if !f.All {
+		w.add(`l.state = 'active'`)
+	}
+	out, err := queryAll(ctx, s.reader(), scanLease, `SELECT `+leaseColsL+` FROM cp_leases l`+join+w.where()+
+		` ORDER BY l.created_at DESC, l.id DESC LIMIT ?`, append(w.args, limit(f.Limit))...)
+	if err != nil {
+		return nil, fmt.Errorf("list leases: %w", err)
+	}
+	return out, nil
+}
+
+// Assign creates an assignment and its lease if the work is open and free.
+func (s *store) Assign(ctx context.Context, a controlplane.Assignment, l controlplane.Lease, ev controlplane.Event, now time.Time) error {
+	a, l, err := newLease(a, l, now)
+	if err != nil {
+		return fmt.Errorf("assign work %s: %w", a.WorkID, err)
+	}
+	ev = ofLease(defaults(ev, controlplane.EventAssigned, now), l)
+	err = s.write(ctx, func(c conn) error {
+		state, err := c.lockFor(ctx, a)
+		switch {
+		case err != nil:
+			return err
+		case state.Terminal():
+			return controlplane.ErrWorkTerminal
+		}
+		return c.assign(ctx, a, l, ev, now)
+	})
+	if err != nil {
+		return fmt.Errorf("assign work %s to session %s: %w", a.WorkID, a.SessionID, err)
+	}
+	return nil
+}
+
+// newLease completes a and l from each other (the ids they share, the
+// times they start at) and checks that they agree.
+func newLease(a controlplane.Assignment, l controlplane.Lease, now time.Time) (controlplane.Assignment, controlplane.Lease, error) {
+	a.LeaseID, l.AssignmentID = cmp.Or(a.LeaseID, l.ID), cmp.Or(l.AssignmentID, a.ID)
+	l.WorkID, l.SessionID = cmp.Or(l.WorkID, a.WorkID), cmp.Or(l.SessionID, a.SessionID)
+	l.State = cmp.Or(l.State, controlplane.LeaseActive)
+	for _, t := range []*time.Time{&a.CreatedAt, &l.CreatedAt, &l.HeartbeatAt} {
+		if t.IsZero() {
+			*t = now
+		}
+	}
+	switch {
+	case a.ID == "" || l.ID == "":
+		return a, l, wq.Errorf(wq.EINVALID, "an assignment and its lease need ids")
+	case a.LeaseID != l.ID || l.AssignmentID != a.ID || a.WorkID != l.WorkID || a.SessionID != l.SessionID:
+		return a, l, wq.Errorf(wq.EINVALID, "assignment %s and lease %s are not of one another", a.ID, l.ID)
+	case l.State != controlplane.LeaseActive:
+		return a, l, wq.Errorf(wq.EINVALID, "a new lease is active, not %s", l.State)
+	case !l.ExpiresAt.After(now):
+		return a, l, wq.Errorf(wq.EINVALID, "lease %s would expire at %s, not after now", l.ID, l.ExpiresAt.Format(time.RFC3339Nano))
+	}
+	return a, l, nil
+}
+
+// lockFor takes the rows assignment a decides on, where the dialect needs
+// to, in the order every writer takes them: the work row (every
+// assignment of one work item queues there), then the session's (an
+// EndSession meanwhile waits, and then releases what a gives), and only
+// then leases. It returns the work's state; ENOTFOUND for missing work
+// or session, ECONFLICT for an ended session.
+func (c conn) lockFor(ctx context.Context, a controlplane.Assignment) (controlplane.State, error) {
+	var state string
+	if err := c.queryRow(ctx, `SELECT state FROM cp_work WHERE id = ?`+c.d.lockRow, a.WorkID).Scan(&state); err != nil {
+		return "", notFound(err, "work", a.WorkID)
+	}
+	return controlplane.State(state), c.liveSession(ctx, a.SessionID, c.d.shareRow)
+}
+
+// assign is Assign after the work was locked and found open: expire the
+// work's leases past their expiry, refuse if a live lease or another
+// session's terminal lock still holds it, and write a, l, the lock and ev.
+func (c conn) assign(ctx context.Context, a controlplane.Assignment, l controlplane.Lease, ev controlplane.Event, now time.Time) error {
+	if _, err := c.expireLeases(ctx, now, `work_id = ? AND expires_at <= ?`, a.WorkID, now); err != nil {
+		return err
+	}
+	var live, locked int
+	if err := c.queryRow(ctx, `SELECT (SELECT count(*) FROM cp_leases WHERE work_id = ? AND state = 'active'),
+		(SELECT count(*) FROM cp_terminal_locks WHERE work_id = ? AND session_id <> ?)`,
+		a.WorkID, a.WorkID, a.SessionID).Scan(&live, &locked); err != nil {
+		return err
+	}
+	if live > 0 || locked > 0 {
+		return controlplane.ErrWorkHeld
+	}
+	// What lock is left is this session's own, without a live lease: it
+	// holds nothing, and the new assignment decides whether there is one.
+	if _, err := c.exec(ctx, `DELETE FROM cp_terminal_locks WHERE work_id = ?`, a.WorkID); err != nil {
+		return err
+	}
+	actions, err := encodeList(a.AllowedActions)
+	if err != nil {
+		return err
+	}
+	if _, err := c.exec(ctx, `INSERT INTO cp_assignments (`+assignmentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, a.SessionID, a.WorkID, a.LeaseID, actions, a.ExpectedHeadSHA, a.Terminal, a.CreatedAt); err != nil {
+		return err
+	}
+	if _, err := c.exec(ctx, `INSERT INTO cp_leases (`+leaseCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		l.ID, l.WorkID, l.SessionID, l.AssignmentID, string(l.State), l.CreatedAt, l.HeartbeatAt, l.ExpiresAt, l.EndedAt,
+		l.WorktreePath, l.HeadSHA, l.AdoptedFromSessionID, l.AdoptedBySessionID); err != nil {
+		return err
+	}
+	if a.Terminal {
+		if _, err := c.exec(ctx, `INSERT INTO cp_terminal_locks (work_id, session_id, lease_id, created_at) VALUES (?, ?, ?, ?)`,
+			a.WorkID, a.SessionID, l.ID, now); err != nil {
+			return err
+		}
+	}
+	return c.appendEvent(ctx, ev)
+}
+
+// UpdateLease writes l over the stored lease if it is still as from says.
+func (s *store) UpdateLease(ctx context.Context, from, l controlplane.Lease, ev controlplane.Event) error {
+	l.ID, l.WorkID = cmp.Or(l.ID, from.ID), cmp.Or(l.WorkID, from.WorkID)
+	l.SessionID, l.AssignmentID = cmp.Or(l.SessionID, from.SessionID), cmp.Or(l.AssignmentID, from.AssignmentID)
+	if l.ID != from.ID || l.WorkID != from.WorkID {
+		return wq.Errorf(wq.EINVALID, "update lease %s: a lease keeps its id and its work", from.ID)
+	}
+	ev = ofLease(defaults(ev, "", time.Now()), l)
+	err := s.write(ctx, func(c conn) error {
+		n, err := c.exec(ctx, `UPDATE cp_leases SET session_id = ?, assignment_id = ?, state = ?, heartbeat_at = ?, expires_at = ?,
+				ended_at = ?, worktree_path = ?, head_sha = ?, adopted_from_session_id = ?, adopted_by_session_id = ?
+			WHERE id = ? AND state = ? AND session_id = ?`,
+			l.SessionID, l.AssignmentID, string(l.State), l.HeartbeatAt, l.ExpiresAt, l.EndedAt, l.WorktreePath, l.HeadSHA,
+			l.AdoptedFromSessionID, l.AdoptedBySessionID, from.ID, string(from.State), from.SessionID)
+		if err == nil && n == 0 {
+			err = c.leaseChanged(ctx, from)
+		}
+		if err != nil {
+			return err
+		}
+		// The terminal lock goes with the lease: to the session that holds
+		// it now, or away when it ends.
+		if l.State == controlplane.LeaseActive {
+			_, err = c.exec(ctx, `UPDATE cp_terminal_locks SET session_id = ? WHERE lease_id = ?`, l.SessionID, l.ID)
+		} else {
+			_, err = c.exec(ctx, `DELETE FROM cp_terminal_locks WHERE lease_id = ?`, l.ID)
+		}
+		if err != nil {
+			return err
+		}
+		return c.appendEvent(ctx, ev)
+	})
+	if err != nil {
+		return fmt.Errorf("update lease %s: %w", from.ID, err)
+	}
+	return nil
+}
+
+// leaseChanged says why a compare-and-set on lease from found nothing:
+// ENOTFOUND, or ECONFLICT with how it stands now.
+func (c conn) leaseChanged(ctx context.Context, from controlplane.Lease) error {
+	cur, err := scanLease(c.queryRow(ctx, `SELECT `+leaseCols+` FROM cp_leases WHERE id = ?`, from.ID))
+	if err != nil {
+		return notFound(err, "lease", from.ID)
+	}
+	return wq.Errorf(wq.ECONFLICT, "lease %s changed: it is %s, held by session %s (expected %s, held by %s)",
+		from.ID, cur.State, cur.SessionID, from.State, from.SessionID)
+}
+
+// Reclaim ends old as reclaimed and assigns a and l in its place. A lease
+// that is still live is not reclaimed (ErrWorkHeld): a live foreign lease
+// cannot be stolen.
+func (s *store) Reclaim(ctx context.Context, old controlplane.Lease, a controlplane.Assignment, l controlplane.Lease, ev controlplane.Event, now time.Time) error {
+	a, l, err := newLease(a, l, now)
+	if err == nil && old.WorkID != "" && old.WorkID != a.WorkID {
+		err = wq.Errorf(wq.EINVALID, "lease %s is of work %s, not %s", old.ID, old.WorkID, a.WorkID)
+	}
+	if err != nil {
+		return fmt.Errorf("reclaim lease %s: %w", old.ID, err)
+	}
+	ev = ofLease(defaults(ev, controlplane.EventReclaimed, now), l)
+	err = s.write(ctx, func(c conn) error {
+		state, err := c.lockFor(ctx, a)
+		if err != nil {
+			return err
+		}
+		cur, err := scanLease(c.queryRow(ctx, `SELECT `+leaseCols+` FROM cp_leases WHERE id = ?`, old.ID))
+		switch {
+		case err != nil:
+			return notFound(err, "lease", old.ID)
+		case cur.WorkID != a.WorkID:
+			return wq.Errorf(wq.EINVALID, "lease %s is of work %s, not %s", old.ID, cur.WorkID, a.WorkID)
+		case cur.State != old.State || cur.SessionID != old.SessionID:
+			return c.leaseChanged(ctx, old)
+		case cur.Live(now):
+			return controlplane.ErrWorkHeld
+		}
+		n, err := c.exec(ctx, `UPDATE cp_leases SET state = 'reclaimed', ended_at = coalesce(ended_at, ?)
+			WHERE id = ? AND state = ? AND session_id = ?`, now, old.ID, string(old.State), old.SessionID)
+		if err == nil && n == 0 {
+			err = c.leaseChanged(ctx, old)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := c.exec(ctx, `DELETE FROM cp_terminal_locks WHERE lease_id = ?`, old.ID); err != nil {
+			return err
+		}
+		if state.Terminal() {
+			return controlplane.ErrWorkTerminal
+		}
+		return c.assign(ctx, a, l, ev, now)
+	})
+	if err != nil {
+		return fmt.Errorf("reclaim lease %s for session %s: %w", old.ID, a.SessionID, err)
+	}
+	return nil
+}
+
+// ExpireLeases marks expired the active leases whose expiry is at or
+// before now.
+func (s *store) ExpireLeases(ctx context.Context, now time.Time) ([]controlplane.Lease, error) {
+	var expired []controlplane.Lease
+	err := s.write(ctx, func(c conn) error {
+		var err error
+		expired, err = c.expireLeases(ctx, now, `expires_at <= ?`, now)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("expire leases: %w", err)
+	}
+	return expired, nil
+}
+
+// expireLeases marks expired the active leases that also match where.
+func (c conn) expireLeases(ctx context.Context, now time.Time, where string, args ...any) ([]controlplane.Lease, error) {
+	return c.endLeases(ctx, controlplane.LeaseExpired, now, func(l controlplane.Lease) controlplane.Event {
+		return leaseEvent(controlplane.EventExpired, "system", "the lease passed its expiry", l, now)
+	}, where, args...)
+}
+
+// endLeases ends the active leases that match where in state at now,
+// removes their terminal locks and appends event for each. It returns
+// them as they are now, by expiry.
+func (c conn) endLeases(ctx context.Context, state controlplane.LeaseState, now time.Time, event func(controlplane.Lease) controlplane.Event,
+	where string, args ...any) ([]controlplane.Lease, error) {
+	ended, err := queryAll(ctx, c, scanLease, `UPDATE cp_leases SET state = ?, ended_at = ? WHERE state = 'active' AND `+where+
+		` RETURNING `+leaseCols, append([]any{string(state), now}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(ended, func(a, b controlplane.Lease) int {
+		return cmp.Or(a.ExpiresAt.Compare(b.ExpiresAt), strings.Compare(a.ID, b.ID))
+	})
+	for _, l := range ended {
+		if _, err := c.exec(ctx, `DELETE FROM cp_terminal_locks WHERE lease_id = ?`, l.ID); err != nil {
+			return nil, err
+		}
+		if err := c.appendEvent(ctx, event(l)); err != nil {
+			return nil, err
+		}
+	}
+	return ended, nil
+}

@@ -793,11 +793,7 @@ func (f *Forge) GetWork(ctx context.Context, project, kind string, number int64)
 	what := fmt.Sprintf("get %s %s#%d", kind, project, number)
 	switch kind {
 	case wq.WorkIssue:
-		var is *sdk.Issue
-		err := f.call(ctx, what, func(c *sdk.Client) (resp *sdk.Response, err error) {
-			is, resp, err = c.GetIssue(owner, repo, number)
-			return resp, err
-		})
+		is, err := callGet(ctx, f, what, func(c *sdk.Client) (*sdk.Issue, *sdk.Response, error) { return c.GetIssue(owner, repo, number) })
 		if err != nil {
 			return nil, err
 		}
@@ -807,10 +803,8 @@ func (f *Forge) GetWork(ctx context.Context, project, kind string, number int64)
 		w := issueWork(is)
 		return &w, nil
 	case wq.WorkPR:
-		var pr *sdk.PullRequest
-		err := f.call(ctx, what, func(c *sdk.Client) (resp *sdk.Response, err error) {
-			pr, resp, err = c.GetPullRequest(owner, repo, number)
-			return resp, err
+		pr, err := callGet(ctx, f, what, func(c *sdk.Client) (*sdk.PullRequest, *sdk.Response, error) {
+			return c.GetPullRequest(owner, repo, number)
 		})
 		if err != nil {
 			return nil, err
@@ -911,4 +905,14 @@ func ReviewVerdict(reviews []*sdk.PullReview) string {
 		}
 	}
 	return verdict
+}
+
+// callGet is f.call for a read that returns one value.
+func callGet[T any](ctx context.Context, f *Forge, what string, get func(c *sdk.Client) (T, *sdk.Response, error)) (T, error) {
+	var v T
+	err := f.call(ctx, what, func(c *sdk.Client) (resp *sdk.Response, err error) {
+		v, resp, err = get(c)
+		return resp, err
+	})
+	return v, err
 }

@@ -64,15 +64,23 @@ func TestProjectMustBeOwnerSlashName(t *testing.T) {
 	}
 }
 
-func TestHookMissingEventsIsUpdatedOnRealGitea(t *testing.T) {
+// hookRepo is a new repository of the real Gitea with an adapter and an
+// SDK client for it.
+func hookRepo(t *testing.T) (f *gitea.Forge, c *sdk.Client, repo, owner, name string) {
+	t.Helper()
 	srv := testgitea.Get(t)
-	f, _ := gitea.New(srv.URL, srv.Token, gitea.Options{})
+	f, _ = gitea.New(srv.URL, srv.Token, gitea.Options{})
 	c, err := sdk.NewClient(srv.URL, sdk.SetToken(srv.Token))
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo := srv.NewRepo(t)
-	owner, name, _ := strings.Cut(repo, "/")
+	repo = srv.NewRepo(t)
+	owner, name, _ = strings.Cut(repo, "/")
+	return f, c, repo, owner, name
+}
+
+func TestHookMissingEventsIsUpdatedOnRealGitea(t *testing.T) {
+	f, c, repo, owner, name := hookRepo(t)
 	const url = "http://127.0.0.1:9/webhooks/gitea"
 	// A hook made by hand before CI events were subscribed, and disabled.
 	if _, _, err := c.CreateRepoHook(owner, name, sdk.CreateHookOption{Type: sdk.HookTypeGitea, Active: false,
@@ -133,14 +141,7 @@ func TestReviewVerdictIsEachReviewersLatest(t *testing.T) {
 func TestAHookMadeBeforeIssueEventsIsUpdatedOnRealGitea(t *testing.T) {
 	// Hooks made before the inventory read issues send every other event
 	// workqueue reads: hooks ensure must still update them, once.
-	srv := testgitea.Get(t)
-	f, _ := gitea.New(srv.URL, srv.Token, gitea.Options{})
-	c, err := sdk.NewClient(srv.URL, sdk.SetToken(srv.Token))
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo := srv.NewRepo(t)
-	owner, name, _ := strings.Cut(repo, "/")
+	f, c, repo, owner, name := hookRepo(t)
 	const url = "http://127.0.0.1:9/webhooks/gitea"
 	before := slices.DeleteFunc(slices.Clone(gitea.HookEvents), func(e string) bool { return e == "issues" })
 	if _, _, err := c.CreateRepoHook(owner, name, sdk.CreateHookOption{Type: sdk.HookTypeGitea, Active: true, Events: before,

@@ -19,9 +19,9 @@ import (
 
 // giteaFixture acts on the real Gitea through its SDK.
 type giteaFixture struct {
-	srv   testgitea.Server
-	c     *sdk.Client
-	forge *gitea.Forge
+	endpoint
+	srv testgitea.Server
+	c   *sdk.Client
 }
 
 // Gitea returns the fixture of the test Gitea; it skips the test (fails it
@@ -37,13 +37,9 @@ func Gitea(t testing.TB) Fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &giteaFixture{srv: srv, c: c, forge: f}
+	return &giteaFixture{endpoint: endpoint{kind: wq.ForgeGitea, url: srv.URL, token: srv.Token, forge: f}, srv: srv, c: c}
 }
 
-func (g *giteaFixture) Kind() string           { return wq.ForgeGitea }
-func (g *giteaFixture) URL() string            { return g.srv.URL }
-func (g *giteaFixture) Token() string          { return g.srv.Token }
-func (g *giteaFixture) Forge() wq.Forge        { return g.forge }
 func (g *giteaFixture) DeliversWebhooks() bool { return true } // scripts/gitea allows loopback hosts
 func (g *giteaFixture) WaitForDeliveries()     {}
 

@@ -16,9 +16,9 @@ import (
 // gitlabFixture acts on the GitLab-shaped test server through client-go,
 // as a person's scripts would act on GitLab.
 type gitlabFixture struct {
+	endpoint
 	srv      *gitlabtest.Server
 	c        *gl.Client
-	forge    *gitlab.Forge
 	projects atomic.Int32
 }
 
@@ -43,13 +43,9 @@ func GitLabOn(t testing.TB, srv *gitlabtest.Server) Fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &gitlabFixture{srv: srv, c: c, forge: f}
+	return &gitlabFixture{endpoint: endpoint{kind: wq.ForgeGitLab, url: srv.URL, token: srv.Token, forge: f}, srv: srv, c: c}
 }
 
-func (g *gitlabFixture) Kind() string           { return wq.ForgeGitLab }
-func (g *gitlabFixture) URL() string            { return g.srv.URL }
-func (g *gitlabFixture) Token() string          { return g.srv.Token }
-func (g *gitlabFixture) Forge() wq.Forge        { return g.forge }
 func (g *gitlabFixture) DeliversWebhooks() bool { return true }
 func (g *gitlabFixture) WaitForDeliveries()     { g.srv.WaitForDeliveries() }
 

@@ -115,3 +115,14 @@ func Each(t *testing.T, test func(t *testing.T, f Fixture)) {
 	t.Run(wq.ForgeGitea, func(t *testing.T) { test(t, Gitea(t)) })
 	t.Run(wq.ForgeGitLab, func(t *testing.T) { test(t, GitLab(t)) })
 }
+
+// endpoint is what every fixture says of its forge alike.
+type endpoint struct {
+	kind, url, token string
+	forge            wq.Forge
+}
+
+func (e endpoint) Kind() string    { return e.kind }
+func (e endpoint) URL() string     { return e.url }
+func (e endpoint) Token() string   { return e.token }
+func (e endpoint) Forge() wq.Forge { return e.forge }

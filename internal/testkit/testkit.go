@@ -4,7 +4,23 @@ package testkit
 import (
 	"io"
 	"log/slog"
+	"sync"
 )
 
 // Quiet is a logger that writes nowhere, for the parts under test.
 func Quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// AtOnce runs f(0) … f(n-1) in n goroutines released together, the way
+// racing callers arrive, and waits for all of them.
+func AtOnce(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			f(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+}

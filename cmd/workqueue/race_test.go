@@ -45,6 +45,9 @@ func raceWorld(t *testing.T, kind string, autoMerge bool) (*apiWorld, *testdb.St
 	w := startAPI(t, "", func(c *config.Config) {
 		c.Database = dbURL
 		c.Projects[0].AutoMerge = autoMerge
+		// No webhooks here: the merge waits on reconciles, whose backoff
+		// while Gitea checks mergeability must not outgrow the test.
+		c.MR.ReconcileInterval = config.Duration(2 * time.Second)
 	})
 	return w, testdb.OpenURL(t, dbURL)
 }

@@ -60,6 +60,21 @@ const (
 	routeNone
 )
 
+// String names the route in the event log.
+func (r Route) String() string {
+	switch r {
+	case RouteMerge:
+		return "merge"
+	case RouteChangesAnswered:
+		return "changes_requested"
+	case RouteReview:
+		return "review"
+	case RouteIssue:
+		return "issue"
+	}
+	return "none"
+}
+
 // Pick is one candidate considered for a session: a pointer into the
 // candidates Choose was given, so that thousands of them cost no copies.
 type Pick struct {

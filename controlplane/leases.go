@@ -32,8 +32,15 @@ func (s *Service) Leases(ctx context.Context, c Caller, f LeaseFilter) ([]Lease,
 		return list, err
 	}
 	out := list[:0]
+	mine := map[string]bool{} // by session: one lookup each, not one per lease
 	for _, l := range list {
-		if sess, err := s.Store.GetSession(ctx, l.SessionID); err == nil && sess.Identity == c.Identity {
+		own, known := mine[l.SessionID]
+		if !known {
+			sess, err := s.Store.GetSession(ctx, l.SessionID)
+			own = err == nil && sess.Identity == c.Identity
+			mine[l.SessionID] = own
+		}
+		if own {
 			out = append(out, l)
 		}
 	}

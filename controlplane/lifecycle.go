@@ -48,7 +48,6 @@ const (
 	RefuseWaitForeignActive = "wait_foreign_active" // a live lease of another identity: never stolen
 	RefuseNotOwner          = "not_owner"           // only the lease's session may do this
 	RefuseNotActive         = "not_active"          // the lease already ended
-	RefuseStillLive         = "still_live"          // only an expired lease may be reclaimed
 	RefuseProof             = "insufficient_proof"  // an abandon without the proof the rules ask
 )
 

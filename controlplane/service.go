@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -84,8 +85,11 @@ func (s *Service) RegisterSession(ctx context.Context, c Caller, role Role, name
 	if len(name) > 200 {
 		return nil, wq.Errorf(wq.EINVALID, "name: at most 200 bytes")
 	}
-	if len(capabilities) > 0 && !json.Valid(capabilities) {
-		return nil, wq.Errorf(wq.EINVALID, "capabilities: want a JSON object")
+	if len(capabilities) > 0 {
+		var obj map[string]any
+		if json.Unmarshal(capabilities, &obj) != nil || obj == nil {
+			return nil, wq.Errorf(wq.EINVALID, "capabilities: want a JSON object")
+		}
 	}
 	now := s.now()
 	sess := Session{ID: wq.NewItemID().String(), Identity: c.Identity, Name: name, Role: role, Capabilities: capabilities,
@@ -208,6 +212,9 @@ type CandidateSkip struct {
 // lease in one transaction. A race lost to another session moves on to
 // the next candidate; when none is left the answer is wait.
 func (s *Service) Allocate(ctx context.Context, c Caller, sessionID, repoGlob string, apply bool) (*Allocation, error) {
+	if repoGlob != "" && !doublestar.ValidatePattern(repoGlob) {
+		return nil, wq.Errorf(wq.EINVALID, "repo: want a glob such as org/* or group/**, got %q", repoGlob)
+	}
 	sess, err := s.session(ctx, c, sessionID)
 	if err != nil {
 		return nil, err
@@ -240,7 +247,7 @@ func (s *Service) Allocate(ctx context.Context, c Caller, sessionID, repoGlob st
 			CreatedAt: now, HeartbeatAt: now, ExpiresAt: now.Add(s.leaseTTL()), HeadSHA: ""}
 		a.LeaseID = l.ID
 		ev := Event{Time: now, Type: EventAssigned, Actor: c.Identity, SessionID: sess.ID, WorkID: a.WorkID, LeaseID: l.ID,
-			AssignmentID: a.ID, Reason: fmt.Sprintf("route %d", choice.Route)}
+			AssignmentID: a.ID, Reason: "route " + choice.Route.String()}
 		err := s.Store.Assign(ctx, a, l, ev, now)
 		switch {
 		case err == nil:

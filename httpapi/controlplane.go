@@ -174,7 +174,12 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	f := cp.LeaseFilter{SessionID: q.Get("session_id"), WorkID: q.Get("work_id"), All: q.Get("all") == "true", Limit: limit}
+	all := q.Get("all")
+	if all != "" && all != "true" && all != "false" {
+		s.Error(w, r, wq.Errorf(wq.EINVALID, "all: want true or false, got %q", all))
+		return
+	}
+	f := cp.LeaseFilter{SessionID: q.Get("session_id"), WorkID: q.Get("work_id"), All: all == "true", Limit: limit}
 	list, err := s.cp.Leases(r.Context(), controlCaller(r), f)
 	s.answer(w, r, http.StatusOK, map[string]any{"leases": list}, err)
 }
@@ -237,6 +242,10 @@ func (s *Server) listWork(w http.ResponseWriter, r *http.Request) {
 	f := cp.WorkFilter{Forge: q.Get("forge"), Repo: q.Get("repo"), Kind: cp.Kind(q.Get("kind")), State: cp.State(q.Get("state")), Limit: limit}
 	if f.Kind != "" && !f.Kind.Valid() {
 		s.Error(w, r, wq.Errorf(wq.EINVALID, "kind: want issue or pr, got %q", f.Kind))
+		return
+	}
+	if f.State != "" && f.State != cp.StateOpen && !f.State.Terminal() {
+		s.Error(w, r, wq.Errorf(wq.EINVALID, "state: want open, merged or closed, got %q", f.State))
 		return
 	}
 	list, err := s.cp.Work(r.Context(), f)

@@ -150,6 +150,16 @@ type WorkInfo struct {
 	UpdatedAt time.Time
 }
 
+// IssueCreate asks for a new issue. Labels are names; an adapter whose
+// forge takes label ids resolves them (see the adapters for a name the
+// project lacks).
+type IssueCreate struct {
+	Project string
+	Title   string
+	Body    string
+	Labels  []string
+}
+
 // WebhookOutcome says what EnsureWebhook did.
 type WebhookOutcome string
 

@@ -56,6 +56,11 @@ type Checkpoint struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// Key is c's row key.
+func (c *Checkpoint) Key() CheckpointKey {
+	return CheckpointKey{Forge: c.Forge, Repo: c.Repo, SessionID: c.SessionID, WorkKind: c.WorkKind, WorkNumber: c.WorkNumber}
+}
+
 // Missing lists the fields a drain write needs that c lacks (hard rule 4
 // of #660): a checkpoint that could not resume the work must not end a
 // drain. Empty when complete.

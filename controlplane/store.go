@@ -47,6 +47,30 @@ type EventFilter struct {
 	Limit     int
 }
 
+// CheckpointKey names one checkpoint: a session's state for one work
+// unit (WorkKind "" and WorkNumber 0 for the session itself).
+type CheckpointKey struct {
+	Forge      string
+	Repo       string
+	SessionID  string
+	WorkKind   Kind
+	WorkNumber int64
+}
+
+// CheckpointFilter selects checkpoints for ListCheckpoints, newest
+// first. Zero fields do not filter, but for WorkNumber, which filters
+// when HasNumber.
+type CheckpointFilter struct {
+	SessionID  string
+	Identity   string // only checkpoints of this identity's sessions
+	Forge      string
+	Repo       string
+	WorkKind   Kind
+	WorkNumber int64
+	HasNumber  bool
+	Limit      int
+}
+
 // Store is the control plane's persistence. controlplane/cpstore
 // implements it on SQLite and PostgreSQL, and both pass the conformance
 // suite in controlplane/cpstore/cpstoretest. Every method that decides
@@ -126,4 +150,13 @@ type Store interface {
 	AppendEvent(ctx context.Context, ev Event) error
 	// ListEvents returns events newest first.
 	ListEvents(ctx context.Context, f EventFilter) ([]Event, error)
+
+	// PutCheckpoint inserts c or replaces the row with its key, keeping
+	// the stored created_at; updated_at becomes now. It returns the row
+	// as stored. ENOTFOUND for a missing session.
+	PutCheckpoint(ctx context.Context, c Checkpoint, now time.Time) (*Checkpoint, error)
+	// GetCheckpoint returns one checkpoint. ENOTFOUND.
+	GetCheckpoint(ctx context.Context, key CheckpointKey) (*Checkpoint, error)
+	// ListCheckpoints returns checkpoints newest first.
+	ListCheckpoints(ctx context.Context, f CheckpointFilter) ([]Checkpoint, error)
 }

@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) controlplane.Store) {
 		{"expire leases", expireLeases},
 		{"list leases", listLeases},
 		{"events", events},
+		{"checkpoints", checkpoints},
 	} {
 		t.Run(area.name, func(t *testing.T) {
 			area.run(t, func(t *testing.T) *F { return &F{T: t, S: open(t), Ctx: context.Background()} })

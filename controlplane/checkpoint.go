@@ -1,9 +1,15 @@
 package controlplane
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/controlplane/redact"
 )
 
 // CheckpointSchemaVersion is the field set a checkpoint is written under,
@@ -57,7 +63,7 @@ type Checkpoint struct {
 }
 
 // Key is c's row key.
-func (c *Checkpoint) Key() CheckpointKey {
+func (c Checkpoint) Key() CheckpointKey {
 	return CheckpointKey{Forge: c.Forge, Repo: c.Repo, SessionID: c.SessionID, WorkKind: c.WorkKind, WorkNumber: c.WorkNumber}
 }
 
@@ -141,4 +147,216 @@ func Reconcile(c *Checkpoint, live LiveState) Diagnosis {
 		d.ReconcileAction = ReconcileResume
 	}
 	return d
+}
+
+// Bounds of a checkpoint's short fields.
+const (
+	maxCheckpointName = 512 // forge, repo, ids, branch, stage, action names
+	maxCheckpointPath = 4096
+)
+
+// validate refuses a checkpoint the store must not hold, naming the
+// field: a key that is not canonical, a field over its bound (no
+// transcripts), text PostgreSQL cannot store, JSON that is not.
+func (c *Checkpoint) validate() error {
+	if c.SchemaVersion != 0 && c.SchemaVersion != CheckpointSchemaVersion {
+		return wq.Errorf(wq.EINVALID, "checkpoint_schema_version: this server writes version %d, got %d", CheckpointSchemaVersion, c.SchemaVersion)
+	}
+	switch {
+	case c.WorkKind == "" && c.WorkNumber != 0:
+		return wq.Errorf(wq.EINVALID, "work_number: a session-level checkpoint (empty work_kind) has work_number 0, got %d", c.WorkNumber)
+	case c.WorkKind != "" && !c.WorkKind.Valid():
+		return wq.Errorf(wq.EINVALID, "work_kind: want issue, pr or empty, got %q", c.WorkKind)
+	case c.WorkKind != "" && c.WorkNumber <= 0:
+		return wq.Errorf(wq.EINVALID, "work_number: want a positive number for work_kind %s, got %d", c.WorkKind, c.WorkNumber)
+	case c.Role != "" && !c.Role.Valid():
+		return wq.Errorf(wq.EINVALID, "role: want author, reviewer or merger, got %q", c.Role)
+	case c.HeadSHA != "" && !isCommitSHA(c.HeadSHA):
+		return wq.Errorf(wq.EINVALID, "head_sha: want a commit SHA (7 to 64 hex digits), got %q", c.HeadSHA)
+	}
+	for _, f := range []struct {
+		name, value string
+		max         int
+		required    bool
+	}{
+		{"session_id", c.SessionID, maxCheckpointName, true}, {"forge", c.Forge, maxCheckpointName, true},
+		{"repo", c.Repo, maxCheckpointName, true}, {"provider_identity", c.ProviderIdentity, maxCheckpointName, false},
+		{"worktree_path", c.WorktreePath, maxCheckpointPath, false}, {"branch", c.Branch, maxCheckpointName, false},
+		{"lease_id", c.LeaseID, maxCheckpointName, false}, {"assignment_id", c.AssignmentID, maxCheckpointName, false},
+		{"workflow_stage", c.WorkflowStage, maxCheckpointName, false}, {"status", c.Status, maxCheckpointName, false},
+		{"last_completed_action", c.LastCompletedAction, MaxCheckpointText, false},
+		{"current_operation", c.CurrentOperation, MaxCheckpointText, false}, {"blocker", c.Blocker, MaxCheckpointText, false},
+		{"next_valid_action", c.NextValidAction, MaxCheckpointText, false},
+		{"recovery_instructions", c.RecoveryInstructions, MaxCheckpointText, false},
+	} {
+		switch {
+		case f.required && strings.TrimSpace(f.value) == "":
+			return wq.Errorf(wq.EINVALID, "%s: required", f.name)
+		case len(f.value) > f.max:
+			return wq.Errorf(wq.EINVALID, "%s: at most %d bytes (a checkpoint holds resume state, not a transcript), got %d", f.name, f.max, len(f.value))
+		case !utf8.ValidString(f.value) || strings.IndexByte(f.value, 0) >= 0:
+			return wq.Errorf(wq.EINVALID, "%s: want UTF-8 text without NUL characters", f.name)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		doc  json.RawMessage
+	}{{"capabilities", c.Capabilities}, {"pending_mutation", c.PendingMutation}, {"evidence", c.Evidence}} {
+		switch {
+		case len(f.doc) > MaxCheckpointJSON:
+			return wq.Errorf(wq.EINVALID, "%s: at most %d bytes of JSON (a checkpoint holds resume state, not a transcript), got %d", f.name, MaxCheckpointJSON, len(f.doc))
+		case len(f.doc) > 0 && !json.Valid(f.doc):
+			return wq.Errorf(wq.EINVALID, "%s: not valid JSON", f.name)
+		case bytes.Contains(f.doc, []byte(`\u0000`)):
+			return wq.Errorf(wq.EINVALID, "%s: JSON strings may not hold NUL characters", f.name)
+		}
+	}
+	return nil
+}
+
+// isCommitSHA reports whether s is an abbreviated or full SHA-1 or
+// SHA-256 commit id.
+func isCommitSHA(s string) bool {
+	if len(s) < 7 || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f' || 'A' <= r && r <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// redacted is c with every free-text field and JSON document filtered
+// through package redact (hard rule 1 of #660): what a session pasted
+// into its checkpoint never lands with a secret in it.
+func (c Checkpoint) redacted() (Checkpoint, error) {
+	for _, f := range []*string{&c.ProviderIdentity, &c.WorktreePath, &c.Branch, &c.WorkflowStage,
+		&c.LastCompletedAction, &c.CurrentOperation, &c.Blocker, &c.NextValidAction, &c.RecoveryInstructions, &c.Status} {
+		*f = redact.Text(*f)
+	}
+	for _, f := range []struct {
+		name string
+		doc  *json.RawMessage
+	}{{"capabilities", &c.Capabilities}, {"pending_mutation", &c.PendingMutation}, {"evidence", &c.Evidence}} {
+		if len(*f.doc) == 0 {
+			continue
+		}
+		doc, err := redact.JSON(*f.doc)
+		if err != nil {
+			return c, wq.Errorf(wq.EINVALID, "%s: %v", f.name, err)
+		}
+		*f.doc = doc
+	}
+	return c, nil
+}
+
+// ReasonIncomplete is the refusal of a require_complete write that lacks
+// a field a resumed session needs.
+const ReasonIncomplete = "incomplete_checkpoint"
+
+// WriteCheckpoint upserts c, a checkpoint of one of the caller's
+// sessions, redacted; with requireComplete it refuses a checkpoint that
+// could not resume the work (hard rule 4), naming every missing field.
+// The role defaults to the session's; the schema version and times are
+// the server's.
+func (s *Service) WriteCheckpoint(ctx context.Context, caller Caller, c Checkpoint, requireComplete bool) (*Checkpoint, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	sess, err := s.session(ctx, caller, c.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if c.Role == "" {
+		c.Role = sess.Role
+	}
+	if c, err = c.redacted(); err != nil {
+		return nil, err
+	}
+	if missing := c.Missing(); requireComplete && len(missing) > 0 {
+		return nil, &wq.Error{Code: wq.EINVALID, Reason: ReasonIncomplete,
+			Message: "require_complete: a drain checkpoint must say how to resume; missing or blank: " + strings.Join(missing, ", ")}
+	}
+	c.SchemaVersion = CheckpointSchemaVersion
+	return s.Store.PutCheckpoint(ctx, c, s.now())
+}
+
+// GetCheckpoint returns one checkpoint of the caller's sessions.
+func (s *Service) GetCheckpoint(ctx context.Context, caller Caller, k CheckpointKey) (*Checkpoint, error) {
+	if _, err := s.session(ctx, caller, k.SessionID); err != nil {
+		return nil, err
+	}
+	return s.Store.GetCheckpoint(ctx, k)
+}
+
+// ListCheckpoints lists checkpoints newest first: a caller's own
+// sessions' only, unless it is an admin.
+func (s *Service) ListCheckpoints(ctx context.Context, caller Caller, f CheckpointFilter) ([]Checkpoint, error) {
+	if f.WorkKind != "" && !f.WorkKind.Valid() {
+		return nil, wq.Errorf(wq.EINVALID, "work_kind: want issue or pr, got %q", f.WorkKind)
+	}
+	if !caller.Admin {
+		f.Identity = caller.Identity
+	}
+	out, err := s.Store.ListCheckpoints(ctx, f)
+	if out == nil {
+		out = []Checkpoint{}
+	}
+	return out, err
+}
+
+// CheckpointReconcile is a stored checkpoint and what it means now.
+type CheckpointReconcile struct {
+	Checkpoint *Checkpoint `json:"checkpoint"`
+	Diagnosis
+	// HeadSource says where the live head came from: "caller" (the
+	// session's worktree), "inventory" (the pull request's head as the
+	// forge last told us) or "" (not checked).
+	HeadSource string `json:"head_source"`
+}
+
+// ReconcileCheckpoint diagnoses a stored checkpoint of the caller's
+// against what is live (hard rules 2 and 3 of #660): the lease it names
+// as the store has it now, and the head: headSHA when the caller gives
+// one, else a pull request's head from the inventory. Nothing is
+// restored or changed.
+func (s *Service) ReconcileCheckpoint(ctx context.Context, caller Caller, k CheckpointKey, headSHA *string) (*CheckpointReconcile, error) {
+	if headSHA != nil && !isCommitSHA(*headSHA) {
+		return nil, wq.Errorf(wq.EINVALID, "head_sha: want a commit SHA (7 to 64 hex digits), got %q", *headSHA)
+	}
+	c, err := s.GetCheckpoint(ctx, caller, k)
+	if err != nil {
+		return nil, err
+	}
+	out := &CheckpointReconcile{Checkpoint: c}
+	live := LiveState{HeadSHA: headSHA, Now: s.now()}
+	if headSHA != nil {
+		out.HeadSource = "caller"
+	} else if c.WorkKind == KindPR {
+		w, err := s.Store.FindWork(ctx, WorkKey{Forge: c.Forge, Repo: c.Repo, Kind: c.WorkKind, Number: c.WorkNumber})
+		switch {
+		case err == nil && w.HeadSHA != "":
+			live.HeadSHA, out.HeadSource = &w.HeadSHA, "inventory"
+		case err != nil && wq.ErrorCode(err) != wq.ENOTFOUND:
+			return nil, err
+		}
+	}
+	if c.LeaseID != "" {
+		l, err := s.Store.GetLease(ctx, c.LeaseID)
+		switch {
+		case err == nil:
+			live.Lease = l
+		case wq.ErrorCode(err) == wq.ENOTFOUND:
+			live.LeaseGone = true
+		default:
+			return nil, err
+		}
+	}
+	out.Diagnosis = Reconcile(c, live)
+	if !out.HeadChecked {
+		out.HeadSource = ""
+	}
+	return out, nil
 }

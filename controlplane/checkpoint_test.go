@@ -1,11 +1,16 @@
 package controlplane_test
 
 import (
+	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	wq "github.com/workqueue-dev/workqueue"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/internal/testdb"
 )
 
 func TestMissingNamesEveryFieldADrainNeeds(t *testing.T) {
@@ -59,4 +64,162 @@ func TestReconcileDiagnosesAndNeverGuessesWhatWasNotChecked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Secrets of the acceptance shapes, planted in a checkpoint's free text
+// and nested JSON.
+var plantedSecrets = []string{
+	"glpat-AbCdEfGhIjKlMnOpQrSt",
+	"Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZ2VudCJ9.c2lnbmF0dXJlLXNpZ25hdHVyZQ",
+	"s3cr3t-pa55",
+}
+
+func plantedCheckpoint(session string) cp.Checkpoint {
+	return cp.Checkpoint{SessionID: session, Forge: "f", Repo: "o/r", WorkKind: cp.KindIssue, WorkNumber: 3,
+		WorkflowStage: "push", NextValidAction: "open_pr",
+		RecoveryInstructions: "push with glpat-AbCdEfGhIjKlMnOpQrSt to https://agent:s3cr3t-pa55@git.example/o/r.git",
+		Blocker:              "401 with Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZ2VudCJ9.c2lnbmF0dXJlLXNpZ25hdHVyZQ",
+		Evidence: json.RawMessage(`{"log": [{"cmd": "git push https://agent:s3cr3t-pa55@git.example/o/r.git",
+			"env": {"GITLAB_TOKEN": "glpat-AbCdEfGhIjKlMnOpQrSt"}}], "headers": ["Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZ2VudCJ9.c2lnbmF0dXJlLXNpZ25hdHVyZQ"]}`),
+		PendingMutation: json.RawMessage(`{"remote": "https://agent:s3cr3t-pa55@git.example/o/r.git"}`)}
+}
+
+func TestACheckpointWithPlantedSecretsReadsBackWithNoneOfThem(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		w := newWorld(t, kind)
+		alice, s := w.session("alice", cp.RoleAuthor)
+		if _, err := w.svc.WriteCheckpoint(w.ctx, alice, plantedCheckpoint(s), true); err != nil {
+			t.Fatal(err)
+		}
+		got, err := w.svc.GetCheckpoint(w.ctx, alice, plantedCheckpoint(s).Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(got)
+		for _, secret := range plantedSecrets {
+			if strings.Contains(string(raw), secret) || strings.Contains(string(raw), strings.TrimPrefix(secret, "Bearer ")) {
+				t.Errorf("%q survived: %s", secret, raw)
+			}
+		}
+		if !strings.Contains(got.RecoveryInstructions, "git.example/o/r.git") || got.Role != cp.RoleAuthor || got.SchemaVersion != cp.CheckpointSchemaVersion {
+			t.Errorf("redaction took more than the secrets, or defaults are missing: %+v", got)
+		}
+	})
+}
+
+func TestRequireCompleteNamesEveryMissingField(t *testing.T) {
+	w := newWorld(t, "sqlite")
+	alice, s := w.session("alice", cp.RoleAuthor)
+	c := cp.Checkpoint{SessionID: s, Forge: "f", Repo: "o/r", WorkflowStage: " "}
+	_, err := w.svc.WriteCheckpoint(w.ctx, alice, c, true)
+	var e *wq.Error
+	if !errors.As(err, &e) || e.Reason != cp.ReasonIncomplete || !strings.Contains(e.Message, "workflow_stage, next_valid_action, recovery_instructions") {
+		t.Fatalf("want incomplete_checkpoint naming the three missing fields, got %v", err)
+	}
+	if strings.Contains(e.Message, "role") {
+		t.Errorf("role defaults to the session's and is not missing: %v", err)
+	}
+	if _, err := w.svc.GetCheckpoint(w.ctx, alice, c.Key()); wq.ErrorCode(err) != wq.ENOTFOUND {
+		t.Errorf("a refused drain write stored a row: %v", err)
+	}
+	if _, err := w.svc.WriteCheckpoint(w.ctx, alice, c, false); err != nil {
+		t.Errorf("without require_complete an incomplete checkpoint is progress, and kept: %v", err)
+	}
+}
+
+func TestCheckpointInputIsRefusedByName(t *testing.T) {
+	w := newWorld(t, "sqlite")
+	alice, s := w.session("alice", cp.RoleAuthor)
+	for _, tc := range []struct {
+		field string
+		edit  func(*cp.Checkpoint)
+	}{
+		{"session_id", func(c *cp.Checkpoint) { c.SessionID = "" }},
+		{"repo", func(c *cp.Checkpoint) { c.Repo = "" }},
+		{"work_number", func(c *cp.Checkpoint) { c.WorkKind, c.WorkNumber = "", 4 }},
+		{"work_number", func(c *cp.Checkpoint) { c.WorkNumber = -1 }},
+		{"work_kind", func(c *cp.Checkpoint) { c.WorkKind = "incident" }},
+		{"role", func(c *cp.Checkpoint) { c.Role = "boss" }},
+		{"head_sha", func(c *cp.Checkpoint) { c.HeadSHA = "main" }},
+		{"checkpoint_schema_version", func(c *cp.Checkpoint) { c.SchemaVersion = 99 }},
+		{"recovery_instructions", func(c *cp.Checkpoint) { c.RecoveryInstructions = strings.Repeat("x", cp.MaxCheckpointText+1) }},
+		{"evidence", func(c *cp.Checkpoint) {
+			c.Evidence = json.RawMessage(`["` + strings.Repeat("x", cp.MaxCheckpointJSON) + `"]`)
+		}},
+		{"evidence", func(c *cp.Checkpoint) { c.Evidence = json.RawMessage(`{"a": "\u0000"}`) }},
+		{"pending_mutation", func(c *cp.Checkpoint) { c.PendingMutation = json.RawMessage(`{`) }},
+		{"blocker", func(c *cp.Checkpoint) { c.Blocker = "nul\x00byte" }},
+	} {
+		c := plantedCheckpoint(s)
+		tc.edit(&c)
+		_, err := w.svc.WriteCheckpoint(w.ctx, alice, c, false)
+		if wq.ErrorCode(err) != wq.EINVALID || !strings.HasPrefix(wq.ErrorMessage(err), tc.field+":") {
+			t.Errorf("%s: want EINVALID naming it, got %v", tc.field, err)
+		}
+	}
+}
+
+func TestCheckpointsAreTheirSessionOwnersOnly(t *testing.T) {
+	w := newWorld(t, "sqlite")
+	alice, s := w.session("alice", cp.RoleAuthor)
+	bob, _ := w.session("bob", cp.RoleAuthor)
+	if _, err := w.svc.WriteCheckpoint(w.ctx, alice, plantedCheckpoint(s), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.svc.WriteCheckpoint(w.ctx, bob, plantedCheckpoint(s), false); wq.ErrorCode(err) != wq.ENOTFOUND {
+		t.Errorf("bob wrote alice's checkpoint: %v", err)
+	}
+	if _, err := w.svc.GetCheckpoint(w.ctx, bob, plantedCheckpoint(s).Key()); wq.ErrorCode(err) != wq.ENOTFOUND {
+		t.Errorf("bob read alice's checkpoint: %v", err)
+	}
+	byWork := cp.CheckpointFilter{Forge: "f", Repo: "o/r", WorkKind: cp.KindIssue, WorkNumber: 3, HasNumber: true}
+	for _, tc := range []struct {
+		who  cp.Caller
+		want int
+	}{{bob, 0}, {alice, 1}, {cp.Caller{Identity: "root", Admin: true}, 1}} {
+		got, err := w.svc.ListCheckpoints(w.ctx, tc.who, byWork)
+		if err != nil || len(got) != tc.want {
+			t.Errorf("%s lists %d checkpoints of the work unit (%v), want %d", tc.who.Identity, len(got), err, tc.want)
+		}
+	}
+}
+
+func TestReconcileCheckpointChecksTheLeaseAndTheHeadItCan(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		w := newWorld(t, kind)
+		pr := openPR(5, "1111111")
+		pr.ReviewState = cp.ReviewNone
+		w.work(pr)
+		alice, s := w.session("alice", cp.RoleReviewer)
+		a := w.assign(alice, s)
+		c := cp.Checkpoint{SessionID: s, Forge: "f", Repo: "o/r", WorkKind: cp.KindPR, WorkNumber: 5,
+			HeadSHA: "1111111", LeaseID: a.Lease.ID, WorkflowStage: "fix"}
+		if _, err := w.svc.WriteCheckpoint(w.ctx, alice, c, false); err != nil {
+			t.Fatal(err)
+		}
+		reconcile := func(head *string) *cp.CheckpointReconcile {
+			t.Helper()
+			r, err := w.svc.ReconcileCheckpoint(w.ctx, alice, c.Key(), head)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		if r := reconcile(nil); r.Stale || r.ReconcileAction != cp.ReconcileResume || r.HeadSource != "inventory" || !r.LeaseChecked {
+			t.Errorf("live lease, inventory head as stored: want resume, got %+v", r.Diagnosis)
+		}
+		moved := "2222222"
+		if r := reconcile(&moved); !r.HeadMismatch || r.ReconcileAction != cp.ReconcileReadHead || r.HeadSource != "caller" {
+			t.Errorf("the worktree's head moved: want reinspect, got %+v", r.Diagnosis)
+		}
+		if _, err := w.svc.ReleaseLease(w.ctx, alice, a.Lease.ID, s); err != nil {
+			t.Fatal(err)
+		}
+		if r := reconcile(nil); !r.LeaseMismatch || r.ReconcileAction != cp.ReconcileReclaim {
+			t.Errorf("released lease: want reacquire, got %+v", r.Diagnosis)
+		}
+		if _, err := w.svc.ReconcileCheckpoint(w.ctx, alice, c.Key(), &[]string{"HEAD"}[0]); wq.ErrorCode(err) != wq.EINVALID {
+			t.Errorf("a head that is not a SHA: %v", err)
+		}
+	})
 }

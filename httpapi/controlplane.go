@@ -63,6 +63,11 @@ func (s *Server) controlRoutes() []route {
 		{"POST", "/api/v1/leases/{id}/reclaim", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *leaseBody) (any, error) {
 			return s.cp.ReclaimLease(r.Context(), c, r.PathValue("id"), b.SessionID)
 		}))},
+		{"PUT", "/api/v1/checkpoints", agent(s.putCheckpoint)},
+		{"GET", "/api/v1/checkpoints", agent(s.listCheckpoints)},
+		{"POST", "/api/v1/checkpoints/reconcile", agent(jsonAction(s, http.StatusOK, func(r *http.Request, c cp.Caller, b *reconcileBody) (any, error) {
+			return s.cp.ReconcileCheckpoint(r.Context(), c, b.key(), b.HeadSHA)
+		}))},
 		{"GET", "/api/v1/work", agent(s.listWork)},
 		{"POST", "/api/v1/work/sync", s.authenticated(auth.Admin, func(w http.ResponseWriter, r *http.Request) {
 			rep, err := s.cp.Sync(r.Context(), controlCaller(r))
@@ -81,11 +86,16 @@ func controlCaller(r *http.Request) cp.Caller {
 // names in another case and text that would not survive decoding are
 // refused naming the member.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxControlBody))
+	return s.decodeBodyUpTo(w, r, v, maxControlBody)
+}
+
+// decodeBodyUpTo is decodeBody for a body of at most max bytes.
+func (s *Server) decodeBodyUpTo(w http.ResponseWriter, r *http.Request, v any, max int64) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			s.problem(w, r, http.StatusRequestEntityTooLarge, wq.EINVALID, "body is larger than "+strconv.Itoa(maxControlBody)+" bytes")
+			s.problem(w, r, http.StatusRequestEntityTooLarge, wq.EINVALID, "body is larger than "+strconv.FormatInt(max, 10)+" bytes")
 			return false
 		}
 		s.Error(w, r, wq.Errorf(wq.EINVALID, "body: %v", err))
@@ -174,12 +184,11 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	all := q.Get("all")
-	if all != "" && all != "true" && all != "false" {
-		s.Error(w, r, wq.Errorf(wq.EINVALID, "all: want true or false, got %q", all))
+	all, ok := s.boolParam(w, r, "all")
+	if !ok {
 		return
 	}
-	f := cp.LeaseFilter{SessionID: q.Get("session_id"), WorkID: q.Get("work_id"), All: all == "true", Limit: limit}
+	f := cp.LeaseFilter{SessionID: q.Get("session_id"), WorkID: q.Get("work_id"), All: all, Limit: limit}
 	list, err := s.cp.Leases(r.Context(), controlCaller(r), f)
 	s.answer(w, r, http.StatusOK, map[string]any{"leases": list}, err)
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -93,8 +95,30 @@ func TestCLIAllocatesGatesAndReleases(t *testing.T) {
 	if out := run("leases", "show", a.Lease.ID, "--session", sess.ID); !strings.Contains(out, "next: continue") {
 		t.Errorf("leases show:\n%s", out)
 	}
+	// A checkpoint written from a YAML file, with a token pasted in, and
+	// what a restarted session makes of it before and after its lease ends.
+	file := filepath.Join(t.TempDir(), "checkpoint.yaml")
+	os.WriteFile(file, []byte(fmt.Sprintf("session_id: %s\nforge: gitea\nrepo: o/r\nwork_kind: issue\nwork_number: %d\nlease_id: %s\n"+
+		"workflow_stage: implement\nnext_valid_action: open_pr\nrecovery_instructions: push with glpat-AbCdEfGhIjKlMnOpQrSt\n",
+		sess.ID, a.Work.Number, a.Lease.ID)), 0o600)
+	if out := run("checkpoints", "write", "-f", file, "--require-complete"); !strings.Contains(out, "next valid action: open_pr") || strings.Contains(out, "glpat-") {
+		t.Errorf("checkpoints write:\n%s", out)
+	}
+	key := []string{"--session", sess.ID, "--forge", "gitea", "--repo", "o/r", "--work-kind", "issue", "--work-number", fmt.Sprint(a.Work.Number)}
+	if out := run(append([]string{"checkpoints", "show"}, key...)...); !strings.Contains(out, "stage: implement") {
+		t.Errorf("checkpoints show:\n%s", out)
+	}
+	if out := run(append([]string{"checkpoints", "reconcile"}, key...)...); !strings.HasPrefix(out, "resume: stale false") {
+		t.Errorf("checkpoints reconcile with the lease live:\n%s", out)
+	}
 	if out := run("leases", "release", a.Lease.ID, "--session", sess.ID); !strings.Contains(out, ": released,") {
 		t.Errorf("leases release:\n%s", out)
+	}
+	if out := run(append([]string{"checkpoints", "reconcile"}, key...)...); !strings.HasPrefix(out, "reacquire: stale true") {
+		t.Errorf("checkpoints reconcile after the release:\n%s", out)
+	}
+	if out := run("checkpoints", "list", "--session", sess.ID); !strings.Contains(out, "issue #") {
+		t.Errorf("checkpoints list:\n%s", out)
 	}
 	if out := run("work", "list", "--repo", "o/r"); !strings.Contains(out, "first") || !strings.Contains(out, "second") {
 		t.Errorf("work list:\n%s", out)

@@ -54,6 +54,9 @@ type Config struct {
 	// ControlPlane configures agent coordination: its work inventory,
 	// leases and sessions (config/controlplane.go).
 	ControlPlane ControlPlane `yaml:"control_plane"`
+	// Incidents configures the incident bridge: which monitoring
+	// projects' alerts become issues where (config/incidents.go).
+	Incidents Incidents `yaml:"incidents"`
 }
 
 // Processing tunes the engine; see engine.Config for each field's meaning.
@@ -271,6 +274,7 @@ func (c Config) Validate() error {
 	c.validateForges(bad)
 	c.validateAuth(bad)
 	c.validateControlPlane(bad)
+	c.validateIncidents(bad)
 	return errors.Join(errs...)
 }
 

@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +98,13 @@ func TestBadConfigErrorsNameTheField(t *testing.T) {
 		{"a control_plane duration without a unit", "control_plane: {lease_ttl: 30}", "want a duration"},
 		{"empty blocked label", "control_plane: {blocked_labels: [wip, ' ']}", "control_plane.blocked_labels[1]: want a label name"},
 		{"unknown control_plane key", "control_plane: {repo: []}", "field repo not found"},
+		{"incident provider", forges + "incidents: {projects: [{provider: datadog, organization: o, project: p, forge: g, repo: o/r}]}", `incidents.projects[0].provider: want sentry or glitchtip, got "datadog"`},
+		{"incident forge", "incidents: {projects: [{provider: sentry, organization: o, project: p, forge: nope, repo: o/r}]}", `incidents.projects[0].forge: "nope" is not a configured forge`},
+		{"incident repo", forges + "incidents: {projects: [{provider: sentry, organization: o, project: p, forge: g}]}", `incidents.projects[0].repo: want a name`},
+		{"incident label", forges + "incidents: {projects: [{provider: sentry, organization: o, project: p, forge: g, repo: o/r, labels: ['a,b']}]}", `incidents.projects[0].labels[0]`},
+		{"incident project twice", forges + "incidents: {projects: [{provider: sentry, organization: o, project: p, forge: g, repo: o/r}, {provider: sentry, organization: o, project: p, forge: g, repo: o/s}]}", `incidents.projects[1]: sentry o/p is configured twice (also incidents.projects[0])`},
+		{"incident secret twice", "incidents: {sentry: {secret_env: A, secret_file: /b}}", "incidents.sentry: set at most one of secret_env and secret_file"},
+		{"incident inline secret", "incidents: {glitchtip: {secret: hunter2}}", "field secret not found"},
 		{"unknown key", "lisen: x", "field lisen not found"},
 		{"unknown nested key", "processing: {wrokers: 2}", "field wrokers not found"},
 		{"bare number as duration", "processing: {lease: 30}", `want a duration such as 30s or 5m, got "30"`},
@@ -349,5 +357,33 @@ func TestTheExamplesControlPlaneSectionLoadsUncommented(t *testing.T) {
 		PriorityLabels: []string{"priority/high", "priority/medium"}}
 	if diff := cmp.Diff(want, cfg.ControlPlane); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestIncidentProjectsComeInlineAndFromAFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "incidents.yaml")
+	os.WriteFile(file, []byte("- {provider: glitchtip, organization: o, project: web, forge: g, repo: o/web, labels: [bug]}\n"), 0o600)
+	cfg, err := config.Parse(strings.NewReader("forges: [{name: g, kind: gitea, url: 'http://x', token_env: T}]\n" +
+		"incidents: {projects: [{provider: sentry, organization: o, project: api, forge: g, repo: o/api}], projects_file: " + file + "}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cfg.IncidentProjects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []config.IncidentProject{{Provider: "sentry", Organization: "o", Project: "api", Forge: "g", Repo: "o/api"},
+		{Provider: "glitchtip", Organization: "o", Project: "web", Forge: "g", Repo: "o/web", Labels: []string{"bug"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	os.WriteFile(file, []byte("- {provider: sentry, organization: o, project: api, forge: nope, repo: o/x, colour: red}\n"), 0o600)
+	if _, err := cfg.IncidentProjects(); err == nil || !strings.Contains(err.Error(), "field colour not found") {
+		t.Errorf("an unknown key in the file: %v", err)
+	}
+	os.WriteFile(file, []byte("- {provider: sentry, organization: o, project: api, forge: nope, repo: o/x}\n"), 0o600)
+	if _, err := cfg.IncidentProjects(); err == nil || !strings.Contains(err.Error(), `incidents.projects[1].forge: "nope"`) {
+		t.Errorf("a bad project in the file: %v", err)
 	}
 }

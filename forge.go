@@ -111,6 +111,14 @@ type Forge interface {
 	// list. NotFound if there is none of that kind and number, or it is
 	// not assignable work (see the adapters).
 	GetWork(ctx context.Context, project, kind string, number int64) (*WorkInfo, error)
+
+	// CreateIssue opens an issue with req's title, body and labels (by
+	// name; a label the project lacks is made, see the adapters) and
+	// returns it as work of kind WorkIssue, its URL included: an issue
+	// that ListOpenWork lists and GetWork reads. NotFound if the project
+	// is missing; Permanent for an empty title. Not idempotent: a call
+	// that failed transiently may still have opened the issue.
+	CreateIssue(ctx context.Context, req IssueCreate) (*WorkInfo, error)
 }
 
 // Work kinds of WorkInfo: the only assignable work (DESIGN section 9).
@@ -134,6 +142,9 @@ type WorkInfo struct {
 	State  string // MergeRequestOpen, MergeRequestMerged (pull requests only) or MergeRequestClosed
 	Title  string
 	Labels []string
+	// URL is its web page; "" from the webhook package, which does not
+	// read it.
+	URL string
 	// Author is the forge user who opened it; "" when the source does
 	// not say (GitLab's webhooks name the author by id only).
 	Author string

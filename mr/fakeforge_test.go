@@ -427,8 +427,8 @@ func (f *fakeForge) EnsureWebhook(context.Context, string, string, string) (wq.W
 	return wq.WebhookFound, nil
 }
 
-// ListOpenWork and GetWork are the control plane's inventory calls, which
-// the mr type never makes: stubs.
+// ListOpenWork, GetWork and CreateIssue are the control plane's calls,
+// which the mr type never makes: stubs.
 func (f *fakeForge) ListOpenWork(context.Context, string) ([]wq.WorkInfo, error) {
 	defer f.call("ListOpenWork")()
 	return nil, nil
@@ -437,6 +437,11 @@ func (f *fakeForge) ListOpenWork(context.Context, string) ([]wq.WorkInfo, error)
 func (f *fakeForge) GetWork(context.Context, string, string, int64) (*wq.WorkInfo, error) {
 	defer f.call("GetWork")()
 	return nil, &wq.ForgeError{Kind: wq.ForgeNotFound, Op: "fake: get work"}
+}
+
+func (f *fakeForge) CreateIssue(context.Context, wq.IssueCreate) (*wq.WorkInfo, error) {
+	defer f.call("CreateIssue")()
+	return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "fake: create issue", Message: "not kept by this fake"}
 }
 
 // What tests do as people and other processes: not counted.

@@ -458,7 +458,7 @@ func runWork(t *testing.T, newProject func(t *testing.T) Project) {
 			t.Errorf("the issue: %+v (listed: %v)", is, ok)
 		}
 		w, ok := got[pr(mr.Number)]
-		if !ok || w.State != wq.MergeRequestOpen || w.Title != "Work on wq/fix" || !slices.Equal(w.Labels, []string{"managed"}) ||
+		if !ok || w.State != wq.MergeRequestOpen || w.Title != "Work on wq/fix" || !slices.Equal(w.Labels, []string{"managed"}) || w.URL != mr.URL ||
 			w.Author == "" || w.HeadSHA != c.SHA || w.ReviewState != wq.ReviewNone || !slices.Equal(w.LinkedIssues, []int64{bug}) ||
 			w.UpdatedAt.IsZero() {
 			t.Errorf("the pull request: %+v (listed: %v)", w, ok)
@@ -477,6 +477,45 @@ func runWork(t *testing.T, newProject func(t *testing.T) Project) {
 		wantKind(t, err, wq.ForgeNotFound)
 		_, err = p.Forge.GetWork(ctx, p.Path, wq.WorkPR, 9999)
 		wantKind(t, err, wq.ForgeNotFound)
+	})
+
+	t.Run("an issue the service opens is work with its labels and web page, listed and read back", func(t *testing.T) {
+		p := newProject(t)
+		got, err := p.Forge.CreateIssue(ctx, wq.IssueCreate{Project: p.Path, Title: "Disk full on db-1",
+			Body: "Sentry: disk usage above 95%", Labels: []string{"sev2", "incident"}})
+		if err != nil {
+			t.Fatalf("CreateIssue: %v", err)
+		}
+		labels := slices.Sorted(slices.Values(got.Labels))
+		if got.Kind != wq.WorkIssue || got.Number <= 0 || got.State != wq.MergeRequestOpen || got.Title != "Disk full on db-1" ||
+			!slices.Equal(labels, []string{"incident", "sev2"}) || got.Author == "" || got.UpdatedAt.IsZero() ||
+			!strings.HasPrefix(got.URL, "http") || !strings.HasSuffix(got.URL, fmt.Sprintf("/issues/%d", got.Number)) {
+			t.Errorf("CreateIssue = %+v", got)
+		}
+		listed, ok := list(t, p)[issue(got.Number)]
+		if !ok || listed.URL != got.URL || listed.Title != got.Title || !slices.Equal(slices.Sorted(slices.Values(listed.Labels)), labels) {
+			t.Errorf("listed: %+v (listed: %v); want it as CreateIssue answered: %+v", listed, ok, got)
+		}
+		if read, err := p.Forge.GetWork(ctx, p.Path, wq.WorkIssue, got.Number); err != nil || read.URL != got.URL {
+			t.Errorf("GetWork = %+v, %v; want URL %s", read, err, got.URL)
+		}
+		second, err := p.Forge.CreateIssue(ctx, wq.IssueCreate{Project: p.Path, Title: "Queue stalled", Labels: []string{"incident"}})
+		if err != nil || second.Number == got.Number || !slices.Equal(second.Labels, []string{"incident"}) {
+			t.Errorf("a second issue with a label the first made = %+v, %v", second, err)
+		}
+	})
+
+	t.Run("an issue is not opened without a title or on a missing project", func(t *testing.T) {
+		p := newProject(t)
+		_, err := p.Forge.CreateIssue(ctx, wq.IssueCreate{Project: p.Path, Title: " ", Labels: []string{"incident"}})
+		wantKind(t, err, wq.ForgePermanent)
+		for _, labels := range [][]string{nil, {"incident"}} {
+			_, err := p.Forge.CreateIssue(ctx, wq.IssueCreate{Project: p.Path + "-missing", Title: "t", Labels: labels})
+			wantKind(t, err, wq.ForgeNotFound)
+		}
+		if got := list(t, p); len(got) != 0 {
+			t.Errorf("listed %v after refusals", got)
+		}
 	})
 
 	t.Run("a pull request's verdict is its reviewers' latest, changes requested first", func(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/forge"
+	"github.com/workqueue-dev/workqueue/internal/keylock"
 )
 
 // ServerVersion is the Gitea version the adapter is written and tested
@@ -35,6 +36,9 @@ type Forge struct {
 	token   string
 	http    *http.Client
 	timeout time.Duration
+	// labelMakers is held per repository while labels are made there
+	// (makeLabels).
+	labelMakers keylock.Set
 }
 
 var _ wq.Forge = (*Forge)(nil)
@@ -390,47 +394,129 @@ func (f *Forge) CreateMergeRequest(ctx context.Context, req wq.MergeRequestCreat
 	return out, err
 }
 
+// labelColor is the colour of the labels the adapter makes: a neutral
+// grey, as it cannot know what a label means to people.
+const labelColor = "#cccccc"
+
+// labelIDs resolves label names to the ids of the repository's labels
+// (Gitea takes ids where GitLab takes names), making those it lacks. Its
+// calls: the repository's labels (GET /repos/{o}/{r}/labels, 50 a page);
+// a name missing there costs more (makeLabels).
 func (f *Forge) labelIDs(ctx context.Context, owner, repo string, names []string) ([]int64, error) {
+	names = slices.Compact(slices.Sorted(slices.Values(names)))
 	if len(names) == 0 {
 		return nil, nil
 	}
-	existing := map[string]int64{}
-	err := f.call(ctx, "list labels "+owner+"/"+repo, func(c *sdk.Client) (*sdk.Response, error) {
-		for page := 1; ; page++ {
-			labels, resp, err := c.ListRepoLabels(owner, repo, sdk.ListLabelsOptions{ListOptions: sdk.ListOptions{Page: page, PageSize: 50}})
-			if err != nil {
-				return resp, err
-			}
-			for _, l := range labels {
-				existing[l.Name] = l.ID
-			}
-			if len(labels) < 50 {
-				return resp, nil
-			}
+	if slices.ContainsFunc(names, func(n string) bool { return strings.TrimSpace(n) == "" }) {
+		// The SDK would refuse it before sending, without a status: not
+		// to be mistaken for a network failure.
+		return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: labels of " + owner + "/" + repo, Message: "empty label name"}
+	}
+	byName, err := f.repoLabels(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	if slices.ContainsFunc(names, func(n string) bool { return byName[n] == 0 }) {
+		if byName, err = f.makeLabels(ctx, owner, repo, names); err != nil {
+			return nil, err
 		}
+	}
+	ids := make([]int64, len(names))
+	for i, n := range names {
+		ids[i] = byName[n]
+	}
+	return ids, nil
+}
+
+// repoLabels lists the repository's labels as name → id. Of labels that
+// share a name the oldest (lowest id) stands for it, so that every caller
+// picks the same one (see makeLabels).
+func (f *Forge) repoLabels(ctx context.Context, owner, repo string) (map[string]int64, error) {
+	labels, err := listCounted(ctx, f, "list labels of "+owner+"/"+repo, func(c *sdk.Client, page sdk.ListOptions) ([]*sdk.Label, *sdk.Response, error) {
+		return c.ListRepoLabels(owner, repo, sdk.ListLabelsOptions{ListOptions: page})
 	})
 	if err != nil {
 		return nil, err
 	}
-	var ids []int64
+	byName := make(map[string]int64, len(labels))
+	for _, l := range labels {
+		if id, ok := byName[l.Name]; !ok || l.ID < id {
+			byName[l.Name] = l.ID
+		}
+	}
+	return byName, nil
+}
+
+// makeLabels makes the labels of names that the repository lacks, and
+// returns its labels listed anew.
+//
+// Gitea keeps label names unique nowhere: a second label of a name is
+// made without a word, so two callers that both found a name missing
+// would both make it. Callers of one Forge take turns per repository and
+// list again once it is their turn. Callers in other processes can still
+// race; after making labels the list is read again, the oldest label of a
+// name is used, as every caller does, and a label this call made that is
+// not the oldest of its name is deleted. Only a caller that listed it
+// before the older one was there could be using it, and a database that
+// numbers rows in the order it commits them rules that out: Gitea's
+// SQLite does, PostgreSQL and MySQL do but for the instant between
+// numbering a row and committing it. A failed deletion leaves an unused
+// label behind and is not an error.
+//
+// A 409 or a 422 on making a label (a Gitea that does keep names unique
+// refusing a name another caller just made) is resolved by the same
+// listing: the refusal stands only if the name is still missing.
+func (f *Forge) makeLabels(ctx context.Context, owner, repo string, names []string) (map[string]int64, error) {
+	project := owner + "/" + repo
+	unlock, err := f.labelMakers.Lock(ctx, project)
+	if err != nil {
+		return nil, classify(forge.OpAny, "gitea: make labels on "+project, nil, err)
+	}
+	defer unlock()
+	byName, err := f.repoLabels(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	made, refused := map[string]int64{}, map[string]error{}
 	for _, name := range names {
-		if id, ok := existing[name]; ok {
-			ids = append(ids, id)
+		if byName[name] != 0 {
 			continue
 		}
-		err := f.call(ctx, "create label "+owner+"/"+repo+" "+name, func(c *sdk.Client) (*sdk.Response, error) {
-			l, resp, err := c.CreateLabel(owner, repo, sdk.CreateLabelOption{Name: name, Color: "#5319e7",
-				Description: "managed by workqueue"})
-			if err == nil && l != nil {
-				ids = append(ids, l.ID)
-			}
-			return resp, err
+		l, err := callGet(ctx, f, "create label "+name+" on "+project, func(c *sdk.Client) (*sdk.Label, *sdk.Response, error) {
+			return c.CreateLabel(owner, repo, sdk.CreateLabelOption{Name: name, Color: labelColor, Description: "made by workqueue"})
 		})
-		if err != nil {
+		var fe *wq.ForgeError
+		switch {
+		case err == nil:
+			made[name] = l.ID
+		case errors.As(err, &fe) && (fe.Kind == wq.ForgeConflict || fe.Status == http.StatusUnprocessableEntity):
+			refused[name] = err
+		default:
 			return nil, err
 		}
 	}
-	return ids, nil
+	if len(made)+len(refused) == 0 {
+		return byName, nil // another caller of this Forge made them
+	}
+	if byName, err = f.repoLabels(ctx, owner, repo); err != nil {
+		return nil, err
+	}
+	for name, id := range made {
+		switch oldest := byName[name]; {
+		case oldest == 0: // a list that shifted while it was read
+			byName[name] = id
+		case oldest != id:
+			_ = f.call(ctx, fmt.Sprintf("delete duplicate label %d on %s", id, project), func(c *sdk.Client) (*sdk.Response, error) {
+				return c.DeleteLabel(owner, repo, id)
+			})
+		}
+	}
+	for name, err := range refused {
+		if byName[name] == 0 {
+			return nil, err
+		}
+	}
+	return byName, nil
 }
 
 // GetMergeRequest reads one PR.
@@ -818,8 +904,37 @@ func (f *Forge) GetWork(ctx context.Context, project, kind string, number int64)
 	return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: " + what, Message: "unknown kind of work " + kind}
 }
 
+// CreateIssue opens an issue (POST /repos/{o}/{r}/issues) with its labels
+// by id (labelIDs: the repository's labels listed first, a name it lacks
+// made). It returns the issue as Gitea answered: Gitea drops the labels
+// of a token that may not write issues, and those are not reported.
+func (f *Forge) CreateIssue(ctx context.Context, req wq.IssueCreate) (*wq.WorkInfo, error) {
+	owner, repo, err := splitProject(req.Project)
+	if err != nil {
+		return nil, err
+	}
+	what := "create issue on " + req.Project
+	if strings.TrimSpace(req.Title) == "" {
+		// Refused by the SDK before sending, like an empty label name.
+		return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: " + what, Message: "empty title"}
+	}
+	ids, err := f.labelIDs(ctx, owner, repo, req.Labels)
+	if err != nil {
+		return nil, err
+	}
+	is, err := callGet(ctx, f, what, func(c *sdk.Client) (*sdk.Issue, *sdk.Response, error) {
+		return c.CreateIssue(owner, repo, sdk.CreateIssueOption{Title: req.Title, Body: req.Body, Labels: ids})
+	})
+	if err != nil {
+		return nil, err
+	}
+	w := issueWork(is)
+	return &w, nil
+}
+
 func issueWork(is *sdk.Issue) wq.WorkInfo {
-	w := wq.WorkInfo{Kind: wq.WorkIssue, Number: is.Index, State: wq.MergeRequestOpen, Title: is.Title, UpdatedAt: is.Updated.UTC()}
+	w := wq.WorkInfo{Kind: wq.WorkIssue, Number: is.Index, State: wq.MergeRequestOpen, Title: is.Title, URL: is.HTMLURL,
+		UpdatedAt: is.Updated.UTC()}
 	if is.State == sdk.StateClosed {
 		w.State = wq.MergeRequestClosed
 	}
@@ -835,7 +950,7 @@ func issueWork(is *sdk.Issue) wq.WorkInfo {
 // pullWork is pr as work, its review verdict read with one more call.
 func (f *Forge) pullWork(ctx context.Context, owner, repo string, pr *sdk.PullRequest) (wq.WorkInfo, error) {
 	mr := toMergeRequest(pr)
-	w := wq.WorkInfo{Kind: wq.WorkPR, Number: pr.Index, State: mr.State, Title: pr.Title, Labels: mr.Labels,
+	w := wq.WorkInfo{Kind: wq.WorkPR, Number: pr.Index, State: mr.State, Title: pr.Title, Labels: mr.Labels, URL: mr.URL,
 		HeadSHA: mr.HeadSHA, Mergeable: mr.Mergeable, LinkedIssues: forge.ClosingIssues(pr.Body)}
 	if pr.Poster != nil {
 		w.Author = pr.Poster.UserName
@@ -843,7 +958,10 @@ func (f *Forge) pullWork(ctx context.Context, owner, repo string, pr *sdk.PullRe
 	if pr.Updated != nil {
 		w.UpdatedAt = pr.Updated.UTC()
 	}
-	reviews, err := f.reviews(ctx, owner, repo, pr.Index)
+	reviews, err := listCounted(ctx, f, fmt.Sprintf("list reviews of %s/%s!%d", owner, repo, pr.Index),
+		func(c *sdk.Client, page sdk.ListOptions) ([]*sdk.PullReview, *sdk.Response, error) {
+			return c.ListPullReviews(owner, repo, pr.Index, sdk.ListPullReviewsOptions{ListOptions: page})
+		})
 	if err != nil {
 		return wq.WorkInfo{}, err
 	}
@@ -851,24 +969,24 @@ func (f *Forge) pullWork(ctx context.Context, owner, repo string, pr *sdk.PullRe
 	return w, nil
 }
 
-// reviews lists every review of a pull request. Gitea sends no Link header
-// here, only X-Total-Count.
-func (f *Forge) reviews(ctx context.Context, owner, repo string, index int64) ([]*sdk.PullReview, error) {
-	var out []*sdk.PullReview
+// listCounted is listAll for the lists Gitea pages with X-Total-Count
+// alone, without a Link header (reviews, labels): pages are read until
+// they hold the total, or one comes back empty.
+func listCounted[T any](ctx context.Context, f *Forge, what string, list func(c *sdk.Client, page sdk.ListOptions) ([]T, *sdk.Response, error)) ([]T, error) {
+	var out []T
 	for page := 1; ; page++ {
-		var list []*sdk.PullReview
+		var items []T
 		var resp *sdk.Response
-		err := f.call(ctx, fmt.Sprintf("list reviews of %s/%s!%d", owner, repo, index), func(c *sdk.Client) (*sdk.Response, error) {
-			var err error
-			list, resp, err = c.ListPullReviews(owner, repo, index, sdk.ListPullReviewsOptions{ListOptions: sdk.ListOptions{Page: page, PageSize: WorkPageSize}})
+		err := f.call(ctx, what, func(c *sdk.Client) (_ *sdk.Response, err error) {
+			items, resp, err = list(c, sdk.ListOptions{Page: page, PageSize: WorkPageSize})
 			return resp, err
 		})
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, list...)
+		out = append(out, items...)
 		total, _ := strconv.Atoi(resp.Header.Get("X-Total-Count"))
-		if len(list) == 0 || page*WorkPageSize >= total {
+		if len(items) == 0 || len(out) >= total {
 			return out, nil
 		}
 	}

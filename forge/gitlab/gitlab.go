@@ -627,8 +627,29 @@ func (f *Forge) GetWork(ctx context.Context, project, kind string, number int64)
 	return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitlab: " + what, Message: "unknown kind of work " + kind}
 }
 
+// CreateIssue opens an issue (POST /projects/:id/issues) of type issue,
+// the only type that is work (see ListOpenWork). Labels are names on
+// GitLab, and GitLab makes a label the project lacks itself.
+func (f *Forge) CreateIssue(ctx context.Context, req wq.IssueCreate) (*wq.WorkInfo, error) {
+	opt := &gl.CreateIssueOptions{Title: &req.Title, Description: &req.Body, IssueType: gl.Ptr("issue")}
+	if len(req.Labels) > 0 {
+		opt.Labels = gl.Ptr(gl.LabelOptions(req.Labels))
+	}
+	var is *gl.Issue
+	err := f.call(ctx, "create issue on "+req.Project, func(o gl.RequestOptionFunc) (err error) {
+		is, _, err = f.client.Issues.CreateIssue(req.Project, opt, o)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	w := issueWork(is)
+	return &w, nil
+}
+
 func issueWork(is *gl.Issue) wq.WorkInfo {
-	w := wq.WorkInfo{Kind: wq.WorkIssue, Number: is.IID, State: wq.MergeRequestOpen, Title: is.Title, Labels: []string(is.Labels)}
+	w := wq.WorkInfo{Kind: wq.WorkIssue, Number: is.IID, State: wq.MergeRequestOpen, Title: is.Title, Labels: []string(is.Labels),
+		URL: is.WebURL}
 	if is.State == "closed" {
 		w.State = wq.MergeRequestClosed
 	}
@@ -644,7 +665,7 @@ func issueWork(is *gl.Issue) wq.WorkInfo {
 // mergeRequestWork is mr as work, its approvals read with one more call.
 func (f *Forge) mergeRequestWork(ctx context.Context, project string, mr *gl.BasicMergeRequest) (wq.WorkInfo, error) {
 	m := toMergeRequest(&gl.MergeRequest{BasicMergeRequest: *mr})
-	w := wq.WorkInfo{Kind: wq.WorkPR, Number: mr.IID, State: m.State, Title: mr.Title, Labels: []string(mr.Labels),
+	w := wq.WorkInfo{Kind: wq.WorkPR, Number: mr.IID, State: m.State, Title: mr.Title, Labels: []string(mr.Labels), URL: mr.WebURL,
 		HeadSHA: mr.SHA, Mergeable: m.Mergeable, LinkedIssues: forge.ClosingIssues(mr.Description)}
 	if mr.Author != nil {
 		w.Author = mr.Author.Username

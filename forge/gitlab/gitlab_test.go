@@ -2,6 +2,7 @@ package gitlab_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -418,5 +420,43 @@ func TestApprovalsMakeAMergeRequestApproved(t *testing.T) {
 	}
 	if got := verdict(); got != wq.ReviewNone {
 		t.Errorf("unapproved: %q", got)
+	}
+}
+
+func TestAnIssueIsOpenedAsAPlainIssueWithItsLabelsByName(t *testing.T) {
+	// Labels go by name, for GitLab to make those the project lacks, and
+	// the type is asked for: an incident would not be work.
+	type request struct {
+		method, path, contentType string
+		body                      map[string]any
+	}
+	got := make(chan request, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req := request{method: r.Method, path: r.URL.EscapedPath(), contentType: r.Header.Get("Content-Type")}
+		json.NewDecoder(r.Body).Decode(&req.body)
+		got <- req
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprint(w, `{"id": 9001, "iid": 7, "title": "Disk full", "state": "opened", "labels": ["incident", "sev2"],
+			"author": {"username": "bridge"}, "issue_type": "issue", "updated_at": "2026-03-01T10:00:00.123Z",
+			"web_url": "https://gitlab.example/g/p/-/issues/7"}`)
+	}))
+	defer srv.Close()
+	f, _ := gitlab.New(srv.URL, "t", gitlab.Options{})
+	w, err := f.CreateIssue(context.Background(), wq.IssueCreate{Project: "g/p", Title: "Disk full", Body: "from Sentry",
+		Labels: []string{"incident", "sev2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := <-got
+	wantBody := map[string]any{"title": "Disk full", "description": "from Sentry", "labels": "incident,sev2", "issue_type": "issue"}
+	if req.method != "POST" || req.path != "/api/v4/projects/g%2Fp/issues" || !strings.HasPrefix(req.contentType, "application/json") ||
+		fmt.Sprint(req.body) != fmt.Sprint(wantBody) {
+		t.Errorf("request %+v, want POST /api/v4/projects/g%%2Fp/issues with %v", req, wantBody)
+	}
+	want := wq.WorkInfo{Kind: wq.WorkIssue, Number: 7, State: wq.MergeRequestOpen, Title: "Disk full", Labels: []string{"incident", "sev2"},
+		URL: "https://gitlab.example/g/p/-/issues/7", Author: "bridge", UpdatedAt: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
+	if diff := cmp.Diff(want, *w); diff != "" {
+		t.Errorf("CreateIssue (-want +got):\n%s", diff)
 	}
 }

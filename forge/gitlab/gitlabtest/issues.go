@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -63,7 +64,7 @@ func (s *Server) issues(r *http.Request, p *project, rest []string) (int, any, *
 				IssueType    string `json:"issue_type"`
 				Confidential bool   `json:"confidential"`
 			}
-			if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Title == "" {
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil || strings.TrimSpace(req.Title) == "" {
 				return 0, nil, fail(400, "title is missing")
 			}
 			it := req.IssueType

@@ -1,0 +1,134 @@
+package incident
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// LinkState is where a link stands.
+type LinkState string
+
+// Link states.
+const (
+	// LinkCreating: a bridge claimed the link and is filing its forge
+	// issue; the link has no issue yet.
+	LinkCreating LinkState = "creating"
+	// LinkLinked: the link names its forge issue.
+	LinkLinked LinkState = "linked"
+)
+
+// Link is the row that ties a provider issue to the forge issue filed
+// for it (seed 003's incident_links): the provider issue's key, the forge
+// issue, and the latest of what the provider observed.
+type Link struct {
+	ID string `json:"id"`
+	Key
+	Forge       string `json:"forge"`
+	Repo        string `json:"repo"`
+	IssueNumber int64  `json:"issue_number,omitempty"` // 0 while creating
+	IssueURL    string `json:"issue_url,omitempty"`
+	// The observation fields, as merged from every observation (see
+	// Merge).
+	Status     string    `json:"status,omitempty"`
+	EventCount int64     `json:"event_count"`
+	Permalink  string    `json:"permalink,omitempty"`
+	FirstSeen  time.Time `json:"first_seen,omitzero"`
+	LastSeen   time.Time `json:"last_seen,omitzero"`
+	LinkedPRs  []int64   `json:"linked_prs,omitempty"`
+	State      LinkState `json:"state"`
+	// ClaimedAt is when the claim of a creating link was made or taken
+	// over; ClaimToken names the bridge call holding it. A bridge
+	// finishes only a claim whose token is still its own.
+	ClaimedAt  time.Time `json:"claimed_at,omitzero"`
+	ClaimToken string    `json:"-"`
+	// Revision counts the writes of the row: UpdateLink compares it.
+	Revision  int64     `json:"revision"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// IssueRef names a forge issue filed for a link.
+type IssueRef struct {
+	Number int64
+	URL    string
+}
+
+// LinkFilter selects links for ListLinks; zero fields do not filter.
+type LinkFilter struct {
+	Provider     string
+	Organization string
+	Project      string
+	Forge        string
+	Repo         string
+	State        LinkState
+	Limit        int // at most this many (the store caps it at 500)
+}
+
+// Store is the bridge's persistence: controlplane/cpstore implements it
+// on SQLite and PostgreSQL (cpstore.NewIncidents), and both pass the
+// conformance suite cpstoretest.RunIncidents. Times come from the caller.
+type Store interface {
+	// GetLink returns the link of key. ENOTFOUND.
+	GetLink(ctx context.Context, key Key) (*Link, error)
+	// ClaimLink inserts l in state creating under l.ClaimToken (l.ID is
+	// made when empty), unless a link of its key exists: then it returns
+	// that link, as stored, and claimed false. However many callers
+	// claim one key at once, on however many pools, one inserts.
+	// EINVALID for a link without a claim token.
+	ClaimLink(ctx context.Context, l Link) (got *Link, claimed bool, err error)
+	// FinishClaim sets the issue of the creating link of key, and makes
+	// it linked, if its claim token is still token. ENOTFOUND; ECONFLICT
+	// when the claim was taken over or the link is linked already.
+	FinishClaim(ctx context.Context, key Key, token string, issue IssueRef, now time.Time) (*Link, error)
+	// UpdateLink writes the observation fields of to (Status,
+	// EventCount, Permalink, FirstSeen, LastSeen, LinkedPRs) over the
+	// linked row of from's key if its revision is still from.Revision,
+	// and returns the row as stored. ENOTFOUND; ECONFLICT when the row
+	// changed meanwhile or is not linked.
+	UpdateLink(ctx context.Context, from, to Link, now time.Time) (*Link, error)
+	// TakeOverClaim gives the creating link of key to a new claim
+	// (token, claimed at now) if its claim token is still staleToken: a
+	// compare-and-set, so that of the callers taking over one stale
+	// claim one wins. ENOTFOUND; ECONFLICT when the claim changed or
+	// the link is linked.
+	TakeOverClaim(ctx context.Context, key Key, staleToken, token string, now time.Time) (*Link, error)
+	// ListLinks returns links newest first.
+	ListLinks(ctx context.Context, f LinkFilter) ([]Link, error)
+	// ImportLegacy imports the old tool's links, if its table
+	// incident_links exists in the database, collapsed by
+	// CollapseLegacy, in one transaction: a link whose key is linked
+	// already is left as it is, so importing again changes nothing. The
+	// legacy table is only read. A conflict fails it with a
+	// *LegacyConflictError (ECONFLICT) and nothing written; a row it
+	// cannot read with EINVALID naming the row.
+	ImportLegacy(ctx context.Context, now time.Time) (ImportReport, error)
+}
+
+// Merge is l with an observation taken in: the count and the seen times
+// only grow (the highest count, the earliest first seen, the latest last
+// seen), status and permalink follow the observation unless it is older
+// than what l holds or does not say, and linked pull requests
+// accumulate. changed says whether anything moved, so that a repeated
+// delivery writes nothing. obs must be redacted.
+func Merge(l Link, obs Observation) (merged Link, changed bool) {
+	merged = l
+	newer := obs.LastSeen.IsZero() || !obs.LastSeen.Before(l.LastSeen)
+	if newer && obs.Status != "" {
+		merged.Status = obs.Status
+	}
+	if newer && obs.Permalink != "" {
+		merged.Permalink = obs.Permalink
+	}
+	merged.EventCount = max(l.EventCount, obs.EventCount)
+	if !obs.FirstSeen.IsZero() && (l.FirstSeen.IsZero() || obs.FirstSeen.Before(l.FirstSeen)) {
+		merged.FirstSeen = obs.FirstSeen
+	}
+	if obs.LastSeen.After(l.LastSeen) {
+		merged.LastSeen = obs.LastSeen
+	}
+	merged.LinkedPRs = sortedPRs(append(slices.Clone(l.LinkedPRs), obs.LinkedPRs...))
+	changed = merged.Status != l.Status || merged.Permalink != l.Permalink || merged.EventCount != l.EventCount ||
+		!merged.FirstSeen.Equal(l.FirstSeen) || !merged.LastSeen.Equal(l.LastSeen) || !slices.Equal(merged.LinkedPRs, l.LinkedPRs)
+	return merged, changed
+}

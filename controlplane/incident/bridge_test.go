@@ -67,6 +67,12 @@ func newWorld(t *testing.T, s incident.Store) *world {
 // newBridge is another bridge of the world (another serve process) on s.
 func (w *world) newBridge(s incident.Store) *incident.Bridge {
 	w.t.Helper()
+	return w.newBridgeWith(s, projects)
+}
+
+// newBridgeWith is a bridge of the world mapping other projects.
+func (w *world) newBridgeWith(s incident.Store, projects []incident.Project) *incident.Bridge {
+	w.t.Helper()
 	forges := func(name string) (incident.IssueForge, bool) { return w.forge, name == "gitea" }
 	b, err := incident.New(s, forges, projects, w.clock, slog.New(slog.NewTextHandler(w.logs, nil)))
 	if err != nil {

@@ -147,15 +147,14 @@ func (b *Bridge) Reconcile(ctx context.Context, obs Observation, apply bool) (*R
 	// re-reads it. Three rounds are enough: a link only moves forward
 	// (none, creating, linked), and a linked one changes only by merges.
 	for range 3 {
+		if res := b.waiting(obs, p, link); res != nil {
+			return res, nil
+		}
 		var res *Result
 		switch {
 		case link == nil:
-			if resolved(obs.Status) {
-				return b.result(OutcomeSkipped, p, nil, nil, "the provider says the issue is "+obs.Status), nil
-			}
 			token := uuid.NewString()
-			claim := newClaim(obs, p, token, b.now())
-			got, claimed, err := b.store.ClaimLink(ctx, claim)
+			got, claimed, err := b.store.ClaimLink(ctx, newClaim(obs, p, token, b.now()))
 			if err != nil {
 				return nil, fmt.Errorf("claim incident link %s: %w", obs.Key, err)
 			}
@@ -166,9 +165,7 @@ func (b *Bridge) Reconcile(ctx context.Context, obs Observation, apply bool) (*R
 			continue
 		case link.State == LinkLinked:
 			res, err = b.update(ctx, obs, p, *link)
-		case b.clock.Since(link.ClaimedAt) < ClaimTimeout:
-			return b.result(OutcomePending, p, nil, link, "another call is filing the issue since "+timeText(link.ClaimedAt)), nil
-		default:
+		default: // a stale claim
 			token := uuid.NewString()
 			var got *Link
 			got, err = b.store.TakeOverClaim(ctx, obs.Key, link.ClaimToken, token, b.now())
@@ -203,16 +200,28 @@ func (b *Bridge) result(o Outcome, p Project, plan *IssuePlan, l *Link, reason s
 	return &Result{Outcome: o, Forge: p.Forge, Repo: p.Repo, Issue: plan, Link: l, Reason: reason}
 }
 
-func (b *Bridge) dryRun(obs Observation, p Project, plan IssuePlan, link *Link) *Result {
+// waiting is the answer when there is nothing to do now, the same in a
+// dry run as applied: no link and an issue the provider resolved
+// (skipped), or a claim in progress (pending); nil otherwise.
+func (b *Bridge) waiting(obs Observation, p Project, link *Link) *Result {
 	switch {
 	case link == nil && resolved(obs.Status):
 		return b.result(OutcomeSkipped, p, nil, nil, "the provider says the issue is "+obs.Status)
+	case link != nil && link.State == LinkCreating && b.clock.Since(link.ClaimedAt) < ClaimTimeout:
+		return b.result(OutcomePending, p, nil, link, "another call is filing the issue since "+timeText(link.ClaimedAt))
+	}
+	return nil
+}
+
+func (b *Bridge) dryRun(obs Observation, p Project, plan IssuePlan, link *Link) *Result {
+	if res := b.waiting(obs, p, link); res != nil {
+		return res
+	}
+	switch {
 	case link == nil:
 		return b.result(OutcomeWouldCreate, p, &plan, nil, "")
 	case link.State == LinkLinked:
 		return b.result(OutcomeWouldUpdate, p, nil, link, fmt.Sprintf("link %s names issue #%d", link.ID, link.IssueNumber))
-	case b.clock.Since(link.ClaimedAt) < ClaimTimeout:
-		return b.result(OutcomePending, p, nil, link, "another call is filing the issue since "+timeText(link.ClaimedAt))
 	}
 	return b.result(OutcomeWouldCreate, p, &plan, link, "would take over the claim made at "+timeText(link.ClaimedAt))
 }

@@ -1,6 +1,7 @@
 package incident
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -189,9 +190,11 @@ func (e *sentryEvent) observation() Observation {
 
 // sentryScope reads the organization (and the project, where it is
 // named) from Sentry URLs: /api/0/projects/{org}/{project}/… names both,
-// /organizations/{org}/… the organization. The first URL that names it
-// wins.
+// /organizations/{org}/… the organization, and so does a sentry.io host
+// of the organization's own ({org}.sentry.io, not a region's). The first
+// URL that names it wins.
 func sentryScope(urls ...string) (org, project string) {
+	var host string
 	for _, raw := range urls {
 		u, err := url.Parse(raw)
 		if err != nil {
@@ -213,8 +216,15 @@ func sentryScope(urls ...string) (org, project string) {
 				}
 			}
 		}
+		if label, ok := strings.CutSuffix(u.Hostname(), ".sentry.io"); ok && host == "" && !strings.Contains(label, ".") {
+			switch label {
+			case "us", "de", "www":
+			default:
+				host = label
+			}
+		}
 	}
-	return org, project
+	return cmp.Or(org, host), project
 }
 
 // ParseGlitchTip authenticates and reads one GlitchTip alert delivery (a

@@ -129,6 +129,32 @@ func TestParseSentryEventAlert(t *testing.T) {
 	}
 }
 
+// TestSentryOrganizationFromTheURLs: the organization is read from the
+// signed payload's URLs, whichever of them names it.
+func TestSentryOrganizationFromTheURLs(t *testing.T) {
+	for _, c := range []struct {
+		name, issue string
+		org         string
+	}{
+		{"an API project URL", `"project_url":"https://sentry.example.com/api/0/projects/shopco/checkout/"`, "shopco"},
+		{"a web URL", `"web_url":"https://sentry.example.com/organizations/shopco/issues/1/"`, "shopco"},
+		{"an organization's own host", `"web_url":"https://shopco.sentry.io/issues/1/"`, "shopco"},
+		{"a region's host names none", `"url":"https://us.sentry.io/api/0/issues/1/"`, ""},
+		{"no URL names none", `"permalink":null`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := []byte(`{"action":"created","data":{"issue":{"id":"1","project":{"slug":"checkout"},` + c.issue + `}}}`)
+			d, err := incident.ParseSentry(body, incident.SentryResourceIssue, sign(body, clientSecret), clientSecret)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d.Observations[0].Organization; got != c.org {
+				t.Errorf("organization %q, want %q", got, c.org)
+			}
+		})
+	}
+}
+
 func TestParseSentryIgnoresOtherResources(t *testing.T) {
 	for _, resource := range []string{"installation", "metric_alert", "comment", "error", ""} {
 		got := parseSentry(t, "sentry_installation.json", resource)

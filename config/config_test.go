@@ -324,9 +324,10 @@ func TestControlPlaneDefaults(t *testing.T) {
 	}
 }
 
-func TestTheExamplesControlPlaneSectionLoadsUncommented(t *testing.T) {
-	// The section is commented out in the example (the inventory is off
-	// until repos are configured); uncommented, it must say what it shows.
+// exampleSection is the example config's commented-out section named
+// key, uncommented, after a forge named gitea.
+func exampleSection(t *testing.T, key string) string {
+	t.Helper()
 	b, err := os.ReadFile("../workqueue.example.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +335,7 @@ func TestTheExamplesControlPlaneSectionLoadsUncommented(t *testing.T) {
 	lines := strings.Split(string(b), "\n")
 	var section []string
 	for i, l := range lines {
-		if l == "# control_plane:" {
+		if l == "# "+key+":" {
 			for _, l := range lines[i:] {
 				if !strings.HasPrefix(l, "# ") {
 					break
@@ -344,9 +345,29 @@ func TestTheExamplesControlPlaneSectionLoadsUncommented(t *testing.T) {
 		}
 	}
 	if len(section) == 0 {
-		t.Fatal("no commented control_plane section in the example")
+		t.Fatalf("no commented %s section in the example", key)
 	}
-	doc := "forges: [{name: gitea, kind: gitea, url: 'http://127.0.0.1:3000', token_env: T}]\n" + strings.Join(section, "\n")
+	return "forges: [{name: gitea, kind: gitea, url: 'http://127.0.0.1:3000', token_env: T}]\n" + strings.Join(section, "\n")
+}
+
+func TestTheExamplesIncidentsSectionLoadsUncommented(t *testing.T) {
+	doc := exampleSection(t, "incidents")
+	cfg, err := config.Parse(strings.NewReader(doc))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, doc)
+	}
+	want := config.Incidents{Projects: []config.IncidentProject{{Provider: "sentry", Organization: "shopco", Project: "checkout",
+		Forge: "gitea", Repo: "demo/shop", Labels: []string{"incident"}}},
+		Sentry: config.IncidentSecret{SecretEnv: "SENTRY_CLIENT_SECRET"}, GlitchTip: config.IncidentSecret{SecretEnv: "GLITCHTIP_WEBHOOK_SECRET"}}
+	if diff := cmp.Diff(want, cfg.Incidents); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestTheExamplesControlPlaneSectionLoadsUncommented(t *testing.T) {
+	// The section is commented out in the example (the inventory is off
+	// until repos are configured); uncommented, it must say what it shows.
+	doc := exampleSection(t, "control_plane")
 	cfg, err := config.Parse(strings.NewReader(doc))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, doc)

@@ -3,8 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -91,14 +89,8 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool 
 
 // decodeBodyUpTo is decodeBody for a body of at most max bytes.
 func (s *Server) decodeBodyUpTo(w http.ResponseWriter, r *http.Request, v any, max int64) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			s.problem(w, r, http.StatusRequestEntityTooLarge, wq.EINVALID, "body is larger than "+strconv.FormatInt(max, 10)+" bytes")
-			return false
-		}
-		s.Error(w, r, wq.Errorf(wq.EINVALID, "body: %v", err))
+	body, ok := s.readBody(w, r, max, http.StatusUnprocessableEntity)
+	if !ok {
 		return false
 	}
 	if err := strictjson.Decode(body, v, ""); err != nil {

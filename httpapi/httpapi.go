@@ -21,6 +21,7 @@ import (
 	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/controlplane/incident"
 	"github.com/workqueue-dev/workqueue/service"
 )
 
@@ -36,7 +37,10 @@ type Server struct {
 	proxyHeader string
 	clock       clockwork.Clock
 	cp          *controlplane.Service // nil: no control-plane routes
-	mux         *http.ServeMux
+	// incidents is the incident bridge; nil: no incident routes.
+	incidents       *incident.Bridge
+	incidentSecrets IncidentSecrets
+	mux             *http.ServeMux
 }
 
 // NewServer returns the HTTP interface. items and authn may be nil: then
@@ -91,6 +95,7 @@ func (s *Server) routes() []route {
 		rs = append(rs, route{"POST", "/webhooks/{forge}", s.receiveWebhook})
 	}
 	rs = append(rs, s.controlRoutes()...)
+	rs = append(rs, s.incidentRoutes()...)
 	if s.items == nil {
 		return rs
 	}

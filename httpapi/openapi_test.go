@@ -17,6 +17,8 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
+	"github.com/workqueue-dev/workqueue/controlplane/incident"
 	"github.com/workqueue-dev/workqueue/internal/testapi"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
@@ -43,7 +45,7 @@ func testServer(t *testing.T) (*Server, map[auth.Permission]string) {
 	cfg.Projects = []config.Project{{Match: "team/**", Forge: "gitea"}}
 	tokens := map[auth.Permission]string{}
 	var configured []auth.Token
-	for _, p := range []auth.Permission{auth.Read, auth.Submit, auth.Retry, auth.Agent} {
+	for _, p := range []auth.Permission{auth.Read, auth.Submit, auth.Retry, auth.Agent, auth.Incidents} {
 		tok, hash, _ := auth.NewToken()
 		tokens[p] = tok
 		configured = append(configured, auth.Token{Name: string(p), SHA256: hash, Permissions: []auth.Permission{p, auth.Read}})
@@ -55,7 +57,18 @@ func testServer(t *testing.T) (*Server, map[auth.Permission]string) {
 	items := testapi.Items(st, cfg)
 	hooks := testapi.Webhooks(st, cfg, items, "hook-secret")
 	s := NewServerWithWebhooks(st, items, hooks, authn, testkit.Quiet())
-	s.SetControlPlane(&controlplane.Service{Store: testdb.ControlPlane(t, store.KindSQLite)})
+	cps := testdb.ControlPlane(t, store.KindSQLite)
+	s.SetControlPlane(&controlplane.Service{Store: cps})
+	links, err := cpstore.NewIncidents(cps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bridge, err := incident.New(links, func(string) (incident.IssueForge, bool) { return nil, true },
+		[]incident.Project{{Provider: "sentry", Organization: "shop", Project: "web", Forge: "gitea", Repo: "team/app"}}, nil, testkit.Quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetIncidents(bridge, IncidentSecrets{Sentry: "sentry-secret", GlitchTip: "glitchtip-secret"})
 	return s, tokens
 }
 
@@ -148,6 +161,12 @@ func TestResponsesFollowTheOpenAPIDocument(t *testing.T) {
 		{"GET", "/api/v1/checkpoints?work_number=-1", "/api/v1/checkpoints", tok[auth.Agent], "", 422},
 		{"POST", "/api/v1/checkpoints/reconcile", "/api/v1/checkpoints/reconcile", tok[auth.Agent], `{"session_id":"{id}","forge":"gitea","repo":"team/app","head_sha":"abcdef0"}`, 200},
 		{"POST", "/api/v1/checkpoints/reconcile", "/api/v1/checkpoints/reconcile", tok[auth.Agent], `{"session_id":"{id}","forge":"gitea","repo":"team/app","work_kind":"pr","work_number":9}`, 404},
+		// The incident bridge: dry runs only (no forge here).
+		{"POST", "/api/v1/incidents/reconcile", "/api/v1/incidents/reconcile", tok[auth.Incidents], `{"observation":{"provider":"sentry","organization":"shop","project":"web","fingerprint":"42","title":"boom","event_count":3}}`, 200},
+		{"POST", "/api/v1/incidents/reconcile", "/api/v1/incidents/reconcile", tok[auth.Incidents], `{"observation":{"provider":"sentry","organization":"shop","project":"web"}}`, 422},
+		{"POST", "/api/v1/incidents/reconcile", "/api/v1/incidents/reconcile", tok[auth.Agent], `{"observation":{"provider":"sentry","organization":"shop","project":"web","fingerprint":"42"}}`, 403},
+		{"POST", "/webhooks/incidents/sentry", "/webhooks/incidents/sentry", "", `{"action":"created","data":{}}`, 401},
+		{"POST", "/webhooks/incidents/glitchtip?secret=wrong", "/webhooks/incidents/glitchtip", "", `{"text":"GlitchTip Alert","attachments":[]}`, 401},
 		{"POST", "/api/v1/sessions/{id}/end", "/api/v1/sessions/{id}/end", tok[auth.Agent], "", 200},
 		{"POST", "/api/v1/sessions/{id}/end", "/api/v1/sessions/{id}/end", tok[auth.Agent], "", 409},
 	} {

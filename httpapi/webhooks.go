@@ -14,14 +14,8 @@ import (
 // delivery's signature or token, not by a bearer token, and answers 2xx
 // only once the event is committed.
 func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, webhook.MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			s.problem(w, r, http.StatusRequestEntityTooLarge, wq.EINVALID, "body is larger than "+strconv.Itoa(webhook.MaxBodyBytes)+" bytes")
-			return
-		}
-		s.problem(w, r, http.StatusBadRequest, wq.EINVALID, "body: "+err.Error())
+	body, ok := s.readBody(w, r, webhook.MaxBodyBytes, http.StatusBadRequest)
+	if !ok {
 		return
 	}
 	got, err := s.webhooks.Receive(r.Context(), r.PathValue("forge"), r.Header, body)
@@ -39,4 +33,21 @@ func webhookStatus(code string) int {
 		return http.StatusBadRequest
 	}
 	return statusOf(code)
+}
+
+// readBody reads a body of at most max bytes. A larger one is answered
+// 413, one that cannot be read with status (422 for a call of the API,
+// 400 for a delivery).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, max int64, status int) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err == nil {
+		return body, true
+	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		s.problem(w, r, http.StatusRequestEntityTooLarge, wq.EINVALID, "body is larger than "+strconv.FormatInt(max, 10)+" bytes")
+	} else {
+		s.problem(w, r, status, wq.EINVALID, "body: "+err.Error())
+	}
+	return nil, false
 }

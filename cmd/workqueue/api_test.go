@@ -35,7 +35,8 @@ type apiWorld struct {
 	repo   string
 }
 
-// thisRepo, as a control_plane.repos match in startAPI's edit, stands for
+// thisRepo, as a control_plane.repos match or an incidents.projects repo
+// in startAPI's edit, stands for
 // the world's repository, which is made before the configuration.
 const thisRepo = "{this repository}"
 
@@ -67,6 +68,11 @@ func startAPI(t testing.TB, forgeURL string, edit func(*config.Config)) *apiWorl
 	for i, r := range cfg.ControlPlane.Repos {
 		if r.Match == thisRepo {
 			cfg.ControlPlane.Repos[i].Match = w.repo
+		}
+	}
+	for i, p := range cfg.Incidents.Projects {
+		if p.Repo == thisRepo {
+			cfg.Incidents.Projects[i].Repo = w.repo
 		}
 	}
 	if err := cfg.Validate(); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
+	"github.com/workqueue-dev/workqueue/controlplane/incident"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/example"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
@@ -161,6 +162,9 @@ func (m *Main) Run(ctx context.Context) error {
 	api.SetAudit(audit.Safe(sink, m.Log))
 	api.SetClock(m.Clock)
 	api.SetControlPlane(cps)
+	if err := m.serveIncidents(ctx, api, all.cp, forges); err != nil {
+		return err
+	}
 	api.SetProxyAccessTokenHeader(m.Config.Auth.ProxyAccessTokenHeader)
 	m.HTTP = &http.Server{
 		Handler:           api,
@@ -174,6 +178,57 @@ func (m *Main) Run(ctx context.Context) error {
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.HTTP.Serve(m.listener) }()
 	m.Log.Info("listening", "addr", m.Addr())
+	return nil
+}
+
+// serveIncidents starts the incident bridge when incidents are
+// configured: the legacy links imported (or the start refused, naming
+// the conflicts), the reconcile route, and each provider's webhook
+// receiver that has a secret.
+func (m *Main) serveIncidents(ctx context.Context, api *httpapi.Server, cps controlplane.Store, forges map[string]wq.Forge) error {
+	cfg := m.Config.Incidents
+	if len(cfg.Projects) == 0 && cfg.ProjectsFile == "" {
+		return nil
+	}
+	listed, err := m.Config.IncidentProjects()
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	projects := make([]incident.Project, len(listed))
+	for i, p := range listed {
+		projects[i] = incident.Project{Provider: p.Provider, Organization: p.Organization, Project: p.Project,
+			Forge: p.Forge, Repo: p.Repo, Labels: p.Labels}
+	}
+	var secrets httpapi.IncidentSecrets
+	for _, s := range []struct {
+		field  string
+		secret config.IncidentSecret
+		into   *string
+	}{{"incidents.sentry", cfg.Sentry, &secrets.Sentry}, {"incidents.glitchtip", cfg.GlitchTip, &secrets.GlitchTip}} {
+		if s.secret.Configured() {
+			if *s.into, err = s.secret.Secret(s.field); err != nil {
+				return fmt.Errorf("config: %w", err)
+			}
+		}
+	}
+	links, err := cpstore.NewIncidents(cps)
+	if err != nil {
+		return err
+	}
+	bridge, err := incident.New(links, func(name string) (incident.IssueForge, bool) {
+		f, ok := forges[name]
+		return f, ok
+	}, projects, m.Clock, m.Log)
+	if err != nil {
+		return fmt.Errorf("incidents: %w", err)
+	}
+	rep, err := bridge.ImportLegacy(ctx)
+	if err != nil {
+		return fmt.Errorf("incidents: import the legacy incident_links table: %w", err)
+	}
+	m.Log.Info("incident bridge", "projects", len(projects), "sentry_webhook", secrets.Sentry != "",
+		"glitchtip_webhook", secrets.GlitchTip != "", "legacy_import", rep)
+	api.SetIncidents(bridge, secrets)
 	return nil
 }
 

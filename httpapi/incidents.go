@@ -1,0 +1,88 @@
+package httpapi
+
+import (
+	"net/http"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/auth"
+	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/controlplane/incident"
+)
+
+// IncidentSecrets are the webhook secrets of the incident providers; an
+// empty one leaves that provider's receiver off.
+type IncidentSecrets struct {
+	Sentry    string // the Sentry integration's client secret
+	GlitchTip string // the shared secret GlitchTip's webhook URL or header carries
+}
+
+// SetIncidents serves the incident bridge: POST /api/v1/incidents/reconcile
+// (permission incidents) and, for each provider with a secret, its
+// webhook receiver, which feeds the same path with apply.
+func (s *Server) SetIncidents(b *incident.Bridge, secrets IncidentSecrets) {
+	s.incidents, s.incidentSecrets = b, secrets
+	for _, rt := range s.incidentRoutes() {
+		s.mux.HandleFunc(rt.method+" "+rt.path, rt.handler)
+	}
+}
+
+func (s *Server) incidentRoutes() []route {
+	if s.incidents == nil {
+		return nil
+	}
+	rs := []route{{"POST", "/api/v1/incidents/reconcile", s.authenticated(auth.Incidents, jsonAction(s, http.StatusOK,
+		func(r *http.Request, _ cp.Caller, body *incidentBody) (any, error) {
+			return s.incidents.Reconcile(r.Context(), body.Observation, body.Apply)
+		}))}}
+	if secret := s.incidentSecrets.Sentry; secret != "" {
+		rs = append(rs, route{"POST", "/webhooks/incidents/sentry", s.incidentWebhook(func(r *http.Request, body []byte) (incident.Delivery, error) {
+			return incident.ParseSentry(body, r.Header.Get("Sentry-Hook-Resource"), r.Header.Get("Sentry-Hook-Signature"), secret)
+		})})
+	}
+	if secret := s.incidentSecrets.GlitchTip; secret != "" {
+		rs = append(rs, route{"POST", "/webhooks/incidents/glitchtip", s.incidentWebhook(func(r *http.Request, body []byte) (incident.Delivery, error) {
+			presented := r.Header.Get("X-Workqueue-Secret")
+			if presented == "" {
+				presented = r.URL.Query().Get("secret")
+			}
+			return incident.ParseGlitchTip(body, presented, secret)
+		})})
+	}
+	return rs
+}
+
+type incidentBody struct {
+	Observation incident.Observation `json:"observation"`
+	Apply       bool                 `json:"apply"`
+}
+
+// incidentWebhook reads a provider's delivery, authenticates and parses
+// it with parse, and reconciles every observation it carries, applied.
+// The answer lists each result, so that a provider's delivery log shows
+// what became of it.
+func (s *Server) incidentWebhook(parse func(r *http.Request, body []byte) (incident.Delivery, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, ok := s.readBody(w, r, incident.MaxDeliveryBytes, http.StatusBadRequest)
+		if !ok {
+			return
+		}
+		d, err := parse(r, body)
+		if err != nil {
+			if wq.ErrorCode(err) == wq.EUNAUTHORIZED {
+				s.log.Warn("incident webhook refused", "path", r.URL.Path, "remote", r.RemoteAddr, "reason", wq.ErrorMessage(err))
+			}
+			s.Error(w, r, err)
+			return
+		}
+		results := []*incident.Result{}
+		for _, obs := range d.Observations {
+			res, err := s.incidents.Reconcile(r.Context(), obs, true)
+			if err != nil {
+				s.Error(w, r, err)
+				return
+			}
+			results = append(results, res)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"results": results, "ignored": d.Ignored})
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/controlplane/incident"
 )
 
 // The control plane's client commands: sessions, work, allocate, gate,
@@ -464,4 +465,43 @@ func printCheckpoint(w io.Writer, c *cp.Checkpoint) {
 			fmt.Fprintf(w, "%s: %s\n", d.name, strings.TrimSpace(string(d.doc)))
 		}
 	}
+}
+
+func newIncidentsCommand() *cobra.Command {
+	return clientCommand("incidents", "Turn monitoring observations into forge issues (token permission incidents)", `Turn monitoring observations into forge issues.
+
+An observation is what Sentry or GlitchTip says of one of its issues:
+provider, organization, project, fingerprint (the provider's issue id),
+and optionally environment, title, culprit, level, status, event_count,
+permalink, first_seen, last_seen, linked_prs. The service files one
+forge issue per provider issue in the repository incidents.projects maps
+it to, and links them; the control plane then hands the issue out like
+any other. The token needs permission incidents.`, func(f *clientFlags) []*cobra.Command {
+		var file string
+		var apply bool
+		reconcile := &cobra.Command{Use: "reconcile [-f FILE] [--apply]", Short: "Say what an observation would do, or with --apply do it", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				obs, err := readSubmission(cmd.InOrStdin(), file)
+				if err != nil {
+					return err
+				}
+				return call(cmd, f, http.MethodPost, "/api/v1/incidents/reconcile", nil, map[string]any{"observation": obs, "apply": apply},
+					func(w io.Writer, out *incident.Result) {
+						fmt.Fprintf(w, "%s: %s %s", out.Outcome, out.Forge, out.Repo)
+						if out.Link != nil && out.Link.IssueNumber > 0 {
+							fmt.Fprintf(w, "#%d %s", out.Link.IssueNumber, out.Link.IssueURL)
+						}
+						fmt.Fprintln(w)
+						if out.Issue != nil {
+							fmt.Fprintf(w, "issue: %s\n", out.Issue.Title)
+						}
+						if out.Reason != "" {
+							fmt.Fprintln(w, out.Reason)
+						}
+					})
+			}}
+		reconcile.Flags().StringVarP(&file, "file", "f", "-", `the observation, a JSON or YAML object ("-" for standard input)`)
+		reconcile.Flags().BoolVar(&apply, "apply", false, "file the issue or update the link (default: a dry run, no forge call, nothing written)")
+		return []*cobra.Command{reconcile}
+	})
 }

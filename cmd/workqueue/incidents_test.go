@@ -4,11 +4,13 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -137,6 +139,15 @@ func TestSentryAlertsFileExactlyOneIssueThatAnAgentIsThenHanded(t *testing.T) {
 	}
 	if len(issues) != 1 || !strings.Contains(issues[0].Title, "Cannot read properties") || len(issues[0].Labels) != 1 {
 		t.Fatalf("issues in the repository: %d, want exactly one, titled for the alert and labelled", len(issues))
+	}
+	// The CLI says the same, and files nothing more.
+	t.Setenv("WORKQUEUE_URL", w.base)
+	t.Setenv("WORKQUEUE_TOKEN", incTok)
+	file := filepath.Join(t.TempDir(), "obs.json")
+	raw, _ := json.Marshal(obs)
+	os.WriteFile(file, raw, 0o600)
+	if got, err := runCommand(t, "incidents", "reconcile", "-f", file, "--apply"); err != nil || !strings.HasPrefix(got, "linked: gitea-incidents "+w.repo+"#") {
+		t.Errorf("workqueue incidents reconcile --apply: %v\n%s", err, got)
 	}
 	out := dryRun()
 	link, _ := out["link"].(map[string]any)

@@ -1,0 +1,107 @@
+package controlplane
+
+import (
+	"context"
+	"slices"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// Refusal reasons of a change made for an assignment, beside the gate's.
+const (
+	ChangeOtherRepo    = "assignment_other_repo"   // the assignment's work is in another repository
+	ChangeOtherBranch  = "assignment_other_branch" // a pull request assignment's change must go to that pull request's branch
+	ChangeNoAssignment = "assignment_required"     // the caller may only submit changes for an assignment
+	ChangeNoPRBranch   = "pull_request_unreadable" // the pull request's branch and head could not be read
+)
+
+// ChangeRequest is a change an item type is about to make for an
+// assignment: at submission, and again before each forge write.
+type ChangeRequest struct {
+	AssignmentID string
+	Forge        string
+	Repo         string
+	Branch       string // the change's source branch
+	// PullRequest reads a pull request's source branch and head commit
+	// from the forge, live: a pull request assignment's change must go
+	// onto that branch, at the head the assignment pinned.
+	PullRequest func(ctx context.Context, forge, repo string, number int64) (branch, head string, err error)
+}
+
+// ChangeGrant is what an allowed change is for.
+type ChangeGrant struct {
+	SessionID string
+	LeaseID   string
+	Work      Work
+	Action    Action // ActOpenPR for an issue, ActPush for a pull request
+	// Merge says whether the assignment allows merging as well: a change
+	// made for one that does not is never merged by the service on its
+	// own (its review and merge go through the allocator).
+	Merge bool
+}
+
+// AuthorizeChange decides whether caller may make req's change for its
+// assignment (DESIGN section 9, "Assignments on the write path"): an
+// issue assignment must allow open_pr; a pull request assignment push,
+// onto that pull request's branch, whose head the forge says is still
+// the one the assignment pinned (or its owner declared since). A refusal
+// is an ECONFLICT error whose reason is the gate's (head_moved,
+// lease_expired, work_terminal, not_owner…) or one of the Change*
+// reasons; a missing assignment is no_assignment.
+func (s *Service) AuthorizeChange(ctx context.Context, c Caller, req ChangeRequest) (*ChangeGrant, error) {
+	a, err := s.Store.GetAssignment(ctx, req.AssignmentID)
+	if wq.ErrorCode(err) == wq.ENOTFOUND {
+		return nil, conflict(GateNoAssignment, "assignment %s does not exist", req.AssignmentID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	lease, err := s.Store.GetLease(ctx, a.LeaseID)
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.Store.GetWork(ctx, a.WorkID)
+	if err != nil {
+		return nil, err
+	}
+	if w.Forge != req.Forge || w.Repo != req.Repo {
+		return nil, conflict(ChangeOtherRepo, "assignment %s is for %s %s, the change for %s %s", a.ID, w.Forge, w.Repo, req.Forge, req.Repo)
+	}
+	g := &ChangeGrant{SessionID: lease.SessionID, LeaseID: lease.ID, Work: *w, Action: ActOpenPR, Merge: slices.Contains(a.AllowedActions, ActMerge)}
+	var live string
+	if w.Kind == KindPR {
+		g.Action = ActPush
+		branch, head, err := req.PullRequest(ctx, w.Forge, w.Repo, w.Number)
+		if err != nil {
+			if wq.IsForgeError(err, wq.ForgeNotFound) {
+				return nil, conflict(ChangeNoPRBranch, "pull request %s#%d: %v", w.Repo, w.Number, err)
+			}
+			return nil, err
+		}
+		if branch != req.Branch {
+			return nil, conflict(ChangeOtherBranch, "assignment %s is for pull request %s#%d, whose branch is %q; the change is for %q",
+				a.ID, w.Repo, w.Number, branch, req.Branch)
+		}
+		live = head
+	}
+	d, err := s.Gate(ctx, c, lease.SessionID, a.ID, g.Action, live)
+	if err != nil {
+		return nil, err
+	}
+	if !d.Allowed {
+		return nil, conflict(d.Reason, "the gate refuses %s on %s %s#%d for assignment %s", g.Action, w.Kind, w.Repo, w.Number, a.ID)
+	}
+	return g, nil
+}
+
+// ChangePushed records that the service pushed head for a pull request
+// assignment's owner: the lease declares it, so that the gate expects
+// the owner's own push from now on (as a heartbeat with head_sha does).
+// Nothing for an issue assignment.
+func (s *Service) ChangePushed(ctx context.Context, c Caller, g *ChangeGrant, head string) error {
+	if g.Work.Kind != KindPR {
+		return nil
+	}
+	_, err := s.HeartbeatLease(ctx, c, g.LeaseID, g.SessionID, head)
+	return err
+}

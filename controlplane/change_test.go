@@ -1,0 +1,90 @@
+package controlplane_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/internal/testdb"
+)
+
+// prOnForge is a pull request as the forge has it now.
+type prOnForge struct{ branch, head string }
+
+func (p *prOnForge) read(context.Context, string, string, int64) (string, string, error) {
+	return p.branch, p.head, nil
+}
+
+func wantReason(t *testing.T, err error, reason string) {
+	t.Helper()
+	var e *wq.Error
+	if !errors.As(err, &e) || e.Code != wq.ECONFLICT || e.Reason != reason {
+		t.Fatalf("want a conflict with reason %s, got %v", reason, err)
+	}
+}
+
+func TestAChangeForAnIssueAssignmentOpensAPullRequestAndNothingElse(t *testing.T) {
+	w := newWorld(t, "sqlite")
+	w.work(openIssue(1))
+	alice, s := w.session("alice", cp.RoleAuthor)
+	a := w.assign(alice, s)
+	req := cp.ChangeRequest{AssignmentID: a.Assignment.ID, Forge: "f", Repo: "o/r", Branch: "workqueue/fix-1"}
+	g, err := w.svc.AuthorizeChange(w.ctx, alice, req)
+	if err != nil || g.Action != cp.ActOpenPR || g.Merge || g.Work.Number != 1 || g.SessionID != s {
+		t.Fatalf("issue assignment: %+v, %v", g, err)
+	}
+	other := req
+	other.Repo = "o/elsewhere"
+	_, err = w.svc.AuthorizeChange(w.ctx, alice, other)
+	wantReason(t, err, cp.ChangeOtherRepo)
+	bob, _ := w.session("bob", cp.RoleAuthor)
+	_, err = w.svc.AuthorizeChange(w.ctx, bob, req)
+	wantReason(t, err, cp.GateNotOwner)
+	missing := req
+	missing.AssignmentID = "0190a0a0-0000-7000-8000-000000000000"
+	_, err = w.svc.AuthorizeChange(w.ctx, alice, missing)
+	wantReason(t, err, cp.GateNoAssignment)
+
+	// The lease runs out (no heartbeat) between submission and push.
+	w.clock.Advance(11 * time.Minute)
+	_, err = w.svc.AuthorizeChange(w.ctx, alice, req)
+	wantReason(t, err, cp.GateLeaseExpired)
+}
+
+func TestAChangeForAPullRequestGoesOntoItsBranchAtThePinnedHead(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		w := newWorld(t, kind)
+		alice, s := w.session("alice", cp.RoleAuthor)
+		pr := openPR(4, "1111111")
+		pr.AuthorSession = s
+		w.work(pr)
+		a := w.assign(alice, s) // changes requested: back to its author
+		forge := &prOnForge{branch: "workqueue/fix-4", head: "1111111"}
+		req := cp.ChangeRequest{AssignmentID: a.Assignment.ID, Forge: "f", Repo: "o/r", Branch: "workqueue/fix-4", PullRequest: forge.read}
+		g, err := w.svc.AuthorizeChange(w.ctx, alice, req)
+		if err != nil || g.Action != cp.ActPush {
+			t.Fatalf("pull request assignment at its head: %+v, %v", g, err)
+		}
+		elsewhere := req
+		elsewhere.Branch = "workqueue/other"
+		_, err = w.svc.AuthorizeChange(w.ctx, alice, elsewhere)
+		wantReason(t, err, cp.ChangeOtherBranch)
+
+		// The service pushes for its owner: the lease declares the head,
+		// and the next change goes on top of it.
+		if err := w.svc.ChangePushed(w.ctx, alice, g, "2222222"); err != nil {
+			t.Fatal(err)
+		}
+		forge.head = "2222222"
+		if _, err := w.svc.AuthorizeChange(w.ctx, alice, req); err != nil {
+			t.Fatalf("after the service's own push: %v", err)
+		}
+		// Someone else pushes: refused, head_moved.
+		forge.head = "3333333"
+		_, err = w.svc.AuthorizeChange(w.ctx, alice, req)
+		wantReason(t, err, cp.GateHeadMoved)
+	})
+}

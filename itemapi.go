@@ -34,6 +34,15 @@ type ItemAPI interface {
 	RetryDimensions(it *Item) []DimensionUpdate
 }
 
+// Assigned is a submission made for an assignment of the control plane
+// (DESIGN section 9): the item type checks it against the gate; the
+// service lets a caller with permission agent make it.
+type Assigned interface {
+	// AssignmentID names the assignment; "" when the submission was made
+	// for none.
+	AssignmentID() string
+}
+
 // Submission is a decoded submission of some item type.
 type Submission interface {
 	// Scope is where the item will act: grants are checked on its

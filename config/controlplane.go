@@ -28,6 +28,10 @@ type ControlPlane struct {
 	// PriorityLabels order the work of one route: work carrying an
 	// earlier label is handed out first; then the oldest.
 	PriorityLabels []string `yaml:"priority_labels"`
+	// RequireAssignment makes a caller whose only way to submit is its
+	// permission agent name an assignment in every change it submits, so
+	// that no agent writes to a repository outside the work it was given.
+	RequireAssignment bool `yaml:"require_assignment"`
 }
 
 // ControlPlaneRepo names repositories of one forge by a glob over their

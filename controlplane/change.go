@@ -9,10 +9,9 @@ import (
 
 // Refusal reasons of a change made for an assignment, beside the gate's.
 const (
-	ChangeOtherRepo    = "assignment_other_repo"   // the assignment's work is in another repository
-	ChangeOtherBranch  = "assignment_other_branch" // a pull request assignment's change must go to that pull request's branch
-	ChangeNoAssignment = "assignment_required"     // the caller may only submit changes for an assignment
-	ChangeNoPRBranch   = "pull_request_unreadable" // the pull request's branch and head could not be read
+	ChangeOtherRepo   = "assignment_other_repo"   // the assignment's work is in another repository
+	ChangeOtherBranch = "assignment_other_branch" // a pull request assignment's change must go to that pull request's branch
+	ChangeNoPRBranch  = "pull_request_unreadable" // the pull request's branch and head could not be read
 )
 
 // ChangeRequest is a change an item type is about to make for an
@@ -94,14 +93,23 @@ func (s *Service) AuthorizeChange(ctx context.Context, c Caller, req ChangeReque
 	return g, nil
 }
 
-// ChangePushed records that the service pushed head for a pull request
-// assignment's owner: the lease declares it, so that the gate expects
-// the owner's own push from now on (as a heartbeat with head_sha does).
-// Nothing for an issue assignment.
-func (s *Service) ChangePushed(ctx context.Context, c Caller, g *ChangeGrant, head string) error {
-	if g.Work.Kind != KindPR {
-		return nil
+// ChangePushed records that the service pushed head for the owner of a
+// pull request assignment: its lease declares it, so that the gate
+// expects the owner's own push from now on (as a heartbeat with head_sha
+// does). Nothing for an issue assignment.
+func (s *Service) ChangePushed(ctx context.Context, c Caller, assignmentID, head string) error {
+	a, err := s.Store.GetAssignment(ctx, assignmentID)
+	if err != nil {
+		return err
 	}
-	_, err := s.HeartbeatLease(ctx, c, g.LeaseID, g.SessionID, head)
+	w, err := s.Store.GetWork(ctx, a.WorkID)
+	if err != nil || w.Kind != KindPR {
+		return err
+	}
+	lease, err := s.Store.GetLease(ctx, a.LeaseID)
+	if err != nil {
+		return err
+	}
+	_, err = s.HeartbeatLease(ctx, c, lease.ID, lease.SessionID, head)
 	return err
 }

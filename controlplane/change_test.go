@@ -9,6 +9,7 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/webhook"
 )
 
 // prOnForge is a pull request as the forge has it now.
@@ -75,7 +76,7 @@ func TestAChangeForAPullRequestGoesOntoItsBranchAtThePinnedHead(t *testing.T) {
 
 		// The service pushes for its owner: the lease declares the head,
 		// and the next change goes on top of it.
-		if err := w.svc.ChangePushed(w.ctx, alice, g, "2222222"); err != nil {
+		if err := w.svc.ChangePushed(w.ctx, alice, a.Assignment.ID, "2222222"); err != nil {
 			t.Fatal(err)
 		}
 		forge.head = "2222222"
@@ -86,5 +87,38 @@ func TestAChangeForAPullRequestGoesOntoItsBranchAtThePinnedHead(t *testing.T) {
 		forge.head = "3333333"
 		_, err = w.svc.AuthorizeChange(w.ctx, alice, req)
 		wantReason(t, err, cp.GateHeadMoved)
+	})
+}
+
+// An author's pull request is its own from the moment the inventory sees
+// it close the issue the author holds, and stays so after the issue's
+// lease ends: requested changes come back to it.
+func TestThePullRequestClosingAHeldIssueIsItsHoldersForGood(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		w := newWorld(t, kind)
+		w.work(openIssue(1))
+		alice, s := w.session("alice", cp.RoleAuthor)
+		a := w.assign(alice, s)
+		inv := &cp.Inventory{Store: w.svc.Store, Repos: []cp.RepoMatch{{Forge: "f", Match: "o/*"}}, Clock: w.clock}
+		pr := wq.WorkInfo{Kind: wq.WorkPR, Number: 2, State: wq.MergeRequestOpen, Title: "Fix 1", Author: "workqueue", HeadSHA: "abc1234",
+			ReviewState: wq.ReviewNone, LinkedIssues: []int64{1}, UpdatedAt: now}
+		if _, err := inv.Apply(w.ctx, "f", &webhook.Delivery{Project: "o/r", Work: &pr}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.svc.ReleaseLease(w.ctx, alice, a.Lease.ID, s); err != nil {
+			t.Fatal(err)
+		}
+		pr.ReviewState, pr.UpdatedAt = wq.ReviewChangesRequested, now.Add(time.Minute)
+		if _, err := inv.Apply(w.ctx, "f", &webhook.Delivery{Project: "o/r", Work: &pr}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := w.svc.Store.FindWork(w.ctx, cp.WorkKey{Forge: "f", Repo: "o/r", Kind: cp.KindPR, Number: 2})
+		if err != nil || got.AuthorSession != s {
+			t.Fatalf("the pull request's author session: %+v, %v; want %s", got, err, s)
+		}
+		next, err := w.svc.Allocate(w.ctx, alice, s, "", true)
+		if err != nil || next.Outcome != cp.OutcomeAssigned || next.Work.Number != 2 {
+			t.Errorf("changes requested go back to the author: %+v, %v", next, err)
+		}
 	})
 }

@@ -288,7 +288,42 @@ func (inv *Inventory) upsert(ctx context.Context, ws []Work) error {
 	if len(ws) == 0 {
 		return nil
 	}
-	return inv.Store.UpsertWork(ctx, ws, inv.now())
+	now := inv.now()
+	for i := range ws {
+		if err := inv.attribute(ctx, &ws[i], now); err != nil {
+			return err
+		}
+	}
+	return inv.Store.UpsertWork(ctx, ws, now)
+}
+
+// attribute names the session that wrote pull request w, when the
+// inventory does not know it yet: the session holding a live lease on an
+// issue w closes (an author submits its change for its issue, and the
+// pull request says "Closes #N"). Stored once, it outlives that lease, so
+// that requested changes still come back to their author.
+func (inv *Inventory) attribute(ctx context.Context, w *Work, now time.Time) error {
+	if w.Kind != KindPR || w.AuthorSession != "" || w.State != StateOpen {
+		return nil
+	}
+	for _, n := range w.LinkedIssues {
+		issue, err := inv.Store.FindWork(ctx, WorkKey{Forge: w.Forge, Repo: w.Repo, Kind: KindIssue, Number: n})
+		if wq.ErrorCode(err) == wq.ENOTFOUND {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		leases, err := inv.Store.ListLeases(ctx, LeaseFilter{WorkID: issue.ID, Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(leases) == 1 && leases[0].Live(now) {
+			w.AuthorSession = leases[0].SessionID
+			return nil
+		}
+	}
+	return nil
 }
 
 // withIdentity gives w the ID and author session of the stored row of its
@@ -389,7 +424,7 @@ func (inv *Inventory) Apply(ctx context.Context, forge string, d *webhook.Delive
 			"kind", w.Kind, "number", w.Number, "delivery", d.DeliveryID)
 		return false, nil
 	}
-	if err := inv.Store.UpsertWork(ctx, []Work{w}, inv.now()); err != nil {
+	if err := inv.upsert(ctx, []Work{w}); err != nil {
 		return false, fmt.Errorf("inventory apply %s %s %s %d: %w", forge, d.Project, w.Kind, w.Number, err)
 	}
 	return true, nil

@@ -351,6 +351,9 @@ func (s *invStore) UpsertWork(_ context.Context, ws []cp.Work, now time.Time) er
 	return nil
 }
 
+// ListLeases: the fake holds no leases.
+func (s *invStore) ListLeases(context.Context, cp.LeaseFilter) ([]cp.Lease, error) { return nil, nil }
+
 func (s *invStore) FindWork(_ context.Context, k cp.WorkKey) (*cp.Work, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

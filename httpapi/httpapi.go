@@ -105,7 +105,7 @@ func (s *Server) routes() []route {
 			w.Write(openAPI)
 		})},
 		route{"GET", "/me", s.authenticated("", s.me)},
-		route{"POST", "/api/v1/items", s.authenticated(auth.Submit, s.submitItem)},
+		route{"POST", "/api/v1/items", s.authenticatedEither(auth.Submit, auth.Agent, s.submitItem)}, // agent: see service.Items.Submit
 		route{"GET", "/api/v1/items", s.authenticated(auth.Read, s.listItems)},
 		route{"GET", "/api/v1/items/{id}", s.authenticated(auth.Read, s.getItem)},
 		route{"POST", "/api/v1/items/{id}/retry", s.authenticated(auth.Retry, s.itemAction(s.items.Retry))},

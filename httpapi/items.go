@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -30,6 +31,12 @@ func callerOf(ctx context.Context) *auth.Caller {
 // request concerns). perm "" admits any authenticated caller. Every
 // decision is audited: allowed or refused, the rules that matched, why.
 func (s *Server) authenticated(perm auth.Permission, h http.HandlerFunc) http.HandlerFunc {
+	return s.authenticatedEither(perm, "", h)
+}
+
+// authenticatedEither is authenticated admitting a caller that holds perm
+// or alt.
+func (s *Server) authenticatedEither(perm, alt auth.Permission, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		token, ok, duplicate := bearerToken(r.Header)
 		if duplicate {
@@ -55,9 +62,13 @@ func (s *Server) authenticated(perm auth.Permission, h http.HandlerFunc) http.Ha
 			s.Error(w, r, err)
 			return
 		}
-		if perm != "" && !caller.Can(perm) {
+		if perm != "" && !caller.Can(perm) && (alt == "" || !caller.Can(alt)) {
+			required := fmt.Sprintf("the %q permission is required", perm)
+			if alt != "" {
+				required = fmt.Sprintf("the %q or %q permission is required", perm, alt)
+			}
 			s.decision(r, caller, perm, false, "no matched rule grants "+string(perm))
-			s.Error(w, r, wq.Errorf(wq.EFORBIDDEN, "%s may not %s: the %q permission is required", caller.Identity, r.Method+" "+r.URL.Path, perm))
+			s.Error(w, r, wq.Errorf(wq.EFORBIDDEN, "%s may not %s: %s", caller.Identity, r.Method+" "+r.URL.Path, required))
 			return
 		}
 		s.decision(r, caller, perm, true, "")

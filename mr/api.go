@@ -17,6 +17,9 @@ type APIOptions struct {
 	// and false when no configuration covers it (the submission is
 	// refused).
 	Project func(forge, project string) (Project, bool)
+	// Assignments checks submissions made for an assignment; nil on an
+	// instance without a control plane (such submissions are refused).
+	Assignments Assignments
 }
 
 // API returns the type's face to callers (wq.ItemAPI): submissions of
@@ -42,6 +45,9 @@ type request struct {
 
 func (r *request) Scope() wq.Scope { return wq.Scope{Forge: r.Forge, Project: r.Project} }
 func (r *request) Key() string     { return IdempotencyKey(r.Forge, r.Project, r.SourceBranch) }
+
+// AssignmentID names the assignment the change is made for (wq.Assigned).
+func (r *request) AssignmentID() string { return r.Submission.AssignmentID }
 
 // AuditFields say what the submission asked for, without its contents.
 func (r *request) AuditFields() map[string]any {
@@ -76,7 +82,19 @@ func (a *TypeAPI) Submit(ctx context.Context, s wq.Submission, caller string, no
 	if !ok {
 		return nil, "", wq.Errorf(wq.EINVALID, "project: %q on forge %q is not configured for changes", r.Project, r.Forge)
 	}
-	return Submit(ctx, a.opts.Store, r.Submission, project, caller, now)
+	sub := r.Submission
+	if sub.AssignmentID != "" {
+		// Validated first, so that the gate is asked about a well-formed
+		// change only.
+		if err := sub.validate(); err != nil {
+			return nil, "", err
+		}
+		var err error
+		if sub, err = forAssignment(ctx, a.opts.Assignments, sub, caller); err != nil {
+			return nil, "", err
+		}
+	}
+	return Submit(ctx, a.opts.Store, sub, project, caller, now)
 }
 
 // Detail is the item's desired merge request and what the forge holds of

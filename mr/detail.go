@@ -29,6 +29,9 @@ type Detail struct {
 	Labels        []string
 	FileActions   []FileAction
 	AutoMerge     bool
+	// AssignmentID names the control-plane assignment the change was
+	// submitted for; "" for none.
+	AssignmentID string
 	// ContentHash is the item's content hash (work_items.content_hash),
 	// read in the same snapshot as FileActions: the hash of exactly these
 	// actions. What ensure_mr pushes is recorded as PushedHash from it.

@@ -53,6 +53,9 @@ type Options struct {
 	// than stored per item: no column holds it, and a changed setting
 	// applies to items in flight.
 	DeleteSourceBranch func(forge, project string) bool
+	// Assignments is the control plane's gate for items submitted for an
+	// assignment; nil on an instance without one.
+	Assignments Assignments
 	// Log receives what the executors cannot report through an item's
 	// state (a branch the forge would not delete); nil: slog.Default().
 	Log *slog.Logger
@@ -192,6 +195,9 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 	if err != nil {
 		return err
 	}
+	if stopped, err := x.gateStopped(ctx, ex, d); stopped || err != nil {
+		return err
+	}
 	state := d.ForgeState()
 
 	// The commit: skipped when the branch still holds exactly what we
@@ -228,6 +234,11 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		}
 		d.HeadSHA, d.PushedHash, d.PushingHash, d.HeadPipelineID = c.SHA, d.ContentHash, "", 0
 		pushed = true
+		if d.AssignmentID != "" {
+			if err := x.Assignments.Pushed(ctx, ex.Item.CallerIdentity, d.AssignmentID, c.SHA); err != nil {
+				return fmt.Errorf("declare the push on assignment %s: %w", d.AssignmentID, err)
+			}
+		}
 	}
 
 	// The head holds the change: if the target agrees with it on every
@@ -255,6 +266,9 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 	}
 
 	// The merge request.
+	if stopped, err := x.gateStopped(ctx, ex, d); stopped || err != nil {
+		return err
+	}
 	mr, err := x.ensureMergeRequest(ctx, f, ex.Item.ID, d)
 	if err != nil {
 		return err

@@ -23,7 +23,10 @@ type Submission struct {
 	CommitMessage string       `json:"commit_message,omitempty"` // default: the title
 	Labels        []string     `json:"labels,omitempty"`
 	FileActions   []FileAction `json:"file_actions"`
-	AutoMerge     *bool        `json:"auto_merge,omitempty"` // default: the project's setting
+	AutoMerge     *bool        `json:"auto_merge,omitempty"` // default: the project's setting; for an assignment, false
+	// AssignmentID names the control-plane assignment the change is made
+	// for: it must pass the gate now and before each forge write.
+	AssignmentID string `json:"assignment_id,omitempty"`
 }
 
 // Submit results (DDR-40).
@@ -96,6 +99,7 @@ func Submit(ctx context.Context, store Store, sub Submission, project Project, c
 		Forge: sub.Forge, Project: sub.Project, SourceBranch: sub.SourceBranch, TargetBranch: sub.TargetBranch,
 		Title: sub.Title, Description: sub.Description, CommitMessage: sub.CommitMessage,
 		Labels: labelsWith(sub.Labels, project.Label), FileActions: sub.FileActions, AutoMerge: project.AutoMerge,
+		AssignmentID: sub.AssignmentID,
 	}
 	if d.CommitMessage == "" {
 		d.CommitMessage = sub.Title
@@ -161,7 +165,8 @@ func Submit(ctx context.Context, store Store, sub Submission, project Project, c
 // sameDesired compares the fields a submission sets besides the content.
 func sameDesired(a, b Detail) bool {
 	return a.TargetBranch == b.TargetBranch && a.Title == b.Title && a.Description == b.Description &&
-		a.CommitMessage == b.CommitMessage && a.AutoMerge == b.AutoMerge && slices.Equal(a.Labels, b.Labels)
+		a.CommitMessage == b.CommitMessage && a.AutoMerge == b.AutoMerge && slices.Equal(a.Labels, b.Labels) &&
+		a.AssignmentID == b.AssignmentID
 }
 
 func labelsWith(labels []string, managed string) []string {
@@ -200,6 +205,9 @@ func (s Submission) validate() error {
 		if err := CheckBranchName(b.name); err != nil {
 			return &Refusal{Index: -1, Field: b.field, Rule: RuleBranchNameInvalid, Message: fmt.Sprintf("%q: %v", b.name, err)}
 		}
+	}
+	if len(s.AssignmentID) > 64 || strings.ContainsFunc(s.AssignmentID, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return bad("assignment_id", "want an assignment id of at most 64 printable characters, got %q", s.AssignmentID)
 	}
 	if s.SourceBranch == s.TargetBranch {
 		return bad("source_branch", "must differ from target_branch")

@@ -36,6 +36,10 @@ type Items struct {
 	Notify func(itemType string, id wq.ItemID) // the engine's; may be nil
 	Audit  wq.AuditSink
 	Clock  clockwork.Clock // nil: the real clock
+	// RequireAssignment makes a caller who may submit only through its
+	// permission agent name an assignment in every submission
+	// (control_plane.require_assignment).
+	RequireAssignment bool
 
 	types map[string]registered
 	// keys serialises submissions for one key (one branch) in this
@@ -103,7 +107,7 @@ func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*
 		return nil, "", err
 	}
 	scope := sub.Scope()
-	if err := s.authorize(ctx, caller, auth.Submit, scope.Project); err != nil {
+	if err := s.authorizeSubmit(ctx, caller, sub); err != nil {
 		return nil, "", err
 	}
 	if key := sub.Key(); key != "" {
@@ -147,6 +151,23 @@ func (s *Items) Get(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*ap
 // authorize refuses, with EFORBIDDEN, a caller whose grants do not give
 // perm on project, and audits the refusal (allowed requests are audited by
 // what they do).
+// authorizeSubmit lets a caller submit with permission submit, or with
+// permission agent: agents are the control plane's callers, and a change
+// they make for an assignment passes its gate in the item type. With
+// RequireAssignment, a caller without submit must name an assignment.
+func (s *Items) authorizeSubmit(ctx context.Context, caller *auth.Caller, sub wq.Submission) error {
+	project := sub.Scope().Project
+	if caller.CanOn(auth.Submit, project) || !caller.CanOn(auth.Agent, project) {
+		return s.authorize(ctx, caller, auth.Submit, project)
+	}
+	if a, ok := sub.(wq.Assigned); s.RequireAssignment && (!ok || a.AssignmentID() == "") {
+		return &wq.Error{Code: wq.EFORBIDDEN, Reason: "assignment_required", Message: fmt.Sprintf(
+			"assignment_required: %s may submit changes to %q only for an assignment (control_plane.require_assignment): allocate work, then submit with its assignment_id",
+			caller.Identity, project)}
+	}
+	return nil
+}
+
 func (s *Items) authorize(ctx context.Context, caller *auth.Caller, perm auth.Permission, project string) error {
 	if caller.CanOn(perm, project) {
 		return nil

@@ -106,10 +106,18 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	items := &service.Items{Store: s, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log), Clock: m.Clock}
+	cpc := m.Config.ControlPlane
+	cps := &controlplane.Service{Store: all.cp, Clock: m.Clock,
+		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels, PriorityLabels: cpc.PriorityLabels},
+		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL)}
+	items := &service.Items{Store: s, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log), Clock: m.Clock,
+		RequireAssignment: cpc.RequireAssignment}
 	// Each item type registers with the engine and, beside it, its face
 	// to callers; the example type only where it is configured.
-	mrType := mr.Type(mr.Options{Store: mrs, Forges: forges, PublicURL: m.Config.PublicURL, Log: m.Log,
+	// A change submitted for an assignment passes the control plane's
+	// gate, at submission and before each forge write.
+	assignments := &assignmentGate{cp: cps, forges: forges}
+	mrType := mr.Type(mr.Options{Store: mrs, Forges: forges, PublicURL: m.Config.PublicURL, Log: m.Log, Assignments: assignments,
 		ReconcileInterval:    time.Duration(m.Config.MR.ReconcileInterval),
 		MergeRecheckInterval: time.Duration(m.Config.MR.MergeRecheckInterval),
 		EmptyCheckInterval:   time.Duration(m.Config.MR.EmptyCheckInterval),
@@ -118,7 +126,7 @@ func (m *Main) Run(ctx context.Context) error {
 			return !ok || p.DeletesSourceBranch()
 		}})
 	m.Engine.Register(mrType)
-	items.Register(mrType, mr.API(mr.APIOptions{Store: mrs, Project: m.Config.MRProject}))
+	items.Register(mrType, mr.API(mr.APIOptions{Store: mrs, Project: m.Config.MRProject, Assignments: assignments}))
 	if m.Config.ExampleEnabled() {
 		exampleType := example.Type(example.Options{StepDelay: time.Duration(m.Config.Example.StepDelay)})
 		m.Engine.Register(exampleType)
@@ -137,10 +145,6 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	hooks := &service.Webhooks{Store: s, Forges: hookForges, Types: items.Types(), Notify: m.Engine.Notify,
 		Audit: audit.Safe(sink, m.Log), Clock: m.Clock}
-	cpc := m.Config.ControlPlane
-	cps := &controlplane.Service{Store: all.cp, Clock: m.Clock,
-		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels, PriorityLabels: cpc.PriorityLabels},
-		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL)}
 	if len(cpc.Repos) > 0 {
 		inv := &controlplane.Inventory{Store: all.cp, Forges: forges, Clock: m.Clock, Log: m.Log,
 			Interval: time.Duration(cpc.SyncInterval)}

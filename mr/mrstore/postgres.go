@@ -25,14 +25,14 @@ var _ mr.Store = postgresStore{}
 // content hash comes from the same snapshot as the file actions.
 const postgresColumns = `m.forge, m.project, m.source_branch, m.target_branch, m.title, m.description, m.commit_message, m.labels::text,
 	m.file_actions::text, m.auto_merge, coalesce(m.mr_iid, 0), m.mr_url, m.head_sha, m.pushed_hash, coalesce(m.head_pipeline_id, 0),
-	coalesce(m.note_id, 0), m.pushing_hash, w.content_hash`
+	coalesce(m.note_id, 0), m.pushing_hash, m.assignment_id, w.content_hash`
 
 func scanPostgresDetail(row pgx.Row) (*mr.Detail, error) {
 	var d mr.Detail
 	var labels, actions string
 	if err := row.Scan(&d.Forge, &d.Project, &d.SourceBranch, &d.TargetBranch, &d.Title, &d.Description, &d.CommitMessage,
 		&labels, &actions, &d.AutoMerge, &d.MRNumber, &d.MRURL, &d.HeadSHA, &d.PushedHash, &d.HeadPipelineID, &d.NoteID,
-		&d.PushingHash, &d.ContentHash); err != nil {
+		&d.PushingHash, &d.AssignmentID, &d.ContentHash); err != nil {
 		return nil, postgres.Translate(err)
 	}
 	if err := d.DecodeColumns(labels, actions); err != nil {
@@ -53,8 +53,8 @@ func (s postgresStore) CreateMR(ctx context.Context, n wq.NewItem, d mr.Detail, 
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO mr_details (work_item_id, forge, project, source_branch, target_branch, title,
-			description, commit_message, labels, file_actions, auto_merge) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11)`,
-			n.ID, d.Forge, d.Project, d.SourceBranch, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge)
+			description, commit_message, labels, file_actions, auto_merge, assignment_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11, $12)`,
+			n.ID, d.Forge, d.Project, d.SourceBranch, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge, d.AssignmentID)
 		return postgres.Translate(err)
 	})
 	if err != nil {
@@ -118,8 +118,8 @@ func (s postgresStore) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64,
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE mr_details SET target_branch = $2, title = $3, description = $4, commit_message = $5,
-			labels = $6::jsonb, file_actions = $7::jsonb, auto_merge = $8 WHERE work_item_id = $1`,
-			id, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge)
+			labels = $6::jsonb, file_actions = $7::jsonb, auto_merge = $8, assignment_id = $9 WHERE work_item_id = $1`,
+			id, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge, d.AssignmentID)
 		return postgres.Translate(err)
 	})
 	if err != nil {

@@ -25,14 +25,14 @@ var _ mr.Store = sqliteStore{}
 // content hash comes from the same snapshot as the file actions.
 const sqliteColumns = `m.forge, m.project, m.source_branch, m.target_branch, m.title, m.description, m.commit_message, m.labels,
 	m.file_actions, m.auto_merge, coalesce(m.mr_iid, 0), m.mr_url, m.head_sha, m.pushed_hash, coalesce(m.head_pipeline_id, 0),
-	coalesce(m.note_id, 0), m.pushing_hash, w.content_hash`
+	coalesce(m.note_id, 0), m.pushing_hash, m.assignment_id, w.content_hash`
 
 func scanSQLiteDetail(row interface{ Scan(...any) error }) (*mr.Detail, error) {
 	var d mr.Detail
 	var labels, actions string
 	if err := row.Scan(&d.Forge, &d.Project, &d.SourceBranch, &d.TargetBranch, &d.Title, &d.Description, &d.CommitMessage,
 		&labels, &actions, &d.AutoMerge, &d.MRNumber, &d.MRURL, &d.HeadSHA, &d.PushedHash, &d.HeadPipelineID, &d.NoteID,
-		&d.PushingHash, &d.ContentHash); err != nil {
+		&d.PushingHash, &d.AssignmentID, &d.ContentHash); err != nil {
 		return nil, sqlite.Translate(err)
 	}
 	if err := d.DecodeColumns(labels, actions); err != nil {
@@ -53,8 +53,8 @@ func (s sqliteStore) CreateMR(ctx context.Context, n wq.NewItem, d mr.Detail, no
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO mr_details (work_item_id, forge, project, source_branch, target_branch, title,
-			description, commit_message, labels, file_actions, auto_merge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			n.ID.String(), d.Forge, d.Project, d.SourceBranch, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge)
+			description, commit_message, labels, file_actions, auto_merge, assignment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			n.ID.String(), d.Forge, d.Project, d.SourceBranch, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge, d.AssignmentID)
 		return sqlite.Translate(err)
 	})
 	if err != nil {
@@ -122,8 +122,8 @@ func (s sqliteStore) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE mr_details SET target_branch = ?, title = ?, description = ?, commit_message = ?,
-			labels = ?, file_actions = ?, auto_merge = ? WHERE work_item_id = ?`,
-			d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge, id.String())
+			labels = ?, file_actions = ?, auto_merge = ?, assignment_id = ? WHERE work_item_id = ?`,
+			d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge, d.AssignmentID, id.String())
 		return sqlite.Translate(err)
 	})
 	if err != nil {

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/mr"
+)
+
+// assignmentGate is the control plane as the mr item type meets it
+// (mr.Assignments): the gate a change made for an assignment passes, with
+// the pull request read live from its forge. It is wired here because
+// neither side should know the other.
+type assignmentGate struct {
+	cp     *controlplane.Service
+	forges map[string]wq.Forge
+}
+
+var _ mr.Assignments = (*assignmentGate)(nil)
+
+// Authorize asks the control plane whether caller's change may be made.
+func (g *assignmentGate) Authorize(ctx context.Context, caller, assignmentID, forge, project, branch string) (mr.AssignmentGrant, error) {
+	grant, err := g.cp.AuthorizeChange(ctx, controlplane.Caller{Identity: caller}, controlplane.ChangeRequest{
+		AssignmentID: assignmentID, Forge: forge, Repo: project, Branch: branch, PullRequest: g.pullRequest})
+	if err != nil {
+		return mr.AssignmentGrant{}, err
+	}
+	out := mr.AssignmentGrant{Merge: grant.Merge}
+	if grant.Work.Kind == controlplane.KindIssue {
+		out.Issue = grant.Work.Number
+	}
+	return out, nil
+}
+
+// Pushed declares the service's push on the assignment's lease.
+func (g *assignmentGate) Pushed(ctx context.Context, caller, assignmentID, head string) error {
+	return g.cp.ChangePushed(ctx, controlplane.Caller{Identity: caller}, assignmentID, head)
+}
+
+func (g *assignmentGate) pullRequest(ctx context.Context, forge, repo string, number int64) (string, string, error) {
+	f, ok := g.forges[forge]
+	if !ok {
+		return "", "", fmt.Errorf("forge %q is not configured", forge)
+	}
+	pr, err := f.GetMergeRequest(ctx, repo, number)
+	if err != nil {
+		return "", "", err
+	}
+	return pr.SourceBranch, pr.HeadSHA, nil
+}

@@ -146,7 +146,11 @@ func (w *apiWorld) submission(branch string, actions ...map[string]any) map[stri
 // waitPhase polls GET /api/v1/items/{id} until cond holds.
 func (w *apiWorld) waitItem(id, what string, cond func(map[string]any) bool) map[string]any {
 	w.t.Helper()
-	return eventually.Value(w.t, 60*time.Second, what, func() (map[string]any, bool) {
+	// A liveness bound, not a performance goal: a loaded two-core CI
+	// machine runs Gitea's mergeability checks and every package's tests
+	// at once, and an item that must rebuild after others merged waits
+	// for each of them.
+	return eventually.Value(w.t, 3*time.Minute, what, func() (map[string]any, bool) {
 		status, item, _ := w.do("GET", "/api/v1/items/"+id, w.tokens["read"], nil)
 		if status != http.StatusOK {
 			w.t.Fatalf("GET item: %d %v", status, item)

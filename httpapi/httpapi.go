@@ -40,6 +40,7 @@ type Server struct {
 	// incidents is the incident bridge; nil: no incident routes.
 	incidents       *incident.Bridge
 	incidentSecrets IncidentSecrets
+	mcp             http.Handler // the MCP transport at /mcp; nil: none
 	mux             *http.ServeMux
 }
 
@@ -96,6 +97,7 @@ func (s *Server) routes() []route {
 	}
 	rs = append(rs, s.controlRoutes()...)
 	rs = append(rs, s.incidentRoutes()...)
+	rs = append(rs, s.mcpRoutes()...)
 	if s.items == nil {
 		return rs
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/workqueue-dev/workqueue/internal/testapi"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
+	"github.com/workqueue-dev/workqueue/mcpserver"
 	"github.com/workqueue-dev/workqueue/store"
 )
 
@@ -69,6 +70,7 @@ func testServer(t *testing.T) (*Server, map[auth.Permission]string) {
 		t.Fatal(err)
 	}
 	s.SetIncidents(bridge, IncidentSecrets{Sentry: "sentry-secret", GlitchTip: "glitchtip-secret"})
+	s.SetMCP(mcpserver.HTTPHandler(s, mcpserver.HTTPOptions{}))
 	return s, tokens
 }
 
@@ -167,6 +169,13 @@ func TestResponsesFollowTheOpenAPIDocument(t *testing.T) {
 		{"POST", "/api/v1/incidents/reconcile", "/api/v1/incidents/reconcile", tok[auth.Agent], `{"observation":{"provider":"sentry","organization":"shop","project":"web","fingerprint":"42"}}`, 403},
 		{"POST", "/webhooks/incidents/sentry", "/webhooks/incidents/sentry", "", `{"action":"created","data":{}}`, 401},
 		{"POST", "/webhooks/incidents/glitchtip?secret=wrong", "/webhooks/incidents/glitchtip", "", `{"text":"GlitchTip Alert","attachments":[]}`, 401},
+		// MCP: a bearer token at the door, then the transport's own answers.
+		{"POST", "/mcp", "/mcp", "", mcpInitialize, 401},
+		{"POST", "/mcp", "/mcp", "not-a-token", mcpInitialize, 401},
+		{"POST", "/mcp", "/mcp", tok[auth.Agent], mcpInitialize, 200},
+		{"POST", "/mcp", "/mcp", tok[auth.Agent], `{"jsonrpc":"2.0","method":"notifications/initialized"}`, 202},
+		{"GET", "/mcp", "/mcp", tok[auth.Agent], "", 405},
+		{"DELETE", "/mcp", "/mcp", tok[auth.Agent], "", 405},
 		{"POST", "/api/v1/sessions/{id}/end", "/api/v1/sessions/{id}/end", tok[auth.Agent], "", 200},
 		{"POST", "/api/v1/sessions/{id}/end", "/api/v1/sessions/{id}/end", tok[auth.Agent], "", 409},
 	} {
@@ -176,6 +185,7 @@ func TestResponsesFollowTheOpenAPIDocument(t *testing.T) {
 		if tc.body != "" {
 			req.Header.Set("Content-Type", "application/json")
 		}
+		req.Header.Set("Accept", "application/json, text/event-stream") // as MCP's transport requires
 		if tc.token != "" {
 			req.Header.Set("Authorization", "Bearer "+tc.token)
 		}
@@ -220,6 +230,9 @@ func TestResponsesFollowTheOpenAPIDocument(t *testing.T) {
 		}
 	}
 }
+
+// mcpInitialize is an MCP client's first message.
+const mcpInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`
 
 func TestOpenAPIDocumentNeedsAToken(t *testing.T) {
 	s, _ := testServer(t)

@@ -1,0 +1,22 @@
+// Package mcpserver serves workqueue's API to agents as MCP tools (Model
+// Context Protocol): submit a change, follow items, and the control
+// plane's sessions, allocations, gate, leases, inventory, checkpoints and
+// incidents.
+//
+// Every tool makes exactly one REST call through a client.Client, so a
+// tool call is authorized, validated and audited as that REST call is,
+// and answers what it answers. Where the client comes from is the
+// transport's business:
+//
+//   - ServeIO, behind `workqueue mcp` on an agent's machine, uses one
+//     client with the agent's workqueue token; forge tokens stay with the
+//     service.
+//   - HTTPHandler, mounted at /mcp of the service, makes each call on the
+//     service's own handler in process, with the Authorization header of
+//     the HTTP request that carried the call.
+//
+// A refusal of the API (a problem document: 401, 403, 404, 409, 422, an
+// inspection rule) is a tool error whose text names the code, the reason
+// and the detail; it is never a protocol error. A gate refusal is an
+// answer (allowed false), as it is over REST.
+package mcpserver

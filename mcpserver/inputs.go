@@ -1,0 +1,218 @@
+package mcpserver
+
+import (
+	"encoding/json"
+
+	cp "github.com/workqueue-dev/workqueue/controlplane"
+)
+
+// The tools' inputs and the outputs that are not an API type as it is.
+// Their jsonschema tags are the schema's descriptions, read by a model.
+
+// changeSubmission is submit_change's input: an mr item's submission.
+// The fields describe it for a model; the service is sent the arguments
+// as the caller wrote them (raw), and judges them itself.
+type changeSubmission struct {
+	ItemType      string          `json:"item_type" jsonschema:"always mr: a change carried by a merge request"`
+	Forge         string          `json:"forge" jsonschema:"the configured forge's name"`
+	Project       string          `json:"project" jsonschema:"the repository's full path, such as group/app"`
+	SourceBranch  string          `json:"source_branch" jsonschema:"the branch the service writes; projects may require a prefix such as workqueue/"`
+	TargetBranch  string          `json:"target_branch" jsonschema:"the branch the merge request merges into, such as main"`
+	Title         string          `json:"title" jsonschema:"the merge request's title (at most 255 bytes)"`
+	Description   string          `json:"description,omitempty" jsonschema:"the merge request's description"`
+	CommitMessage string          `json:"commit_message,omitempty" jsonschema:"the commit's message (default: the title)"`
+	Labels        []string        `json:"labels,omitempty" jsonschema:"labels for the merge request (at most 20)"`
+	FileActions   []fileAction    `json:"file_actions" jsonschema:"what the source branch holds beyond the target branch, one action a file"`
+	AutoMerge     *bool           `json:"auto_merge,omitempty" jsonschema:"merge once mergeable (default: the project's setting; false for an assignment's change)"`
+	AssignmentID  string          `json:"assignment_id,omitempty" jsonschema:"the assignment (from allocate_work) the change is made for: it must pass the gate when submitted and before each forge write"`
+	raw           json.RawMessage // the arguments as sent
+}
+
+func (s *changeSubmission) keepRaw(args json.RawMessage) { s.raw = args }
+
+// fileAction is one file of a submission.
+type fileAction struct {
+	Action          string  `json:"action" jsonschema:"create, update, delete, move or chmod"`
+	FilePath        string  `json:"file_path" jsonschema:"the file's path in the repository"`
+	PreviousPath    string  `json:"previous_path,omitempty" jsonschema:"move: the path it had"`
+	Content         *string `json:"content,omitempty" jsonschema:"create and update: the whole content (an empty string is an empty file)"`
+	Encoding        string  `json:"encoding,omitempty" jsonschema:"text (default) or base64"`
+	ExecuteFilemode *bool   `json:"execute_filemode,omitempty" jsonschema:"whether the file is executable (what chmod sets)"`
+}
+
+type itemRef struct {
+	ID string `json:"id" jsonschema:"the item's id, as submit_change or list_items answered it"`
+}
+
+type itemQuery struct {
+	ItemType string `json:"item_type,omitempty" jsonschema:"only items of this type (mr: changes)"`
+	Phase    string `json:"phase,omitempty" jsonschema:"only items in this phase: active, completed, failed or cancelled"`
+	Forge    string `json:"forge,omitempty" jsonschema:"only items acting on this configured forge"`
+	Project  string `json:"project,omitempty" jsonschema:"only items acting on this project (its full path)"`
+	Cursor   string `json:"cursor,omitempty" jsonschema:"the previous page's next_cursor, to read on"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
+}
+
+type sessionStart struct {
+	Role         cp.Role         `json:"role" jsonschema:"author (works issues into pull requests and answers requested changes), reviewer (reviews pull requests others wrote) or merger (merges approved, mergeable pull requests)"`
+	Name         string          `json:"name,omitempty" jsonschema:"a name people recognise, such as the host and the agent"`
+	Capabilities json.RawMessage `json:"capabilities,omitempty" jsonschema:"what this session can do, as a JSON object of your choosing"`
+}
+
+type sessionRef struct {
+	SessionID string `json:"session_id" jsonschema:"your session's id, as start_session answered it"`
+}
+
+type allocationRequest struct {
+	SessionID string `json:"session_id" jsonschema:"your session's id"`
+	Repo      string `json:"repo,omitempty" jsonschema:"only repositories matching this glob, such as org/* or group/**"`
+	Apply     bool   `json:"apply,omitempty" jsonschema:"true assigns the work under a lease; false (the default) is a dry run that writes nothing"`
+}
+
+type gateQuestion struct {
+	SessionID    string    `json:"session_id" jsonschema:"your session's id"`
+	AssignmentID string    `json:"assignment_id" jsonschema:"the assignment's id, as allocate_work or reclaim_lease answered it"`
+	Action       cp.Action `json:"action" jsonschema:"the mutation you are about to make: comment, push, open_pr, review, merge or close"`
+	LiveHeadSHA  string    `json:"live_head_sha,omitempty" jsonschema:"the pull request's head commit as you see it now, so that a moved head is refused"`
+}
+
+type workQuery struct {
+	Forge string   `json:"forge,omitempty" jsonschema:"only this configured forge's"`
+	Repo  string   `json:"repo,omitempty" jsonschema:"only this repository's (its full path)"`
+	Kind  cp.Kind  `json:"kind,omitempty" jsonschema:"issue or pr"`
+	State cp.State `json:"state,omitempty" jsonschema:"open, merged or closed"`
+	Limit int      `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
+}
+
+type workList struct {
+	Work []cp.Work `json:"work" jsonschema:"the issues and pull requests, by forge, repository, kind and number"`
+}
+
+type leaseQuery struct {
+	SessionID string `json:"session_id,omitempty" jsonschema:"only this session's"`
+	WorkID    string `json:"work_id,omitempty" jsonschema:"only this work item's (its id in the inventory)"`
+	All       bool   `json:"all,omitempty" jsonschema:"ended leases too"`
+	Limit     int    `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
+}
+
+type leaseList struct {
+	Leases []cp.Lease `json:"leases" jsonschema:"the leases"`
+}
+
+type expiredLeases struct {
+	Expired []cp.Lease `json:"expired" jsonschema:"the leases this call marked expired"`
+}
+
+type leaseInspection struct {
+	LeaseID   string `json:"lease_id" jsonschema:"the lease's id"`
+	SessionID string `json:"session_id,omitempty" jsonschema:"your session's id, for the safe next action"`
+}
+
+type leaseAct struct {
+	LeaseID   string `json:"lease_id" jsonschema:"the lease's id"`
+	SessionID string `json:"session_id" jsonschema:"your session's id"`
+}
+
+type leaseHeartbeat struct {
+	leaseAct
+	HeadSHA string `json:"head_sha,omitempty" jsonschema:"a head you pushed yourself, for the gate to expect"`
+}
+
+type leaseAdoption struct {
+	leaseAct
+	WorktreePath string `json:"worktree_path,omitempty" jsonschema:"the worktree you resume the work in"`
+	HeadSHA      string `json:"head_sha,omitempty" jsonschema:"your worktree's head commit"`
+}
+
+type leaseAbandonment struct {
+	leaseAct
+	Proof abandonProof `json:"proof" jsonschema:"why the holder is gone; every claim must be true"`
+}
+
+// abandonProof is cp.AbandonProof described.
+type abandonProof struct {
+	DeadProcess        bool `json:"dead_process,omitempty" jsonschema:"the holder's process is gone"`
+	MissingWorktree    bool `json:"missing_worktree,omitempty" jsonschema:"the holder's worktree is gone"`
+	NoLiveMutationRisk bool `json:"no_live_mutation_risk,omitempty" jsonschema:"nothing can still write to the forge for the holder"`
+	NoOpenPR           bool `json:"no_open_pr,omitempty" jsonschema:"no open pull request carries the holder's work"`
+	OperatorAuthorized bool `json:"operator_authorized,omitempty" jsonschema:"an operator authorized it (admin tokens only)"`
+}
+
+// checkpointWrite is cp.Checkpoint's writable fields described, and
+// write_checkpoint's require_complete.
+type checkpointWrite struct {
+	checkpointKey
+	Role                 cp.Role         `json:"role,omitempty" jsonschema:"default: the session's"`
+	ProviderIdentity     string          `json:"provider_identity,omitempty" jsonschema:"who you act as on the forge"`
+	WorktreePath         string          `json:"worktree_path,omitempty" jsonschema:"where you work"`
+	Branch               string          `json:"branch,omitempty" jsonschema:"the branch you work on"`
+	HeadSHA              string          `json:"head_sha,omitempty" jsonschema:"your worktree's head commit"`
+	Capabilities         json.RawMessage `json:"capabilities,omitempty" jsonschema:"what the session can do (JSON)"`
+	LeaseID              string          `json:"lease_id,omitempty" jsonschema:"the lease you hold on the work"`
+	AssignmentID         string          `json:"assignment_id,omitempty" jsonschema:"the assignment you work under"`
+	WorkflowStage        string          `json:"workflow_stage,omitempty" jsonschema:"where in your workflow you are"`
+	LastCompletedAction  string          `json:"last_completed_action,omitempty" jsonschema:"what you finished last"`
+	CurrentOperation     string          `json:"current_operation,omitempty" jsonschema:"what you are doing now"`
+	PendingMutation      json.RawMessage `json:"pending_mutation,omitempty" jsonschema:"a mutation begun and not confirmed (JSON)"`
+	Evidence             json.RawMessage `json:"evidence,omitempty" jsonschema:"what you saw that a resumed session needs (JSON)"`
+	Blocker              string          `json:"blocker,omitempty" jsonschema:"what stops you, if anything"`
+	NextValidAction      string          `json:"next_valid_action,omitempty" jsonschema:"what a resumed session may do next"`
+	RecoveryInstructions string          `json:"recovery_instructions,omitempty" jsonschema:"how to resume, in words"`
+	Status               string          `json:"status,omitempty" jsonschema:"your status, in a word"`
+	RequireComplete      bool            `json:"require_complete,omitempty" jsonschema:"refuse unless session_id, role, workflow_stage, next_valid_action and recovery_instructions are all given, as before stopping"`
+}
+
+// checkpointKey names one checkpoint.
+type checkpointKey struct {
+	SessionID  string  `json:"session_id" jsonschema:"the session's id"`
+	Forge      string  `json:"forge" jsonschema:"the configured forge's name"`
+	Repo       string  `json:"repo" jsonschema:"the repository's full path"`
+	WorkKind   cp.Kind `json:"work_kind,omitempty" jsonschema:"issue or pr; leave out for the session's own checkpoint"`
+	WorkNumber int64   `json:"work_number,omitempty" jsonschema:"the issue or pull request number; leave out (0) for the session's own"`
+}
+
+type checkpointFound struct {
+	Found      bool           `json:"found" jsonschema:"whether the checkpoint exists"`
+	Checkpoint *cp.Checkpoint `json:"checkpoint,omitempty" jsonschema:"the checkpoint, when found"`
+}
+
+type checkpointQuery struct {
+	SessionID  string  `json:"session_id,omitempty" jsonschema:"only this session's"`
+	Forge      string  `json:"forge,omitempty" jsonschema:"only this forge's"`
+	Repo       string  `json:"repo,omitempty" jsonschema:"only this repository's"`
+	WorkKind   cp.Kind `json:"work_kind,omitempty" jsonschema:"only this kind's: issue or pr"`
+	WorkNumber *int64  `json:"work_number,omitempty" jsonschema:"only this issue or pull request number's (0: sessions' own checkpoints)"`
+	Limit      int     `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
+}
+
+type checkpointList struct {
+	Checkpoints []cp.Checkpoint `json:"checkpoints" jsonschema:"the checkpoints, newest first"`
+}
+
+type checkpointReconcile struct {
+	checkpointKey
+	HeadSHA *string `json:"head_sha,omitempty" jsonschema:"your worktree's head commit now (default: a pull request's head from the inventory)"`
+}
+
+type incidentReconcile struct {
+	Observation observation `json:"observation" jsonschema:"what the error tracker says of one of its issues"`
+	Apply       bool        `json:"apply,omitempty" jsonschema:"true files the issue or updates the link; false (the default) is a dry run"`
+}
+
+// observation is incident.Observation described.
+type observation struct {
+	Provider     string  `json:"provider" jsonschema:"sentry or glitchtip"`
+	Organization string  `json:"organization" jsonschema:"the provider's organization"`
+	Project      string  `json:"project" jsonschema:"the provider's project"`
+	Environment  string  `json:"environment,omitempty" jsonschema:"the environment, when the provider scopes issues by it"`
+	Fingerprint  string  `json:"fingerprint" jsonschema:"the provider's issue (group) id"`
+	Title        string  `json:"title,omitempty" jsonschema:"the issue's title"`
+	Culprit      string  `json:"culprit,omitempty" jsonschema:"where it fails, as the provider says"`
+	Level        string  `json:"level,omitempty" jsonschema:"error, warning, ..."`
+	Status       string  `json:"status,omitempty" jsonschema:"the provider's status: unresolved, resolved, ignored"`
+	EventCount   int64   `json:"event_count,omitempty" jsonschema:"how many events the issue has"`
+	Permalink    string  `json:"permalink,omitempty" jsonschema:"the issue's page at the provider (absolute http or https URL)"`
+	FirstSeen    string  `json:"first_seen,omitempty" jsonschema:"when it was first seen (RFC 3339)"`
+	LastSeen     string  `json:"last_seen,omitempty" jsonschema:"when it was last seen (RFC 3339)"`
+	LinkedPRs    []int64 `json:"linked_prs,omitempty" jsonschema:"pull requests of the forge repository that address it"`
+}

@@ -1,0 +1,208 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"reflect"
+	"runtime/debug"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/workqueue-dev/workqueue/client"
+)
+
+// Clients gives the client a tool call makes its REST call with: the
+// caller's, as the transport that carried the call knows it.
+type Clients func(ctx context.Context, req *mcp.CallToolRequest) (*client.Client, error)
+
+// Fixed is Clients answering c for every call: one agent's process,
+// with its own token.
+func Fixed(c *client.Client) Clients {
+	return func(context.Context, *mcp.CallToolRequest) (*client.Client, error) { return c, nil }
+}
+
+// instructions tell a model how the tools fit together.
+const instructions = `workqueue stands between agents and a code forge. Two halves:
+
+Changes: submit_change submits desired state (a branch's files) as data; the service inspects it and drives a merge request to completion. Follow it with get_item and list_items.
+
+Coordination: start_session with your role, then allocate_work (apply false previews, apply true takes the work under an exclusive lease). Before every mutation on the forge (comment, push, open_pr, review, merge, close) call check_gate and act only when allowed is true. heartbeat_session and heartbeat_lease while you work, write_checkpoint what a restarted session would need, release_lease when done and end_session when you stop. After a restart, reconcile_checkpoint says whether to resume, re-inspect or re-acquire.
+
+A tool error is the service's refusal: its text names the code (invalid, not_found, conflict, unauthorized, forbidden), the reason (such as not_owner or wait_foreign_active) and the detail. Do not repeat a refused call unchanged.`
+
+// New returns the MCP server of workqueue's tools; each tool call makes
+// its REST call with the client clients gives for it.
+func New(clients Clients) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "workqueue", Title: "workqueue", Version: version()},
+		&mcp.ServerOptions{Instructions: instructions})
+	for _, add := range tools {
+		add(s, clients)
+	}
+	return s
+}
+
+// ServeIO serves the tools over MCP's stdio transport (one JSON-RPC
+// message a line) on in and out, each call made with c, until in ends or
+// ctx is done.
+func ServeIO(ctx context.Context, c *client.Client, in io.Reader, out io.Writer) error {
+	err := New(Fixed(c)).Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopCloser{out}})
+	if ctx.Err() != nil {
+		return nil // asked to stop
+	}
+	return err
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// version is the module's version, as the build recorded it.
+func version() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
+}
+
+// tool declares one tool: its input and output schemas come from In and
+// Out (their jsonschema tags describe the fields), and call makes its REST
+// call with the caller's client. An error of call is the tool's error.
+func tool[In, Out any](name, description string, readOnly bool, call func(ctx context.Context, c *client.Client, in In) (Out, error)) func(*mcp.Server, Clients) {
+	t := &mcp.Tool{Name: name, Description: description, InputSchema: schemaFor[In](), OutputSchema: schemaFor[Out]()}
+	if readOnly {
+		t.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: true}
+	}
+	return func(s *mcp.Server, clients Clients) {
+		mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+			var zero Out
+			if raw, ok := any(&in).(rawArguments); ok {
+				raw.keepRaw(req.Params.Arguments)
+			}
+			c, err := clients(ctx, req)
+			if err != nil {
+				return nil, zero, err
+			}
+			out, err := call(ctx, c, in)
+			if err != nil {
+				return nil, zero, toolError(err)
+			}
+			return nil, out, nil
+		})
+	}
+}
+
+// rawArguments is an input that keeps the arguments as the caller sent
+// them, before the SDK decoded and re-encoded them: what the REST API
+// must judge itself (a submission's duplicate members, its invalid UTF-8).
+type rawArguments interface{ keepRaw(json.RawMessage) }
+
+// schemaOptions infer schemas as the API's JSON reads: a json.RawMessage
+// is any JSON document, not an array of bytes.
+var schemaOptions = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[json.RawMessage](): {},
+}}
+
+// schemaFor is the JSON schema of T (of what it points to, for a
+// pointer): the SDK would infer it without schemaOptions.
+func schemaFor[T any]() *jsonschema.Schema {
+	t := reflect.TypeFor[T]()
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	s, err := jsonschema.ForType(t, schemaOptions)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: schema of %v: %v", t, err)) // a declaration error, found by any test
+	}
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[rawArguments]()) {
+		admitUnknownMembers(s)
+	}
+	return s
+}
+
+// admitUnknownMembers lifts a schema's refusal of members it does not
+// name, at every level: an input the service judges raw is described for
+// a model, and the service, not this description, says which members it
+// takes (naming the one it refuses).
+func admitUnknownMembers(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	s.AdditionalProperties = nil
+	for _, p := range s.Properties {
+		admitUnknownMembers(p)
+	}
+	admitUnknownMembers(s.Items)
+}
+
+// toolError is err as a tool's error text. A problem document of the API
+// names its code, reason, rule and detail, so that a model tells
+// not_owner from head_moved; anything else (the service unreachable) is
+// said as it is.
+func toolError(err error) error {
+	var e *client.Error
+	if !errors.As(err, &e) {
+		return fmt.Errorf("no answer from the workqueue service: %w", err)
+	}
+	p := e.Problem
+	var b strings.Builder
+	if e.Status < 500 {
+		b.WriteString("refused: ")
+	} else {
+		b.WriteString("failed: ")
+	}
+	fmt.Fprintf(&b, "code %s", p.Code)
+	if p.Reason != "" {
+		fmt.Fprintf(&b, ", reason %s", p.Reason)
+	}
+	detail := p.Detail
+	if r := p.Refusal; r != nil {
+		fmt.Fprintf(&b, ", rule %s", r.Rule)
+		if r.Field != "" {
+			fmt.Fprintf(&b, ", field %s", r.Field)
+		} else {
+			fmt.Fprintf(&b, ", file action %d, path %q", r.Index, r.Path)
+		}
+		detail = r.Message
+	}
+	fmt.Fprintf(&b, " (HTTP %d): %s", e.Status, detail)
+	if p.RequestID != "" {
+		fmt.Fprintf(&b, " (request %s)", p.RequestID)
+	}
+	return errors.New(b.String())
+}
+
+// queryOf is a tool's input as the query of a REST list: its JSON
+// members (inputs leave empty ones out), each as its text.
+func queryOf(in any) url.Values {
+	b, err := json.Marshal(in)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: encode %T: %v", in, err)) // inputs are plain structs
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	d.Decode(&m)
+	q := url.Values{}
+	for name, v := range m {
+		q.Set(name, fmt.Sprint(v))
+	}
+	return q
+}
+
+// convert is in as T: an input type that describes an API type's fields
+// for a model, read as that type.
+func convert[T any](in any) (T, error) {
+	var out T
+	b, err := json.Marshal(in)
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	return out, err
+}

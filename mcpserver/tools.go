@@ -1,0 +1,147 @@
+package mcpserver
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/workqueue-dev/workqueue/api"
+	"github.com/workqueue-dev/workqueue/client"
+	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/controlplane/incident"
+)
+
+// tools are every tool the server offers, on every transport. Each makes
+// one REST call; its description is written for a model: what it is for,
+// when to call it, what the answer means.
+var tools = []func(*mcp.Server, Clients){
+	// Changes.
+	tool("submit_change", `Submit a change to a repository as desired state: the files a branch should hold, and the merge request that should carry them into the target branch. The service inspects the submission before any forge call and then creates or updates the branch and merge request itself; you never push. The input is the submission as the REST API takes it (item_type "mr"); unknown members are refused by name. Submitting the same content again answers "unchanged"; new content for the same source branch updates the same merge request. A refusal names the inspection rule and the file action or field it refused: fix that and submit again. Follow the item with get_item.`,
+		false, func(ctx context.Context, c *client.Client, in changeSubmission) (*api.Submitted, error) {
+			return c.Submit(ctx, in.raw)
+		}),
+	tool("get_item", `Read one item by id: its phase (active, completed, failed, cancelled), the reason and error when it stopped, and the item type's detail (for a change: the merge request's number, URL and head). Call it to follow a submission to completion.`,
+		true, func(ctx context.Context, c *client.Client, in itemRef) (*api.Item, error) {
+			return c.Get(ctx, in.ID)
+		}),
+	tool("list_items", `List items, newest first, that you may read; filter by type, phase, forge or project. A page holds at most limit items; pass next_cursor as cursor to read on (it is empty on the last page).`,
+		true, func(ctx context.Context, c *client.Client, in itemQuery) (*api.ItemPage, error) {
+			items, next, err := c.List(ctx, queryOf(in))
+			if err != nil {
+				return nil, err
+			}
+			return &api.ItemPage{Items: items, NextCursor: next}, nil
+		}),
+
+	// Sessions.
+	tool("start_session", `Start an agent session: the identity everything else you do in the control plane acts for. Call it once when you begin, with your role. Keep the answer's id: every other coordination tool takes it as session_id. A session without a heartbeat for the configured time turns stale and gets no work.`,
+		false, func(ctx context.Context, c *client.Client, in sessionStart) (*cp.SessionView, error) {
+			return c.RegisterSession(ctx, in.Role, in.Name, in.Capabilities)
+		}),
+	tool("heartbeat_session", `Keep your session active. Call it regularly while you work (well within the session TTL); the answer's status says whether it is active, stale or ended.`,
+		false, func(ctx context.Context, c *client.Client, in sessionRef) (*cp.SessionView, error) {
+			return c.HeartbeatSession(ctx, in.SessionID)
+		}),
+	tool("end_session", `End your session when you stop working: its leases are released so that others can take the work. An ended session cannot be used again; start a new one.`,
+		false, func(ctx context.Context, c *client.Client, in sessionRef) (*cp.SessionView, error) {
+			return c.EndSession(ctx, in.SessionID)
+		}),
+
+	// Allocation and the gate.
+	tool("allocate_work", `Ask for your session's next safe issue or pull request. With apply false (a dry run) nothing is written: the answer says what would be assigned and why every other candidate was passed over. With apply true the work is assigned to your session under an exclusive lease: the answer's lease.id and assignment.id are what the gate and the lease tools take, and assignment.allowed_actions what you may do. Outcome "wait" means the work you could take is held by other sessions (try again later); "no_safe_work" that there is nothing your session may take. Two sessions racing for the same work never both get it.`,
+		false, func(ctx context.Context, c *client.Client, in allocationRequest) (*cp.Allocation, error) {
+			return c.Allocate(ctx, in.SessionID, in.Repo, in.Apply)
+		}),
+	tool("check_gate", `Ask whether a mutation on the forge may pass, immediately before making it: comment, push, open_pr, review, merge or close. It is allowed only under a live lease your session holds, for an action your assignment allows, on work still open, at the head the assignment pinned. When allowed is false, do not make the mutation: reason says why (no_assignment, lease_expired, not_owner, action_not_allowed, work_terminal, head_moved); head_moved means someone pushed, so inspect the work again first.`,
+		false, func(ctx context.Context, c *client.Client, in gateQuestion) (*cp.Decision, error) {
+			return c.Gate(ctx, in.SessionID, in.AssignmentID, in.Action, in.LiveHeadSHA)
+		}),
+
+	// The inventory.
+	tool("list_work", `List the inventory: the issues and pull requests of the configured repositories the control plane hands out, with state, labels, review verdict, head and the session that authored a pull request. For orientation; allocate_work decides what you work on.`,
+		true, func(ctx context.Context, c *client.Client, in workQuery) (*workList, error) {
+			work, err := c.Work(ctx, queryOf(in))
+			return &workList{Work: work}, err
+		}),
+
+	// Leases.
+	tool("list_leases", `List your sessions' active leases (every session's for an admin token), or with all true the ended ones too. A lease is a session's exclusive hold on one work item until expires_at.`,
+		true, func(ctx context.Context, c *client.Client, in leaseQuery) (*leaseList, error) {
+			leases, err := c.Leases(ctx, queryOf(in))
+			return &leaseList{Leases: leases}, err
+		}),
+	tool("inspect_lease", `Read one lease: its state, its freshness (live, nanoseconds until it expires and since its last heartbeat) and, for the session you name, the safe next action: continue, heartbeat (now), adopt (your identity held it in another session), reclaim (expired), allocate (ended: ask for work) or wait_foreign_active (another's live lease: never take it). Call it when unsure whether you still hold your work.`,
+		true, func(ctx context.Context, c *client.Client, in leaseInspection) (*cp.LeaseView, error) {
+			return c.InspectLease(ctx, in.LeaseID, in.SessionID)
+		}),
+	tool("heartbeat_lease", `Extend a live lease your session holds, before it expires (within a third of its TTL is safe). When you pushed a new head yourself, give it as head_sha so that the gate expects it from then on.`,
+		false, func(ctx context.Context, c *client.Client, in leaseHeartbeat) (*cp.LeaseView, error) {
+			return c.HeartbeatLease(ctx, in.LeaseID, client.LeaseRequest{SessionID: in.SessionID, HeadSHA: in.HeadSHA})
+		}),
+	tool("release_lease", `End a lease your session holds, when you are done with its work or give it up. Only the holding session may release it (otherwise reason not_owner).`,
+		false, func(ctx context.Context, c *client.Client, in leaseAct) (*cp.LeaseView, error) {
+			return c.ReleaseLease(ctx, in.LeaseID, client.LeaseRequest{SessionID: in.SessionID})
+		}),
+	tool("adopt_lease", `Move a lease to your session: one of your own identity's (a restarted agent resuming its work), or one that expired. A live lease of another identity is never taken (reason wait_foreign_active). Give the worktree you resume in and its head.`,
+		false, func(ctx context.Context, c *client.Client, in leaseAdoption) (*cp.LeaseView, error) {
+			return c.AdoptLease(ctx, in.LeaseID, client.LeaseRequest{SessionID: in.SessionID, WorktreePath: in.WorktreePath, HeadSHA: in.HeadSHA})
+		}),
+	tool("abandon_lease", `End a lease whose holder is gone, with proof: dead_process or missing_worktree, and no_live_mutation_risk. Another session's lease also needs operator_authorized (admin tokens only) or all of dead_process, missing_worktree and no_open_pr. Refused without enough proof (reason insufficient_proof).`,
+		false, func(ctx context.Context, c *client.Client, in leaseAbandonment) (*cp.LeaseView, error) {
+			proof, err := convert[cp.AbandonProof](in.Proof)
+			if err != nil {
+				return nil, err
+			}
+			return c.AbandonLease(ctx, in.LeaseID, client.LeaseRequest{SessionID: in.SessionID, Proof: &proof})
+		}),
+	tool("reclaim_lease", `Assign the work of an expired lease to your session under a new lease; the answer is an allocation, as allocate_work's. A live lease is never reclaimed (reason wait_foreign_active).`,
+		false, func(ctx context.Context, c *client.Client, in leaseAct) (*cp.Allocation, error) {
+			return c.ReclaimLease(ctx, in.LeaseID, client.LeaseRequest{SessionID: in.SessionID})
+		}),
+	tool("expire_leases", `Mark exactly the active leases past their expiry as expired, and list them. Housekeeping: allocation and the gate already treat an expired lease as not holding its work.`,
+		false, func(ctx context.Context, c *client.Client, _ struct{}) (*expiredLeases, error) {
+			expired, err := c.ExpireLeases(ctx)
+			return &expiredLeases{Expired: expired}, err
+		}),
+
+	// Checkpoints.
+	tool("write_checkpoint", `Write your session's resume state for one work unit (an issue, a pull request, or none for the session itself), replacing the previous one: where in your workflow you are, the lease, branch and head, and the next valid action. Write one at each step a restarted session would need, and before you stop. Secrets in text and JSON are redacted before anything is stored; text is bounded to 4 KiB a field and JSON to 16 KiB (resume state, not transcripts). require_complete refuses a checkpoint a resumed session could not act on, naming the missing fields.`,
+		false, func(ctx context.Context, c *client.Client, in checkpointWrite) (*cp.Checkpoint, error) {
+			checkpoint, err := convert[cp.Checkpoint](in)
+			if err != nil {
+				return nil, err
+			}
+			return c.WriteCheckpoint(ctx, checkpoint, in.RequireComplete)
+		}),
+	tool("get_checkpoint", `Read one checkpoint by its key: session, forge, repository and work unit (work_kind and work_number; leave both out for the session's own). found is false when there is none. Do not act on it blindly: reconcile_checkpoint says whether it still holds.`,
+		true, func(ctx context.Context, c *client.Client, in checkpointKey) (*checkpointFound, error) {
+			q := queryOf(in)
+			q.Set("work_number", strconv.FormatInt(in.WorkNumber, 10)) // 0 names the session's own
+			list, err := c.Checkpoints(ctx, q)
+			if err != nil || len(list) == 0 {
+				return &checkpointFound{}, err
+			}
+			return &checkpointFound{Found: true, Checkpoint: &list[0]}, nil
+		}),
+	tool("list_checkpoints", `List your sessions' checkpoints, newest first: a session's, or a work unit's across sessions (to see who worked on it and how far they got).`,
+		true, func(ctx context.Context, c *client.Client, in checkpointQuery) (*checkpointList, error) {
+			list, err := c.Checkpoints(ctx, queryOf(in))
+			return &checkpointList{Checkpoints: list}, err
+		}),
+	tool("reconcile_checkpoint", `After a restart, compare a stored checkpoint with what is live before acting on it: the lease it names as the service has it now, and the head (yours as head_sha, else a pull request's from the inventory). reconcile_action says what to do: resume (continue from next_valid_action), reinspect (the head moved: inspect the work again before any mutation), reacquire (the lease is gone, ended or another's: allocate or adopt first) or nothing_to_do. Nothing is changed.`,
+		true, func(ctx context.Context, c *client.Client, in checkpointReconcile) (*cp.CheckpointReconcile, error) {
+			key := cp.CheckpointKey{SessionID: in.SessionID, Forge: in.Forge, Repo: in.Repo, WorkKind: in.WorkKind, WorkNumber: in.WorkNumber}
+			return c.ReconcileCheckpoint(ctx, key, in.HeadSHA)
+		}),
+
+	// Incidents.
+	tool("reconcile_incident", `Turn a monitoring observation (an error tracker's issue) into a forge issue of the repository configured for its project, once per provider issue, and keep their link current. With apply false (a dry run) nothing is written and no forge is called: the answer says what would happen. Needs a token with permission incidents. The forge issue then becomes work like any other; an observation is never work itself.`,
+		false, func(ctx context.Context, c *client.Client, in incidentReconcile) (*incident.Result, error) {
+			obs, err := convert[incident.Observation](in.Observation)
+			if err != nil {
+				return nil, err
+			}
+			return c.ReconcileIncident(ctx, obs, in.Apply)
+		}),
+}

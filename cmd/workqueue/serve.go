@@ -27,6 +27,7 @@ import (
 	"github.com/workqueue-dev/workqueue/forge/gitea"
 	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/httpapi"
+	"github.com/workqueue-dev/workqueue/mcpserver"
 	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/mr/mrstore"
 	"github.com/workqueue-dev/workqueue/service"
@@ -166,6 +167,9 @@ func (m *Main) Run(ctx context.Context) error {
 	api.SetAudit(audit.Safe(sink, m.Log))
 	api.SetClock(m.Clock)
 	api.SetControlPlane(cps)
+	// The same tools for agents over MCP at /mcp, each call made on api
+	// with the caller's token; a submission as large as REST takes fits.
+	api.SetMCP(mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Log: m.Log.With("component", "mcp"), MaxRequestBytes: httpapi.MaxSubmitBytes + 1<<20}))
 	if err := m.serveIncidents(ctx, api, all.cp, forges); err != nil {
 		return err
 	}

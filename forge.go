@@ -119,7 +119,37 @@ type Forge interface {
 	// is missing; Permanent for an empty title. Not idempotent: a call
 	// that failed transiently may still have opened the issue.
 	CreateIssue(ctx context.Context, req IssueCreate) (*WorkInfo, error)
+
+	// CommentOnWork comments on an issue or pull request (kind WorkIssue
+	// or WorkPR) and returns the comment's id. The body is text only:
+	// nothing in it runs as a command (GitLab's quick actions, see the
+	// adapters). NotFound if there is none of that kind and number;
+	// Permanent for an empty body. Not idempotent.
+	CommentOnWork(ctx context.Context, project, kind string, number int64, body string) (int64, error)
+
+	// ReviewPullRequest records a review verdict on a pull request,
+	// ReviewApproved or ReviewChangesRequested, with body, as the
+	// forge's review identity (the adapters' ReviewToken; the service's
+	// own token without one), pinned to headSHA: Conflict if the pull
+	// request's head is another commit, and no verdict is left recorded
+	// where the forge pins it or lets it be withdrawn (see the adapters).
+	// NotFound; Permanent for another verdict, an empty headSHA, changes
+	// requested without a body, a pull request that is not open, and one
+	// the review identity opened (wrapping ErrSelfReview).
+	ReviewPullRequest(ctx context.Context, project string, number int64, verdict, body, headSHA string) error
+
+	// CloseIssue closes an issue; closing a closed one is not an error.
+	// NotFound, also for the number of a pull request.
+	CloseIssue(ctx context.Context, project string, number int64) error
 }
+
+// ErrSelfReview is wrapped by the error of a review verdict the review
+// identity may not give because it opened the pull request: Gitea refuses
+// any author's verdict on their own pull request, and an author's verdict
+// is no review. The service opens pull requests with its own token, so
+// reviewing them takes a second forge identity (a forge's
+// review_token_env or review_token_file).
+var ErrSelfReview = errors.New("the review identity opened the pull request: a review needs a second forge identity (review_token_env or review_token_file)")
 
 // Work kinds of WorkInfo: the only assignable work (DESIGN section 9).
 const (

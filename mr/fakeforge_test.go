@@ -427,8 +427,9 @@ func (f *fakeForge) EnsureWebhook(context.Context, string, string, string) (wq.W
 	return wq.WebhookFound, nil
 }
 
-// ListOpenWork, GetWork and CreateIssue are the control plane's calls,
-// which the mr type never makes: stubs.
+// ListOpenWork, GetWork, CreateIssue, CommentOnWork, ReviewPullRequest
+// and CloseIssue are the control plane's calls, which the mr type never
+// makes: stubs.
 func (f *fakeForge) ListOpenWork(context.Context, string) ([]wq.WorkInfo, error) {
 	defer f.call("ListOpenWork")()
 	return nil, nil
@@ -442,6 +443,21 @@ func (f *fakeForge) GetWork(context.Context, string, string, int64) (*wq.WorkInf
 func (f *fakeForge) CreateIssue(context.Context, wq.IssueCreate) (*wq.WorkInfo, error) {
 	defer f.call("CreateIssue")()
 	return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "fake: create issue", Message: "not kept by this fake"}
+}
+
+func (f *fakeForge) CommentOnWork(context.Context, string, string, int64, string) (int64, error) {
+	defer f.call("CommentOnWork")()
+	return 0, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "fake: comment", Message: "not kept by this fake"}
+}
+
+func (f *fakeForge) ReviewPullRequest(context.Context, string, int64, string, string, string) error {
+	defer f.call("ReviewPullRequest")()
+	return &wq.ForgeError{Kind: wq.ForgePermanent, Op: "fake: review", Message: "not kept by this fake"}
+}
+
+func (f *fakeForge) CloseIssue(context.Context, string, int64) error {
+	defer f.call("CloseIssue")()
+	return &wq.ForgeError{Kind: wq.ForgePermanent, Op: "fake: close issue", Message: "not kept by this fake"}
 }
 
 // What tests do as people and other processes: not counted.

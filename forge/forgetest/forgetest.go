@@ -28,6 +28,20 @@ type Project struct {
 	// WorkPageSize is the page size of the Forge's ListOpenWork: the
 	// suite makes one issue more than a page.
 	WorkPageSize int
+	// Reviewing, when set, is an adapter of the same forge whose review
+	// identity is a second account with write access to the project (its
+	// ReviewToken); the cases of verdicts given are skipped without it.
+	Reviewing wq.Forge
+	// Comments, when set, reads the comments on an issue or a pull request
+	// (kind wq.WorkIssue or wq.WorkPR) of the project as the forge shows
+	// them; the comment cases read what they wrote back with it.
+	Comments func(t testing.TB, kind string, number int64) []Comment
+}
+
+// Comment is a comment as the forge shows it.
+type Comment struct {
+	ID   int64
+	Body string
 }
 
 // People act on a project as people do (internal/testforge.Fixture is
@@ -43,6 +57,7 @@ type People interface {
 // Run runs the suite. newProject makes a fresh project for each test.
 func Run(t *testing.T, newProject func(t *testing.T) Project) {
 	runWork(t, newProject)
+	runActions(t, newProject)
 	ctx := context.Background()
 	change := func(action, path, content string) wq.FileChange {
 		c := wq.FileChange{Action: action, Path: path}
@@ -420,20 +435,6 @@ func runWork(t *testing.T, newProject func(t *testing.T) Project) {
 		}
 		return out
 	}
-	openPR := func(t *testing.T, p Project, branch, description string, labels ...string) (*wq.MergeRequest, wq.Commit) {
-		t.Helper()
-		c, err := p.Forge.CommitFiles(ctx, wq.CommitRequest{Project: p.Path, Base: "main", Branch: branch, Message: "work",
-			Changes: []wq.FileChange{{Action: "create", Path: branch + ".txt", Content: []byte(branch + "\n")}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mr, err := p.Forge.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: p.Path, SourceBranch: branch, TargetBranch: "main",
-			Title: "Work on " + branch, Description: description, Labels: labels})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return mr, c
-	}
 	pr := func(n int64) string { return fmt.Sprintf("%s %d", wq.WorkPR, n) }
 	issue := func(n int64) string { return fmt.Sprintf("%s %d", wq.WorkIssue, n) }
 
@@ -580,6 +581,24 @@ func runWork(t *testing.T, newProject func(t *testing.T) Project) {
 			}
 		}
 	})
+}
+
+// openPR commits branch.txt to a new branch and opens a pull request
+// from it, titled "Work on " and the branch.
+func openPR(t *testing.T, p Project, branch, description string, labels ...string) (*wq.MergeRequest, wq.Commit) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := p.Forge.CommitFiles(ctx, wq.CommitRequest{Project: p.Path, Base: "main", Branch: branch, Message: "work",
+		Changes: []wq.FileChange{{Action: "create", Path: branch + ".txt", Content: []byte(branch + "\n")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, err := p.Forge.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: p.Path, SourceBranch: branch, TargetBranch: "main",
+		Title: "Work on " + branch, Description: description, Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mr, c
 }
 
 // waitMergeable polls until the forge has computed mergeability: both

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	sdk "code.gitea.io/sdk/gitea"
@@ -39,6 +40,13 @@ type Forge struct {
 	// labelMakers is held per repository while labels are made there
 	// (makeLabels).
 	labelMakers keylock.Set
+	// reviewToken is Options.ReviewToken; reviewer caches the name of
+	// the identity that reviews (reviewerName).
+	reviewToken string
+	reviewer    struct {
+		sync.Mutex
+		name string
+	}
 }
 
 var _ wq.Forge = (*Forge)(nil)
@@ -47,6 +55,12 @@ var _ wq.Forge = (*Forge)(nil)
 type Options struct {
 	Timeout    time.Duration // per call; default 30s
 	HTTPClient *http.Client  // default: a client of its own
+	// ReviewToken is the token of the account that gives review verdicts
+	// (ReviewPullRequest) and makes no other call. Empty: the service's
+	// token reviews, and Gitea refuses its verdict on the pull requests
+	// it opened, which are the service's own; reviewing those takes a
+	// second account with write access to the repositories.
+	ReviewToken string
 }
 
 // New returns a Forge for the Gitea at baseURL (http(s)://host[:port][/prefix]).
@@ -64,7 +78,8 @@ func New(baseURL, token string, opts Options) (*Forge, error) {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
-	return &Forge{url: strings.TrimRight(baseURL, "/"), token: token, http: opts.HTTPClient, timeout: opts.Timeout}, nil
+	return &Forge{url: strings.TrimRight(baseURL, "/"), token: token, http: opts.HTTPClient, timeout: opts.Timeout,
+		reviewToken: opts.ReviewToken}, nil
 }
 
 // Kind returns "gitea".
@@ -78,9 +93,23 @@ func (f *Forge) call(ctx context.Context, what string, fn func(c *sdk.Client) (*
 
 // callAs is call for an operation the shared classifier treats apart.
 func (f *Forge) callAs(ctx context.Context, op forge.Op, what string, fn func(c *sdk.Client) (*sdk.Response, error)) error {
+	return f.callWith(ctx, f.token, op, what, fn)
+}
+
+// callReviewing is call as the identity that gives review verdicts.
+func (f *Forge) callReviewing(ctx context.Context, what string, fn func(c *sdk.Client) (*sdk.Response, error)) error {
+	token := f.reviewToken
+	if token == "" {
+		token = f.token
+	}
+	return f.callWith(ctx, token, forge.OpAny, what, fn)
+}
+
+// callWith is callAs with the token of an identity.
+func (f *Forge) callWith(ctx context.Context, token string, op forge.Op, what string, fn func(c *sdk.Client) (*sdk.Response, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	c, err := sdk.NewClient(f.url, sdk.SetToken(f.token), sdk.SetHTTPClient(f.http),
+	c, err := sdk.NewClient(f.url, sdk.SetToken(token), sdk.SetHTTPClient(f.http),
 		sdk.SetGiteaVersion(ServerVersion), sdk.SetContext(ctx))
 	if err != nil {
 		return &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: " + what, Err: err}
@@ -525,15 +554,18 @@ func (f *Forge) GetMergeRequest(ctx context.Context, project string, number int6
 	if err != nil {
 		return nil, err
 	}
-	var out *wq.MergeRequest
-	err = f.call(ctx, fmt.Sprintf("get pull %s!%d", project, number), func(c *sdk.Client) (*sdk.Response, error) {
-		pr, resp, err := c.GetPullRequest(owner, repo, number)
-		if err == nil && pr != nil {
-			out = toMergeRequest(pr)
-		}
-		return resp, err
+	pr, err := f.getPull(ctx, owner, repo, number)
+	if err != nil {
+		return nil, err
+	}
+	return toMergeRequest(pr), nil
+}
+
+// getPull reads one pull request (GET /repos/{o}/{r}/pulls/{index}).
+func (f *Forge) getPull(ctx context.Context, owner, repo string, number int64) (*sdk.PullRequest, error) {
+	return callGet(ctx, f, fmt.Sprintf("get pull %s/%s!%d", owner, repo, number), func(c *sdk.Client) (*sdk.PullRequest, *sdk.Response, error) {
+		return c.GetPullRequest(owner, repo, number)
 	})
-	return out, err
 }
 
 // UpdateMergeRequest edits title, body and state.
@@ -580,11 +612,7 @@ func (f *Forge) MergeMergeRequest(ctx context.Context, project string, number in
 		return err
 	}
 	what := fmt.Sprintf("merge pull %s!%d", project, number)
-	var pr *sdk.PullRequest
-	err = f.call(ctx, fmt.Sprintf("get pull %s!%d", project, number), func(c *sdk.Client) (resp *sdk.Response, err error) {
-		pr, resp, err = c.GetPullRequest(owner, repo, number)
-		return resp, err
-	})
+	pr, err := f.getPull(ctx, owner, repo, number)
 	if err != nil {
 		return err
 	}
@@ -879,19 +907,14 @@ func (f *Forge) GetWork(ctx context.Context, project, kind string, number int64)
 	what := fmt.Sprintf("get %s %s#%d", kind, project, number)
 	switch kind {
 	case wq.WorkIssue:
-		is, err := callGet(ctx, f, what, func(c *sdk.Client) (*sdk.Issue, *sdk.Response, error) { return c.GetIssue(owner, repo, number) })
+		is, err := f.issueOf(ctx, owner, repo, wq.WorkIssue, number, what)
 		if err != nil {
 			return nil, err
-		}
-		if is.PullRequest != nil {
-			return nil, &wq.ForgeError{Kind: wq.ForgeNotFound, Op: "gitea: " + what, Message: "a pull request, not an issue"}
 		}
 		w := issueWork(is)
 		return &w, nil
 	case wq.WorkPR:
-		pr, err := callGet(ctx, f, what, func(c *sdk.Client) (*sdk.PullRequest, *sdk.Response, error) {
-			return c.GetPullRequest(owner, repo, number)
-		})
+		pr, err := f.getPull(ctx, owner, repo, number)
 		if err != nil {
 			return nil, err
 		}
@@ -930,6 +953,159 @@ func (f *Forge) CreateIssue(ctx context.Context, req wq.IssueCreate) (*wq.WorkIn
 	}
 	w := issueWork(is)
 	return &w, nil
+}
+
+// issueOf reads issue or pull request number (GET
+// /repos/{o}/{r}/issues/{index}, which serves both: Gitea numbers them in
+// one sequence) and checks that it is of kind (WorkIssue or WorkPR):
+// NotFound if it is the other kind.
+func (f *Forge) issueOf(ctx context.Context, owner, repo, kind string, number int64, what string) (*sdk.Issue, error) {
+	if kind != wq.WorkIssue && kind != wq.WorkPR {
+		return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: " + what, Message: "unknown kind of work " + kind}
+	}
+	is, err := callGet(ctx, f, what, func(c *sdk.Client) (*sdk.Issue, *sdk.Response, error) { return c.GetIssue(owner, repo, number) })
+	switch {
+	case err != nil:
+		return nil, err
+	case is.PullRequest != nil && kind == wq.WorkIssue:
+		return nil, &wq.ForgeError{Kind: wq.ForgeNotFound, Op: "gitea: " + what, Message: "a pull request, not an issue"}
+	case is.PullRequest == nil && kind == wq.WorkPR:
+		return nil, &wq.ForgeError{Kind: wq.ForgeNotFound, Op: "gitea: " + what, Message: "an issue, not a pull request"}
+	}
+	return is, nil
+}
+
+// CommentOnWork comments on an issue or pull request (POST
+// /repos/{o}/{r}/issues/{index}/comments, which serves both) after
+// reading it to tell which it is (issueOf): the number of one kind must
+// not put the comment on work of the other.
+func (f *Forge) CommentOnWork(ctx context.Context, project, kind string, number int64, body string) (int64, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return 0, err
+	}
+	what := fmt.Sprintf("comment on %s %s#%d", kind, project, number)
+	if err := forge.CheckComment("gitea: "+what, body); err != nil {
+		return 0, err
+	}
+	if _, err := f.issueOf(ctx, owner, repo, kind, number, what); err != nil {
+		return 0, err
+	}
+	cm, err := callGet(ctx, f, what, func(c *sdk.Client) (*sdk.Comment, *sdk.Response, error) {
+		return c.CreateIssueComment(owner, repo, number, sdk.CreateIssueCommentOption{Body: body})
+	})
+	if err != nil {
+		return 0, err
+	}
+	return cm.ID, nil
+}
+
+// CloseIssue reads the issue (issueOf: editing a pull request's number
+// would close the pull request) and closes it (PATCH
+// /repos/{o}/{r}/issues/{index}, state closed) unless it is closed.
+func (f *Forge) CloseIssue(ctx context.Context, project string, number int64) error {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("close issue %s#%d", project, number)
+	is, err := f.issueOf(ctx, owner, repo, wq.WorkIssue, number, what)
+	if err != nil || is.State == sdk.StateClosed {
+		return err
+	}
+	closed := sdk.StateClosed
+	return f.call(ctx, what, func(c *sdk.Client) (*sdk.Response, error) {
+		_, resp, err := c.EditIssue(owner, repo, number, sdk.EditIssueOption{State: &closed})
+		return resp, err
+	})
+}
+
+// ReviewPullRequest gives a verdict as the review identity (POST
+// /repos/{o}/{r}/pulls/{index}/reviews, event APPROVED or
+// REQUEST_CHANGES, with body and commit_id).
+//
+// Gitea 1.26 does not refuse a commit_id that is no longer the head: it
+// records the verdict and marks it stale (and answers 500 for a commit it
+// does not know). So the pull request is read first, for its state, head
+// and author; the verdict is given with commit_id headSHA; and the head is
+// read again: if it moved meanwhile, the verdict is withdrawn (a reviewer
+// may delete their own review) and the answer is a conflict. Gitea
+// refuses an author's verdict on their own pull request (422 "approve
+// your own pull is not allowed", "reject your own pull is not allowed"):
+// that is answered before sending, naming the configuration that is
+// missing (forge.SelfReview). Its calls: the pull request twice, the
+// review, and once per Forge the review identity's name (GET /user).
+func (f *Forge) ReviewPullRequest(ctx context.Context, project string, number int64, verdict, body, headSHA string) error {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("review pull %s!%d", project, number)
+	op := "gitea: " + what
+	if err := forge.CheckReview(op, verdict, body, headSHA); err != nil {
+		return err
+	}
+	state := sdk.ReviewStateApproved
+	if verdict == wq.ReviewChangesRequested {
+		state = sdk.ReviewStateRequestChanges
+	}
+	pr, err := f.getPull(ctx, owner, repo, number)
+	if err != nil {
+		return err
+	}
+	switch mr := toMergeRequest(pr); {
+	case mr.State != wq.MergeRequestOpen:
+		return forge.NotOpen(op, mr.State)
+	case mr.HeadSHA != headSHA:
+		return forge.HeadMoved(op, headSHA, mr.HeadSHA)
+	}
+	reviewer, err := f.reviewerName(ctx)
+	if err != nil {
+		return err
+	}
+	if pr.Poster != nil && strings.EqualFold(pr.Poster.UserName, reviewer) {
+		return forge.SelfReview(op, reviewer, f.reviewToken != "")
+	}
+	var review *sdk.PullReview
+	err = f.callReviewing(ctx, what, func(c *sdk.Client) (resp *sdk.Response, err error) {
+		review, resp, err = c.CreatePullReview(owner, repo, number, sdk.CreatePullReviewOptions{State: state, Body: body, CommitID: headSHA})
+		return resp, err
+	})
+	if err != nil {
+		return err
+	}
+	after, err := f.getPull(ctx, owner, repo, number)
+	if err != nil {
+		return err
+	}
+	head := toMergeRequest(after).HeadSHA
+	if head == headSHA {
+		return nil
+	}
+	moved := forge.HeadMoved(op, headSHA, head)
+	if err := f.callReviewing(ctx, fmt.Sprintf("withdraw review %d of %s!%d", review.ID, project, number), func(c *sdk.Client) (*sdk.Response, error) {
+		return c.DeletePullReview(owner, repo, number, review.ID)
+	}); err != nil {
+		moved.Message += fmt.Sprintf("; the verdict given meanwhile (review %d) stays, marked stale: %v", review.ID, err)
+	}
+	return moved
+}
+
+// reviewerName is the review identity's username, read once (GET /user).
+func (f *Forge) reviewerName(ctx context.Context) (string, error) {
+	f.reviewer.Lock()
+	defer f.reviewer.Unlock()
+	if f.reviewer.name != "" {
+		return f.reviewer.name, nil
+	}
+	err := f.callReviewing(ctx, "read the review identity", func(c *sdk.Client) (*sdk.Response, error) {
+		u, resp, err := c.GetMyUserInfo()
+		if err == nil {
+			f.reviewer.name = u.UserName
+		}
+		return resp, err
+	})
+	return f.reviewer.name, err
 }
 
 func issueWork(is *sdk.Issue) wq.WorkInfo {

@@ -32,8 +32,36 @@ func TestConformanceOnRealGitea(t *testing.T) {
 	}
 	people := testforge.Gitea(t)
 	forgetest.Run(t, func(t *testing.T) forgetest.Project {
-		return forgetest.Project{Forge: f, Path: srv.NewRepo(t), Calls: calls, People: people, WorkPageSize: gitea.WorkPageSize}
+		repo := srv.NewRepo(t)
+		reviewing, err := gitea.New(srv.URL, srv.Token, gitea.Options{ReviewToken: srv.Reviewer(t, repo)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return forgetest.Project{Forge: f, Path: repo, Calls: calls, People: people, WorkPageSize: gitea.WorkPageSize,
+			Reviewing: reviewing, Comments: comments(srv, repo)}
 	})
+}
+
+// comments reads the comments on an issue or a pull request of repo (the
+// kind does not matter to Gitea).
+func comments(srv testgitea.Server, repo string) func(t testing.TB, kind string, number int64) []forgetest.Comment {
+	return func(t testing.TB, _ string, number int64) []forgetest.Comment {
+		t.Helper()
+		c, err := sdk.NewClient(srv.URL, sdk.SetToken(srv.Token))
+		if err != nil {
+			t.Fatal(err)
+		}
+		owner, name, _ := strings.Cut(repo, "/")
+		list, _, err := c.ListIssueComments(owner, name, number, sdk.ListIssueCommentOptions{})
+		if err != nil {
+			t.Fatalf("comments on %s#%d: %v", repo, number, err)
+		}
+		var out []forgetest.Comment
+		for _, cm := range list {
+			out = append(out, forgetest.Comment{ID: cm.ID, Body: cm.Body})
+		}
+		return out
+	}
 }
 
 func TestRefusedConnectionIsTransient(t *testing.T) {

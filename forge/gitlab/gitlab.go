@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
@@ -24,6 +26,14 @@ import (
 type Forge struct {
 	client  *gl.Client
 	timeout time.Duration
+	// reviewing gives review verdicts: the client of Options.ReviewToken,
+	// else client. reviewer caches who it is (reviewerUser).
+	reviewing         *gl.Client
+	dedicatedReviewer bool
+	reviewer          struct {
+		sync.Mutex
+		user *gl.User
+	}
 }
 
 var _ wq.Forge = (*Forge)(nil)
@@ -32,6 +42,11 @@ var _ wq.Forge = (*Forge)(nil)
 type Options struct {
 	Timeout    time.Duration // per call; default 30s
 	HTTPClient *http.Client
+	// ReviewToken is the token of the account that gives review verdicts
+	// (ReviewPullRequest) and makes no other call. Empty: the service's
+	// token reviews, and it may not review the merge requests it opened
+	// (see ReviewPullRequest), which are the service's own.
+	ReviewToken string
 }
 
 // New returns a Forge for the GitLab at baseURL (without /api/v4).
@@ -54,7 +69,14 @@ func New(baseURL, token string, opts Options) (*Forge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gitlab client: %w", err)
 	}
-	return &Forge{client: c, timeout: opts.Timeout}, nil
+	f := &Forge{client: c, timeout: opts.Timeout, reviewing: c}
+	if opts.ReviewToken != "" {
+		if f.reviewing, err = gl.NewClient(opts.ReviewToken, copts...); err != nil {
+			return nil, fmt.Errorf("gitlab review client: %w", err)
+		}
+		f.dedicatedReviewer = true
+	}
+	return f, nil
 }
 
 // Kind returns "gitlab".
@@ -282,15 +304,21 @@ func (f *Forge) CreateMergeRequest(ctx context.Context, req wq.MergeRequestCreat
 
 // GetMergeRequest reads one merge request.
 func (f *Forge) GetMergeRequest(ctx context.Context, project string, number int64) (*wq.MergeRequest, error) {
-	var out *wq.MergeRequest
-	err := f.call(ctx, fmt.Sprintf("get merge request %s!%d", project, number), func(o gl.RequestOptionFunc) error {
-		mr, _, err := f.client.MergeRequests.GetMergeRequest(project, number, nil, o)
-		if err == nil {
-			out = toMergeRequest(mr)
-		}
+	mr, err := f.getMergeRequest(ctx, project, number)
+	if err != nil {
+		return nil, err
+	}
+	return toMergeRequest(mr), nil
+}
+
+// getMergeRequest reads one merge request as GitLab has it (GET
+// /projects/:id/merge_requests/:iid).
+func (f *Forge) getMergeRequest(ctx context.Context, project string, number int64) (mr *gl.MergeRequest, err error) {
+	err = f.call(ctx, fmt.Sprintf("get merge request %s!%d", project, number), func(o gl.RequestOptionFunc) (err error) {
+		mr, _, err = f.client.MergeRequests.GetMergeRequest(project, number, nil, o)
 		return err
 	})
-	return out, err
+	return mr, err
 }
 
 // UpdateMergeRequest edits title and description, or closes or reopens.
@@ -342,15 +370,51 @@ func (f *Forge) ReadFile(ctx context.Context, project, ref, path string) ([]byte
 
 // CreateNote comments on the merge request.
 func (f *Forge) CreateNote(ctx context.Context, project string, number int64, body string) (int64, error) {
-	var id int64
-	err := f.call(ctx, fmt.Sprintf("note on %s!%d", project, number), func(o gl.RequestOptionFunc) error {
-		n, _, err := f.client.Notes.CreateMergeRequestNote(project, number, &gl.CreateMergeRequestNoteOptions{Body: &body}, o)
-		if err == nil {
-			id = n.ID
+	return f.note(ctx, f.client, project, wq.WorkPR, number, body, fmt.Sprintf("note on %s!%d", project, number))
+}
+
+// note adds a note to an issue (POST /projects/:id/issues/:iid/notes) or a
+// merge request (…/merge_requests/:iid/notes) as c's user, body as it is.
+func (f *Forge) note(ctx context.Context, c *gl.Client, project, kind string, number int64, body, what string) (int64, error) {
+	var n *gl.Note
+	err := f.call(ctx, what, func(o gl.RequestOptionFunc) (err error) {
+		switch kind {
+		case wq.WorkIssue:
+			n, _, err = c.Notes.CreateIssueNote(project, number, &gl.CreateIssueNoteOptions{Body: &body}, o)
+		case wq.WorkPR:
+			n, _, err = c.Notes.CreateMergeRequestNote(project, number, &gl.CreateMergeRequestNoteOptions{Body: &body}, o)
+		default:
+			err = errUnknownKind
 		}
 		return err
 	})
-	return id, err
+	if errors.Is(err, errUnknownKind) {
+		return 0, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitlab: " + what, Message: "unknown kind of work " + kind}
+	}
+	if err != nil {
+		return 0, err
+	}
+	return n.ID, nil
+}
+
+var errUnknownKind = errors.New("unknown kind of work")
+
+// inert returns body with no line GitLab would run as a quick action.
+// GitLab runs a line of a note or a description that starts with "/" and
+// a command's name ("/close", "/merge", "/approve") as the note's author,
+// outside code blocks (lib/gitlab/quick_actions/extractor.rb), and drops
+// it from the text. A comment asked for is text only, so every line that
+// starts with "/" gets a leading space, which Markdown does not show.
+// GitLab drops carriage returns before it looks ("\r/close" runs), so they
+// are dropped here first.
+func inert(body string) string {
+	lines := strings.Split(strings.ReplaceAll(body, "\r", ""), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "/") {
+			lines[i] = " " + l
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // UpdateNote edits a note.
@@ -610,11 +674,7 @@ func (f *Forge) GetWork(ctx context.Context, project, kind string, number int64)
 		w := issueWork(is)
 		return &w, nil
 	case wq.WorkPR:
-		var mr *gl.MergeRequest
-		err := f.call(ctx, what, func(o gl.RequestOptionFunc) (err error) {
-			mr, _, err = f.client.MergeRequests.GetMergeRequest(project, number, nil, o)
-			return err
-		})
+		mr, err := f.getMergeRequest(ctx, project, number)
 		if err != nil {
 			return nil, err
 		}
@@ -645,6 +705,168 @@ func (f *Forge) CreateIssue(ctx context.Context, req wq.IssueCreate) (*wq.WorkIn
 	}
 	w := issueWork(is)
 	return &w, nil
+}
+
+// CommentOnWork adds a note to an issue or merge request (note), made
+// inert first: a comment does nothing but comment. Issues and merge
+// requests have iid sequences of their own, so the kind names the
+// resource; an issue that is not work (see ListOpenWork) is not read to
+// be told apart.
+func (f *Forge) CommentOnWork(ctx context.Context, project, kind string, number int64, body string) (int64, error) {
+	what := fmt.Sprintf("comment on %s %s#%d", kind, project, number)
+	if err := forge.CheckComment("gitlab: "+what, body); err != nil {
+		return 0, err
+	}
+	return f.note(ctx, f.client, project, kind, number, inert(body), what)
+}
+
+// CloseIssue closes the issue (PUT /projects/:id/issues/:iid, state_event
+// close); GitLab answers a closed issue as it is.
+func (f *Forge) CloseIssue(ctx context.Context, project string, number int64) error {
+	return f.call(ctx, fmt.Sprintf("close issue %s#%d", project, number), func(o gl.RequestOptionFunc) error {
+		_, _, err := f.client.Issues.UpdateIssue(project, number, &gl.UpdateIssueOptions{StateEvent: gl.Ptr("close")}, o)
+		return err
+	})
+}
+
+// ReviewPullRequest gives a verdict as the review identity. The merge
+// request is read first, for its state, head and author.
+//
+// The author's own verdict is refused as on Gitea (forge.SelfReview),
+// though GitLab lets an author approve unless the project prevents it
+// (a Premium setting, then 401): it is no review, and the service opened
+// the merge request.
+//
+// An approval is POST …/merge_requests/:iid/approve with sha, which GitLab
+// pins (409 when the head moved); the body follows as a note. GitLab
+// answers 401 to an approval its user already gave as to one it may not
+// give: when the approvals say this user approved (a retry), the verdict
+// stands and the body is noted (again, on a retry).
+//
+// GitLab's REST API has no call that requests changes: its one way is the
+// /request_changes quick action in a note (GitLab 17.x), which it runs
+// only for a reviewer of the merge request. So the review identity is
+// made a reviewer when it is not (PUT …/merge_requests/:iid reviewer_ids,
+// the present ones kept), and the note holds the body and the action.
+// GitLab answers the note without saying whether the action ran: the
+// reviewers' states are read back (GET …/merge_requests/:iid/reviewers),
+// and a state other than requested_changes is a permanent error (a GitLab
+// without the action; the body stays as a note). A note cannot be pinned:
+// the head is checked before it, and a request for changes on a head that
+// moved meanwhile keeps the merge request from merging until it is
+// reviewed again, the safe side.
+//
+// Its calls: the merge request; the approval and, with a body, a note; or
+// the note (with the reviewer set first when needed) and the reviewers'
+// states; once per Forge the review identity (GET /user).
+func (f *Forge) ReviewPullRequest(ctx context.Context, project string, number int64, verdict, body, headSHA string) error {
+	what := fmt.Sprintf("review merge request %s!%d", project, number)
+	op := "gitlab: " + what
+	if err := forge.CheckReview(op, verdict, body, headSHA); err != nil {
+		return err
+	}
+	mr, err := f.getMergeRequest(ctx, project, number)
+	if err != nil {
+		return err
+	}
+	switch m := toMergeRequest(mr); {
+	case m.State != wq.MergeRequestOpen:
+		return forge.NotOpen(op, m.State)
+	case m.HeadSHA != headSHA:
+		return forge.HeadMoved(op, headSHA, m.HeadSHA)
+	}
+	who, err := f.reviewerUser(ctx)
+	if err != nil {
+		return err
+	}
+	if mr.Author != nil && mr.Author.ID == who.ID {
+		return forge.SelfReview(op, who.Username, f.dedicatedReviewer)
+	}
+	if verdict == wq.ReviewApproved {
+		return f.approve(ctx, project, number, body, headSHA, what)
+	}
+	return f.requestChanges(ctx, project, mr, who, body, what)
+}
+
+// approve approves as the review identity, pinned to headSHA, and notes
+// the body (see ReviewPullRequest).
+func (f *Forge) approve(ctx context.Context, project string, number int64, body, headSHA, what string) error {
+	err := f.call(ctx, what, func(o gl.RequestOptionFunc) error {
+		_, _, err := f.reviewing.MergeRequestApprovals.ApproveMergeRequest(project, number, &gl.ApproveMergeRequestOptions{SHA: &headSHA}, o)
+		return err
+	})
+	var fe *wq.ForgeError
+	if errors.As(err, &fe) && fe.Status == http.StatusUnauthorized {
+		var approvals *gl.MergeRequestApprovals
+		read := f.call(ctx, fmt.Sprintf("approvals of %s!%d", project, number), func(o gl.RequestOptionFunc) (err error) {
+			approvals, _, err = f.reviewing.MergeRequestApprovals.GetConfiguration(project, number, o)
+			return err
+		})
+		if read == nil && approvals.UserHasApproved {
+			err = nil
+		}
+	}
+	if err != nil || strings.TrimSpace(body) == "" {
+		return err
+	}
+	_, err = f.note(ctx, f.reviewing, project, wq.WorkPR, number, inert(body), what)
+	return err
+}
+
+// requestChanges requests changes as the review identity who, with body
+// (see ReviewPullRequest).
+func (f *Forge) requestChanges(ctx context.Context, project string, mr *gl.MergeRequest, who *gl.User, body, what string) error {
+	ids := make([]int64, 0, len(mr.Reviewers)+1)
+	for _, r := range mr.Reviewers {
+		ids = append(ids, r.ID)
+	}
+	if !slices.Contains(ids, who.ID) {
+		ids = append(ids, who.ID)
+		err := f.call(ctx, fmt.Sprintf("make %s a reviewer of %s!%d", who.Username, project, mr.IID), func(o gl.RequestOptionFunc) error {
+			_, _, err := f.client.MergeRequests.UpdateMergeRequest(project, mr.IID, &gl.UpdateMergeRequestOptions{ReviewerIDs: &ids}, o)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if _, err := f.note(ctx, f.reviewing, project, wq.WorkPR, mr.IID, inert(body)+"\n\n/request_changes", what); err != nil {
+		return err
+	}
+	var reviewers []*gl.MergeRequestReviewer
+	err := f.call(ctx, fmt.Sprintf("reviewers of %s!%d", project, mr.IID), func(o gl.RequestOptionFunc) (err error) {
+		reviewers, _, err = f.reviewing.MergeRequests.GetMergeRequestReviewers(project, mr.IID, o)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range reviewers {
+		if r.User != nil && r.User.ID == who.ID && r.State == "requested_changes" {
+			return nil
+		}
+	}
+	return &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitlab: " + what,
+		Message: "GitLab did not record the request for changes: its /request_changes quick action (GitLab 17.x) did not run; the body stays as a note"}
+}
+
+// reviewerUser is the review identity, read once (GET /user).
+func (f *Forge) reviewerUser(ctx context.Context) (*gl.User, error) {
+	f.reviewer.Lock()
+	defer f.reviewer.Unlock()
+	if f.reviewer.user != nil {
+		return f.reviewer.user, nil
+	}
+	err := f.call(ctx, "read the review identity", func(o gl.RequestOptionFunc) error {
+		u, _, err := f.reviewing.Users.CurrentUser(o)
+		f.reviewer.user = u
+		return err
+	})
+	if err != nil {
+		f.reviewer.user = nil
+		return nil, err
+	}
+	return f.reviewer.user, nil
 }
 
 func issueWork(is *gl.Issue) wq.WorkInfo {

@@ -30,12 +30,38 @@ func TestConformanceOnAGitLabShapedServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	reviewing, err := gitlab.New(srv.URL, srv.Token, gitlab.Options{ReviewToken: srv.AddUser("a-reviewer")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	person, err := gl.NewClient(srv.Token, gl.WithBaseURL(srv.URL+"/api/v4"), gl.WithoutRetries())
+	if err != nil {
+		t.Fatal(err)
+	}
 	var n atomic.Int32
 	people := testforge.GitLabOn(t, srv)
 	forgetest.Run(t, func(t *testing.T) forgetest.Project {
 		path := fmt.Sprintf("group/sub/project-%d", n.Add(1))
 		srv.CreateProject(path)
-		return forgetest.Project{Forge: f, Path: path, Calls: calls, People: people, WorkPageSize: gitlab.WorkPageSize}
+		return forgetest.Project{Forge: f, Path: path, Calls: calls, People: people, WorkPageSize: gitlab.WorkPageSize,
+			Reviewing: reviewing, Comments: func(t testing.TB, kind string, number int64) []forgetest.Comment {
+				t.Helper()
+				var notes []*gl.Note
+				var err error
+				if kind == wq.WorkIssue {
+					notes, _, err = person.Notes.ListIssueNotes(path, number, nil)
+				} else {
+					notes, _, err = person.Notes.ListMergeRequestNotes(path, number, nil)
+				}
+				if err != nil {
+					t.Fatalf("notes on %s %s#%d: %v", kind, path, number, err)
+				}
+				var out []forgetest.Comment
+				for _, n := range notes {
+					out = append(out, forgetest.Comment{ID: n.ID, Body: n.Body})
+				}
+				return out
+			}}
 	})
 }
 

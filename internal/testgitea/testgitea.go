@@ -9,7 +9,10 @@ package testgitea
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 
 	sdk "code.gitea.io/sdk/gitea"
@@ -51,4 +54,57 @@ func (s Server) NewRepo(t testing.TB) string {
 		t.Fatalf("create repo %s: %v", name, err)
 	}
 	return repo.FullName
+}
+
+// ReviewerName is the second account of the test Gitea (Server.Reviewer).
+const ReviewerName = "wq-reviewer"
+
+// reviewerToken is ReviewerName's token, made once per test process.
+var reviewerToken struct {
+	sync.Mutex
+	token string
+}
+
+// Reviewer gives ReviewerName, a second account that reviews pull
+// requests the test token opened (Gitea refuses their author's verdict),
+// write access to repo, and returns a token of the account's own that
+// may read it and act on repositories (read:user, write:repository).
+// The account is made on first use (an earlier run may have made it);
+// the token once per test process, with the account's password, which
+// Gitea asks for to make one.
+func (s Server) Reviewer(t testing.TB, repo string) (token string) {
+	t.Helper()
+	admin, err := sdk.NewClient(s.URL, sdk.SetToken(s.Token))
+	if err != nil {
+		t.Fatalf("gitea client: %v", err)
+	}
+	const password = "wq-reviewer-password-1"
+	reviewerToken.Lock()
+	defer reviewerToken.Unlock()
+	if reviewerToken.token == "" {
+		no := false
+		_, resp, err := admin.AdminCreateUser(sdk.CreateUserOption{Username: ReviewerName, Email: ReviewerName + "@example.com",
+			Password: password, MustChangePassword: &no})
+		if err != nil && (resp == nil || resp.StatusCode != http.StatusUnprocessableEntity) {
+			t.Fatalf("make the account %s: %v", ReviewerName, err)
+		}
+		as, err := sdk.NewClient(s.URL, sdk.SetBasicAuth(ReviewerName, password))
+		if err != nil {
+			t.Fatalf("gitea client as %s: %v", ReviewerName, err)
+		}
+		b := make([]byte, 5)
+		rand.Read(b)
+		tok, _, err := as.CreateAccessToken(sdk.CreateAccessTokenOption{Name: "t-" + hex.EncodeToString(b),
+			Scopes: []sdk.AccessTokenScope{"read:user", "write:repository"}})
+		if err != nil {
+			t.Fatalf("make a token for %s: %v", ReviewerName, err)
+		}
+		reviewerToken.token = tok.Token
+	}
+	owner, name, _ := strings.Cut(repo, "/")
+	write := sdk.AccessModeWrite
+	if _, err := admin.AddCollaborator(owner, name, ReviewerName, sdk.AddCollaboratorOption{Permission: &write}); err != nil {
+		t.Fatalf("let %s into %s: %v", ReviewerName, repo, err)
+	}
+	return reviewerToken.token
 }

@@ -22,6 +22,7 @@ type issue struct {
 	confidential       bool
 	createdAt          time.Time
 	updatedAt          time.Time
+	notes              []*note
 }
 
 // workItemType is the hook's "type" of the issue: GitLab's work item type
@@ -50,7 +51,8 @@ func (s *Server) issueJSON(p *project, is *issue) map[string]any {
 // issues answers /projects/:id/issues[/:iid]: the list (state, issue_type
 // and confidential filters, order_by created_at or updated_at, paged),
 // one issue, creation (as the token's user) and edits (title,
-// description, labels, state_event close or reopen).
+// description, labels, state_event close or reopen), and its notes, whose
+// /close closes it.
 func (s *Server) issues(r *http.Request, p *project, rest []string) (int, any, *apiError) {
 	if len(rest) == 0 {
 		switch r.Method {
@@ -76,7 +78,7 @@ func (s *Server) issues(r *http.Request, p *project, rest []string) (int, any, *
 			}
 			now := s.now()
 			is := &issue{iid: int64(len(p.issues) + 1), title: req.Title, description: req.Description, labels: labelList(req.Labels),
-				author: s.User, state: "opened", issueType: it, confidential: req.Confidential, createdAt: now, updatedAt: now}
+				author: caller(r), state: "opened", issueType: it, confidential: req.Confidential, createdAt: now, updatedAt: now}
 			p.issues = append(p.issues, is)
 			s.issueEvent(p, is, "open")
 			return http.StatusCreated, s.issueJSON(p, is), nil
@@ -84,10 +86,13 @@ func (s *Server) issues(r *http.Request, p *project, rest []string) (int, any, *
 		return 0, nil, fail(404, "404 Not Found")
 	}
 	iid, err := strconv.ParseInt(rest[0], 10, 64)
-	if err != nil || iid < 1 || int(iid) > len(p.issues) || len(rest) > 1 {
+	if err != nil || iid < 1 || int(iid) > len(p.issues) || len(rest) > 2 || (len(rest) == 2 && rest[1] != "notes") {
 		return 0, nil, fail(404, "404 Not found")
 	}
 	is := p.issues[iid-1]
+	if len(rest) == 2 {
+		return s.notes(r, p, &is.notes, "Issue", is.iid, map[string]func(){"close": func() { s.setIssueState(p, is, "close") }})
+	}
 	switch r.Method {
 	case "GET":
 		return 200, s.issueJSON(p, is), nil
@@ -99,7 +104,6 @@ func (s *Server) issues(r *http.Request, p *project, rest []string) (int, any, *
 			StateEvent  string  `json:"state_event"`
 		}
 		json.NewDecoder(r.Body).Decode(&req)
-		action := "update"
 		if req.Title != nil {
 			is.title = *req.Title
 		}
@@ -109,17 +113,25 @@ func (s *Server) issues(r *http.Request, p *project, rest []string) (int, any, *
 		if req.Labels != nil {
 			is.labels = labelList(req.Labels)
 		}
-		switch {
-		case req.StateEvent == "close" && is.state == "opened":
-			is.state, action = "closed", "close"
-		case req.StateEvent == "reopen" && is.state == "closed":
-			is.state, action = "opened", "reopen"
-		}
-		is.updatedAt = s.now()
-		s.issueEvent(p, is, action)
+		s.setIssueState(p, is, req.StateEvent)
 		return 200, s.issueJSON(p, is), nil
 	}
 	return 0, nil, fail(404, "404 Not Found")
+}
+
+// setIssueState applies a state_event (close, reopen, or "" for none) to
+// an edited issue: an event that changes nothing is an update, as
+// closing a closed issue is on GitLab.
+func (s *Server) setIssueState(p *project, is *issue, event string) {
+	action := "update"
+	switch {
+	case event == "close" && is.state == "opened":
+		is.state, action = "closed", "close"
+	case event == "reopen" && is.state == "closed":
+		is.state, action = "opened", "reopen"
+	}
+	is.updatedAt = s.now()
+	s.issueEvent(p, is, action)
 }
 
 func (s *Server) listIssues(r *http.Request, p *project) (int, any, *apiError) {

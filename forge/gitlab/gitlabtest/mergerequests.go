@@ -1,6 +1,7 @@
 package gitlabtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -22,7 +23,7 @@ type mergeRequest struct {
 	baseSHA, startSHA  string // diff_refs of the latest diff: merge base, and the target head then
 	mergeCommit        string
 	updatedAt          time.Time
-	notes              map[int64]string
+	notes              []*note
 	author             string
 	approvedBy         []string          // usernames, in the order they approved
 	reviewers          map[string]string // username → reviewer state (unreviewed, reviewed, requested_changes, approved, unapproved)
@@ -154,44 +155,58 @@ func (s *Server) mergeRequests(r *http.Request, p *project, rest []string) (int,
 	case len(rest) == 2 && rest[1] == "merge" && r.Method == "PUT":
 		return s.acceptMR(r, p, mr)
 	case len(rest) == 2 && rest[1] == "approvals" && r.Method == "GET":
-		return 200, s.approvalsJSON(p, mr), nil
+		return 200, s.approvalsJSON(p, mr, caller(r)), nil
 	case len(rest) == 2 && rest[1] == "approve" && r.Method == "POST":
-		if !s.approve(p, mr, s.User) {
-			return 0, nil, fail(401, "401 Unauthorized")
-		}
-		return http.StatusCreated, s.approvalsJSON(p, mr), nil
+		return s.approveMR(r, p, mr)
 	case len(rest) == 2 && rest[1] == "unapprove" && r.Method == "POST":
-		if !s.unapprove(p, mr, s.User) {
+		if !s.unapprove(p, mr, caller(r)) {
 			return 0, nil, fail(404, "404 Not Found")
 		}
-		return http.StatusCreated, s.approvalsJSON(p, mr), nil
-	case len(rest) == 2 && rest[1] == "notes" && r.Method == "POST":
-		var req struct {
-			Body string `json:"body"`
+		return http.StatusCreated, s.approvalsJSON(p, mr, caller(r)), nil
+	case len(rest) == 2 && rest[1] == "reviewers" && r.Method == "GET":
+		out := []any{}
+		for _, name := range slices.Sorted(maps.Keys(mr.reviewers)) {
+			out = append(out, map[string]any{"user": s.userJSON(name), "state": mr.reviewers[name],
+				"created_at": mr.updatedAt.UTC().Format(time.RFC3339Nano)})
 		}
-		json.NewDecoder(r.Body).Decode(&req)
-		if req.Body == "" {
-			return 0, nil, fail(400, "body is missing")
+		return 200, out, nil
+	case len(rest) == 2 && rest[1] == "notes" && (r.Method == "POST" || r.Method == "GET"):
+		commands := map[string]func(){"close": func() { s.setMRState(p, mr, "close", nil) }}
+		if _, ok := mr.reviewers[caller(r)]; ok {
+			commands["request_changes"] = func() { s.requestChanges(p, mr, caller(r)) }
 		}
-		p.notes++
-		if mr.notes == nil {
-			mr.notes = map[int64]string{}
-		}
-		mr.notes[p.notes] = req.Body
-		return http.StatusCreated, map[string]any{"id": p.notes, "body": req.Body, "noteable_type": "MergeRequest", "noteable_iid": mr.iid}, nil
+		return s.notes(r, p, &mr.notes, "MergeRequest", mr.iid, commands)
 	case len(rest) == 3 && rest[1] == "notes" && r.Method == "PUT":
 		id, _ := strconv.ParseInt(rest[2], 10, 64)
-		if _, ok := mr.notes[id]; !ok {
+		i := slices.IndexFunc(mr.notes, func(n *note) bool { return n.id == id })
+		if i < 0 {
 			return 0, nil, fail(404, "404 Note Not Found")
 		}
 		var req struct {
 			Body string `json:"body"`
 		}
 		json.NewDecoder(r.Body).Decode(&req)
-		mr.notes[id] = req.Body
+		mr.notes[i].body = req.Body
 		return 200, map[string]any{"id": id, "body": req.Body}, nil
 	}
 	return 0, nil, fail(404, "404 Not found")
+}
+
+// approveMR answers POST …/merge_requests/:iid/approve as GitLab does:
+// 409 when sha is given and is not the head, then 401 when the caller
+// already approved.
+func (s *Server) approveMR(r *http.Request, p *project, mr *mergeRequest) (int, any, *apiError) {
+	var req struct {
+		SHA string `json:"sha"`
+	}
+	json.NewDecoder(r.Body).Decode(&req)
+	if head := mr.head(p); req.SHA != "" && req.SHA != head {
+		return 0, nil, fail(409, "SHA does not match HEAD of source branch: "+head)
+	}
+	if !s.approve(p, mr, caller(r)) {
+		return 0, nil, fail(401, "401 Unauthorized")
+	}
+	return http.StatusCreated, s.approvalsJSON(p, mr, caller(r)), nil
 }
 
 // createMR follows MergeRequests::BuildService and the API's
@@ -229,13 +244,13 @@ func (s *Server) createMR(r *http.Request, p *project) (int, any, *apiError) {
 			return 0, nil, fail(409, []string{fmt.Sprintf("Another open merge request already exists for this source branch: !%d", mr.iid)})
 		}
 	}
-	mr := s.addMR(p, req.Title, req.Description, req.SourceBranch, req.TargetBranch, labelList(req.Labels))
+	mr := s.addMR(p, req.Title, req.Description, req.SourceBranch, req.TargetBranch, labelList(req.Labels), caller(r))
 	return http.StatusCreated, s.mrJSON(p, mr, true), nil
 }
 
-func (s *Server) addMR(p *project, title, description, source, target string, labels []string) *mergeRequest {
+func (s *Server) addMR(p *project, title, description, source, target string, labels []string, author string) *mergeRequest {
 	mr := &mergeRequest{iid: int64(len(p.mrs) + 1), title: title, description: description, source: source,
-		target: target, state: "opened", labels: labels, sourceProjectID: p.id, updatedAt: s.now(), author: s.User}
+		target: target, state: "opened", labels: labels, sourceProjectID: p.id, updatedAt: s.now(), author: author}
 	mr.reloadDiff(p)
 	p.mrs = append(p.mrs, mr)
 	s.mergeRequestEvent(p, mr, "open", "")
@@ -244,22 +259,34 @@ func (s *Server) addMR(p *project, title, description, source, target string, la
 
 func (s *Server) updateMR(r *http.Request, p *project, mr *mergeRequest) (int, any, *apiError) {
 	var req struct {
-		Title       *string `json:"title"`
-		Description *string `json:"description"`
-		StateEvent  string  `json:"state_event"`
+		Title       *string  `json:"title"`
+		Description *string  `json:"description"`
+		StateEvent  string   `json:"state_event"`
+		ReviewerIDs *[]int64 `json:"reviewer_ids"`
 	}
 	json.NewDecoder(r.Body).Decode(&req)
-	if req.Title == nil && req.Description == nil && req.StateEvent == "" {
+	if req.Title == nil && req.Description == nil && req.StateEvent == "" && req.ReviewerIDs == nil {
 		return 0, nil, fail(400, "at least one parameter must be provided")
 	}
-	action := "update"
 	if req.Title != nil {
 		mr.title = *req.Title
 	}
 	if req.Description != nil {
 		mr.description = *req.Description
 	}
-	switch req.StateEvent {
+	var changes map[string]any
+	if req.ReviewerIDs != nil {
+		changes = s.setReviewers(mr, *req.ReviewerIDs)
+	}
+	s.setMRState(p, mr, req.StateEvent, changes)
+	return 200, s.mrJSON(p, mr, true), nil
+}
+
+// setMRState applies a state_event (close, reopen, or "" for none) to an
+// edited merge request, and sends the hook with the edit's changes.
+func (s *Server) setMRState(p *project, mr *mergeRequest, event string, changes map[string]any) {
+	action := "update"
+	switch event {
 	case "close":
 		if mr.state == "opened" {
 			mr.state, action = "closed", "close"
@@ -272,8 +299,22 @@ func (s *Server) updateMR(r *http.Request, p *project, mr *mergeRequest) (int, a
 		}
 	}
 	mr.updatedAt = s.now()
-	s.mergeRequestEvent(p, mr, action, "")
-	return 200, s.mrJSON(p, mr, true), nil
+	s.mergeRequestEventWith(p, mr, action, "", changes)
+}
+
+// setReviewers makes the users of ids the reviewers, as reviewer_ids
+// does: a new reviewer is unreviewed, one who stays keeps their state,
+// ids of no user are left out. It returns the hook's changes.
+func (s *Server) setReviewers(mr *mergeRequest, ids []int64) map[string]any {
+	before := s.reviewersPayload(mr)
+	reviewers := map[string]string{}
+	for _, id := range ids {
+		if name := s.userNamed(id); name != "" {
+			reviewers[name] = cmp.Or(mr.reviewers[name], "unreviewed")
+		}
+	}
+	mr.reviewers = reviewers
+	return map[string]any{"reviewers": map[string]any{"previous": before, "current": s.reviewersPayload(mr)}}
 }
 
 // acceptMR answers PUT …/merge_requests/:iid/merge as GitLab 17.x does:
@@ -382,16 +423,17 @@ func (s *Server) CreateForkMergeRequest(project, source, target, title string) i
 	return mr.iid
 }
 
-// approvalsJSON answers GET …/merge_requests/:iid/approvals as GitLab Free
-// does: no approval rules, so approved is whether anyone approved.
-func (s *Server) approvalsJSON(p *project, mr *mergeRequest) map[string]any {
+// approvalsJSON answers GET …/merge_requests/:iid/approvals to user as
+// GitLab Free does: no approval rules, so approved is whether anyone
+// approved.
+func (s *Server) approvalsJSON(p *project, mr *mergeRequest, user string) map[string]any {
 	by := []any{}
 	for _, name := range mr.approvedBy {
 		by = append(by, map[string]any{"user": s.userJSON(name)})
 	}
 	return map[string]any{"id": 1000 + mr.iid, "iid": mr.iid, "project_id": p.id, "title": mr.title, "state": mr.state,
 		"approved": len(mr.approvedBy) > 0, "approvals_required": 0, "approvals_left": 0, "approved_by": by,
-		"user_has_approved": slices.Contains(mr.approvedBy, s.User), "user_can_approve": !slices.Contains(mr.approvedBy, s.User)}
+		"user_has_approved": slices.Contains(mr.approvedBy, user), "user_can_approve": !slices.Contains(mr.approvedBy, user)}
 }
 
 // approve records user's approval, as GitLab's approval service does: a
@@ -442,7 +484,11 @@ func (s *Server) RequestChanges(project string, iid int64, user string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.projects[project]
-	mr := p.mrs[iid-1]
+	s.requestChanges(p, p.mrs[iid-1], user)
+}
+
+// requestChanges is RequestChanges, as the quick action runs it too.
+func (s *Server) requestChanges(p *project, mr *mergeRequest, user string) {
 	before := s.reviewersPayload(mr)
 	if i := slices.Index(mr.approvedBy, user); i >= 0 {
 		mr.approvedBy = slices.Delete(mr.approvedBy, i, i+1)

@@ -24,13 +24,21 @@
 //     changes show in detailed_merge_status once Git's checks pass), in
 //     the Merge Request Hook as GitLab sends them;
 //   - offset pagination of the issue and merge request lists (page,
-//     per_page up to 100, X-Next-Page and the other X- headers).
+//     per_page up to 100, X-Next-Page and the other X- headers);
+//   - more users than the token's, each with a token of its own (AddUser),
+//     who approve as themselves, with the sha pinned (409 when the head
+//     moved, 401 for a second approval), and are made reviewers with
+//     reviewer_ids;
+//   - notes on issues and merge requests, with the quick actions /close
+//     and, for a reviewer of the merge request, /request_changes run and
+//     dropped from the text as GitLab does (202 when nothing is left).
 //
 // See ../../shared/reference/forge-apis.md, "Checklist for faithful fakes"
 // and its addendum.
 package gitlabtest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -68,8 +76,9 @@ type Server struct {
 	seq      int
 	now      func() time.Time
 
-	hooks *deliverer
-	users map[string]int // username → id, for payloads that name users by id
+	hooks  *deliverer
+	users  map[string]int    // username → id, for payloads that name users by id
+	tokens map[string]string // token → username
 }
 
 type project struct {
@@ -87,7 +96,9 @@ type project struct {
 
 // New starts a server; Close stops it.
 func New() *Server {
-	s := &Server{Token: "glpat-test-token", User: "workqueue", projects: map[string]*project{}, now: time.Now, users: map[string]int{}}
+	s := &Server{Token: "glpat-test-token", User: "workqueue", projects: map[string]*project{}, now: time.Now, users: map[string]int{},
+		tokens: map[string]string{}}
+	s.tokens[s.Token] = s.User
 	s.hooks = newDeliverer()
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -99,6 +110,22 @@ func (s *Server) Close() {
 	s.srv.Close()
 	s.hooks.close()
 }
+
+// AddUser makes a user with write access to every project and returns
+// its token.
+func (s *Server) AddUser(name string) (token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	token = fmt.Sprintf("glpat-%s-%d", name, len(s.tokens))
+	s.tokens[token] = name
+	s.userID(name)
+	return token
+}
+
+type callerKey struct{}
+
+// caller is the username of the token r came with.
+func caller(r *http.Request) string { return r.Context().Value(callerKey{}).(string) }
 
 // CreateProject makes a project whose main branch holds README.md.
 func (s *Server) CreateProject(path string) {
@@ -127,10 +154,14 @@ type apiError struct {
 func fail(status int, message any) *apiError { return &apiError{status, message} }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("PRIVATE-TOKEN") != s.Token {
+	s.mu.Lock()
+	user, ok := s.tokens[r.Header.Get("PRIVATE-TOKEN")]
+	s.mu.Unlock()
+	if !ok {
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "401 Unauthorized"})
 		return
 	}
+	r = r.WithContext(context.WithValue(r.Context(), callerKey{}, user))
 	// Route on the escaped path: :id and branch names arrive percent-encoded.
 	parts := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/api/v4/"), "/")
 	for i, p := range parts {
@@ -171,6 +202,9 @@ func (s *Server) route(r *http.Request, parts []string) (int, any, *apiError) {
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].(map[string]any)["id"].(int) < out[j].(map[string]any)["id"].(int) })
 		return 200, out, nil
+	}
+	if len(parts) == 1 && parts[0] == "user" && r.Method == "GET" {
+		return 200, s.userJSON(caller(r)), nil
 	}
 	if len(parts) < 2 || parts[0] != "projects" {
 		return 0, nil, fail(404, "404 Not Found")
@@ -304,6 +338,73 @@ func (s *Server) userID(name string) int {
 
 func (s *Server) userJSON(name string) map[string]any {
 	return map[string]any{"id": s.userID(name), "username": name, "name": name, "state": "active"}
+}
+
+// userNamed is the name of the user with id, "" if there is none.
+func (s *Server) userNamed(id int64) string {
+	for name, n := range s.users {
+		if int64(n) == id {
+			return name
+		}
+	}
+	return ""
+}
+
+// note is a note on an issue or a merge request.
+type note struct {
+	id           int64
+	body, author string
+}
+
+// notes answers …/notes of an issue or a merge request: the list, and a
+// new note whose quick actions (commands: name → action, for the
+// commands whose condition holds) run first and leave the text (see
+// quickActions). p numbers the notes of both.
+func (s *Server) notes(r *http.Request, p *project, on *[]*note, noteable string, iid int64, commands map[string]func()) (int, any, *apiError) {
+	if r.Method == "GET" {
+		out := []any{}
+		for _, n := range *on {
+			out = append(out, map[string]any{"id": n.id, "body": n.body, "author": s.userJSON(n.author), "system": false,
+				"noteable_type": noteable, "noteable_iid": iid})
+		}
+		return page(r, out)
+	}
+	var req struct {
+		Body string `json:"body"`
+	}
+	json.NewDecoder(r.Body).Decode(&req)
+	if strings.TrimSpace(req.Body) == "" {
+		return 0, nil, fail(400, "body is missing")
+	}
+	text, ran := quickActions(req.Body, commands)
+	if text == "" {
+		return http.StatusAccepted, map[string]any{"commands_changes": map[string]any{}, "summary": ran}, nil
+	}
+	p.notes++
+	*on = append(*on, &note{id: p.notes, body: text, author: caller(r)})
+	return http.StatusCreated, map[string]any{"id": p.notes, "body": text, "author": s.userJSON(caller(r)), "system": false,
+		"noteable_type": noteable, "noteable_iid": iid}, nil
+}
+
+// quickActions runs the quick actions of body, as GitLab does for a note:
+// a line that starts with "/" and the name of a command whose condition
+// holds (one of commands) is run and dropped from the text; any other
+// line, "/anything else" included, stays text. It returns the text left,
+// trimmed at the end, and the commands run. Code blocks, inside which
+// GitLab runs nothing, are not modelled.
+func quickActions(body string, commands map[string]func()) (text string, ran []string) {
+	var kept []string
+	for _, line := range strings.Split(strings.ReplaceAll(body, "\r", ""), "\n") {
+		name, _, _ := strings.Cut(strings.TrimPrefix(line, "/"), " ")
+		name = strings.ToLower(strings.TrimSpace(name))
+		if run, ok := commands[name]; ok && strings.HasPrefix(line, "/") {
+			run()
+			ran = append(ran, name)
+			continue
+		}
+		kept = append(kept, line)
+	}
+	return strings.TrimRight(strings.Join(kept, "\n"), " \t\n"), ran
 }
 
 // paged is one page of a list with GitLab's offset pagination headers.

@@ -25,6 +25,15 @@ type Forge struct {
 	// The webhook secret, likewise (optional until webhooks are configured).
 	WebhookSecretEnv  string `yaml:"webhook_secret_env"`
 	WebhookSecretFile string `yaml:"webhook_secret_file"`
+	// The token of a second account that gives review verdicts on the
+	// agents' behalf, likewise, and optional: without it the service's
+	// token reviews, and a verdict on a pull request the service opened
+	// is refused (Gitea refuses its author's verdict; see
+	// wq.ErrSelfReview). The account needs write access to the projects,
+	// and its token to read its own user and act on repositories (Gitea
+	// scopes read:user and write:repository; GitLab api).
+	ReviewTokenEnv  string `yaml:"review_token_env"`
+	ReviewTokenFile string `yaml:"review_token_file"`
 }
 
 // Project is the policy for the projects its Match glob names on a forge.
@@ -106,6 +115,9 @@ func (c Config) validateForges(bad func(field, format string, args ...any)) {
 		if f.WebhookSecretEnv != "" && f.WebhookSecretFile != "" {
 			bad(field, "set at most one of webhook_secret_env and webhook_secret_file")
 		}
+		if f.ReviewTokenEnv != "" && f.ReviewTokenFile != "" {
+			bad(field, "set at most one of review_token_env and review_token_file")
+		}
 	}
 	for i, p := range c.Projects {
 		field := fmt.Sprintf("projects[%d]", i)
@@ -164,10 +176,21 @@ func (f Forge) Token() (string, error) {
 
 // WebhookSecret reads the forge's webhook secret, "" if none is configured.
 func (f Forge) WebhookSecret() (string, error) {
-	if f.WebhookSecretEnv == "" && f.WebhookSecretFile == "" {
+	return optionalSecret(f.WebhookSecretEnv, f.WebhookSecretFile, "forges["+f.Name+"].webhook_secret")
+}
+
+// ReviewToken reads the token of the forge's review identity (the
+// adapters' ReviewToken), "" if none is configured.
+func (f Forge) ReviewToken() (string, error) {
+	return optionalSecret(f.ReviewTokenEnv, f.ReviewTokenFile, "forges["+f.Name+"].review_token")
+}
+
+// optionalSecret is secret, "" when neither env nor file is set.
+func optionalSecret(env, file, field string) (string, error) {
+	if env == "" && file == "" {
 		return "", nil
 	}
-	return secret(f.WebhookSecretEnv, f.WebhookSecretFile, "forges["+f.Name+"].webhook_secret")
+	return secret(env, file, field)
 }
 
 func secret(env, file, field string) (string, error) {

@@ -1,0 +1,50 @@
+package config_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/workqueue-dev/workqueue/config"
+)
+
+func TestAForgesReviewTokenIsOptionalAndComesFromOneSource(t *testing.T) {
+	const forge = "forges: [{name: g, kind: gitea, url: 'http://x', token_env: T, "
+	cfg, err := config.Parse(strings.NewReader(forge + "review_token_env: R}]"))
+	if err != nil || cfg.Forges[0].ReviewTokenEnv != "R" {
+		t.Fatalf("review_token_env: %+v, %v", cfg.Forges, err)
+	}
+	if cfg, err = config.Parse(strings.NewReader(forge + "review_token_file: /run/review}]")); err != nil || cfg.Forges[0].ReviewTokenFile != "/run/review" {
+		t.Fatalf("review_token_file: %+v, %v", cfg.Forges, err)
+	}
+	_, err = config.Parse(strings.NewReader(forge + "review_token_env: R, review_token_file: /run/review}]"))
+	if err == nil || !strings.Contains(err.Error(), "forges[0]: set at most one of review_token_env and review_token_file") {
+		t.Errorf("both: %v", err)
+	}
+}
+
+func TestAForgesReviewTokenIsReadLikeItsToken(t *testing.T) {
+	t.Setenv("WQ_TEST_REVIEW_TOKEN", "review-from-env")
+	file := t.TempDir() + "/review"
+	if err := os.WriteFile(file, []byte("review-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		forge config.Forge
+		want  string
+	}{
+		{config.Forge{Name: "g"}, ""},
+		{config.Forge{Name: "g", ReviewTokenEnv: "WQ_TEST_REVIEW_TOKEN"}, "review-from-env"},
+		{config.Forge{Name: "g", ReviewTokenFile: file}, "review-from-file"},
+	} {
+		if got, err := tc.forge.ReviewToken(); err != nil || got != tc.want {
+			t.Errorf("%+v: ReviewToken = %q, %v; want %q", tc.forge, got, err, tc.want)
+		}
+	}
+	if _, err := (config.Forge{Name: "g", ReviewTokenEnv: "WQ_TEST_UNSET"}).ReviewToken(); err == nil || !strings.Contains(err.Error(), "forges[g].review_token_env") {
+		t.Errorf("unset env: %v", err)
+	}
+	if _, err := (config.Forge{Name: "g", ReviewTokenFile: file + ".missing"}).ReviewToken(); err == nil || !strings.Contains(err.Error(), "forges[g].review_token_file") {
+		t.Errorf("missing file: %v", err)
+	}
+}

@@ -35,6 +35,8 @@ type Service struct {
 	// Inventory syncs the work on demand (Sync); nil when no repositories
 	// are configured.
 	Inventory *Inventory
+	// Forges make the gated actions (Act), by configured forge name.
+	Forges map[string]wq.Forge
 }
 
 // Sync lists every configured repository again now (admin only).

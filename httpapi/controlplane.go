@@ -61,6 +61,9 @@ func (s *Server) controlRoutes() []route {
 		{"POST", "/api/v1/leases/{id}/reclaim", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *leaseBody) (any, error) {
 			return s.cp.ReclaimLease(r.Context(), c, r.PathValue("id"), b.SessionID)
 		}))},
+		{"POST", "/api/v1/actions", agent(jsonAction(s, http.StatusOK, func(r *http.Request, c cp.Caller, b *cp.ActionRequest) (any, error) {
+			return s.cp.Act(r.Context(), c, *b)
+		}))},
 		{"PUT", "/api/v1/checkpoints", agent(s.putCheckpoint)},
 		{"GET", "/api/v1/checkpoints", agent(s.listCheckpoints)},
 		{"POST", "/api/v1/checkpoints/reconcile", agent(jsonAction(s, http.StatusOK, func(r *http.Request, c cp.Caller, b *reconcileBody) (any, error) {

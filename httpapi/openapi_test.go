@@ -176,6 +176,9 @@ func TestResponsesFollowTheOpenAPIDocument(t *testing.T) {
 		{"POST", "/mcp", "/mcp", tok[auth.Agent], `{"jsonrpc":"2.0","method":"notifications/initialized"}`, 202},
 		{"GET", "/mcp", "/mcp", tok[auth.Agent], "", 405},
 		{"DELETE", "/mcp", "/mcp", tok[auth.Agent], "", 405},
+		{"POST", "/api/v1/actions", "/api/v1/actions", tok[auth.Agent], `{"session_id":"{id}","assignment_id":"none","action":"merge"}`, 409},
+		{"POST", "/api/v1/actions", "/api/v1/actions", tok[auth.Agent], `{"session_id":"{id}","assignment_id":"none","action":"push"}`, 422},
+		{"POST", "/api/v1/actions", "/api/v1/actions", tok[auth.Read], `{"session_id":"{id}","assignment_id":"none","action":"close"}`, 403},
 		{"POST", "/api/v1/sessions/{id}/end", "/api/v1/sessions/{id}/end", tok[auth.Agent], "", 200},
 		{"POST", "/api/v1/sessions/{id}/end", "/api/v1/sessions/{id}/end", tok[auth.Agent], "", 409},
 	} {

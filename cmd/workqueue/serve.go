@@ -110,7 +110,7 @@ func (m *Main) Run(ctx context.Context) error {
 	cpc := m.Config.ControlPlane
 	cps := &controlplane.Service{Store: all.cp, Clock: m.Clock,
 		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels, PriorityLabels: cpc.PriorityLabels},
-		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL)}
+		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL), Forges: forges}
 	items := &service.Items{Store: s, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log), Clock: m.Clock,
 		RequireAssignment: cpc.RequireAssignment}
 	// Each item type registers with the engine and, beside it, its face
@@ -274,15 +274,19 @@ func openForges(cfg config.Config) (map[string]wq.Forge, error) {
 		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
+		reviewToken, err := f.ReviewToken() // "" without one: reviews of the service's own pull requests are refused
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
 		switch f.Kind {
 		case wq.ForgeGitea:
-			g, err := gitea.New(f.URL, token, gitea.Options{})
+			g, err := gitea.New(f.URL, token, gitea.Options{ReviewToken: reviewToken})
 			if err != nil {
 				return nil, fmt.Errorf("forge %s: %w", f.Name, err)
 			}
 			forges[f.Name] = g
 		case wq.ForgeGitLab:
-			g, err := gitlab.New(f.URL, token, gitlab.Options{})
+			g, err := gitlab.New(f.URL, token, gitlab.Options{ReviewToken: reviewToken})
 			if err != nil {
 				return nil, fmt.Errorf("forge %s: %w", f.Name, err)
 			}

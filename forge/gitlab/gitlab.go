@@ -691,7 +691,10 @@ func (f *Forge) GetWork(ctx context.Context, project, kind string, number int64)
 // the only type that is work (see ListOpenWork). Labels are names on
 // GitLab, and GitLab makes a label the project lacks itself.
 func (f *Forge) CreateIssue(ctx context.Context, req wq.IssueCreate) (*wq.WorkInfo, error) {
-	opt := &gl.CreateIssueOptions{Title: &req.Title, Description: &req.Body, IssueType: gl.Ptr("issue")}
+	// The body is text only: the incident bridge files what a monitoring
+	// provider observed, and a line of it must not run as a quick action.
+	body := inert(req.Body)
+	opt := &gl.CreateIssueOptions{Title: &req.Title, Description: &body, IssueType: gl.Ptr("issue")}
 	if len(req.Labels) > 0 {
 		opt.Labels = gl.Ptr(gl.LabelOptions(req.Labels))
 	}

@@ -469,13 +469,14 @@ func TestAnIssueIsOpenedAsAPlainIssueWithItsLabelsByName(t *testing.T) {
 	}))
 	defer srv.Close()
 	f, _ := gitlab.New(srv.URL, "t", gitlab.Options{})
-	w, err := f.CreateIssue(context.Background(), wq.IssueCreate{Project: "g/p", Title: "Disk full", Body: "from Sentry",
+	w, err := f.CreateIssue(context.Background(), wq.IssueCreate{Project: "g/p", Title: "Disk full", Body: "from Sentry\n/close",
 		Labels: []string{"incident", "sev2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := <-got
-	wantBody := map[string]any{"title": "Disk full", "description": "from Sentry", "labels": "incident,sev2", "issue_type": "issue"}
+	// A line of what a provider observed never runs as a quick action.
+	wantBody := map[string]any{"title": "Disk full", "description": "from Sentry\n /close", "labels": "incident,sev2", "issue_type": "issue"}
 	if req.method != "POST" || req.path != "/api/v4/projects/g%2Fp/issues" || !strings.HasPrefix(req.contentType, "application/json") ||
 		fmt.Sprint(req.body) != fmt.Sprint(wantBody) {
 		t.Errorf("request %+v, want POST /api/v4/projects/g%%2Fp/issues with %v", req, wantBody)

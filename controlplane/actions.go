@@ -1,0 +1,196 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// Verdicts of a review action.
+const (
+	VerdictApprove        = "approve"
+	VerdictRequestChanges = "request_changes"
+)
+
+// Refusal reasons of gated actions, beside the gate's.
+const (
+	ActionOwnPullRequest = "own_pull_request" // a session reviewing the pull request it wrote
+	ActionWrongKind      = "wrong_kind"       // the action does not apply to the assignment's work (merge an issue)
+	ActionForgeRefused   = "forge_refused"    // the forge refused what the gate allowed
+)
+
+// EventAction is the log entry of a gated action done for a session.
+const EventAction = "action"
+
+// ActionRequest is a mutation a session asks the service to make on its
+// behalf: agents hold no forge token, so every write their assignment
+// allows goes through here, after the gate.
+type ActionRequest struct {
+	SessionID    string `json:"session_id"`
+	AssignmentID string `json:"assignment_id"`
+	Action       Action `json:"action"` // ActComment, ActReview, ActMerge or ActClose
+	// Body is the comment's or the review's text.
+	Body string `json:"body,omitempty"`
+	// Verdict is a review's: VerdictApprove or VerdictRequestChanges.
+	Verdict string `json:"verdict,omitempty"`
+}
+
+// ActionResult is what was done.
+type ActionResult struct {
+	Action    Action `json:"action"`
+	Work      *Work  `json:"work"`
+	CommentID int64  `json:"comment_id,omitempty"`
+	// HeadSHA is the head a review or merge was pinned to.
+	HeadSHA string `json:"head_sha,omitempty"`
+	// Released says the action ended the session's lease: a review hands
+	// the pull request on (to a merger when approved, back to its author
+	// otherwise), a merge or a close ends the work.
+	Released bool `json:"released"`
+}
+
+// maxActionBody bounds a comment or review body (both forges take more).
+const maxActionBody = 64 << 10
+
+// Act makes req's mutation on the forge for the caller's session, if
+// the gate allows it (DESIGN section 9): a review or merge is pinned to
+// the pull request's live head, which must still be the one the
+// assignment pinned (else head_moved); a session never reviews its own
+// pull request. A review, a merge and a close release the lease and
+// update the inventory at once, so that the allocator hands the work on
+// without waiting for the forge's webhook. Every action is logged with
+// its session and assignment. A refusal is an ECONFLICT with a reason.
+func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*ActionResult, error) {
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	a, err := s.Store.GetAssignment(ctx, req.AssignmentID)
+	if wq.ErrorCode(err) == wq.ENOTFOUND {
+		return nil, conflict(GateNoAssignment, "assignment %s does not exist", req.AssignmentID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.Store.GetWork(ctx, a.WorkID)
+	if err != nil {
+		return nil, err
+	}
+	if (req.Action == ActReview || req.Action == ActMerge) && w.Kind != KindPR || req.Action == ActClose && w.Kind != KindIssue {
+		return nil, conflict(ActionWrongKind, "%s does not apply to %s %s#%d", req.Action, w.Kind, w.Repo, w.Number)
+	}
+	if req.Action == ActReview && w.AuthorSession == req.SessionID {
+		return nil, conflict(ActionOwnPullRequest, "session %s wrote pull request %s#%d and may not review it", req.SessionID, w.Repo, w.Number)
+	}
+	f, ok := s.Forges[w.Forge]
+	if !ok {
+		return nil, wq.Errorf(wq.EUNAVAILABLE, "forge %q of %s is not configured on this instance", w.Forge, w.Repo)
+	}
+	var live string
+	if w.Kind == KindPR && (req.Action == ActReview || req.Action == ActMerge) {
+		pr, err := f.GetMergeRequest(ctx, w.Repo, w.Number)
+		if err != nil {
+			return nil, forgeRefusal("read the pull request", err)
+		}
+		live = pr.HeadSHA
+	}
+	d, err := s.Gate(ctx, c, req.SessionID, a.ID, req.Action, live)
+	if err != nil {
+		return nil, err
+	}
+	if !d.Allowed {
+		return nil, conflict(d.Reason, "the gate refuses %s on %s %s#%d", req.Action, w.Kind, w.Repo, w.Number)
+	}
+	out := &ActionResult{Action: req.Action, Work: w, HeadSHA: live}
+	next := *w
+	switch req.Action {
+	case ActComment:
+		out.CommentID, err = f.CommentOnWork(ctx, w.Repo, string(w.Kind), w.Number, req.Body)
+	case ActReview:
+		verdict := wq.ReviewApproved
+		next.ReviewState = ReviewApproved
+		if req.Verdict == VerdictRequestChanges {
+			verdict, next.ReviewState = wq.ReviewChangesRequested, ReviewChangesRequested
+		}
+		err = f.ReviewPullRequest(ctx, w.Repo, w.Number, verdict, req.Body, live)
+	case ActMerge:
+		err = f.MergeMergeRequest(ctx, w.Repo, w.Number, live)
+		next.State = StateMerged
+	case ActClose:
+		err = f.CloseIssue(ctx, w.Repo, w.Number)
+		next.State = StateClosed
+	}
+	if err != nil {
+		return nil, forgeRefusal(string(req.Action), err)
+	}
+	if err := s.logAction(ctx, c, a, req, live); err != nil {
+		return nil, err
+	}
+	if req.Action == ActComment {
+		return out, nil
+	}
+	// The work moves on now: the forge's webhook will say the same later,
+	// and the store keeps whichever is newer.
+	next.UpdatedAt = s.now()
+	if err := s.Store.UpsertWork(ctx, []Work{next}, next.UpdatedAt); err != nil {
+		return nil, err
+	}
+	out.Work = &next
+	if _, err := s.ReleaseLease(ctx, c, a.LeaseID, req.SessionID); err != nil && wq.ErrorCode(err) != wq.ECONFLICT {
+		return nil, err
+	}
+	out.Released = true
+	return out, nil
+}
+
+func (r ActionRequest) validate() error {
+	switch {
+	case r.SessionID == "":
+		return wq.Errorf(wq.EINVALID, "session_id: required")
+	case r.AssignmentID == "":
+		return wq.Errorf(wq.EINVALID, "assignment_id: required")
+	}
+	switch r.Action {
+	case ActComment:
+		if strings.TrimSpace(r.Body) == "" {
+			return wq.Errorf(wq.EINVALID, "body: a comment needs text")
+		}
+	case ActReview:
+		if r.Verdict != VerdictApprove && r.Verdict != VerdictRequestChanges {
+			return wq.Errorf(wq.EINVALID, "verdict: want approve or request_changes, got %q", r.Verdict)
+		}
+		if r.Verdict == VerdictRequestChanges && strings.TrimSpace(r.Body) == "" {
+			return wq.Errorf(wq.EINVALID, "body: requesting changes needs a body saying which")
+		}
+	case ActMerge, ActClose:
+	default:
+		return wq.Errorf(wq.EINVALID, "action: want comment, review, merge or close, got %q (push and open_pr are submissions of changes)", r.Action)
+	}
+	if len(r.Body) > maxActionBody {
+		return wq.Errorf(wq.EINVALID, "body: at most %d bytes", maxActionBody)
+	}
+	return nil
+}
+
+// logAction appends the action to the event log, with its session and
+// assignment.
+func (s *Service) logAction(ctx context.Context, c Caller, a *Assignment, req ActionRequest, head string) error {
+	detail, _ := json.Marshal(map[string]string{"action": string(req.Action), "verdict": req.Verdict, "head_sha": head})
+	return s.Store.AppendEvent(ctx, Event{Time: s.now(), Type: EventAction, Actor: c.Identity, SessionID: req.SessionID,
+		WorkID: a.WorkID, LeaseID: a.LeaseID, AssignmentID: a.ID, Reason: string(req.Action), Detail: detail})
+}
+
+// forgeRefusal is a forge error as the caller should read it: a head
+// that moved under a pinned review or merge is head_moved; another
+// refusal is forge_refused; transient failures stay errors to retry.
+func forgeRefusal(op string, err error) error {
+	kind, ok := wq.ForgeErrorOf(err)
+	switch {
+	case ok && kind == wq.ForgeConflict:
+		return conflict(GateHeadMoved, "%s: the forge says the head moved: %v", op, err)
+	case ok && (kind == wq.ForgeUnprocessable || kind == wq.ForgePermanent || kind == wq.ForgeNotFound):
+		return conflict(ActionForgeRefused, "%s: %v", op, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

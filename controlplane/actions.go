@@ -66,14 +66,7 @@ func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*Action
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	a, err := s.Store.GetAssignment(ctx, req.AssignmentID)
-	if wq.ErrorCode(err) == wq.ENOTFOUND {
-		return nil, conflict(GateNoAssignment, "assignment %s does not exist", req.AssignmentID)
-	}
-	if err != nil {
-		return nil, err
-	}
-	w, err := s.Store.GetWork(ctx, a.WorkID)
+	a, w, err := s.assignedWork(ctx, req.AssignmentID)
 	if err != nil {
 		return nil, err
 	}

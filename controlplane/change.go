@@ -48,18 +48,11 @@ type ChangeGrant struct {
 // lease_expired, work_terminal, not_owner…) or one of the Change*
 // reasons; a missing assignment is no_assignment.
 func (s *Service) AuthorizeChange(ctx context.Context, c Caller, req ChangeRequest) (*ChangeGrant, error) {
-	a, err := s.Store.GetAssignment(ctx, req.AssignmentID)
-	if wq.ErrorCode(err) == wq.ENOTFOUND {
-		return nil, conflict(GateNoAssignment, "assignment %s does not exist", req.AssignmentID)
-	}
+	a, w, err := s.assignedWork(ctx, req.AssignmentID)
 	if err != nil {
 		return nil, err
 	}
 	lease, err := s.Store.GetLease(ctx, a.LeaseID)
-	if err != nil {
-		return nil, err
-	}
-	w, err := s.Store.GetWork(ctx, a.WorkID)
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +91,7 @@ func (s *Service) AuthorizeChange(ctx context.Context, c Caller, req ChangeReque
 // expects the owner's own push from now on (as a heartbeat with head_sha
 // does). Nothing for an issue assignment.
 func (s *Service) ChangePushed(ctx context.Context, c Caller, assignmentID, head string) error {
-	a, err := s.Store.GetAssignment(ctx, assignmentID)
-	if err != nil {
-		return err
-	}
-	w, err := s.Store.GetWork(ctx, a.WorkID)
+	a, w, err := s.assignedWork(ctx, assignmentID)
 	if err != nil || w.Kind != KindPR {
 		return err
 	}
@@ -112,4 +101,21 @@ func (s *Service) ChangePushed(ctx context.Context, c Caller, assignmentID, head
 	}
 	_, err = s.HeartbeatLease(ctx, c, lease.ID, lease.SessionID, head)
 	return err
+}
+
+// assignedWork loads an assignment and its work; a missing assignment is
+// the gate's no_assignment refusal.
+func (s *Service) assignedWork(ctx context.Context, id string) (*Assignment, *Work, error) {
+	a, err := s.Store.GetAssignment(ctx, id)
+	if wq.ErrorCode(err) == wq.ENOTFOUND {
+		return nil, nil, conflict(GateNoAssignment, "assignment %s does not exist", id)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := s.Store.GetWork(ctx, a.WorkID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, w, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
 	"github.com/workqueue-dev/workqueue/controlplane/incident"
+	"github.com/workqueue-dev/workqueue/controlplane/mrgate"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/example"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
@@ -117,7 +118,7 @@ func (m *Main) Run(ctx context.Context) error {
 	// to callers; the example type only where it is configured.
 	// A change submitted for an assignment passes the control plane's
 	// gate, at submission and before each forge write.
-	assignments := &assignmentGate{cp: cps, forges: forges}
+	assignments := mrgate.New(cps, forges)
 	mrType := mr.Type(mr.Options{Store: mrs, Forges: forges, PublicURL: m.Config.PublicURL, Log: m.Log, Assignments: assignments,
 		ReconcileInterval:    time.Duration(m.Config.MR.ReconcileInterval),
 		MergeRecheckInterval: time.Duration(m.Config.MR.MergeRecheckInterval),

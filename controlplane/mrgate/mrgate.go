@@ -1,4 +1,8 @@
-package main
+// Package mrgate joins the mr item type and the control plane: the gate a
+// change submitted for an assignment passes (mr.Assignments), with the
+// pull request read live from its forge. It is its own package because
+// neither side should know the other.
+package mrgate
 
 import (
 	"context"
@@ -9,10 +13,12 @@ import (
 	"github.com/workqueue-dev/workqueue/mr"
 )
 
-// assignmentGate is the control plane as the mr item type meets it
-// (mr.Assignments): the gate a change made for an assignment passes, with
-// the pull request read live from its forge. It is wired here because
-// neither side should know the other.
+// New returns the control plane's gate for the mr type, reading pull
+// requests from forges by configured name.
+func New(cp *controlplane.Service, forges map[string]wq.Forge) mr.Assignments {
+	return &assignmentGate{cp: cp, forges: forges}
+}
+
 type assignmentGate struct {
 	cp     *controlplane.Service
 	forges map[string]wq.Forge

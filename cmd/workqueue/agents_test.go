@@ -2,11 +2,21 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,5 +137,153 @@ func TestChangesForAssignmentsPassTheGate(t *testing.T) {
 	}
 	if head, err := w.forge.BranchHead(ctx, w.repo, "workqueue/hello-issue"); err != nil || head != foreign {
 		t.Errorf("the branch moved from the foreign push %s to %s (%v): something was pushed", foreign, head, err)
+	}
+}
+
+// countingProxy forwards to target and counts the requests it forwards.
+func countingProxy(t *testing.T, target string) (string, *atomic.Int64) {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, &n
+}
+
+// The incident bridge against the real Gitea: a signed Sentry alert
+// posted ten times at once files exactly one issue and one link; a dry
+// run makes no forge call and writes nothing; a forged signature is 401
+// and files nothing; the issue filed is then handed to an author session
+// like any other. The bridge reaches Gitea through a forge entry of its
+// own, behind a counting proxy, so that its calls are counted exactly.
+func TestSentryAlertsFileExactlyOneIssueThatAnAgentIsThenHanded(t *testing.T) {
+	srv := testgitea.Get(t)
+	counted, calls := countingProxy(t, srv.URL)
+	const secret = "sentry-client-secret"
+	t.Setenv("WQ_TEST_SENTRY_SECRET", secret)
+	incTok, incHash, _ := auth.NewToken()
+	agentTok, agentHash, _ := auth.NewToken()
+	adminTok, adminHash, _ := auth.NewToken()
+	w := startAPI(t, "", func(c *config.Config) {
+		c.Forges = append(c.Forges, config.Forge{Name: "gitea-incidents", Kind: "gitea", URL: counted, TokenEnv: "WQ_TEST_GITEA_TOKEN"})
+		c.Auth.Tokens = append(c.Auth.Tokens,
+			config.Token{Name: "monitoring", SHA256: incHash, Permissions: []string{"incidents"}},
+			config.Token{Name: "agents", SHA256: agentHash, Permissions: []string{"agent"}},
+			config.Token{Name: "ops", SHA256: adminHash, Permissions: []string{"admin"}})
+		c.ControlPlane.SyncInterval = config.Duration(time.Hour)
+		c.ControlPlane.Repos = []config.ControlPlaneRepo{{Forge: "gitea", Match: thisRepo}}
+		c.Incidents = config.Incidents{Sentry: config.IncidentSecret{SecretEnv: "WQ_TEST_SENTRY_SECRET"},
+			Projects: []config.IncidentProject{{Provider: "sentry", Organization: "shopco", Project: "checkout",
+				Forge: "gitea-incidents", Repo: thisRepo, Labels: []string{"incident"}}}}
+	})
+	alert, err := os.ReadFile("../../controlplane/incident/testdata/sentry_issue_created.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(alert)
+	signature := hex.EncodeToString(mac.Sum(nil))
+	post := func(sig string) (int, map[string]any) {
+		t.Helper()
+		status, out, _, err := w.send("POST", "/webhooks/incidents/sentry", alert,
+			http.Header{"Sentry-Hook-Resource": {"issue"}, "Sentry-Hook-Signature": {sig}})
+		if err != nil && status == 0 {
+			t.Fatal(err)
+		}
+		return status, out
+	}
+	obs := map[string]any{"provider": "sentry", "organization": "shopco", "project": "checkout", "fingerprint": "4431907265",
+		"title": "TypeError: Cannot read properties of undefined (reading 'total')"}
+	dryRun := func() map[string]any {
+		t.Helper()
+		status, out, _ := w.do("POST", "/api/v1/incidents/reconcile", incTok, map[string]any{"observation": obs, "apply": false})
+		if status != http.StatusOK {
+			t.Fatalf("dry run: %d %v", status, out)
+		}
+		return out
+	}
+
+	before := calls.Load()
+	if out := dryRun(); out["outcome"] != "would_create" || out["issue"] == nil {
+		t.Fatalf("dry run before any alert: %v", out)
+	}
+	if status, out := post(strings.Repeat("0", 64)); status != http.StatusUnauthorized {
+		t.Errorf("a forged signature: %d %v, want 401", status, out)
+	}
+	if status, out, _ := w.do("POST", "/api/v1/incidents/reconcile", agentTok, map[string]any{"observation": obs, "apply": true}); status != http.StatusForbidden {
+		t.Errorf("reconcile without permission incidents: %d %v", status, out)
+	}
+	if out := dryRun(); out["outcome"] != "would_create" || calls.Load() != before {
+		t.Fatalf("after two dry runs and a forged alert: %v and %d forge calls; want would_create (no link) and none", out, calls.Load()-before)
+	}
+
+	outcomes := map[any]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			status, out := post(signature)
+			mu.Lock()
+			defer mu.Unlock()
+			if status != http.StatusOK {
+				t.Errorf("a signed alert: %d %v", status, out)
+				return
+			}
+			for _, r := range out["results"].([]any) {
+				outcomes[r.(map[string]any)["outcome"]]++
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("ten signed alerts at once: %v, %d forge calls", outcomes, calls.Load()-before)
+	if outcomes["created"] != 1 {
+		t.Errorf("ten signed alerts at once: outcomes %v, want exactly one created", outcomes)
+	}
+	gitea, _ := sdk.NewClient(srv.URL, sdk.SetToken(srv.Token))
+	owner, name, _ := strings.Cut(w.repo, "/")
+	issues, _, err := gitea.ListRepoIssues(owner, name, sdk.ListIssueOption{Type: sdk.IssueTypeIssue, State: sdk.StateAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(issues) != 1 || !strings.Contains(issues[0].Title, "Cannot read properties") || len(issues[0].Labels) != 1 {
+		t.Fatalf("issues in the repository: %d, want exactly one, titled for the alert and labelled", len(issues))
+	}
+	// The CLI says the same, and files nothing more.
+	t.Setenv("WORKQUEUE_URL", w.base)
+	t.Setenv("WORKQUEUE_TOKEN", incTok)
+	file := filepath.Join(t.TempDir(), "obs.json")
+	raw, _ := json.Marshal(obs)
+	os.WriteFile(file, raw, 0o600)
+	if got, err := runCommand(t, "incidents", "reconcile", "-f", file, "--apply"); err != nil || !strings.HasPrefix(got, "linked: gitea-incidents "+w.repo+"#") {
+		t.Errorf("workqueue incidents reconcile --apply: %v\n%s", err, got)
+	}
+	out := dryRun()
+	link, _ := out["link"].(map[string]any)
+	if out["outcome"] != "would_update" || link == nil || link["issue_number"] != float64(issues[0].Index) {
+		t.Errorf("after the alerts: %v; want would_update naming issue #%d", out, issues[0].Index)
+	}
+	if strings.Contains(issues[0].Body, secret) || !strings.Contains(issues[0].Body, "checkout") {
+		t.Errorf("the issue body:\n%s", issues[0].Body)
+	}
+
+	// The issue is work like any other: after a sync, an author session
+	// is handed it.
+	if status, out, _ := w.do("POST", "/api/v1/work/sync", adminTok, nil); status != http.StatusOK {
+		t.Fatalf("sync: %d %v", status, out)
+	}
+	agents, _ := client.New(w.base, agentTok)
+	author, err := agents.RegisterSession(t.Context(), cp.RoleAuthor, "author", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agents.Allocate(t.Context(), author.ID, w.repo, true)
+	if err != nil || a.Outcome != cp.OutcomeAssigned || a.Work.Kind != cp.KindIssue || a.Work.Number != issues[0].Index {
+		t.Fatalf("allocate: %+v, %v; want the incident's issue #%d", a, err, issues[0].Index)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
 )
@@ -123,10 +124,14 @@ func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*Action
 	if req.Action == ActComment {
 		return out, nil
 	}
-	// The work moves on now: the forge's webhook will say the same later,
-	// and the store keeps whichever is newer.
-	next.UpdatedAt = s.now()
-	if err := s.Store.UpsertWork(ctx, []Work{next}, next.UpdatedAt); err != nil {
+	// The work moves on now, past the forge's time as read by the least
+	// the store keeps (as a push does): a sync page read before the action
+	// is older and changes nothing, and the forge's next change (its
+	// webhook saying the same) still applies. The service's clock is not
+	// the forge's: its time would drop this write when the forge's clock
+	// is ahead, and hide the forge's changes until it caught up otherwise.
+	next.UpdatedAt = w.UpdatedAt.Add(time.Microsecond)
+	if err := s.Store.UpsertWork(ctx, []Work{next}, s.now()); err != nil {
 		return nil, err
 	}
 	out.Work = &next

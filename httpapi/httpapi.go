@@ -108,8 +108,8 @@ func (s *Server) routes() []route {
 		})},
 		route{"GET", "/me", s.authenticated("", s.me)},
 		route{"POST", "/api/v1/items", s.authenticatedEither(auth.Submit, auth.Agent, s.submitItem)}, // agent: see service.Items.Submit
-		route{"GET", "/api/v1/items", s.authenticated(auth.Read, s.listItems)},
-		route{"GET", "/api/v1/items/{id}", s.authenticated(auth.Read, s.getItem)},
+		route{"GET", "/api/v1/items", s.authenticatedEither(auth.Read, auth.Agent, s.listItems)},     // agent: see service.mayRead
+		route{"GET", "/api/v1/items/{id}", s.authenticatedEither(auth.Read, auth.Agent, s.getItem)},  // agent: see service.mayRead
 		route{"POST", "/api/v1/items/{id}/retry", s.authenticated(auth.Retry, s.itemAction(s.items.Retry))},
 		route{"POST", "/api/v1/items/{id}/cancel", s.authenticated(auth.Retry, s.itemAction(s.items.Cancel))},
 	)

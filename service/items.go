@@ -169,7 +169,7 @@ func (s *Items) authorizeSubmit(ctx context.Context, caller *auth.Caller, sub wq
 }
 
 func (s *Items) authorize(ctx context.Context, caller *auth.Caller, perm auth.Permission, project string) error {
-	if caller.CanOn(perm, project) {
+	if caller.CanOn(perm, project) || perm == auth.Read && mayRead(caller, project) {
 		return nil
 	}
 	if s.Audit != nil {
@@ -178,6 +178,13 @@ func (s *Items) authorize(ctx context.Context, caller *auth.Caller, perm auth.Pe
 			Metadata: map[string]any{"permission": string(perm), "project": project, "reason": "no matched rule covers the project"}})
 	}
 	return wq.Errorf(wq.EFORBIDDEN, "%s may not %s on project %q: no rule that matched grants it there", caller.Identity, perm, project)
+}
+
+// mayRead reports whether caller may read the items of project: with
+// permission read, or with permission agent, since an agent follows the
+// changes it submits (as authorizeSubmit lets it submit them).
+func mayRead(caller *auth.Caller, project string) bool {
+	return caller.CanOn(auth.Read, project) || caller.CanOn(auth.Agent, project)
 }
 
 // List returns a page of items, newest first, and the cursor of the next
@@ -193,7 +200,7 @@ func (s *Items) List(ctx context.Context, caller *auth.Caller, f wq.ItemFilter) 
 	}
 	views := make([]*api.Item, 0, len(items))
 	for _, it := range items {
-		if caller.CanOn(auth.Read, it.Project) {
+		if mayRead(caller, it.Project) {
 			views = append(views, render(it, nil))
 		}
 	}

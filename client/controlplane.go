@@ -76,6 +76,15 @@ func (c *Client) Gate(ctx context.Context, sessionID, assignmentID string, actio
 		map[string]any{"session_id": sessionID, "assignment_id": assignmentID, "action": action, "live_head_sha": liveHead})
 }
 
+// Act asks the service to make a gated mutation for a session: a
+// comment, a review verdict, a merge or a close, made by the service
+// after the gate allows it. A refusal is an *Error whose problem names
+// the reason (the gate's, or own_pull_request, wrong_kind,
+// forge_refused).
+func (c *Client) Act(ctx context.Context, req cp.ActionRequest) (*cp.ActionResult, error) {
+	return callFor[cp.ActionResult](ctx, c, http.MethodPost, "/api/v1/actions", nil, req)
+}
+
 // Work lists the inventory; query filters it (forge, repo, kind, state,
 // limit).
 func (c *Client) Work(ctx context.Context, query url.Values) ([]cp.Work, error) {

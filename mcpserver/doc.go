@@ -1,7 +1,7 @@
 // Package mcpserver serves workqueue's API to agents as MCP tools (Model
 // Context Protocol): submit a change, follow items, and the control
-// plane's sessions, allocations, gate, leases, inventory, checkpoints and
-// incidents.
+// plane's sessions, allocations, gate, gated actions (comment, review,
+// merge, close), leases, inventory, checkpoints and incidents.
 //
 // Every tool makes exactly one REST call through a client.Client, so a
 // tool call is authorized, validated and audited as that REST call is,

@@ -76,6 +76,29 @@ type gateQuestion struct {
 	LiveHeadSHA  string    `json:"live_head_sha,omitempty" jsonschema:"the pull request's head commit as you see it now, so that a moved head is refused"`
 }
 
+// assignedWork names the work a gated action is for: the assignment
+// allocate_work (or reclaim_lease) gave the session.
+type assignedWork struct {
+	SessionID    string `json:"session_id" jsonschema:"your session's id"`
+	AssignmentID string `json:"assignment_id" jsonschema:"your assignment's id, as allocate_work or reclaim_lease answered it"`
+}
+
+// request is the action on the assigned work.
+func (w assignedWork) request(action cp.Action) cp.ActionRequest {
+	return cp.ActionRequest{SessionID: w.SessionID, AssignmentID: w.AssignmentID, Action: action}
+}
+
+type commentAction struct {
+	assignedWork
+	Body string `json:"body" jsonschema:"the comment's text (Markdown, at most 64 KiB)"`
+}
+
+type reviewAction struct {
+	assignedWork
+	Verdict string `json:"verdict" jsonschema:"approve, or request_changes"`
+	Body    string `json:"body,omitempty" jsonschema:"what you found; required with request_changes, saying what to change (at most 64 KiB)"`
+}
+
 type workQuery struct {
 	Forge string   `json:"forge,omitempty" jsonschema:"only this configured forge's"`
 	Repo  string   `json:"repo,omitempty" jsonschema:"only this repository's (its full path)"`

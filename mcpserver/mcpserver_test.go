@@ -1,10 +1,13 @@
 package mcpserver_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/client"
@@ -35,6 +39,7 @@ type service struct {
 	tokens map[string]string // by name: agent, submit, incidents
 	cp     cp.Store
 	clock  *clockwork.FakeClock // the control plane's
+	forge  *actionForge         // the gated actions' forge, "gitea"
 }
 
 func newService(t *testing.T) *service {
@@ -43,7 +48,8 @@ func newService(t *testing.T) *service {
 	cfg := config.Default()
 	cfg.Forges = []config.Forge{{Name: "gitea", Kind: "gitea", URL: "http://127.0.0.1:1", TokenEnv: "UNUSED"}}
 	cfg.Projects = []config.Project{{Match: "team/**", Forge: "gitea"}}
-	s := &service{tokens: map[string]string{}, cp: testdb.ControlPlane(t, store.KindSQLite), clock: clockwork.NewFakeClockAt(time.Now())}
+	s := &service{tokens: map[string]string{}, cp: testdb.ControlPlane(t, store.KindSQLite), clock: clockwork.NewFakeClockAt(time.Now()),
+		forge: &actionForge{heads: map[int64]string{}}}
 	var tokens []auth.Token
 	for name, perms := range map[string][]auth.Permission{"agent": {auth.Agent}, "submit": {auth.Submit, auth.Read}, "incidents": {auth.Incidents}} {
 		tok, hash, _ := auth.NewToken()
@@ -55,7 +61,7 @@ func newService(t *testing.T) *service {
 		t.Fatal(err)
 	}
 	h := httpapi.NewServer(st, testapi.Items(st, cfg), authn, testkit.Quiet())
-	h.SetControlPlane(&cp.Service{Store: s.cp, Clock: s.clock})
+	h.SetControlPlane(&cp.Service{Store: s.cp, Clock: s.clock, Forges: map[string]wq.Forge{"gitea": s.forge}})
 	links, err := cpstore.NewIncidents(s.cp)
 	if err != nil {
 		t.Fatal(err)
@@ -258,9 +264,10 @@ func TestTheLeaseLifecycleThroughTheTools(t *testing.T) {
 func TestEveryToolIsDescribedForAModel(t *testing.T) {
 	s := newService(t)
 	cs := s.inMemory(t, "agent")
-	want := []string{"abandon_lease", "adopt_lease", "allocate_work", "check_gate", "end_session", "expire_leases", "get_checkpoint",
-		"get_item", "heartbeat_lease", "heartbeat_session", "inspect_lease", "list_checkpoints", "list_items", "list_leases", "list_work",
-		"reclaim_lease", "reconcile_checkpoint", "reconcile_incident", "release_lease", "start_session", "submit_change", "write_checkpoint"}
+	want := []string{"abandon_lease", "adopt_lease", "allocate_work", "check_gate", "close_issue", "comment", "end_session", "expire_leases",
+		"get_checkpoint", "get_item", "heartbeat_lease", "heartbeat_session", "inspect_lease", "list_checkpoints", "list_items", "list_leases",
+		"list_work", "merge_pull_request", "reclaim_lease", "reconcile_checkpoint", "reconcile_incident", "release_lease", "review_pull_request",
+		"start_session", "submit_change", "write_checkpoint"}
 	if diff := cmp.Diff(want, mcptest.ToolNames(t, cs)); diff != "" {
 		t.Fatalf("tools (-want +got):\n%s", diff)
 	}
@@ -343,5 +350,137 @@ func TestEachCallOverHTTPIsAuthorizedAsItsRESTCall(t *testing.T) {
 	}
 	if sess := mcptest.Call[cp.SessionView](t, agent, "start_session", map[string]any{"role": "reviewer"}); sess.Identity != "token:agent" {
 		t.Errorf("start_session over /mcp: %+v, want the agent token's identity", sess)
+	}
+}
+
+// actionForge is the forge of the gated actions: each pull request's live
+// head, set by the test, and every write, in order.
+type actionForge struct {
+	wq.Forge // nil: any other method panics
+	mu       sync.Mutex
+	heads    map[int64]string
+	writes   []string
+}
+
+func (f *actionForge) setHead(n int64, head string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.heads[n] = head
+}
+
+func (f *actionForge) GetMergeRequest(_ context.Context, _ string, n int64) (*wq.MergeRequest, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &wq.MergeRequest{Number: n, HeadSHA: f.heads[n], State: wq.MergeRequestOpen}, nil
+}
+
+// write records one write, which succeeds.
+func (f *actionForge) write(format string, args ...any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes = append(f.writes, fmt.Sprintf(format, args...))
+	return nil
+}
+
+func (f *actionForge) CommentOnWork(_ context.Context, _, kind string, n int64, body string) (int64, error) {
+	return 77, f.write("comment on %s %d: %s", kind, n, body)
+}
+
+func (f *actionForge) ReviewPullRequest(_ context.Context, _ string, n int64, verdict, _, head string) error {
+	return f.write("review %d %s at %s", n, verdict, head)
+}
+
+func (f *actionForge) MergeMergeRequest(_ context.Context, _ string, n int64, head string) error {
+	return f.write("merge %d at %s", n, head)
+}
+
+func (f *actionForge) CloseIssue(_ context.Context, _ string, n int64) error {
+	return f.write("close %d", n)
+}
+
+func (f *actionForge) written() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.writes)
+}
+
+// The gated actions through their tools: an author comments on its issue
+// and keeps its lease, may neither close it (its assignment does not
+// allow close) nor review with it, nor review its own pull request; a
+// reviewer's verdict is pinned to the head and hands the pull request on
+// to a merger, whatever the forge's clock says;
+// a merger's merge after a push is refused head_moved and merges nothing,
+// and at the pinned head merges and ends the work. Only what was allowed
+// reached the forge.
+func TestTheGatedActionsThroughTheTools(t *testing.T) {
+	s := newService(t)
+	s.seedIssues(t, 1)
+	agent := s.inMemory(t, "agent")
+	author := mcptest.Call[cp.SessionView](t, agent, "start_session", map[string]any{"role": "author"})
+	reviewer := mcptest.Call[cp.SessionView](t, agent, "start_session", map[string]any{"role": "reviewer"})
+	merger := mcptest.Call[cp.SessionView](t, agent, "start_session", map[string]any{"role": "merger"})
+	issue := mcptest.Call[cp.Allocation](t, agent, "allocate_work", map[string]any{"session_id": author.ID, "apply": true})
+	if issue.Assignment == nil || issue.Work.Kind != cp.KindIssue {
+		t.Fatalf("the author's allocation: %+v", issue)
+	}
+	// The author's pull request, last updated by the forge's clock, which
+	// runs a minute ahead of the service's.
+	now := s.clock.Now()
+	s.forge.setHead(2, "1111111")
+	if err := s.cp.UpsertWork(t.Context(), []cp.Work{{ID: "pr2", State: cp.StateOpen, Title: "the author's change", HeadSHA: "1111111",
+		ReviewState: cp.ReviewNone, Mergeable: true, AuthorSession: author.ID, UpdatedAt: now.Add(time.Minute),
+		WorkKey: cp.WorkKey{Forge: "gitea", Repo: "team/app", Kind: cp.KindPR, Number: 2}}}, now); err != nil {
+		t.Fatal(err)
+	}
+	act := func(session string, a cp.Allocation, more map[string]any) map[string]any {
+		args := map[string]any{"session_id": session, "assignment_id": a.Assignment.ID}
+		for k, v := range more {
+			args[k] = v
+		}
+		return args
+	}
+
+	said := mcptest.Call[cp.ActionResult](t, agent, "comment", act(author.ID, issue, map[string]any{"body": "Working on it."}))
+	if said.Action != cp.ActComment || said.CommentID != 77 || said.Released || said.Work.Number != issue.Work.Number {
+		t.Errorf("comment: %+v, want the forge's comment id and the lease kept", said)
+	}
+	if text := mcptest.Refused(t, agent, "close_issue", act(author.ID, issue, nil)); !strings.Contains(text, "reason action_not_allowed") {
+		t.Errorf("close_issue under an author's assignment: %q", text)
+	}
+	if text := mcptest.Refused(t, agent, "review_pull_request", act(author.ID, issue, map[string]any{"verdict": "approve"})); !strings.Contains(text, "reason wrong_kind") {
+		t.Errorf("review_pull_request with an issue's assignment: %q", text)
+	}
+
+	review := mcptest.Call[cp.Allocation](t, agent, "allocate_work", map[string]any{"session_id": reviewer.ID, "apply": true})
+	if review.Work == nil || review.Work.Number != 2 {
+		t.Fatalf("the reviewer's allocation: %+v", review)
+	}
+	if text := mcptest.Refused(t, agent, "review_pull_request", act(author.ID, review, map[string]any{"verdict": "approve"})); !strings.Contains(text, "reason own_pull_request") {
+		t.Errorf("a review by the pull request's author: %q", text)
+	}
+	if text := mcptest.Refused(t, agent, "review_pull_request", act(reviewer.ID, review, map[string]any{"verdict": "request_changes"})); !strings.Contains(text, "code invalid") || !strings.Contains(text, "body") {
+		t.Errorf("request_changes without a body: %q", text)
+	}
+	approved := mcptest.Call[cp.ActionResult](t, agent, "review_pull_request", act(reviewer.ID, review, map[string]any{"verdict": "approve", "body": "Right."}))
+	if !approved.Released || approved.HeadSHA != "1111111" || approved.Work.ReviewState != cp.ReviewApproved {
+		t.Errorf("approve: %+v, want the lease released at head 1111111, approved", approved)
+	}
+
+	merge := mcptest.Call[cp.Allocation](t, agent, "allocate_work", map[string]any{"session_id": merger.ID, "apply": true})
+	if merge.Work == nil || merge.Work.Number != 2 || !slices.Contains(merge.Assignment.AllowedActions, cp.ActMerge) {
+		t.Fatalf("the merger's allocation: %+v", merge)
+	}
+	s.forge.setHead(2, "2222222") // someone pushes
+	if text := mcptest.Refused(t, agent, "merge_pull_request", act(merger.ID, merge, nil)); !strings.Contains(text, "reason head_moved") {
+		t.Errorf("a merge after a push: %q", text)
+	}
+	s.forge.setHead(2, "1111111")
+	merged := mcptest.Call[cp.ActionResult](t, agent, "merge_pull_request", act(merger.ID, merge, nil))
+	if !merged.Released || merged.HeadSHA != "1111111" || merged.Work.State != cp.StateMerged {
+		t.Errorf("merge: %+v, want merged at 1111111 and the lease released", merged)
+	}
+	want := []string{"comment on issue 1: Working on it.", "review 2 approved at 1111111", "merge 2 at 1111111"}
+	if diff := cmp.Diff(want, s.forge.written()); diff != "" {
+		t.Errorf("forge writes (-want +got):\n%s", diff)
 	}
 }

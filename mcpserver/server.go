@@ -29,13 +29,17 @@ func Fixed(c *client.Client) Clients {
 }
 
 // instructions tell a model how the tools fit together.
-const instructions = `workqueue stands between agents and a code forge. Two halves:
+const instructions = `workqueue stands between agents and a code forge. You hold no forge token: every write is made by the service, after its gate checks your lease, your assignment, the work's state and the pull request's head.
 
-Changes: submit_change submits desired state (a branch's files) as data; the service inspects it and drives a merge request to completion. Follow it with get_item and list_items.
+Start with start_session and your role (author, reviewer or merger), then allocate_work: apply false previews, apply true takes the work under an exclusive lease and gives an assignment (assignment.id, allowed_actions). heartbeat_session and heartbeat_lease while you work; write_checkpoint what a restarted session would need; release_lease when done and end_session when you stop. After a restart, reconcile_checkpoint says whether to resume, re-inspect or re-acquire.
 
-Coordination: start_session with your role, then allocate_work (apply false previews, apply true takes the work under an exclusive lease). Before every mutation on the forge (comment, push, open_pr, review, merge, close) call check_gate and act only when allowed is true. heartbeat_session and heartbeat_lease while you work, write_checkpoint what a restarted session would need, release_lease when done and end_session when you stop. After a restart, reconcile_checkpoint says whether to resume, re-inspect or re-acquire.
+An author's loop: allocate_work (an issue) → check_gate with action open_pr → submit_change with the assignment's id as assignment_id (leave auto_merge out: the pull request closes your issue, is yours, and is never merged on its own) → follow the item with get_item until its pull request exists → write_checkpoint. The pull request is then reviewed by a reviewer session and merged by a merger session; if changes are requested, allocate_work hands it back to you (action push: submit to the same branch).
 
-A tool error is the service's refusal: its text names the code (invalid, not_found, conflict, unauthorized, forbidden), the reason (such as not_owner or wait_foreign_active) and the detail. Do not repeat a refused call unchanged.`
+A reviewer is handed pull requests others wrote: review_pull_request, approve or request_changes. A merger is handed approved, mergeable ones: merge_pull_request, at the head the assignment pinned. comment writes on your assignment's issue or pull request; close_issue closes an issue when your assignment allows close. The service checks the gate for these itself; a review, a merge or a close releases your lease and hands the work on.
+
+submit_change also takes changes without an assignment, where the service allows it: desired state (a branch's files) as data, which the service inspects and drives to a merged merge request. Follow it with get_item and list_items.
+
+A tool error is the service's refusal: its text names the code (invalid, not_found, conflict, unauthorized, forbidden), the reason (such as head_moved, own_pull_request, not_owner or wait_foreign_active) and the detail. check_gate's refusal is an answer (allowed false) with the same reasons. Do not repeat a refused call unchanged.`
 
 // New returns the MCP server of workqueue's tools; each tool call makes
 // its REST call with the client clients gives for it.

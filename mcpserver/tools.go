@@ -58,6 +58,30 @@ var tools = []func(*mcp.Server, Clients){
 			return c.Gate(ctx, in.SessionID, in.AssignmentID, in.Action, in.LiveHeadSHA)
 		}),
 
+	// Gated actions: the writes an assignment allows besides a change,
+	// made by the service (an agent holds no forge token), each after the
+	// gate.
+	tool("comment", `Comment on the issue or pull request of your assignment: a question, progress, why you stop. The service writes it on the forge for you, after checking the gate itself (no check_gate call is needed): your lease must be live, the work open, and comment among your assignment's allowed_actions. The answer's comment_id is the forge's comment; your lease is kept (released is false), so go on working. A refusal is a tool error naming the gate's reason (lease_expired, not_owner, action_not_allowed, work_terminal).`,
+		false, func(ctx context.Context, c *client.Client, in commentAction) (*cp.ActionResult, error) {
+			req := in.request(cp.ActComment)
+			req.Body = in.Body
+			return c.Act(ctx, req)
+		}),
+	tool("review_pull_request", `Give your verdict on the pull request of your reviewer assignment: approve, or request_changes with a body saying what to change. The service records it on the forge (as its review account), pinned to the head your assignment pinned: if someone pushed since, it is refused with reason head_moved and nothing is recorded (look at the new head before judging it). A session never reviews a pull request it wrote (reason own_pull_request). On success the answer's head_sha is the head you judged, and your lease is released (released true): the pull request is handed on, to a merger session when approved and back to its author when changes are requested. Do not act on it again; allocate_work for your next work.`,
+		false, func(ctx context.Context, c *client.Client, in reviewAction) (*cp.ActionResult, error) {
+			req := in.request(cp.ActReview)
+			req.Verdict, req.Body = in.Verdict, in.Body
+			return c.Act(ctx, req)
+		}),
+	tool("merge_pull_request", `Merge the pull request of your merger assignment (allocate_work hands mergers approved, mergeable pull requests). The service merges it on the forge, pinned to the head your assignment pinned: if someone pushed to the branch since, it is refused with reason head_moved and nothing is merged; release_lease and leave it: it comes round again once the service has seen the new head. Reason forge_refused means the forge would not merge it now (a conflict, a check, mergeability not computed yet): release_lease and let it come round again. On success the answer's work is merged, the forge closes the issues its description closes, and your lease is released (released true): the work is done.`,
+		false, func(ctx context.Context, c *client.Client, in assignedWork) (*cp.ActionResult, error) {
+			return c.Act(ctx, in.request(cp.ActMerge))
+		}),
+	tool("close_issue", `Close the issue of your assignment without a change, when your assignment's allowed_actions include close: it is done already, a duplicate, or will not be done (say why with comment first). Only an issue (a pull request is reason wrong_kind); the gate is checked for you. On success the answer's work is closed and your lease is released (released true): the work ends and is handed to nobody.`,
+		false, func(ctx context.Context, c *client.Client, in assignedWork) (*cp.ActionResult, error) {
+			return c.Act(ctx, in.request(cp.ActClose))
+		}),
+
 	// The inventory.
 	tool("list_work", `List the inventory: the issues and pull requests of the configured repositories the control plane hands out, with state, labels, review verdict, head and the session that authored a pull request. For orientation; allocate_work decides what you work on.`,
 		true, func(ctx context.Context, c *client.Client, in workQuery) (*workList, error) {

@@ -151,7 +151,7 @@ func TestMCPCommandServesTheToolsOnStdio(t *testing.T) {
 		t.Errorf("without a token: %v", err)
 	}
 	cs := stdioSession(t, "--server", base, "--token", tokens["agent"])
-	if names := mcptest.ToolNames(t, cs); len(names) != 22 {
+	if names := mcptest.ToolNames(t, cs); len(names) != 26 {
 		t.Errorf("tools: %v", names)
 	}
 	if sess := mcptest.Call[cp.SessionView](t, cs, "start_session", map[string]any{"role": "merger"}); sess.Identity != "token:agent" || sess.Role != cp.RoleMerger {

@@ -143,3 +143,23 @@ func TestAnAuthorMayNotReviewItsOwnPullRequest(t *testing.T) {
 		t.Errorf("forge writes %q, want the comment only", got)
 	}
 }
+
+// An author may close the issue it holds (already fixed, a duplicate):
+// the issue is closed on the forge, the lease released, the work terminal.
+func TestAnAuthorClosesTheIssueItHolds(t *testing.T) {
+	w := newWorld(t, "sqlite")
+	forge := &actionForge{}
+	w.svc.Forges = map[string]wq.Forge{"f": forge}
+	w.work(openIssue(3))
+	alice, s := w.session("alice", cp.RoleAuthor)
+	a := w.assign(alice, s)
+	res, err := w.svc.Act(w.ctx, alice, cp.ActionRequest{SessionID: s, AssignmentID: a.Assignment.ID, Action: cp.ActClose})
+	if err != nil || !res.Released || res.Work.State != cp.StateClosed {
+		t.Fatalf("close: %+v, %v", res, err)
+	}
+	if got := forge.written(); len(got) != 1 || got[0] != "close 3" {
+		t.Errorf("forge writes %q, want the close", got)
+	}
+	_, err = w.svc.Act(w.ctx, alice, cp.ActionRequest{SessionID: s, AssignmentID: a.Assignment.ID, Action: cp.ActComment, Body: "again"})
+	wantReason(t, err, cp.GateLeaseExpired)
+}

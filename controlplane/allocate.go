@@ -248,7 +248,9 @@ func ActionsFor(r Route) []Action {
 	case RouteReview:
 		return []Action{ActReview, ActComment}
 	case RouteIssue:
-		return []Action{ActPush, ActOpenPR, ActComment}
+		// An author may also close the issue it holds: already fixed, a
+		// duplicate, or not to be done (say why with a comment first).
+		return []Action{ActPush, ActOpenPR, ActComment, ActClose}
 	}
 	return nil
 }

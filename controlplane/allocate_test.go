@@ -64,7 +64,7 @@ func TestChooseRoutesWorkByRoleAndPath(t *testing.T) {
 		lock    bool
 	}{
 		{"an author takes an open issue", session("a", cp.RoleAuthor), []cp.Candidate{issue(1)}, "",
-			cp.OutcomePreview, "i1", []cp.Action{cp.ActPush, cp.ActOpenPR, cp.ActComment}, "", false},
+			cp.OutcomePreview, "i1", []cp.Action{cp.ActPush, cp.ActOpenPR, cp.ActComment, cp.ActClose}, "", false},
 		{"a merger takes an approved mergeable pull request under a terminal lock", session("m", cp.RoleMerger),
 			[]cp.Candidate{pr(2, cp.ReviewApproved)}, "", cp.OutcomePreview, "p2", []cp.Action{cp.ActMerge, cp.ActComment}, "sha2", true},
 		{"the terminal path comes first: an author's own changes-requested pull request before issues",

@@ -106,17 +106,7 @@ func TestReviewThenMergeThroughTheGate(t *testing.T) {
 		if got := forge.written(); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("forge writes %q, want %q", got, want)
 		}
-		events, err := w.svc.Store.ListEvents(w.ctx, cp.EventFilter{WorkID: pr.ID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		actions := 0
-		for _, e := range events {
-			if e.Type == cp.EventAction {
-				actions++
-			}
-		}
-		if actions != 2 {
+		if actions := w.countEvents(cp.EventFilter{WorkID: pr.ID}, cp.EventAction); actions != 2 {
 			t.Errorf("%d actions logged, want the review and the merge", actions)
 		}
 	})

@@ -69,6 +69,22 @@ func (w *world) assign(c cp.Caller, session string) *cp.Allocation {
 	return a
 }
 
+// countEvents counts the logged events of one type among those the filter selects.
+func (w *world) countEvents(f cp.EventFilter, typ string) int {
+	w.t.Helper()
+	events, err := w.svc.Store.ListEvents(w.ctx, f)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	n := 0
+	for _, e := range events {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
 func openIssue(n int64) cp.Work {
 	return cp.Work{ID: "issue-" + string(rune('0'+n)), WorkKey: cp.WorkKey{Forge: "f", Repo: "o/r", Kind: cp.KindIssue, Number: n},
 		State: cp.StateOpen, Title: "t", UpdatedAt: now}
@@ -231,14 +247,7 @@ func TestTheGateFollowsTheInventory(t *testing.T) {
 		if d := gate(); d.Reason != cp.GateWorkTerminal {
 			t.Fatalf("after the merge: %+v", d)
 		}
-		events, _ := w.svc.Store.ListEvents(w.ctx, cp.EventFilter{SessionID: as, Limit: 50})
-		refused := 0
-		for _, e := range events {
-			if e.Type == cp.EventRefused {
-				refused++
-			}
-		}
-		if refused != 2 {
+		if refused := w.countEvents(cp.EventFilter{SessionID: as, Limit: 50}, cp.EventRefused); refused != 2 {
 			t.Errorf("%d refusals in the event log, want 2", refused)
 		}
 	})

@@ -88,12 +88,7 @@ func (c Config) validateAuth(bad func(field, format string, args ...any)) {
 	names, hashes := map[string]bool{}, map[string]bool{}
 	for i, t := range c.Auth.Tokens {
 		field := fmt.Sprintf("auth.tokens[%d]", i)
-		if !tokenName.MatchString(t.Name) {
-			bad(field+".name", "want letters, digits and . _ @ -, got %q", t.Name)
-		} else if names[t.Name] {
-			bad(field+".name", "%q is configured twice", t.Name)
-		}
-		names[t.Name] = true
+		checkUniqueName(bad, field+".name", t.Name, tokenName, "letters, digits and . _ @ -", names)
 		if !sha256Hex.MatchString(t.SHA256) {
 			bad(field+".sha256", "want the 64 lowercase hex digits of the token's SHA-256 (workqueue token create prints them)")
 		} else if hashes[t.SHA256] {

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -202,6 +203,18 @@ func Parse(r io.Reader) (Config, error) {
 
 // Validate checks every field and returns all problems, each naming its
 // field.
+// checkUniqueName reports a list entry's name that pattern (described by
+// want) does not match, or that an earlier entry has already; seen
+// collects the list's names.
+func checkUniqueName(bad func(field, format string, args ...any), field, name string, pattern *regexp.Regexp, want string, seen map[string]bool) {
+	if !pattern.MatchString(name) {
+		bad(field, "want %s, got %q", want, name)
+	} else if seen[name] {
+		bad(field, "%q is configured twice", name)
+	}
+	seen[name] = true
+}
+
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {

@@ -97,12 +97,7 @@ func (c Config) validateForges(bad func(field, format string, args ...any)) {
 	names := map[string]bool{}
 	for i, f := range c.Forges {
 		field := fmt.Sprintf("forges[%d]", i)
-		if !forgeName.MatchString(f.Name) {
-			bad(field+".name", "want lowercase letters, digits, - and _, got %q", f.Name)
-		} else if names[f.Name] {
-			bad(field+".name", "%q is configured twice", f.Name)
-		}
-		names[f.Name] = true
+		checkUniqueName(bad, field+".name", f.Name, forgeName, "lowercase letters, digits, - and _", names)
 		if f.Kind != "gitea" && f.Kind != "gitlab" {
 			bad(field+".kind", "want gitea or gitlab, got %q", f.Kind)
 		}

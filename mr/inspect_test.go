@@ -20,6 +20,21 @@ func create(path string) FileAction {
 	return FileAction{Action: ActionCreate, FilePath: path, Content: text("hello\n")}
 }
 
+// wantRefusal checks that r refuses the action at index, naming path and
+// rule, and says why.
+func wantRefusal(t *testing.T, r *Refusal, index int, path, rule string) {
+	t.Helper()
+	if r == nil {
+		t.Fatalf("accepted, want refusal %s", rule)
+	}
+	if r.Index != index || r.Path != path || r.Rule != rule {
+		t.Errorf("refusal %d %q %s (%s), want %d %q %s", r.Index, r.Path, r.Rule, r.Message, index, path, rule)
+	}
+	if r.Message == "" {
+		t.Error("refusal without a message")
+	}
+}
+
 func TestInspectAcceptsOrdinaryChanges(t *testing.T) {
 	yes := true
 	actions := []FileAction{
@@ -108,16 +123,7 @@ func TestInspectRefusesWithIndexPathAndRule(t *testing.T) {
 		{"invalid UTF-8 content", []FileAction{{Action: ActionCreate, FilePath: "t", Content: text("ab\xff")}}, 0, "t", RuleBinary},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Inspect(tc.actions, policy)
-			if r == nil {
-				t.Fatalf("accepted, want refusal %s", tc.rule)
-			}
-			if r.Index != tc.index || r.Path != tc.path || r.Rule != tc.rule {
-				t.Errorf("refusal %d %q %s (%s), want %d %q %s", r.Index, r.Path, r.Rule, r.Message, tc.index, tc.path, tc.rule)
-			}
-			if r.Message == "" {
-				t.Error("refusal without a message")
-			}
+			wantRefusal(t, Inspect(tc.actions, policy), tc.index, tc.path, tc.rule)
 		})
 	}
 }
@@ -250,16 +256,7 @@ func TestInspectRefusesPathClasses(t *testing.T) {
 		{"a moved directory differing in case", []FileAction{create("Docs/a"), {Action: ActionMove, FilePath: "x", PreviousPath: "docs/b"}}, 1, "docs/b", RulePathCaseCollision},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Inspect(tc.actions, Policy{})
-			if r == nil {
-				t.Fatalf("accepted, want refusal %s", tc.rule)
-			}
-			if r.Index != tc.index || r.Path != tc.path || r.Rule != tc.rule {
-				t.Errorf("refusal %d %q %s (%s), want %d %q %s", r.Index, r.Path, r.Rule, r.Message, tc.index, tc.path, tc.rule)
-			}
-			if r.Message == "" {
-				t.Error("refusal without a message")
-			}
+			wantRefusal(t, Inspect(tc.actions, Policy{}), tc.index, tc.path, tc.rule)
 		})
 	}
 }
@@ -333,13 +330,7 @@ func TestInspectGitConfigFilesWhenTheProjectRefusesThem(t *testing.T) {
 		{".gitattributes as a directory", create(".gitattributes/x"), ".gitattributes/x", RuleGitattributesInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Inspect([]FileAction{create("ok"), tc.action}, Policy{})
-			if r == nil {
-				t.Fatalf("accepted, want refusal %s", tc.rule)
-			}
-			if r.Index != 1 || r.Path != tc.path || r.Rule != tc.rule {
-				t.Errorf("refusal %d %q %s (%s), want 1 %q %s", r.Index, r.Path, r.Rule, r.Message, tc.path, tc.rule)
-			}
+			wantRefusal(t, Inspect([]FileAction{create("ok"), tc.action}, Policy{}), 1, tc.path, tc.rule)
 		})
 	}
 	for _, content := range []string{"*.txt text eol=lf\n", "*.png binary\n*.bin -diff -merge\n", "# a filter=x comment\n", "   # diff=x indented comment\n", "*.go diff\n", ""} {

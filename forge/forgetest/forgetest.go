@@ -86,6 +86,29 @@ func Run(t *testing.T, newProject func(t *testing.T) Project) {
 		}
 		return string(b), found
 	}
+	// wantFiles checks a branch: each present path holds its content, no
+	// absent path exists.
+	wantFiles := func(t *testing.T, p Project, branch string, present map[string]string, absent ...string) {
+		t.Helper()
+		for path, want := range present {
+			if got, found := read(t, p, branch, path); !found || got != want {
+				t.Errorf("%s:%s = %q (found: %t), want %q", branch, path, got, found, want)
+			}
+		}
+		for _, path := range absent {
+			if _, found := read(t, p, branch, path); found {
+				t.Errorf("%s:%s is still there", branch, path)
+			}
+		}
+	}
+	// seed commits changes to a branch and merges it, so that main holds them.
+	seed := func(t *testing.T, p Project, changes ...wq.FileChange) {
+		t.Helper()
+		commit(t, p, "wq/seed", changes...)
+		if err := mergeNow(ctx, p, "wq/seed"); err != nil {
+			t.Fatalf("merge the seed: %v", err)
+		}
+	}
 
 	t.Run("a commit lands on a new branch on top of the base", func(t *testing.T) {
 		p := newProject(t)
@@ -122,33 +145,16 @@ func Run(t *testing.T, newProject func(t *testing.T) Project) {
 
 	t.Run("update, delete and move change the files they name", func(t *testing.T) {
 		p := newProject(t)
-		commit(t, p, "wq/seed", change("create", "keep.txt", "v1\n"), change("create", "gone.txt", "x\n"), change("create", "old.txt", "moved\n"))
-		if err := mergeNow(ctx, p, "wq/seed"); err != nil {
-			t.Fatalf("merge the seed: %v", err)
-		}
+		seed(t, p, change("create", "keep.txt", "v1\n"), change("create", "gone.txt", "x\n"), change("create", "old.txt", "moved\n"))
 		commit(t, p, "wq/edit", change("update", "keep.txt", "v2\n"), change("delete", "gone.txt", ""),
 			wq.FileChange{Action: "move", Path: "new.txt", PreviousPath: "old.txt"})
-		if got, _ := read(t, p, "wq/edit", "keep.txt"); got != "v2\n" {
-			t.Errorf("keep.txt = %q", got)
-		}
-		if _, found := read(t, p, "wq/edit", "gone.txt"); found {
-			t.Error("gone.txt still there")
-		}
-		if _, found := read(t, p, "wq/edit", "old.txt"); found {
-			t.Error("old.txt still there after the move")
-		}
-		if got, _ := read(t, p, "wq/edit", "new.txt"); got != "moved\n" {
-			t.Errorf("new.txt = %q", got)
-		}
+		wantFiles(t, p, "wq/edit", map[string]string{"keep.txt": "v2\n", "new.txt": "moved\n"}, "gone.txt", "old.txt")
 	})
 
 	t.Run("a commit's changes list every path it touched and nothing else", func(t *testing.T) {
 		p := newProject(t)
-		commit(t, p, "wq/seed", change("create", "keep.txt", "v1\n"), change("create", "gone.txt", "x\n"),
+		seed(t, p, change("create", "keep.txt", "v1\n"), change("create", "gone.txt", "x\n"),
 			change("create", "old.txt", "moved\n"), change("create", "same.txt", "same\n"))
-		if err := mergeNow(ctx, p, "wq/seed"); err != nil {
-			t.Fatalf("merge the seed: %v", err)
-		}
 		c := commit(t, p, "wq/edit", change("update", "keep.txt", "v2\n"), change("delete", "gone.txt", ""),
 			wq.FileChange{Action: "move", Path: "dir/new.txt", PreviousPath: "old.txt"}, change("create", "added.txt", "a\n"),
 			change("update", "same.txt", "same\n"))
@@ -266,11 +272,8 @@ func Run(t *testing.T, newProject func(t *testing.T) Project) {
 			slices.SortFunc(got, func(a, b wq.PathChange) int { return strings.Compare(a.Path, b.Path) })
 			return got
 		}
-		commit(t, p, "wq/seed", change("create", "keep.txt", "v1\n"), change("create", "gone.txt", "x\n"),
+		seed(t, p, change("create", "keep.txt", "v1\n"), change("create", "gone.txt", "x\n"),
 			change("create", "old.txt", "moved\n"), change("create", "same.txt", "same\n"))
-		if err := mergeNow(ctx, p, "wq/seed"); err != nil {
-			t.Fatalf("merge the seed: %v", err)
-		}
 		edit := []wq.FileChange{change("update", "keep.txt", "v2\n"), change("delete", "gone.txt", ""),
 			{Action: "move", Path: "dir/new.txt", PreviousPath: "old.txt"}, change("create", "added.txt", "a\n"),
 			change("update", "same.txt", "same\n")}

@@ -5,6 +5,6 @@
 // differently, the table says so per operation, with the reason. They
 // also share the refusals both make alike before sending anything (an
 // empty comment, a verdict that cannot be given as asked, one by the pull
-// request's own author), so that the same call is refused the same way on
-// either forge.
+// request's own author, and a base URL or token New cannot use), so that
+// the same call is refused the same way on either forge.
 package forge

@@ -50,6 +50,19 @@ func HeadMoved(op, pinned, head string) *wq.ForgeError {
 		Message: fmt.Sprintf("the head is %s, not %s: the verdict was for another commit", head, pinned)}
 }
 
+// CheckReviewable refuses a verdict on a pull request that is not open
+// (NotOpen) or whose head is not the one the verdict is pinned to
+// (HeadMoved).
+func CheckReviewable(op string, mr *wq.MergeRequest, headSHA string) error {
+	switch {
+	case mr.State != wq.MergeRequestOpen:
+		return NotOpen(op, mr.State)
+	case mr.HeadSHA != headSHA:
+		return HeadMoved(op, headSHA, mr.HeadSHA)
+	}
+	return nil
+}
+
 // SelfReview refuses a verdict by the pull request's own author, wrapping
 // wq.ErrSelfReview. dedicated says whether the forge has a review
 // identity of its own: without one the service's token reviews, and the

@@ -65,12 +65,8 @@ type Options struct {
 
 // New returns a Forge for the Gitea at baseURL (http(s)://host[:port][/prefix]).
 func New(baseURL, token string, opts Options) (*Forge, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, wq.Errorf(wq.EINVALID, "gitea url: want http(s)://host, got %q", baseURL)
-	}
-	if token == "" {
-		return nil, wq.Errorf(wq.EINVALID, "gitea: empty token")
+	if err := forge.CheckEndpoint("gitea", baseURL, token); err != nil {
+		return nil, err
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
@@ -1053,11 +1049,8 @@ func (f *Forge) ReviewPullRequest(ctx context.Context, project string, number in
 	if err != nil {
 		return err
 	}
-	switch mr := toMergeRequest(pr); {
-	case mr.State != wq.MergeRequestOpen:
-		return forge.NotOpen(op, mr.State)
-	case mr.HeadSHA != headSHA:
-		return forge.HeadMoved(op, headSHA, mr.HeadSHA)
+	if err := forge.CheckReviewable(op, toMergeRequest(pr), headSHA); err != nil {
+		return err
 	}
 	reviewer, err := f.reviewerName(ctx)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -51,12 +50,8 @@ type Options struct {
 
 // New returns a Forge for the GitLab at baseURL (without /api/v4).
 func New(baseURL, token string, opts Options) (*Forge, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, wq.Errorf(wq.EINVALID, "gitlab url: want http(s)://host, got %q", baseURL)
-	}
-	if token == "" {
-		return nil, wq.Errorf(wq.EINVALID, "gitlab: empty token")
+	if err := forge.CheckEndpoint("gitlab", baseURL, token); err != nil {
+		return nil, err
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
@@ -772,11 +767,8 @@ func (f *Forge) ReviewPullRequest(ctx context.Context, project string, number in
 	if err != nil {
 		return err
 	}
-	switch m := toMergeRequest(mr); {
-	case m.State != wq.MergeRequestOpen:
-		return forge.NotOpen(op, m.State)
-	case m.HeadSHA != headSHA:
-		return forge.HeadMoved(op, headSHA, m.HeadSHA)
+	if err := forge.CheckReviewable(op, toMergeRequest(mr), headSHA); err != nil {
+		return err
 	}
 	who, err := f.reviewerUser(ctx)
 	if err != nil {

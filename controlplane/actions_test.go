@@ -9,15 +9,16 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
 )
 
 // actionForge is a forge for the gated actions: pull requests' live
-// heads, and every write recorded.
+// heads (under mu), and every write recorded.
 type actionForge struct {
 	wq.Forge // nil: any other method panics
 	mu       sync.Mutex
 	heads    map[int64]string
-	writes   []string
+	writes   testkit.Record
 }
 
 func (f *actionForge) GetMergeRequest(_ context.Context, _ string, n int64) (*wq.MergeRequest, error) {
@@ -27,9 +28,7 @@ func (f *actionForge) GetMergeRequest(_ context.Context, _ string, n int64) (*wq
 }
 
 func (f *actionForge) record(format string, args ...any) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.writes = append(f.writes, fmt.Sprintf(format, args...))
+	f.writes.Add(fmt.Sprintf(format, args...))
 }
 
 func (f *actionForge) CommentOnWork(_ context.Context, _, kind string, n int64, body string) (int64, error) {
@@ -52,11 +51,7 @@ func (f *actionForge) CloseIssue(_ context.Context, _ string, n int64) error {
 	return nil
 }
 
-func (f *actionForge) written() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.writes...)
-}
+func (f *actionForge) written() []string { return f.writes.Lines() }
 
 // Through the service only: a reviewer approves, a merger is then handed
 // the pull request and merges it pinned to its head; the author may not

@@ -18,17 +18,14 @@ import (
 // eventLog is a type with no actions whose "note" events are recorded in
 // the order the handler sees them, and whose "close" events cancel it.
 type eventLog struct {
-	mu   sync.Mutex
-	seen []string
+	seen testkit.Record
 }
 
 func (l *eventLog) itemType(exec wq.Executor) wq.ItemType {
 	typ := oneAction(exec)
 	typ.EventHandlers = map[string]wq.EventHandler{
 		"note": func(_ context.Context, it *wq.Item, ev *wq.Event) (wq.EventResult, error) {
-			l.mu.Lock()
-			l.seen = append(l.seen, ev.DeliveryID)
-			l.mu.Unlock()
+			l.seen.Add(ev.DeliveryID)
 			return wq.EventResult{Dimensions: []wq.DimensionUpdate{dim("needs_seen", ev.DeliveryID, wq.StatusFalse)}}, nil
 		},
 		"close": func(context.Context, *wq.Item, *wq.Event) (wq.EventResult, error) {
@@ -38,11 +35,7 @@ func (l *eventLog) itemType(exec wq.Executor) wq.ItemType {
 	return typ
 }
 
-func (l *eventLog) got() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.seen...)
-}
+func (l *eventLog) got() []string { return l.seen.Lines() }
 
 func TestIdleDeciderDrainsPendingEventsBeforeExiting(t *testing.T) {
 	forEachDB(t, func(t *testing.T, h *harness) {

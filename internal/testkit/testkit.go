@@ -24,3 +24,24 @@ func AtOnce(n int, f func(i int)) {
 	close(start)
 	wg.Wait()
 }
+
+// Record is a list of lines that goroutines add to at once, such as the
+// calls a fake saw; the zero value is empty and ready.
+type Record struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// Add appends a line.
+func (r *Record) Add(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, line)
+}
+
+// Lines returns a copy of the lines, in the order they were added.
+func (r *Record) Lines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.lines...)
+}

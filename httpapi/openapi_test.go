@@ -17,8 +17,6 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/controlplane"
-	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
-	"github.com/workqueue-dev/workqueue/controlplane/incident"
 	"github.com/workqueue-dev/workqueue/internal/testapi"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
@@ -60,16 +58,7 @@ func testServer(t *testing.T) (*Server, map[auth.Permission]string) {
 	s := NewServerWithWebhooks(st, items, hooks, authn, testkit.Quiet())
 	cps := testdb.ControlPlane(t, store.KindSQLite)
 	s.SetControlPlane(&controlplane.Service{Store: cps})
-	links, err := cpstore.NewIncidents(cps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bridge, err := incident.New(links, func(string) (incident.IssueForge, bool) { return nil, true },
-		[]incident.Project{{Provider: "sentry", Organization: "shop", Project: "web", Forge: "gitea", Repo: "team/app"}}, nil, testkit.Quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.SetIncidents(bridge, IncidentSecrets{Sentry: "sentry-secret", GlitchTip: "glitchtip-secret"})
+	s.SetIncidents(testapi.Incidents(t, cps), IncidentSecrets{Sentry: "sentry-secret", GlitchTip: "glitchtip-secret"})
 	s.SetMCP(mcpserver.HTTPHandler(s, mcpserver.HTTPOptions{}))
 	return s, tokens
 }

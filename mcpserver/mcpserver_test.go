@@ -21,7 +21,6 @@ import (
 	"github.com/workqueue-dev/workqueue/client"
 	"github.com/workqueue-dev/workqueue/config"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
-	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
 	"github.com/workqueue-dev/workqueue/controlplane/incident"
 	"github.com/workqueue-dev/workqueue/httpapi"
 	"github.com/workqueue-dev/workqueue/internal/testapi"
@@ -62,16 +61,7 @@ func newService(t *testing.T) *service {
 	}
 	h := httpapi.NewServer(st, testapi.Items(st, cfg), authn, testkit.Quiet())
 	h.SetControlPlane(&cp.Service{Store: s.cp, Clock: s.clock, Forges: map[string]wq.Forge{"gitea": s.forge}})
-	links, err := cpstore.NewIncidents(s.cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bridge, err := incident.New(links, func(string) (incident.IssueForge, bool) { return nil, true },
-		[]incident.Project{{Provider: "sentry", Organization: "shop", Project: "web", Forge: "gitea", Repo: "team/app"}}, nil, testkit.Quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.SetIncidents(bridge, httpapi.IncidentSecrets{})
+	h.SetIncidents(testapi.Incidents(t, s.cp), httpapi.IncidentSecrets{})
 	h.SetMCP(mcpserver.HTTPHandler(h, mcpserver.HTTPOptions{}))
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -4,10 +4,16 @@
 package testapi
 
 import (
+	"testing"
+
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
+	"github.com/workqueue-dev/workqueue/controlplane/incident"
 	"github.com/workqueue-dev/workqueue/example"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/service"
 )
@@ -28,4 +34,21 @@ func Webhooks(st *testdb.Store, cfg config.Config, items *service.Items, secret 
 		forges[f.Name] = service.WebhookForge{Kind: f.Kind, Secret: secret}
 	}
 	return &service.Webhooks{Store: st, Forges: forges, Types: items.Types()}
+}
+
+// Incidents is the incident bridge on cps for one project: Sentry's
+// shop/web, filed on the gitea forge's team/app. Every forge name is
+// known and none has an issue forge, so nothing is filed.
+func Incidents(t testing.TB, cps controlplane.Store) *incident.Bridge {
+	t.Helper()
+	links, err := cpstore.NewIncidents(cps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bridge, err := incident.New(links, func(string) (incident.IssueForge, bool) { return nil, true },
+		[]incident.Project{{Provider: "sentry", Organization: "shop", Project: "web", Forge: "gitea", Repo: "team/app"}}, nil, testkit.Quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bridge
 }

@@ -69,6 +69,32 @@ func newWorld(t *testing.T, s incident.Store) *world {
 	return w
 }
 
+// link reads the world's link for k.
+func (w *world) link(k incident.Key) *incident.Link {
+	w.t.Helper()
+	l, err := w.store.GetLink(context.Background(), k)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return l
+}
+
+// wantLogged fails the test unless the bridge logged a line containing
+// text; what names the event for the failure.
+func (w *world) wantLogged(text, what string) {
+	w.t.Helper()
+	if !strings.Contains(w.logs.String(), text) {
+		w.t.Errorf("%s was not logged:\n%s", what, w.logs)
+	}
+}
+
+// newMemWorld is a world on a store in memory, and the store.
+func newMemWorld(t *testing.T) (*world, *memStore) {
+	t.Helper()
+	s := newMemStore()
+	return newWorld(t, s), s
+}
+
 // newBridge is another bridge of the world (another serve process) on s.
 func (w *world) newBridge(s incident.Store) *incident.Bridge {
 	w.t.Helper()
@@ -121,8 +147,7 @@ func wantOutcome(t *testing.T, res *incident.Result, want incident.Outcome) {
 }
 
 func TestDryRunCallsNoForgeAndWritesNothing(t *testing.T) {
-	s := newMemStore()
-	w := newWorld(t, s)
+	w, s := newMemWorld(t)
 	obs := sentryObs()
 
 	res := w.reconcile(obs, false)
@@ -163,8 +188,7 @@ func TestDryRunCallsNoForgeAndWritesNothing(t *testing.T) {
 }
 
 func TestApplyFilesOneIssueThenTakesObservationsIn(t *testing.T) {
-	s := newMemStore()
-	w := newWorld(t, s)
+	w, s := newMemWorld(t)
 	obs := sentryObs()
 
 	res := w.reconcile(obs, true)
@@ -303,8 +327,7 @@ func realStoreURL(t *testing.T, url string) incident.Store {
 // link until it is ClaimTimeout old; then one call takes it over and
 // files the issue, however many try at once.
 func TestStaleClaimIsTakenOver(t *testing.T) {
-	s := newMemStore()
-	w := newWorld(t, s)
+	w, s := newMemWorld(t)
 	obs := sentryObs()
 	dead := cpstoretest.Claim(obs.Key, "dead-claimer", T0)
 	if _, _, err := s.ClaimLink(context.Background(), dead); err != nil {
@@ -333,23 +356,16 @@ func TestStaleClaimIsTakenOver(t *testing.T) {
 	if n := len(w.forge.calls()); n != 1 {
 		t.Errorf("%d issues filed, want 1", n)
 	}
-	l, err := s.GetLink(context.Background(), obs.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.State != incident.LinkLinked || l.IssueNumber != 1 || l.ClaimToken != "" || l.EventCount != 50 || !l.LastSeen.Equal(T0) {
+	if l := w.link(obs.Key); l.State != incident.LinkLinked || l.IssueNumber != 1 || l.ClaimToken != "" || l.EventCount != 50 || !l.LastSeen.Equal(T0) {
 		t.Errorf("link after the takeover: %+v", l)
 	}
-	if !strings.Contains(w.logs.String(), "took over a stale incident claim") {
-		t.Errorf("the takeover was not logged:\n%s", w.logs)
-	}
+	w.wantLogged("took over a stale incident claim", "the takeover")
 }
 
 // TestClaimTakenOverWhileFilingIsReported: a claimer whose claim was
 // taken over while its forge call ran learns it, and names the duplicate.
 func TestClaimTakenOverWhileFilingIsReported(t *testing.T) {
-	s := newMemStore()
-	w := newWorld(t, s)
+	w, s := newMemWorld(t)
 	obs := sentryObs()
 	w.forge.gate, w.forge.entered = make(chan struct{}), make(chan struct{}, 1)
 	errc := make(chan error, 1)
@@ -358,30 +374,24 @@ func TestClaimTakenOverWhileFilingIsReported(t *testing.T) {
 		errc <- err
 	}()
 	<-w.forge.entered
-	claim, err := s.GetLink(context.Background(), obs.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	claim := w.link(obs.Key)
 	if _, err := s.TakeOverClaim(context.Background(), obs.Key, claim.ClaimToken, "someone-else", T0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	close(w.forge.gate)
-	err = <-errc
+	err := <-errc
 	cpstoretest.WantCode(t, err, wq.ECONFLICT)
 	if !strings.Contains(err.Error(), "#1") || !strings.Contains(err.Error(), "duplicate") {
 		t.Errorf("error %v does not name the duplicate", err)
 	}
-	if !strings.Contains(w.logs.String(), "duplicate") {
-		t.Errorf("the duplicate was not logged:\n%s", w.logs)
-	}
+	w.wantLogged("duplicate", "the duplicate")
 }
 
 // TestForgeFailureKeepsTheClaim: the forge's error comes back wrapped;
 // the claim stays (the forge may have filed the issue after all), so the
 // next delivery waits rather than files again.
 func TestForgeFailureKeepsTheClaim(t *testing.T) {
-	s := newMemStore()
-	w := newWorld(t, s)
+	w, s := newMemWorld(t)
 	w.forge.err = &wq.ForgeError{Kind: wq.ForgeTransient, Op: "gitea: create issue in o/r", Status: 502}
 	_, err := w.bridge.Reconcile(context.Background(), sentryObs(), true)
 	var fe *wq.ForgeError
@@ -416,8 +426,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 	obs.Status = "unresolved sntrys_eyJpYXQiOjE3MDAwMDAwMDAuMTIzNDU2"
 	obs.Permalink = "https://agent:hunter2pass@sentry.example/organizations/acme/issues/1170820242/?auth=opaqueQueryValue#x"
 
-	s := newMemStore()
-	w := newWorld(t, s)
+	w := newWorld(t, newMemStore())
 	dry := w.reconcile(obs, false)
 	applied := w.reconcile(obs, true)
 	links, _ := json.Marshal(w.links())
@@ -455,8 +464,7 @@ func mustJSON(t *testing.T, v any) string {
 // TestUnmappedObservationIsRefused: no project maps it, so nothing is
 // filed or written, and the refusal names what was observed.
 func TestUnmappedObservationIsRefused(t *testing.T) {
-	s := newMemStore()
-	w := newWorld(t, s)
+	w, s := newMemWorld(t)
 	obs := sentryObs()
 	obs.Organization = "other-org"
 	for _, apply := range []bool{false, true} {
@@ -475,8 +483,7 @@ func TestUnmappedObservationIsRefused(t *testing.T) {
 // TestResolvedWithoutLinkIsSkipped: an issue the provider resolved gets
 // no forge issue; once linked, its resolution is taken in.
 func TestResolvedWithoutLinkIsSkipped(t *testing.T) {
-	s := newMemStore()
-	w := newWorld(t, s)
+	w, s := newMemWorld(t)
 	obs := sentryObs()
 	obs.Status = "resolved"
 	wantOutcome(t, w.reconcile(obs, false), incident.OutcomeSkipped)
@@ -492,8 +499,7 @@ func TestResolvedWithoutLinkIsSkipped(t *testing.T) {
 }
 
 func TestInvalidObservationIsRefusedBeforeAnything(t *testing.T) {
-	s := newMemStore()
-	w := newWorld(t, s)
+	w, s := newMemWorld(t)
 	obs := sentryObs()
 	obs.Fingerprint = ""
 	_, err := w.bridge.Reconcile(context.Background(), obs, true)

@@ -21,9 +21,7 @@ const maxControlBody = 64 << 10
 // caller's own sessions, admin for any.
 func (s *Server) SetControlPlane(svc *cp.Service) {
 	s.cp = svc
-	for _, rt := range s.controlRoutes() {
-		s.mux.HandleFunc(rt.method+" "+rt.path, rt.handler)
-	}
+	s.handle(s.controlRoutes())
 }
 
 func (s *Server) controlRoutes() []route {

@@ -55,9 +55,7 @@ func NewServer(store wq.Store, items *service.Items, authn auth.Authenticator, l
 func NewServerWithWebhooks(store wq.Store, items *service.Items, webhooks *service.Webhooks, authn auth.Authenticator, log *slog.Logger) *Server {
 	s := &Server{store: store, items: items, webhooks: webhooks, auth: authn, log: log.With("component", "http"),
 		clock: clockwork.NewRealClock(), mux: http.NewServeMux()}
-	for _, rt := range s.routes() {
-		s.mux.HandleFunc(rt.method+" "+rt.path, rt.handler)
-	}
+	s.handle(s.routes())
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, wq.Errorf(wq.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))
 	})
@@ -84,6 +82,13 @@ var openAPI []byte
 type route struct {
 	method, path string
 	handler      http.HandlerFunc
+}
+
+// handle registers routes on the server's mux.
+func (s *Server) handle(routes []route) {
+	for _, rt := range routes {
+		s.mux.HandleFunc(rt.method+" "+rt.path, rt.handler)
+	}
 }
 
 // routes lists every route; registration and the OpenAPI test use it.

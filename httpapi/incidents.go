@@ -21,9 +21,7 @@ type IncidentSecrets struct {
 // webhook receiver, which feeds the same path with apply.
 func (s *Server) SetIncidents(b *incident.Bridge, secrets IncidentSecrets) {
 	s.incidents, s.incidentSecrets = b, secrets
-	for _, rt := range s.incidentRoutes() {
-		s.mux.HandleFunc(rt.method+" "+rt.path, rt.handler)
-	}
+	s.handle(s.incidentRoutes())
 }
 
 func (s *Server) incidentRoutes() []route {

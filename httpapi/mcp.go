@@ -9,9 +9,7 @@ import "net/http"
 // that route is.
 func (s *Server) SetMCP(h http.Handler) {
 	s.mcp = h
-	for _, rt := range s.mcpRoutes() {
-		s.mux.HandleFunc(rt.method+" "+rt.path, rt.handler)
-	}
+	s.handle(s.mcpRoutes())
 }
 
 // mcpRoutes are the methods of MCP's Streamable HTTP transport: POST

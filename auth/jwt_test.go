@@ -164,6 +164,15 @@ func newJWTWorld(t *testing.T) *jwtWorld {
 	return w
 }
 
+// fetchKeys authenticates a token of the world's RSA key, so that the
+// issuer's keys are fetched and held from then on.
+func (w *jwtWorld) fetchKeys(t *testing.T) {
+	t.Helper()
+	if _, err := w.jwts.Authenticate(context.Background(), sign(t, w.rsa, w.claims(nil))); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (w *jwtWorld) claims(edit func(map[string]any)) map[string]any {
 	now := w.clock.Now()
 	c := map[string]any{"iss": w.issuer.URL, "sub": "project_path:g/app:ref_type:branch:ref:main", "aud": "workqueue",
@@ -194,10 +203,7 @@ func TestValidTokensOfRSAAndECKeysAreAccepted(t *testing.T) {
 func TestForgedAndInvalidTokensAreRefused(t *testing.T) {
 	w := newJWTWorld(t)
 	ctx := context.Background()
-	// Fetch the keys once, so that the refusals below are about the token.
-	if _, err := w.jwts.Authenticate(ctx, sign(t, w.rsa, w.claims(nil))); err != nil {
-		t.Fatal(err)
-	}
+	w.fetchKeys(t) // so that the refusals below are about the token
 	rsaPub, _ := x509.MarshalPKIXPublicKey(w.rsa.public())
 	rsaPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: rsaPub})
 	other := newIssuer(t)
@@ -245,9 +251,7 @@ func TestForgedAndInvalidTokensAreRefused(t *testing.T) {
 func TestUnknownKeyIDsFetchTheKeysAtMostOncePerInterval(t *testing.T) {
 	w := newJWTWorld(t)
 	ctx := context.Background()
-	if _, err := w.jwts.Authenticate(ctx, sign(t, w.rsa, w.claims(nil))); err != nil {
-		t.Fatal(err)
-	}
+	w.fetchKeys(t)
 	w.clock.Advance(2 * time.Minute) // the next miss may fetch once
 	var wg sync.WaitGroup
 	for i := range 50 {
@@ -267,9 +271,7 @@ func TestUnknownKeyIDsFetchTheKeysAtMostOncePerInterval(t *testing.T) {
 func TestATokenOfANewlyPublishedKeyIsAcceptedAfterTheRefresh(t *testing.T) {
 	w := newJWTWorld(t)
 	ctx := context.Background()
-	if _, err := w.jwts.Authenticate(ctx, sign(t, w.rsa, w.claims(nil))); err != nil {
-		t.Fatal(err)
-	}
+	w.fetchKeys(t)
 	rotated := newRSAKey(t, "rsa-2")
 	w.issuer.publish(rotated)
 	tok := sign(t, rotated, w.claims(nil))
@@ -357,9 +359,7 @@ func TestK8sIssuerIsDiscoveredInCluster(t *testing.T) {
 func TestAKnownKeyNeverWaitsForAFetchInFlight(t *testing.T) {
 	w := newJWTWorld(t)
 	ctx := context.Background()
-	if _, err := w.jwts.Authenticate(ctx, sign(t, w.rsa, w.claims(nil))); err != nil {
-		t.Fatal(err)
-	}
+	w.fetchKeys(t)
 	w.clock.Advance(2 * time.Minute)
 	w.issuer.mu.Lock()
 	w.issuer.gate, w.issuer.entered = make(chan struct{}), make(chan struct{}, 1)

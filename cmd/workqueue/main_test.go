@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,7 +26,7 @@ import (
 // runCommand runs the CLI in process and returns what it printed.
 func runCommand(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var out bytes.Buffer
+	var out strings.Builder
 	cmd := newRootCommand(&out, &out)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(context.Background())

@@ -15,14 +15,7 @@ import (
 // close an issue.
 func runActions(t *testing.T, newProject func(t *testing.T) Project) {
 	ctx := context.Background()
-	reviewing := func(t *testing.T) Project {
-		t.Helper()
-		p := newProject(t)
-		if p.Reviewing == nil {
-			t.Skip("no second identity to review on this forge")
-		}
-		return p
-	}
+	reviewing := projectHaving(newProject, func(p Project) bool { return p.Reviewing != nil }, "no second identity to review on this forge")
 	verdict := func(t *testing.T, p Project, number int64) string {
 		t.Helper()
 		w, err := p.Forge.GetWork(ctx, p.Path, wq.WorkPR, number)

@@ -414,14 +414,7 @@ func Run(t *testing.T, newProject func(t *testing.T) Project) {
 // runWork is the work inventory's part of the suite.
 func runWork(t *testing.T, newProject func(t *testing.T) Project) {
 	ctx := context.Background()
-	people := func(t *testing.T) Project {
-		t.Helper()
-		p := newProject(t)
-		if p.People == nil {
-			t.Skip("no people to act on this forge")
-		}
-		return p
-	}
+	people := projectHaving(newProject, func(p Project) bool { return p.People != nil }, "no people to act on this forge")
 	list := func(t *testing.T, p Project) map[string]wq.WorkInfo {
 		t.Helper()
 		work, err := p.Forge.ListOpenWork(ctx, p.Path)
@@ -635,6 +628,19 @@ func waitFor(t *testing.T, p Project, number int64, what string, done func(*wq.M
 			t.Fatalf("merge request %d never became %s: %+v", number, what, mr)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// projectHaving makes projects as newProject does, and skips the test,
+// saying why, when the project lacks what has looks for.
+func projectHaving(newProject func(t *testing.T) Project, has func(Project) bool, why string) func(t *testing.T) Project {
+	return func(t *testing.T) Project {
+		t.Helper()
+		p := newProject(t)
+		if !has(p) {
+			t.Skip(why)
+		}
+		return p
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore/cpstoretest"
 	"github.com/workqueue-dev/workqueue/controlplane/incident"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/store"
 )
 
@@ -53,23 +53,16 @@ func TestClaimRaceTwoProcesses(t *testing.T) {
 	ctx := context.Background()
 	for round := range 20 {
 		key := cpstoretest.IncidentKey(fmt.Sprintf("race-%d", round))
-		start := make(chan struct{})
 		claimed := make([]bool, 10)
 		ids := make([]string, 10)
 		errs := make([]error, 10)
-		var wg sync.WaitGroup
-		for i := range 10 {
-			wg.Go(func() {
-				<-start
-				l, ok, err := stores[i%2].ClaimLink(ctx, cpstoretest.Claim(key, fmt.Sprintf("tok-%d-%d", round, i), cpstoretest.T0))
-				claimed[i], errs[i] = ok, err
-				if l != nil {
-					ids[i] = l.ID
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
+		testkit.AtOnce(10, func(i int) {
+			l, ok, err := stores[i%2].ClaimLink(ctx, cpstoretest.Claim(key, fmt.Sprintf("tok-%d-%d", round, i), cpstoretest.T0))
+			claimed[i], errs[i] = ok, err
+			if l != nil {
+				ids[i] = l.ID
+			}
+		})
 		if err := errors.Join(errs...); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}

@@ -127,12 +127,21 @@ func Parse(kind, secret string, h http.Header, body []byte) (*Delivery, error) {
 	return d, nil
 }
 
-func parseGitea(secret string, h http.Header, body []byte) (*Delivery, error) {
+// VerifyHMAC reports whether signature (hex, either case, surrounding
+// space ignored) is the HMAC-SHA256 of body under secret, compared in
+// constant time: how Gitea signs a delivery, and Sentry too.
+func VerifyHMAC(body []byte, signature, secret string) bool {
+	got, err := hex.DecodeString(strings.TrimSpace(signature))
+	if err != nil {
+		return false
+	}
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write(body)
-	want := hex.EncodeToString(mac.Sum(nil))
-	got := strings.ToLower(strings.TrimSpace(h.Get("X-Gitea-Signature")))
-	if !hmac.Equal([]byte(want), []byte(got)) {
+	return hmac.Equal(mac.Sum(nil), got)
+}
+
+func parseGitea(secret string, h http.Header, body []byte) (*Delivery, error) {
+	if !VerifyHMAC(body, h.Get("X-Gitea-Signature"), secret) {
 		return nil, wq.Errorf(wq.EUNAUTHORIZED, "X-Gitea-Signature does not match the body")
 	}
 	id := h.Get("X-Gitea-Delivery")

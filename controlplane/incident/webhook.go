@@ -2,10 +2,8 @@ package incident
 
 import (
 	"cmp"
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/webhook"
 )
 
 // MaxDeliveryBytes bounds a webhook body the parsers read.
@@ -39,16 +38,7 @@ type Delivery struct {
 // client secret, compared in constant time. An empty secret never
 // verifies.
 func VerifySentry(body []byte, signature, secret string) bool {
-	if secret == "" {
-		return false
-	}
-	got, err := hex.DecodeString(strings.TrimSpace(signature))
-	if err != nil {
-		return false
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return hmac.Equal(mac.Sum(nil), got)
+	return secret != "" && webhook.VerifyHMAC(body, signature, secret)
 }
 
 // VerifySecret reports whether the secret a GlitchTip delivery presented

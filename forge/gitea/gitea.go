@@ -52,24 +52,12 @@ type Forge struct {
 var _ wq.Forge = (*Forge)(nil)
 
 // Options configure a Forge.
-type Options struct {
-	Timeout    time.Duration // per call; default 30s
-	HTTPClient *http.Client  // default: a client of its own
-	// ReviewToken is the token of the account that gives review verdicts
-	// (ReviewPullRequest) and makes no other call. Empty: the service's
-	// token reviews, and Gitea refuses its verdict on the pull requests
-	// it opened, which are the service's own; reviewing those takes a
-	// second account with write access to the repositories.
-	ReviewToken string
-}
+type Options = forge.Options
 
 // New returns a Forge for the Gitea at baseURL (http(s)://host[:port][/prefix]).
 func New(baseURL, token string, opts Options) (*Forge, error) {
-	if err := forge.CheckEndpoint("gitea", baseURL, token); err != nil {
+	if err := opts.Check("gitea", baseURL, token); err != nil {
 		return nil, err
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 30 * time.Second
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
@@ -640,13 +628,7 @@ func (f *Forge) ReadFile(ctx context.Context, project, ref, path string) ([]byte
 		content = b
 		return resp, err
 	})
-	if wq.IsForgeError(err, wq.ForgeNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return content, true, nil
+	return forge.FileRead(content, err)
 }
 
 // CreateNote comments on the PR.

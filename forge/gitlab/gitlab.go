@@ -38,23 +38,12 @@ type Forge struct {
 var _ wq.Forge = (*Forge)(nil)
 
 // Options configure a Forge.
-type Options struct {
-	Timeout    time.Duration // per call; default 30s
-	HTTPClient *http.Client
-	// ReviewToken is the token of the account that gives review verdicts
-	// (ReviewPullRequest) and makes no other call. Empty: the service's
-	// token reviews, and it may not review the merge requests it opened
-	// (see ReviewPullRequest), which are the service's own.
-	ReviewToken string
-}
+type Options = forge.Options
 
 // New returns a Forge for the GitLab at baseURL (without /api/v4).
 func New(baseURL, token string, opts Options) (*Forge, error) {
-	if err := forge.CheckEndpoint("gitlab", baseURL, token); err != nil {
+	if err := opts.Check("gitlab", baseURL, token); err != nil {
 		return nil, err
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 30 * time.Second
 	}
 	copts := []gl.ClientOptionFunc{gl.WithBaseURL(strings.TrimRight(baseURL, "/") + "/api/v4"), gl.WithoutRetries()}
 	if opts.HTTPClient != nil {
@@ -354,13 +343,7 @@ func (f *Forge) ReadFile(ctx context.Context, project, ref, path string) ([]byte
 		content = b
 		return err
 	})
-	if wq.IsForgeError(err, wq.ForgeNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return content, true, nil
+	return forge.FileRead(content, err)
 }
 
 // CreateNote comments on the merge request.

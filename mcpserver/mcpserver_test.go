@@ -395,8 +395,8 @@ func (f *actionForge) written() []string {
 }
 
 // The gated actions through their tools: an author comments on its issue
-// and keeps its lease, may neither close it (its assignment does not
-// allow close) nor review with it, nor review its own pull request; a
+// and keeps its lease, may not review with it, nor review its own pull
+// request, and closes its issue at the end, ending its lease; a
 // reviewer's verdict is pinned to the head and hands the pull request on
 // to a merger, whatever the forge's clock says;
 // a merger's merge after a push is refused head_moved and merges nothing,
@@ -434,9 +434,6 @@ func TestTheGatedActionsThroughTheTools(t *testing.T) {
 	if said.Action != cp.ActComment || said.CommentID != 77 || said.Released || said.Work.Number != issue.Work.Number {
 		t.Errorf("comment: %+v, want the forge's comment id and the lease kept", said)
 	}
-	if text := mcptest.Refused(t, agent, "close_issue", act(author.ID, issue, nil)); !strings.Contains(text, "reason action_not_allowed") {
-		t.Errorf("close_issue under an author's assignment: %q", text)
-	}
 	if text := mcptest.Refused(t, agent, "review_pull_request", act(author.ID, issue, map[string]any{"verdict": "approve"})); !strings.Contains(text, "reason wrong_kind") {
 		t.Errorf("review_pull_request with an issue's assignment: %q", text)
 	}
@@ -469,7 +466,16 @@ func TestTheGatedActionsThroughTheTools(t *testing.T) {
 	if !merged.Released || merged.HeadSHA != "1111111" || merged.Work.State != cp.StateMerged {
 		t.Errorf("merge: %+v, want merged at 1111111 and the lease released", merged)
 	}
-	want := []string{"comment on issue 1: Working on it.", "review 2 approved at 1111111", "merge 2 at 1111111"}
+	if text := mcptest.Refused(t, agent, "close_issue", act(merger.ID, merge, nil)); !strings.Contains(text, "reason wrong_kind") {
+		t.Errorf("close_issue with a pull request's assignment: %q", text)
+	}
+	// The author's issue needed no more (its pull request is merged): the
+	// author closes it, and its lease ends.
+	closed := mcptest.Call[cp.ActionResult](t, agent, "close_issue", act(author.ID, issue, nil))
+	if !closed.Released || closed.Work.State != cp.StateClosed {
+		t.Errorf("close_issue under the author's assignment: %+v, want closed and the lease released", closed)
+	}
+	want := []string{"comment on issue 1: Working on it.", "review 2 approved at 1111111", "merge 2 at 1111111", "close 1"}
 	if diff := cmp.Diff(want, s.forge.written()); diff != "" {
 		t.Errorf("forge writes (-want +got):\n%s", diff)
 	}

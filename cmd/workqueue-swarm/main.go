@@ -1,0 +1,75 @@
+// Command workqueue-swarm runs a swarm of simulated agent sessions
+// against a running workqueue service and a Gitea (issue 13): it opens
+// issues, lets authors, reviewers and mergers work them to merged pull
+// requests over MCP, each session with its own agent-only token, prints
+// one line per event and a summary, and audits the run. The exit status
+// is 1 when a safety check failed or not everything was merged within
+// the bound, 2 when the run could not be made. scripts/demo agents sets
+// it all up.
+//
+//	workqueue-swarm -repo OWNER/NAME -gitea URL -agent-tokens FILE [-issues 40] [-sessions 8]
+//
+// The environment holds the secrets: WORKQUEUE_URL (the service),
+// WORKQUEUE_TOKEN (permission admin: the stage reads the inventory and
+// the leases, and syncs), GITEA_TOKEN (the stage opens the issues and
+// reads the forge for the audit). Agents get only the agent tokens.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/workqueue-dev/workqueue/internal/swarm"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	cfg := swarm.Config{Service: os.Getenv("WORKQUEUE_URL"), AdminToken: os.Getenv("WORKQUEUE_TOKEN"),
+		GiteaToken: os.Getenv("GITEA_TOKEN"), Out: os.Stdout}
+	var tokensFile string
+	flag.StringVar(&cfg.Service, "service", cfg.Service, "the workqueue service's base URL (default $WORKQUEUE_URL)")
+	flag.StringVar(&cfg.GiteaURL, "gitea", "", "the Gitea's base URL")
+	flag.StringVar(&cfg.Forge, "forge", "gitea", "the forge's name in the service's configuration")
+	flag.StringVar(&cfg.Repo, "repo", "", "the repository (owner/name) to open the issues in; control_plane.repos must cover it")
+	flag.StringVar(&tokensFile, "agent-tokens", "", "a file of agent-only tokens, one a line, one per session (fewer are used round robin)")
+	flag.IntVar(&cfg.Issues, "issues", 40, "how many issues to open")
+	flag.IntVar(&cfg.Sessions, "sessions", 8, "how many agent sessions (at least 3): a merger per 8, a reviewer per 4, the rest authors")
+	flag.DurationVar(&cfg.Timeout, "timeout", 0, "what is not merged by then is a failure (default 15m, or 2m and 30s an issue when longer)")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "Usage: workqueue-swarm -repo OWNER/NAME -gitea URL -agent-tokens FILE [flags]\n"+
+			"Environment: WORKQUEUE_URL, WORKQUEUE_TOKEN (admin), GITEA_TOKEN.\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() > 0 || cfg.Service == "" || cfg.Repo == "" || cfg.GiteaURL == "" || tokensFile == "" {
+		flag.Usage()
+		return 2
+	}
+	b, err := os.ReadFile(tokensFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workqueue-swarm:", err)
+		return 2
+	}
+	cfg.AgentTokens = strings.Fields(string(b))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	report, err := swarm.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workqueue-swarm:", err)
+		return 2
+	}
+	report.Summary(os.Stdout)
+	if !report.OK() {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,489 @@
+package swarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "code.gitea.io/sdk/gitea"
+
+	"github.com/workqueue-dev/workqueue/client"
+	cp "github.com/workqueue-dev/workqueue/controlplane"
+)
+
+// Config is one swarm run.
+type Config struct {
+	// Service is the workqueue service's base URL; the agents connect to
+	// its /mcp.
+	Service string
+	// AgentTokens are tokens with permission agent only, one per session
+	// (used round robin when there are fewer).
+	AgentTokens []string
+	// AdminToken (permission admin) lets the stage read the inventory, sync
+	// it when no webhook carried a change, and lets the audit read every
+	// session's leases. It is never given to an agent.
+	AdminToken string
+	// Forge is the configured forge's name; Repo the repository
+	// (owner/name) the issues are opened in, which control_plane.repos must
+	// cover.
+	Forge, Repo string
+	// GiteaURL and GiteaToken are the stage's: they open the issues and
+	// read the forge for the audit. Agents never see them.
+	GiteaURL, GiteaToken string
+	// Issues is how many issues to open; Sessions how many agent sessions
+	// to run (at least 3: see Roles).
+	Issues, Sessions int
+	// Timeout bounds the run: what is not merged by then is a failure
+	// (default DefaultTimeout).
+	Timeout time.Duration
+	// Poll is how long a session waits before asking for work again when
+	// there was none (default 300ms, with jitter).
+	Poll time.Duration
+	// Stall is how long the stage waits without any progress before it
+	// syncs the inventory itself (default 45s). Webhooks carry every
+	// change of state within seconds, but not Gitea's finding that a pull
+	// request merges again: a sync re-reads that, so it says the merge
+	// route was stuck on a stale mergeable flag or a lost webhook.
+	Stall time.Duration
+	// Out receives one line per event and the summary; nil discards them.
+	Out io.Writer
+}
+
+// DefaultTimeout is the bound of a run of n issues: generous, because
+// merges are bounded by the forge (Gitea checks again whether every open
+// pull request merges after each merge, one at a time).
+func DefaultTimeout(n int) time.Duration {
+	return max(15*time.Minute, 2*time.Minute+time.Duration(n)*30*time.Second)
+}
+
+// Split is how many sessions of each role a swarm runs.
+type Split struct {
+	Authors, Reviewers, Mergers int
+}
+
+// Roles splits n sessions between the roles: one merger for every eight
+// sessions (at least one), a reviewer for every four (at least one), the
+// rest authors. Authors do the slow part (a change becomes a branch and a
+// pull request on the forge), a review or a merge is one forge call, so
+// 8 sessions are 5 authors, 2 reviewers and 1 merger. Fewer than 3
+// sessions cannot fill the roles.
+func Roles(n int) (Split, error) {
+	if n < 3 {
+		return Split{}, fmt.Errorf("sessions: at least 3 (an author, a reviewer and a merger), got %d", n)
+	}
+	s := Split{Mergers: max(1, n/8), Reviewers: max(1, n/4)}
+	s.Authors = n - s.Mergers - s.Reviewers
+	return s, nil
+}
+
+func (s Split) String() string {
+	return fmt.Sprintf("%d authors, %d reviewers, %d mergers", s.Authors, s.Reviewers, s.Mergers)
+}
+
+// Report is what a run did and what the audit found.
+type Report struct {
+	Split    Split
+	Duration time.Duration
+	// Done says every issue was closed and nothing was left open within
+	// the timeout.
+	Done bool
+	// Issues opened and closed; pull requests opened and merged (read
+	// from the forge).
+	IssuesOpened, IssuesClosed int
+	PRsOpened, PRsMerged       int
+	// Events counts the agents' events by kind: assigned, submitted,
+	// opened, approved, merged, refused.
+	Events map[string]int
+	// Allocations counts allocate_work's outcomes (assigned, wait,
+	// no_safe_work).
+	Allocations map[string]int
+	// Conflicts counts the candidates allocations passed over because
+	// another session took them meanwhile (lost_race): the races the
+	// allocator settled.
+	Conflicts map[string]int
+	// Refusals counts refusals by reason: the gate's answers, tool errors
+	// and changes the service cancelled.
+	Refusals map[string]int
+	// Findings counts what the swarm saw the service do that it should
+	// not, although the gate or the engine stopped it before harm.
+	Findings map[string]int
+	// LeftBranches are the branches left on the forge besides main.
+	LeftBranches []string
+	// Syncs counts the inventory syncs the stage asked for because
+	// nothing moved (0 when webhooks carried everything).
+	Syncs int
+	// Checks are the safety checks, in order.
+	Checks []Check
+}
+
+// Check is one safety check's result.
+type Check struct {
+	Name   string
+	Detail string   // what was checked, in figures
+	Failed []string // each violation found; none when it passed
+}
+
+// OK reports whether every safety check passed and everything was done.
+func (r *Report) OK() bool {
+	if !r.Done {
+		return false
+	}
+	for _, c := range r.Checks {
+		if len(c.Failed) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Run opens cfg.Issues issues, runs cfg.Sessions agent sessions until
+// every issue is closed (or cfg.Timeout), ends them, and audits the run.
+// An error is a run that could not be made or audited (the service or
+// the forge unreachable); a run that was made but failed a check or did
+// not finish is a Report whose OK is false.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	split, err := Roles(cfg.Sessions)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.AgentTokens) == 0 || cfg.AdminToken == "" {
+		return nil, errors.New("tokens: the agents' (permission agent) and the stage's (permission admin) are required")
+	}
+	if cfg.Issues < 1 {
+		return nil, fmt.Errorf("issues: at least 1, got %d", cfg.Issues)
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 300 * time.Millisecond
+	}
+	if cfg.Stall <= 0 {
+		cfg.Stall = 45 * time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout(cfg.Issues)
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	admin, err := client.New(cfg.Service, cfg.AdminToken)
+	if err != nil {
+		return nil, err
+	}
+	gitea, err := sdk.NewClient(cfg.GiteaURL, sdk.SetToken(cfg.GiteaToken), sdk.SetContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("gitea client: %w", err)
+	}
+	r := &run{cfg: cfg, admin: admin, gitea: gitea, start: time.Now(), report: &Report{Split: split,
+		Events: map[string]int{}, Allocations: map[string]int{}, Conflicts: map[string]int{}, Refusals: map[string]int{}, Findings: map[string]int{}},
+		prs: map[int64]int64{}}
+	r.progress = r.start
+	r.printf("swarm: %d issues in %s, %d sessions (%s), at most %v", cfg.Issues, cfg.Repo, cfg.Sessions, split, cfg.Timeout)
+
+	issues, err := r.openIssues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.awaitInventory(ctx, len(issues)); err != nil {
+		return nil, err
+	}
+
+	agents, err := r.startAgents(ctx, split)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, a := range agents {
+		wg.Go(func() { a.loop(runCtx) })
+	}
+	r.report.Done, err = r.awaitDone(ctx, issues)
+	stop()
+	wg.Wait()
+	for _, a := range agents {
+		a.end()
+	}
+	r.report.Duration = time.Since(r.start)
+	if err != nil {
+		return nil, err
+	}
+	if !r.report.Done {
+		r.printf("swarm: not done within %v", cfg.Timeout)
+	}
+	if err := r.audit(ctx, issues); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	return r.report, nil
+}
+
+// run is one swarm run's shared state.
+type run struct {
+	cfg   Config
+	admin *client.Client // the stage's and the audit's, never an agent's
+	gitea *sdk.Client    // likewise
+	start time.Time
+
+	mu       sync.Mutex
+	report   *Report
+	progress time.Time       // the last event's time
+	prs      map[int64]int64 // issue → the pull request opened for it
+}
+
+// prOf is the pull request an author opened for issue, if any.
+func (r *run) prOf(issue int64) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pr, ok := r.prs[issue]
+	return pr, ok
+}
+
+// recordPR records the pull request opened for issue, and reports
+// whether it is new.
+func (r *run) recordPR(issue, pr int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.prs[issue] == pr {
+		return false
+	}
+	r.prs[issue] = pr
+	return true
+}
+
+// printf writes one progress line, stamped with the time since start.
+func (r *run) printf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.cfg.Out, "%7.1fs  %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// event records an agent's event, and prints it when print is true. A
+// pull request opened, approved or merged is progress; an assignment or
+// a submission alone is not (the same work may come round again and
+// again).
+func (r *run) event(who, kind string, print bool, format string, args ...any) {
+	r.mu.Lock()
+	r.report.Events[kind]++
+	if kind == "opened" || kind == "approved" || kind == "merged" {
+		r.progress = time.Now()
+	}
+	r.mu.Unlock()
+	if print {
+		r.printf("%-11s %-9s %s", who, kind, fmt.Sprintf(format, args...))
+	}
+}
+
+// refused records a refusal by reason, and prints it when print is true.
+func (r *run) refused(who, reason string, print bool, format string, args ...any) {
+	r.mu.Lock()
+	r.report.Refusals[reason]++
+	r.mu.Unlock()
+	r.event(who, "refused", print, "%s: %s", reason, fmt.Sprintf(format, args...))
+}
+
+// count adds n to m[key] under the lock.
+func (r *run) count(m map[string]int, key string, n int) {
+	r.mu.Lock()
+	m[key] += n
+	r.mu.Unlock()
+}
+
+// openIssues opens the issues on the forge, as whoever files work would.
+func (r *run) openIssues(ctx context.Context) ([]int64, error) {
+	owner, name, _ := strings.Cut(r.cfg.Repo, "/")
+	var numbers []int64
+	for i := 1; i <= r.cfg.Issues; i++ {
+		issue, _, err := r.gitea.CreateIssue(owner, name, sdk.CreateIssueOption{
+			Title: fmt.Sprintf("Swarm task %d", i),
+			Body:  fmt.Sprintf("Write issues/<this issue's number>.md saying the task is done (task %d of %d).", i, r.cfg.Issues),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open issue %d of %s: %w", i, r.cfg.Repo, err)
+		}
+		numbers = append(numbers, issue.Index)
+	}
+	r.printf("stage      opened %d issues (#%d to #%d)", len(numbers), numbers[0], numbers[len(numbers)-1])
+	return numbers, nil
+}
+
+// awaitInventory waits until the control plane's inventory holds n open
+// issues of the repository: webhooks bring them within seconds; after
+// Stall the stage syncs.
+func (r *run) awaitInventory(ctx context.Context, n int) error {
+	since := time.Now()
+	synced := false
+	for {
+		work, err := r.admin.Work(ctx, map[string][]string{"repo": {r.cfg.Repo}, "kind": {"issue"}, "state": {"open"}, "limit": {"500"}})
+		if err != nil {
+			return fmt.Errorf("read the inventory: %w", err)
+		}
+		if len(work) >= n {
+			r.printf("stage      the inventory holds the %d issues after %v", n, time.Since(since).Round(time.Millisecond))
+			return nil
+		}
+		if time.Since(since) > r.cfg.Stall && !synced {
+			if err := r.sync(ctx, fmt.Sprintf("the inventory holds %d of %d issues", len(work), n)); err != nil {
+				return err
+			}
+			synced = true
+		}
+		if time.Since(since) > 3*r.cfg.Stall {
+			return fmt.Errorf("the inventory holds %d of the %d issues after %v: is %s in control_plane.repos?", len(work), n, time.Since(since).Round(time.Second), r.cfg.Repo)
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// sync asks the service to list the repositories again, and says why.
+func (r *run) sync(ctx context.Context, why string) error {
+	r.printf("stage      %s: syncing the inventory", why)
+	r.mu.Lock()
+	r.report.Syncs++
+	r.mu.Unlock()
+	if err := r.admin.Call(ctx, "POST", "/api/v1/work/sync", nil, nil, nil); err != nil {
+		return fmt.Errorf("sync the inventory: %w", err)
+	}
+	return nil
+}
+
+// awaitDone watches the forge until every issue is closed and no pull
+// request is open, syncing the inventory when nothing moved for Stall.
+// It reports false when the timeout came first.
+func (r *run) awaitDone(ctx context.Context, issues []int64) (bool, error) {
+	owner, name, _ := strings.Cut(r.cfg.Repo, "/")
+	deadline := time.Now().Add(r.cfg.Timeout)
+	ours := map[int64]bool{}
+	for _, n := range issues {
+		ours[n] = true
+	}
+	for time.Now().Before(deadline) {
+		if err := sleep(ctx, time.Second); err != nil {
+			return false, err
+		}
+		open, err := listAll(func(page int) ([]*sdk.Issue, error) {
+			list, _, err := r.gitea.ListRepoIssues(owner, name, sdk.ListIssueOption{ListOptions: sdk.ListOptions{Page: page, PageSize: 50},
+				State: sdk.StateOpen})
+			return list, err
+		})
+		if err != nil {
+			return false, fmt.Errorf("list the open issues and pull requests of %s: %w", r.cfg.Repo, err)
+		}
+		left := 0
+		for _, i := range open {
+			if ours[i.Index] || i.PullRequest != nil {
+				left++
+			}
+		}
+		if left == 0 {
+			r.printf("stage      every issue is closed and no pull request is open")
+			return true, nil
+		}
+		r.mu.Lock()
+		stalled := time.Since(r.progress) > r.cfg.Stall
+		r.mu.Unlock()
+		if stalled {
+			if err := r.sync(ctx, fmt.Sprintf("no progress for %v, %d issues and pull requests open", r.cfg.Stall, left)); err != nil {
+				return false, err
+			}
+			r.mu.Lock()
+			r.progress = time.Now()
+			r.mu.Unlock()
+		}
+	}
+	return false, nil
+}
+
+// listAll reads every page of a forge listing.
+func listAll[T any](page func(n int) ([]T, error)) ([]T, error) {
+	var all []T
+	for n := 1; ; n++ {
+		list, err := page(n)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, list...)
+		if len(list) == 0 {
+			return all, nil
+		}
+	}
+}
+
+// sleep waits d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// jitter is d give or take a quarter, so that idle sessions do not ask
+// in step.
+func jitter(d time.Duration) time.Duration {
+	return d*3/4 + time.Duration(rand.Int64N(int64(d)/2+1))
+}
+
+// Summary writes the report as people read it.
+func (r *Report) Summary(w io.Writer) {
+	fmt.Fprintf(w, "\nsummary\n")
+	fmt.Fprintf(w, "  sessions        %s\n", r.Split)
+	fmt.Fprintf(w, "  duration        %v\n", r.Duration.Round(100*time.Millisecond))
+	fmt.Fprintf(w, "  issues closed   %d of %d\n", r.IssuesClosed, r.IssuesOpened)
+	fmt.Fprintf(w, "  PRs merged      %d of %d opened\n", r.PRsMerged, r.PRsOpened)
+	fmt.Fprintf(w, "  events          %s\n", counts(r.Events))
+	fmt.Fprintf(w, "  allocations     %s\n", counts(r.Allocations))
+	fmt.Fprintf(w, "  conflicts       %s\n", counts(r.Conflicts))
+	fmt.Fprintf(w, "  refusals        %s\n", counts(r.Refusals))
+	fmt.Fprintf(w, "  findings        %s\n", counts(r.Findings))
+	if len(r.LeftBranches) > 0 {
+		fmt.Fprintf(w, "  branches left   %s\n", strings.Join(r.LeftBranches, ", "))
+	}
+	fmt.Fprintf(w, "  inventory syncs %d (the rest came by webhook)\n", r.Syncs)
+	fmt.Fprintf(w, "safety\n")
+	for _, c := range r.Checks {
+		status := "ok  "
+		if len(c.Failed) > 0 {
+			status = "FAIL"
+		}
+		fmt.Fprintf(w, "  %s %s: %s\n", status, c.Name, c.Detail)
+		for i, f := range c.Failed {
+			if i == 10 {
+				fmt.Fprintf(w, "         ... and %d more\n", len(c.Failed)-i)
+				break
+			}
+			fmt.Fprintf(w, "         %s\n", f)
+		}
+	}
+	switch {
+	case !r.Done:
+		fmt.Fprintf(w, "FAILED: not everything was merged within the bound\n")
+	case !r.OK():
+		fmt.Fprintf(w, "FAILED: a safety check failed\n")
+	default:
+		fmt.Fprintf(w, "OK\n")
+	}
+}
+
+// counts is "a 3, b 1" by key, or "none".
+func counts(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// roleOf names a role's sessions in the progress lines.
+func roleOf(role cp.Role, i int) string { return fmt.Sprintf("%s-%d", role, i) }

@@ -47,7 +47,7 @@ type Config struct {
 	// there was none (default 300ms, with jitter).
 	Poll time.Duration
 	// Stall is how long the stage waits without any progress before it
-	// syncs the inventory itself (default 45s). Webhooks carry every
+	// syncs the inventory itself (default 30s). Webhooks carry every
 	// change of state within seconds, but not Gitea's finding that a pull
 	// request merges again: a sync re-reads that, so it says the merge
 	// route was stuck on a stale mergeable flag or a lost webhook.
@@ -163,7 +163,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Poll = 300 * time.Millisecond
 	}
 	if cfg.Stall <= 0 {
-		cfg.Stall = 45 * time.Second
+		cfg.Stall = 30 * time.Second
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout(cfg.Issues)
@@ -353,8 +353,10 @@ func (r *run) sync(ctx context.Context, why string) error {
 }
 
 // awaitDone watches the forge until every issue is closed and no pull
-// request is open, syncing the inventory when nothing moved for Stall.
-// It reports false when the timeout came first.
+// request is open, syncing the inventory when nothing moved for Stall
+// (then for twice as long before the next sync, up to 8 times Stall,
+// while nothing moves). It reports false when the timeout came first,
+// and says what was left open.
 func (r *run) awaitDone(ctx context.Context, issues []int64) (bool, error) {
 	owner, name, _ := strings.Cut(r.cfg.Repo, "/")
 	deadline := time.Now().Add(r.cfg.Timeout)
@@ -362,6 +364,8 @@ func (r *run) awaitDone(ctx context.Context, issues []int64) (bool, error) {
 	for _, n := range issues {
 		ours[n] = true
 	}
+	stall := r.cfg.Stall
+	var left []string
 	for time.Now().Before(deadline) {
 		if err := sleep(ctx, time.Second); err != nil {
 			return false, err
@@ -374,29 +378,51 @@ func (r *run) awaitDone(ctx context.Context, issues []int64) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("list the open issues and pull requests of %s: %w", r.cfg.Repo, err)
 		}
-		left := 0
+		left = left[:0]
 		for _, i := range open {
-			if ours[i.Index] || i.PullRequest != nil {
-				left++
+			switch {
+			case i.PullRequest != nil:
+				left = append(left, fmt.Sprintf("pr #%d", i.Index))
+			case ours[i.Index]:
+				left = append(left, fmt.Sprintf("issue #%d", i.Index))
 			}
 		}
-		if left == 0 {
+		if len(left) == 0 {
 			r.printf("stage      every issue is closed and no pull request is open")
 			return true, nil
 		}
 		r.mu.Lock()
-		stalled := time.Since(r.progress) > r.cfg.Stall
+		since := time.Since(r.progress)
 		r.mu.Unlock()
-		if stalled {
-			if err := r.sync(ctx, fmt.Sprintf("no progress for %v, %d issues and pull requests open", r.cfg.Stall, left)); err != nil {
+		if since < r.cfg.Stall {
+			stall = r.cfg.Stall
+		}
+		if since > stall {
+			if err := r.sync(ctx, fmt.Sprintf("no progress for %v, %d open (%s)", since.Round(time.Second), len(left), cut(left, 5))); err != nil {
 				return false, err
 			}
-			r.mu.Lock()
-			r.progress = time.Now()
-			r.mu.Unlock()
+			stall = min(2*stall, 8*r.cfg.Stall)
+		}
+	}
+	r.printf("stage      left open: %s", cut(left, 20))
+	for _, l := range left {
+		var n int64
+		if _, err := fmt.Sscanf(l, "pr #%d", &n); err != nil {
+			continue
+		}
+		if pr, _, err := r.gitea.GetPullRequest(owner, name, n); err == nil && !pr.Mergeable {
+			r.printf("stage      %s: the forge says it cannot be merged now", l)
 		}
 	}
 	return false, nil
+}
+
+// cut is list joined, at most n of them.
+func cut(list []string, n int) string {
+	if len(list) > n {
+		return strings.Join(list[:n], ", ") + fmt.Sprintf(" and %d more", len(list)-n)
+	}
+	return strings.Join(list, ", ")
 }
 
 // listAll reads every page of a forge listing.

@@ -63,6 +63,16 @@ func ErrorCode(err error) string {
 	return code
 }
 
+// ErrorReason returns the Reason of the first *Error in err's chain, or
+// "" when it has none.
+func ErrorReason(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return ""
+}
+
 // ErrorMessage returns the caller-safe message of err: the message of its
 // *Error or *Refusal, or "internal error" for anything else.
 func ErrorMessage(err error) string {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
 )
@@ -97,26 +96,26 @@ func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*Action
 		return nil, conflict(d.Reason, "the gate refuses %s on %s %s#%d", req.Action, w.Kind, w.Repo, w.Number)
 	}
 	out := &ActionResult{Action: req.Action, Work: w, HeadSHA: live}
-	next := *w
 	switch req.Action {
 	case ActComment:
 		out.CommentID, err = f.CommentOnWork(ctx, w.Repo, string(w.Kind), w.Number, req.Body)
 	case ActReview:
 		verdict := wq.ReviewApproved
-		next.ReviewState = ReviewApproved
 		if req.Verdict == VerdictRequestChanges {
-			verdict, next.ReviewState = wq.ReviewChangesRequested, ReviewChangesRequested
+			verdict = wq.ReviewChangesRequested
 		}
 		err = f.ReviewPullRequest(ctx, w.Repo, w.Number, verdict, req.Body, live)
 	case ActMerge:
 		err = f.MergeMergeRequest(ctx, w.Repo, w.Number, live)
-		next.State = StateMerged
 	case ActClose:
 		err = f.CloseIssue(ctx, w.Repo, w.Number)
-		next.State = StateClosed
 	}
 	if err != nil {
-		return nil, forgeRefusal(string(req.Action), err)
+		err = forgeRefusal(string(req.Action), err)
+		if req.Action == ActMerge && wq.ErrorReason(err) == ActionForgeRefused {
+			s.notMergeable(ctx, w.WorkKey, live)
+		}
+		return nil, err
 	}
 	if err := s.logAction(ctx, c, a, req, live); err != nil {
 		return nil, err
@@ -124,22 +123,100 @@ func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*Action
 	if req.Action == ActComment {
 		return out, nil
 	}
-	// The work moves on now, past the forge's time as read by the least
-	// the store keeps (as a push does): a sync page read before the action
-	// is older and changes nothing, and the forge's next change (its
-	// webhook saying the same) still applies. The service's clock is not
-	// the forge's: its time would drop this write when the forge's clock
-	// is ahead, and hide the forge's changes until it caught up otherwise.
-	next.UpdatedAt = w.UpdatedAt.Add(time.Microsecond)
-	if err := s.Store.UpsertWork(ctx, []Work{next}, s.now()); err != nil {
+	// The work moves on now, over what the store holds by then (a
+	// delivery may have landed during the forge call), as a push does:
+	// what the forge said before is older and changes nothing, and its
+	// next change (its webhook saying the same) still applies.
+	moved, err := s.Store.ReviseWork(ctx, w.WorkKey, func(cur *Work) bool { return applyAction(cur, req, w.HeadSHA, live) }, s.now())
+	if err != nil {
 		return nil, err
 	}
-	out.Work = &next
+	out.Work = moved
+	if req.Action == ActMerge {
+		// The forge closes the issues a merged pull request closes as
+		// part of the merge; the inventory learns it before the lease
+		// goes, so that no one is handed the finished issue while its
+		// webhook is on the way.
+		s.settleLinked(ctx, f, moved)
+	}
 	if _, err := s.ReleaseLease(ctx, c, a.LeaseID, req.SessionID); err != nil && wq.ErrorCode(err) != wq.ECONFLICT {
 		return nil, err
 	}
 	out.Released = true
 	return out, nil
+}
+
+// applyAction is what a review, merge or close done on the forge changes
+// in the stored work cur; read is the head the inventory held when the
+// action began, live the head it was pinned to.
+func applyAction(cur *Work, req ActionRequest, read, live string) bool {
+	switch req.Action {
+	case ActReview:
+		// A verdict is on the head it was given to: a push the inventory
+		// learnt of since leaves the verdict to the forge.
+		if cur.HeadSHA != read && cur.HeadSHA != live {
+			return false
+		}
+		cur.HeadSHA, cur.ReviewState = live, ReviewApproved
+		if req.Verdict == VerdictRequestChanges {
+			cur.ReviewState = ReviewChangesRequested
+		}
+	case ActMerge:
+		cur.State, cur.HeadSHA = StateMerged, live
+	case ActClose:
+		cur.State = StateClosed
+	default:
+		return false
+	}
+	return true
+}
+
+// settleLinked reads from the forge the issues merged pull request pr
+// closes and writes those the forge closed. The forge decides (GitLab
+// closes them only on its default branch); a failed read is logged and
+// left to the issue's webhook and the next sync.
+func (s *Service) settleLinked(ctx context.Context, f wq.Forge, pr *Work) {
+	for _, n := range pr.LinkedIssues {
+		key := WorkKey{Forge: pr.Forge, Repo: pr.Repo, Kind: KindIssue, Number: n}
+		info, err := f.GetWork(ctx, pr.Repo, string(KindIssue), n)
+		if err != nil {
+			s.log().Warn("control plane: could not read an issue a merge closes", "forge", pr.Forge, "repo", pr.Repo, "issue", n, "error", err)
+			continue
+		}
+		closed := State(info.State)
+		if !closed.Terminal() {
+			continue
+		}
+		_, err = s.Store.ReviseWork(ctx, key, func(cur *Work) bool {
+			if cur.State.Terminal() {
+				return false
+			}
+			cur.State = closed
+			if info.UpdatedAt.After(cur.UpdatedAt) {
+				cur.UpdatedAt = info.UpdatedAt.UTC()
+			}
+			return true
+		}, s.now())
+		if err != nil && wq.ErrorCode(err) != wq.ENOTFOUND {
+			s.log().Warn("control plane: could not close an issue a merge closed", "forge", pr.Forge, "repo", pr.Repo, "issue", n, "error", err)
+		}
+	}
+}
+
+// notMergeable records that the forge refused to merge pull request key
+// at head: it cannot merge now (a conflict, a mergeability check still
+// running). Inventory.Settle reads it again until it can.
+func (s *Service) notMergeable(ctx context.Context, key WorkKey, head string) {
+	_, err := s.Store.ReviseWork(ctx, key, func(cur *Work) bool {
+		if cur.HeadSHA != head || !cur.Mergeable {
+			return false
+		}
+		cur.Mergeable = false
+		return true
+	}, s.now())
+	if err != nil {
+		s.log().Warn("control plane: could not record a refused merge", "repo", key.Repo, "number", key.Number, "error", err)
+	}
 }
 
 func (r ActionRequest) validate() error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
@@ -19,6 +20,30 @@ type actionForge struct {
 	mu       sync.Mutex
 	heads    map[int64]string
 	writes   testkit.Record
+	// closes are the issues a merge of each pull request closes (as the
+	// forge does for "Closes #N"); closed the issues closed so far.
+	closes map[int64][]int64
+	closed map[int64]bool
+	// mergeErr, when set, is the forge's answer to a merge; duringMerge,
+	// when set, runs while the forge merges (a delivery landing then).
+	mergeErr    error
+	duringMerge func()
+	// mergeable is what the forge says of each pull request's
+	// mergeability when read (GetWork).
+	mergeable map[int64]bool
+}
+
+func (f *actionForge) GetWork(_ context.Context, _, kind string, n int64) (*wq.WorkInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	info := &wq.WorkInfo{Kind: kind, Number: n, State: wq.MergeRequestOpen, Title: "t", UpdatedAt: now}
+	if kind == string(cp.KindPR) {
+		info.HeadSHA, info.Mergeable, info.ReviewState = f.heads[n], f.mergeable[n], wq.ReviewApproved
+	}
+	if f.closed[n] {
+		info.State, info.UpdatedAt = wq.MergeRequestClosed, now.Add(time.Minute)
+	}
+	return info, nil
 }
 
 func (f *actionForge) GetMergeRequest(_ context.Context, _ string, n int64) (*wq.MergeRequest, error) {
@@ -42,7 +67,21 @@ func (f *actionForge) ReviewPullRequest(_ context.Context, _ string, n int64, ve
 }
 
 func (f *actionForge) MergeMergeRequest(_ context.Context, _ string, n int64, head string) error {
+	if f.duringMerge != nil {
+		f.duringMerge()
+	}
+	if f.mergeErr != nil {
+		return f.mergeErr
+	}
 	f.record("merge %d at %s", n, head)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, i := range f.closes[n] {
+		if f.closed == nil {
+			f.closed = map[int64]bool{}
+		}
+		f.closed[i] = true
+	}
 	return nil
 }
 
@@ -147,4 +186,106 @@ func TestAnAuthorClosesTheIssueItHolds(t *testing.T) {
 	}
 	_, err = w.svc.Act(w.ctx, alice, cp.ActionRequest{SessionID: s, AssignmentID: a.Assignment.ID, Action: cp.ActComment, Body: "again"})
 	wantReason(t, err, cp.GateLeaseExpired)
+}
+
+// A merge closes the issues its pull request closes, on the forge at
+// once; the inventory knows it before the merger's lease goes, so that no
+// author is handed the finished issue while the forge's webhook is on
+// its way. An issue the forge left open stays offered.
+func TestAnIssueAMergeClosedIsNotHandedOutAgain(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		w := newWorld(t, kind)
+		forge := &actionForge{heads: map[int64]string{5: "1111111"}, closes: map[int64][]int64{5: {1}}}
+		w.svc.Forges = map[string]wq.Forge{"f": forge}
+		pr := openPR(5, "1111111")
+		pr.ReviewState, pr.Mergeable, pr.LinkedIssues = cp.ReviewApproved, true, []int64{1, 2}
+		w.work(openIssue(1), openIssue(2), pr)
+		merger, ms := w.session("meg", cp.RoleMerger)
+		a := w.assign(merger, ms)
+		if _, err := w.svc.Act(w.ctx, merger, cp.ActionRequest{SessionID: ms, AssignmentID: a.Assignment.ID, Action: cp.ActMerge}); err != nil {
+			t.Fatal(err)
+		}
+		for n, want := range map[int64]cp.State{1: cp.StateClosed, 2: cp.StateOpen} {
+			got, err := w.svc.Store.FindWork(w.ctx, cp.WorkKey{Forge: "f", Repo: "o/r", Kind: cp.KindIssue, Number: n})
+			if err != nil || got.State != want {
+				t.Errorf("issue %d: %+v, %v; want %s", n, got, err, want)
+			}
+		}
+		author, as := w.session("alice", cp.RoleAuthor)
+		if got := w.assign(author, as); got.Work.Number != 2 {
+			t.Errorf("the author was handed %s %d, want issue 2, the one still open", got.Work.Kind, got.Work.Number)
+		}
+	})
+}
+
+// A delivery may land while the forge merges (the review's webhook, late):
+// the merge is written over it, not dropped as older, and a delivery from
+// before the merge arriving later does not open the pull request again.
+func TestAMergeHoldsAgainstDeliveriesDuringAndAfterIt(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		w := newWorld(t, kind)
+		forge := &actionForge{heads: map[int64]string{5: "1111111"}}
+		w.svc.Forges = map[string]wq.Forge{"f": forge}
+		pr := openPR(5, "1111111")
+		pr.ReviewState, pr.Mergeable = cp.ReviewApproved, true
+		w.work(pr)
+		late := pr
+		late.UpdatedAt, late.Title = now.Add(time.Second), "retitled before the merge"
+		forge.duringMerge = func() { w.work(late) }
+		merger, ms := w.session("meg", cp.RoleMerger)
+		a := w.assign(merger, ms)
+		res, err := w.svc.Act(w.ctx, merger, cp.ActionRequest{SessionID: ms, AssignmentID: a.Assignment.ID, Action: cp.ActMerge})
+		if err != nil || res.Work.State != cp.StateMerged {
+			t.Fatalf("merge: %+v, %v", res, err)
+		}
+		later := late
+		later.UpdatedAt = now.Add(time.Minute)
+		w.work(later)
+		got, err := w.svc.Store.FindWork(w.ctx, pr.WorkKey)
+		if err != nil || got.State != cp.StateMerged || got.Title != late.Title {
+			t.Errorf("stored %+v, %v; want merged, with the title the delivery during the merge gave", got, err)
+		}
+	})
+}
+
+// Gitea refuses a merge while it checks mergeability and says nothing
+// when the check ends. A refused merge marks the pull request not
+// mergeable, so no merger is handed it again at once; Settle reads it
+// back and hands it on when the forge says it can merge, though the
+// forge's updated time did not move.
+func TestARefusedMergeWaitsForTheForgeToSayItCanMerge(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		w := newWorld(t, kind)
+		forge := &actionForge{heads: map[int64]string{5: "1111111"}, mergeable: map[int64]bool{5: false},
+			mergeErr: &wq.ForgeError{Kind: wq.ForgeUnprocessable, Status: 405, Op: "merge", Message: "Please try again later"}}
+		w.svc.Forges = map[string]wq.Forge{"f": forge}
+		pr := openPR(5, "1111111")
+		pr.ReviewState, pr.Mergeable = cp.ReviewApproved, true
+		w.work(pr)
+		merger, ms := w.session("meg", cp.RoleMerger)
+		a := w.assign(merger, ms)
+		_, err := w.svc.Act(w.ctx, merger, cp.ActionRequest{SessionID: ms, AssignmentID: a.Assignment.ID, Action: cp.ActMerge})
+		wantReason(t, err, cp.ActionForgeRefused)
+		if _, err := w.svc.ReleaseLease(w.ctx, merger, a.Lease.ID, ms); err != nil {
+			t.Fatal(err)
+		}
+		dry, err := w.svc.Allocate(w.ctx, merger, ms, "", false)
+		if err != nil || dry.Outcome != cp.OutcomeNoSafeWork {
+			t.Fatalf("after a refused merge the merger is offered %+v, %v", dry, err)
+		}
+
+		inv := &cp.Inventory{Store: w.svc.Store, Forges: w.svc.Forges, Clock: w.clock}
+		if n, err := inv.Settle(w.ctx); err != nil || n != 0 {
+			t.Errorf("settle while the forge still checks: %d changed, %v", n, err)
+		}
+		forge.mu.Lock()
+		forge.mergeable[5], forge.mergeErr = true, nil
+		forge.mu.Unlock()
+		if n, err := inv.Settle(w.ctx); err != nil || n != 1 {
+			t.Errorf("settle once the forge can merge: %d changed, %v", n, err)
+		}
+		if got := w.assign(merger, ms); got.Work.Number != 5 {
+			t.Errorf("the merger was handed %+v", got.Work)
+		}
+	})
 }

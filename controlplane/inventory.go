@@ -48,7 +48,17 @@ type Inventory struct {
 	// Interval is Run's time between the starts of two syncs;
 	// DefaultSyncInterval when 0.
 	Interval time.Duration
+	// SettleInterval is Run's time between two Settle passes;
+	// DefaultSettleInterval when 0.
+	SettleInterval time.Duration
 }
+
+// DefaultSettleInterval is how often Run settles approved pull requests
+// that cannot merge yet, when Inventory.SettleInterval is not set.
+const DefaultSettleInterval = 30 * time.Second
+
+// maxSettle bounds the pull requests one Settle pass reads.
+const maxSettle = 50
 
 // SyncReport says what one Sync did, per repository.
 type SyncReport struct {
@@ -449,20 +459,20 @@ func (inv *Inventory) read(ctx context.Context, forge string, k WorkKey) (Work, 
 	return Work{}, false
 }
 
-// Run syncs at once and then every Interval until ctx is done, logging
-// each sync's outcome; it returns nil when ctx is done. A sync that fails
-// is tried again at the next interval.
+// Run syncs at once and then every Interval, and settles every
+// SettleInterval, until ctx is done, logging each sync's outcome; it
+// returns nil when ctx is done. A sync that fails is tried again at the
+// next interval.
 func (inv *Inventory) Run(ctx context.Context) error {
-	interval := inv.Interval
-	if interval <= 0 {
-		interval = DefaultSyncInterval
-	}
+	interval := cmp.Or(inv.Interval, DefaultSyncInterval)
 	clock := inv.Clock
 	if clock == nil {
 		clock = clockwork.NewRealClock()
 	}
 	ticker := clock.NewTicker(interval)
 	defer ticker.Stop()
+	settle := clock.NewTicker(cmp.Or(inv.SettleInterval, DefaultSettleInterval))
+	defer settle.Stop()
 	for {
 		rep, err := inv.Sync(ctx)
 		if ctx.Err() != nil {
@@ -478,12 +488,81 @@ func (inv *Inventory) Run(ctx context.Context) error {
 		} else {
 			inv.log().Info("inventory synced", attrs...)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.Chan():
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-ticker.Chan():
+				break wait
+			case <-settle.Chan():
+				if n, err := inv.Settle(ctx); err != nil && ctx.Err() == nil {
+					inv.log().Warn("inventory settle failed in part", "changed", n, "error", err)
+				}
+			}
 		}
 	}
+}
+
+// Settle reads again, from their forge, the open approved pull requests
+// the inventory holds as not mergeable (at most maxSettle a pass), and
+// writes what the forge says; it returns how many changed. A forge checks
+// mergeability after a push, to the pull request or to its target, and
+// Gitea says nothing when the check ends: without this, a pull request
+// read while "checking" would wait for the next sync before a merger is
+// given it. A forge that cannot be read is skipped until the next pass.
+func (inv *Inventory) Settle(ctx context.Context) (int, error) {
+	cands, err := inv.Store.Candidates(ctx, inv.now())
+	if err != nil {
+		return 0, fmt.Errorf("inventory settle: %w", err)
+	}
+	var failures []error
+	changed, read := 0, 0
+	for _, c := range cands {
+		if c.Kind != KindPR || c.ReviewState != ReviewApproved || c.Mergeable {
+			continue
+		}
+		if read++; read > maxSettle {
+			break
+		}
+		f := inv.Forges[c.Forge]
+		if f == nil {
+			continue
+		}
+		info, err := f.GetWork(ctx, c.Repo, string(c.Kind), c.Number)
+		if err != nil {
+			failures = append(failures, fmt.Errorf("%s %s#%d: %w", c.Forge, c.Repo, c.Number, err))
+			continue
+		}
+		fresh, err := toWork(c.Forge, c.Repo, *info)
+		if err != nil || fresh.WorkKey != c.WorkKey {
+			failures = append(failures, fmt.Errorf("%s %s#%d: the forge answered %+v", c.Forge, c.Repo, c.Number, info))
+			continue
+		}
+		// The forge's updated time does not move when a check ends, and
+		// the row's may be past it by the service's own writes: the
+		// verdict on the head the forge read is what is written.
+		got, err := inv.Store.ReviseWork(ctx, c.WorkKey, func(w *Work) bool {
+			if fresh.UpdatedAt.After(w.UpdatedAt) || fresh.State != w.State {
+				id, author := w.ID, w.AuthorSession
+				*w = fresh
+				w.ID, w.AuthorSession = id, author
+				return true
+			}
+			if w.HeadSHA != fresh.HeadSHA || w.Mergeable == fresh.Mergeable {
+				return false
+			}
+			w.Mergeable = fresh.Mergeable
+			return true
+		}, inv.now())
+		if err != nil {
+			return changed, fmt.Errorf("inventory settle: %w", err)
+		}
+		if got.Mergeable != c.Mergeable || got.State != c.State {
+			changed++
+		}
+	}
+	return changed, errors.Join(failures...)
 }
 
 // applyPush moves the head of every open pull request of repo whose head

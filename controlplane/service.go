@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -37,6 +38,14 @@ type Service struct {
 	Inventory *Inventory
 	// Forges make the gated actions (Act), by configured forge name.
 	Forges map[string]wq.Forge
+	Log    *slog.Logger // nil: no logging
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // Sync lists every configured repository again now (admin only).

@@ -100,8 +100,19 @@ type Store interface {
 	// now. A row whose stored updated_at is newer than w's is left as it
 	// is, synced_at included: a late webhook or an old page of a sync
 	// never moves state back. An empty AuthorSession keeps the stored
-	// one (a sync does not know which session wrote a pull request).
+	// one (a sync does not know which session wrote a pull request). A
+	// merged pull request is never written again: merged is for good.
 	UpsertWork(ctx context.Context, w []Work, now time.Time) error
+	// ReviseWork changes the stored work of key as change says (change
+	// reports whether it changed anything), reading and writing the row
+	// in one transaction, so that a change made on the forge by the
+	// service itself (a merge, a close, a verdict) holds against what the
+	// forge said in the meantime. The row's forge updated time moves on
+	// to the changed one, or by a microsecond, the least the store keeps,
+	// when that is not later: what the forge said before is older, and
+	// the forge's next change still applies. It
+	// returns the row as stored after the change. ENOTFOUND.
+	ReviseWork(ctx context.Context, key WorkKey, change func(*Work) bool, now time.Time) (*Work, error)
 	// GetWork returns one work item by ID. ENOTFOUND.
 	GetWork(ctx context.Context, id string) (*Work, error)
 	// FindWork returns the work item with the key. ENOTFOUND.

@@ -109,7 +109,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	cpc := m.Config.ControlPlane
-	cps := &controlplane.Service{Store: all.cp, Clock: m.Clock,
+	cps := &controlplane.Service{Store: all.cp, Clock: m.Clock, Log: m.Log,
 		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels, PriorityLabels: cpc.PriorityLabels},
 		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL), Forges: forges}
 	items := &service.Items{Store: s, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log), Clock: m.Clock,

@@ -111,6 +111,51 @@ func workArgs(ws []controlplane.Work, now time.Time) ([][]any, error) {
 	return rows, nil
 }
 
+// ReviseWork changes the stored work of key as change says, reading and
+// writing the row in one transaction; see controlplane.Store.
+func (s *store) ReviseWork(ctx context.Context, key controlplane.WorkKey, change func(*controlplane.Work) bool, now time.Time) (*controlplane.Work, error) {
+	var out *controlplane.Work
+	err := s.write(ctx, func(c conn) error {
+		w, err := newWorkRow().scan(c.queryRow(ctx, `SELECT `+workCols+` FROM cp_work w
+			WHERE w.forge = ? AND w.repo = ? AND w.kind = ? AND w.number = ?`+c.d.lockRow, key.Forge, key.Repo, string(key.Kind), key.Number))
+		if err != nil {
+			return notFound(err, "work", fmt.Sprintf("%s %s#%d of %s", key.Kind, key.Repo, key.Number, key.Forge))
+		}
+		was := w
+		if !change(&w) {
+			out = &was
+			return nil
+		}
+		w.ID, w.WorkKey, w.SyncedAt = was.ID, was.WorkKey, now
+		if least := was.UpdatedAt.Add(time.Microsecond); w.UpdatedAt.Before(least) {
+			w.UpdatedAt = least
+		}
+		if err := checkWork(w); err != nil {
+			return err
+		}
+		labels, err := encodeList(w.Labels)
+		if err != nil {
+			return err
+		}
+		linked, err := encodeList(w.LinkedIssues)
+		if err != nil {
+			return err
+		}
+		if _, err := c.exec(ctx, `UPDATE cp_work SET state = ?, title = ?, labels = ?, author = ?, head_sha = ?, review_state = ?,
+				mergeable = ?, linked_issues = ?, author_session = ?, updated_at = ?, synced_at = ? WHERE id = ?`,
+			string(w.State), w.Title, labels, w.Author, w.HeadSHA, string(w.ReviewState), w.Mergeable, linked, w.AuthorSession,
+			w.UpdatedAt, now, w.ID); err != nil {
+			return err
+		}
+		out = &w
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("revise work: %w", err)
+	}
+	return out, nil
+}
+
 func checkWork(w controlplane.Work) error {
 	switch {
 	case !w.Kind.Valid():
@@ -125,6 +170,8 @@ func checkWork(w controlplane.Work) error {
 
 // upsertSQL writes n work items. A sync does not know which session
 // wrote a pull request: an empty author session keeps the one recorded.
+// A merged pull request stays as it is: merged is for good, and what a
+// forge said of it before (a late delivery) must not open it again.
 func upsertSQL(n int) string {
 	values := strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", n)[2:]
 	return `INSERT INTO cp_work (id, forge, repo, kind, number, state, title, labels, author, head_sha, review_state,
@@ -135,7 +182,7 @@ func upsertSQL(n int) string {
 			mergeable = excluded.mergeable, linked_issues = excluded.linked_issues,
 			author_session = CASE WHEN excluded.author_session <> '' THEN excluded.author_session ELSE cp_work.author_session END,
 			updated_at = excluded.updated_at, synced_at = excluded.synced_at
-		WHERE cp_work.updated_at <= excluded.updated_at`
+		WHERE cp_work.updated_at <= excluded.updated_at AND cp_work.state <> 'merged'`
 }
 
 // GetWork returns one work item by ID.

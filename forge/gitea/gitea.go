@@ -5,6 +5,7 @@
 package gitea
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/base64"
@@ -107,7 +108,13 @@ func (f *Forge) callWith(ctx context.Context, token string, op forge.Op, what st
 // status in resp; some of its methods return no error for a 4xx at all, so
 // the status decides.
 func classify(op forge.Op, what string, resp *sdk.Response, err error) error {
-	a := forge.Answer{Err: err}
+	return classifyWith(op, what, resp, err, "")
+}
+
+// classifyWith is classify with the forge's message, when the SDK did not
+// keep it.
+func classifyWith(op forge.Op, what string, resp *sdk.Response, err error, message string) error {
+	a := forge.Answer{Err: err, Message: message}
 	if resp != nil && resp.Response != nil {
 		a.Status, a.Header = resp.StatusCode, resp.Header
 	}
@@ -608,12 +615,53 @@ func (f *Forge) MergeMergeRequest(ctx context.Context, project string, number in
 	if pr.Base != nil {
 		style = mergeStyle(pr.Base.Repository)
 	}
-	return f.callAs(ctx, forge.OpMerge, what, func(c *sdk.Client) (*sdk.Response, error) {
-		// The SDK reports 405 and 409 as (false, resp, nil): classify
-		// reads the status.
-		_, resp, err := c.MergePullRequest(owner, repo, number, sdk.MergePullRequestOption{Style: style, HeadCommitId: headSHA})
+	// The SDK reports 405 and 409 as (false, resp, nil) and closes the
+	// body unread; the refusal's message ("Please try again later" while
+	// Gitea checks mergeability, a conflict, a head out of date) is what
+	// tells an operator why, so a transport keeps it.
+	keep := &refusalKeeper{next: f.http.Transport}
+	hc := *f.http
+	hc.Transport = keep
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	c, err := sdk.NewClient(f.url, sdk.SetToken(f.token), sdk.SetHTTPClient(&hc),
+		sdk.SetGiteaVersion(ServerVersion), sdk.SetContext(ctx))
+	if err != nil {
+		return &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: " + what, Err: err}
+	}
+	_, resp, err := c.MergePullRequest(owner, repo, number, sdk.MergePullRequestOption{Style: style, HeadCommitId: headSHA})
+	return classifyWith(forge.OpMerge, "gitea: "+what, resp, err, keep.message)
+}
+
+// refusalKeeper is a transport that keeps the message of a refusal (an
+// answer of 400 or more) before its body reaches a caller that may drop it.
+type refusalKeeper struct {
+	next    http.RoundTripper // nil: http.DefaultTransport
+	message string
+}
+
+// maxRefusalBody bounds how much of a refusal's body is read.
+const maxRefusalBody = 16 << 10
+
+func (k *refusalKeeper) RoundTrip(r *http.Request) (*http.Response, error) {
+	next := k.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	resp, err := next.RoundTrip(r)
+	if err != nil || resp.StatusCode < 400 {
 		return resp, err
-	})
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	var m struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(b, &m) == nil {
+		k.message = m.Message
+	}
+	return resp, nil
 }
 
 // ReadFile reads path at ref.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -427,5 +428,35 @@ func TestAnEmptyTitleOrLabelNameIsRefusedBeforeSending(t *testing.T) {
 		if _, err := f.CreateIssue(context.Background(), req); !wq.IsForgeError(err, wq.ForgePermanent) {
 			t.Errorf("%+v: %v, want a permanent error", req, err)
 		}
+	}
+}
+
+// Gitea answers a merge it cannot make now with 405 and a message; the
+// SDK closes that body unread, and the message must still reach the
+// error an operator reads.
+func TestARefusedMergeKeepsGiteasMessage(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/repos/o/r/pulls/7", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"number":7,"state":"open","head":{"sha":"abc"},"base":{"ref":"main","repo":{"allow_merge_commits":true}}}`)
+	})
+	mux.HandleFunc("POST /api/v1/repos/o/r/pulls/7/merge", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		io.WriteString(w, `{"message":"Please try again later","url":"https://example.invalid/api/swagger"}`)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	f, err := gitea.New(srv.URL, "t", gitea.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.MergeMergeRequest(context.Background(), "o/r", 7, "abc")
+	var fe *wq.ForgeError
+	if !errors.As(err, &fe) || fe.Status != http.StatusMethodNotAllowed {
+		t.Fatalf("merge: %v, want a 405 forge error", err)
+	}
+	if fe.Message != "Please try again later" || !strings.Contains(err.Error(), "Please try again later") {
+		t.Errorf("the refusal reads %q (message %q), want Gitea's message", err, fe.Message)
 	}
 }

@@ -55,7 +55,7 @@ type Inventory struct {
 
 // DefaultSettleInterval is how often Run settles approved pull requests
 // that cannot merge yet, when Inventory.SettleInterval is not set.
-const DefaultSettleInterval = 30 * time.Second
+const DefaultSettleInterval = 10 * time.Second
 
 // maxSettle bounds the pull requests one Settle pass reads.
 const maxSettle = 50

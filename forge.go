@@ -413,3 +413,57 @@ func IsForgeError(err error, k ForgeErrorKind) bool {
 	got, ok := ForgeErrorOf(err)
 	return ok && got == k
 }
+
+// CI job statuses of CIJob.Status, in the forge's neutral words; a status
+// a forge adds later is passed on as the forge spells it.
+const (
+	CIJobPending  = "pending"  // waiting to run (GitLab created/pending/waiting; Gitea waiting/blocked)
+	CIJobRunning  = "running"
+	CIJobSuccess  = "success"
+	CIJobFailed   = "failed"
+	CIJobCanceled = "canceled"
+	CIJobSkipped  = "skipped"
+)
+
+// CIJob is one job of a CI pipeline: a GitLab job, or a Gitea Actions
+// job (whose pipeline is the workflow run).
+type CIJob struct {
+	ID         int64
+	PipelineID int64 // GitLab pipeline id, Gitea Actions run id
+	Name       string
+	Stage      string // GitLab's stage; "" on Gitea
+	Status     string // a CIJob* status
+	// FailureReason is GitLab's failure_reason of a failed job
+	// (runner_system_failure, script_failure, ...); "" where the forge
+	// gives none (Gitea).
+	FailureReason string
+	AllowFailure  bool
+	// Retries is how many times this job was run before this run of it:
+	// GitLab keeps each run as a job of its own (the older ones
+	// "retried"), Gitea reruns a job in place and counts attempts.
+	Retries    int
+	FinishedAt time.Time // zero while it has not finished
+	URL        string    // the job's page, for people
+}
+
+// CIJobs is the optional capability of a forge whose CI jobs the retry
+// herder can read and retry (DESIGN section 6, DDR-47): GitLab's jobs
+// API, and Gitea Actions (1.26). A forge without it is never asked to
+// retry anything. Every method returns *ForgeError as Forge's do.
+type CIJobs interface {
+	// PipelineJobs lists every job of a pipeline (a Gitea Actions run),
+	// earlier runs of retried jobs included, newest first: the first job
+	// of a name is that name's latest run. NotFound for no such pipeline.
+	PipelineJobs(ctx context.Context, project string, pipelineID int64) ([]CIJob, error)
+	// LatestPipeline returns the id of the newest pipeline (run) for
+	// commit sha, 0 when there is none: the herder retries a job only in
+	// the newest pipeline of the merge request's head.
+	LatestPipeline(ctx context.Context, project, sha string) (int64, error)
+	// JobTrace returns the end of a job's log, at most maxBytes bytes of
+	// it (the herder reads only the last lines). NotFound.
+	JobTrace(ctx context.Context, project string, jobID int64, maxBytes int) ([]byte, error)
+	// RetryJob runs a finished job of pipeline again and returns the id
+	// of the job that runs (GitLab makes a new job; Gitea reruns the same
+	// one). Permanent if the forge says the job cannot be retried.
+	RetryJob(ctx context.Context, project string, pipelineID, jobID int64) (int64, error)
+}

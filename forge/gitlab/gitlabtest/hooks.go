@@ -3,6 +3,7 @@ package gitlabtest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -370,12 +371,16 @@ func (s *Server) reviewersPayload(mr *mergeRequest) []any {
 	return out
 }
 
-// pipelineEvent emits the Pipeline Hook of the branch pipeline a push
-// runs; the fake's pipelines succeed at once.
-func (s *Server) pipelineEvent(p *project, branch, sha string) {
-	c := p.commits[sha]
+// pipelineEvent emits the Pipeline Hook of a branch pipeline's status
+// (see jobs.go).
+func (s *Server) pipelineEvent(p *project, pl *pipeline) {
 	s.emit(p, "pipeline_events", "Pipeline Hook", map[string]any{"object_kind": "pipeline",
-		"object_attributes": map[string]any{"id": c.pipeline, "ref": branch, "tag": false, "sha": sha, "status": "success",
-			"source": "push"},
-		"merge_request": nil, "project": s.projectPayload(p), "commit": map[string]any{"id": sha}})
+		"object_attributes": map[string]any{"id": pl.id, "iid": pl.iid, "name": nil, "ref": pl.ref, "tag": false, "sha": pl.sha,
+			"before_sha": pl.beforeSHA, "source": pl.source, "status": pl.status, "detailed_status": pl.status,
+			"stages": stages(pl), "created_at": hookTime(pl.createdAt), "finished_at": hookTime(pl.finishedAt),
+			"duration": seconds(pl.startedAt, pl.finishedAt), "queued_duration": nil, "variables": []any{},
+			"url": fmt.Sprintf("%s/%s/-/pipelines/%d", s.URL, p.path, pl.id)},
+		"merge_request": nil, "user": map[string]any{"id": s.userID(s.User), "name": s.User, "username": s.User},
+		"project": s.projectPayload(p), "commit": map[string]any{"id": pl.sha, "url": s.URL + "/" + p.path + "/-/commit/" + pl.sha},
+		"builds": s.builds(pl), "source_pipeline": nil})
 }

@@ -61,7 +61,7 @@ func (mr *mergeRequest) reloadDiff(p *project) {
 func (s *Server) moveBranch(p *project, branch, sha string) {
 	oldrev := p.branches[branch]
 	p.branches[branch] = sha
-	s.pipelineEvent(p, branch, sha)
+	s.runPipeline(p, branch, sha, oldrev)
 	for _, mr := range p.mrs {
 		if mr.state != "opened" {
 			continue
@@ -87,7 +87,14 @@ func (s *Server) detailedMergeStatus(p *project, mr *mergeRequest) string {
 	if !mr.checked {
 		return "checking"
 	}
-	if status := s.gitMergeStatus(p, mr); status != "mergeable" || !mr.changesRequested() {
+	status := s.gitMergeStatus(p, mr)
+	if status == "commits_status" {
+		return status
+	}
+	if ci := s.ciMergeStatus(p, mr); ci != "" {
+		return ci // GitLab checks CI before conflicts and rebases
+	}
+	if status != "mergeable" || !mr.changesRequested() {
 		return status
 	}
 	// Requested changes block the merge (GitLab 17.x), and show only once
@@ -335,7 +342,7 @@ func (s *Server) acceptMR(r *http.Request, p *project, mr *mergeRequest) (int, a
 		return 0, nil, fail(405, "405 Method Not Allowed")
 	}
 	mr.checked = true
-	if mr.changesRequested() {
+	if mr.changesRequested() || s.ciMergeStatus(p, mr) != "" {
 		return 0, nil, fail(405, "405 Method Not Allowed")
 	}
 	switch s.gitMergeStatus(p, mr) {
@@ -389,8 +396,8 @@ func (s *Server) mrJSON(p *project, mr *mergeRequest, full bool) map[string]any 
 		status := s.detailedMergeStatus(p, mr)
 		out["has_conflicts"] = status == "conflict"
 		out["diff_refs"] = map[string]any{"base_sha": mr.baseSHA, "head_sha": head, "start_sha": mr.startSHA}
-		if c := p.commits[head]; c != nil && mr.state == "opened" {
-			out["head_pipeline"] = map[string]any{"id": c.pipeline, "sha": c.sha, "ref": mr.source, "status": "success"}
+		if pl := s.headPipeline(p, mr); pl != nil && mr.state == "opened" {
+			out["head_pipeline"] = s.pipelineJSON(p, pl, true)
 		}
 	}
 	return out

@@ -29,6 +29,9 @@
 //     who approve as themselves, with the sha pinned (409 when the head
 //     moved, 401 for a second approval), and are made reviewers with
 //     reviewer_ids;
+//   - branch pipelines on every push, with the jobs a test gives them,
+//     run and retried as GitLab does, their Pipeline and Job Hooks, and
+//     only_allow_merge_if_pipeline_succeeds (see jobs.go);
 //   - notes on issues and merge requests, with the quick actions /close
 //     and, for a reviewer of the merge request, /request_changes run and
 //     dropped from the text as GitLab does (202 when nothing is left).
@@ -76,6 +79,8 @@ type Server struct {
 	seq      int
 	now      func() time.Time
 
+	jobSeq int64 // the last job's sequence number (jobs.go)
+
 	hooks  *deliverer
 	users  map[string]int    // username → id, for payloads that name users by id
 	tokens map[string]string // token → username
@@ -92,6 +97,11 @@ type project struct {
 	mrs           []*mergeRequest
 	issues        []*issue
 	notes         int64
+	// CI (jobs.go): pipelines by creation, the jobs a new one runs, and
+	// only_allow_merge_if_pipeline_succeeds.
+	pipelines                        []*pipeline
+	ciJobs                           []JobSpec
+	onlyAllowMergeIfPipelineSucceeds bool
 }
 
 // New starts a server; Close stops it.
@@ -252,6 +262,10 @@ func (s *Server) route(r *http.Request, parts []string) (int, any, *apiError) {
 		return s.projectHooks(r, p, rest[1:])
 	case len(rest) > 0 && rest[0] == "issues":
 		return s.issues(r, p, rest[1:])
+	case len(rest) > 0 && rest[0] == "pipelines":
+		return s.pipelines(r, p, rest[1:])
+	case len(rest) > 0 && rest[0] == "jobs":
+		return s.jobs(r, p, rest[1:])
 	}
 	return 0, nil, fail(404, "404 Not Found")
 }
@@ -270,13 +284,15 @@ func (s *Server) project(id string) *project {
 
 func (s *Server) projectJSON(p *project) map[string]any {
 	return map[string]any{"id": p.id, "path_with_namespace": p.path, "default_branch": p.defaultBranch,
-		"merge_method": p.mergeMethod, "web_url": s.URL + "/" + p.path}
+		"merge_method": p.mergeMethod, "web_url": s.URL + "/" + p.path,
+		"only_allow_merge_if_pipeline_succeeds": p.onlyAllowMergeIfPipelineSucceeds}
 }
 
 // editProject answers PUT /projects/:id for the settings the tests change.
 func (s *Server) editProject(r *http.Request, p *project) (int, any, *apiError) {
 	var req struct {
-		MergeMethod *string `json:"merge_method"`
+		MergeMethod                      *string `json:"merge_method"`
+		OnlyAllowMergeIfPipelineSucceeds *bool   `json:"only_allow_merge_if_pipeline_succeeds"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		return 0, nil, fail(400, "400 Bad request - "+err.Error())
@@ -291,6 +307,9 @@ func (s *Server) editProject(r *http.Request, p *project) (int, any, *apiError) 
 		for _, mr := range p.mrs {
 			mr.checked = false // the merge method changes what is mergeable
 		}
+	}
+	if req.OnlyAllowMergeIfPipelineSucceeds != nil {
+		p.onlyAllowMergeIfPipelineSucceeds = *req.OnlyAllowMergeIfPipelineSucceeds
 	}
 	return 200, s.projectJSON(p), nil
 }

@@ -378,7 +378,7 @@ func (s *Server) pipelineEvent(p *project, pl *pipeline) {
 		"object_attributes": map[string]any{"id": pl.id, "iid": pl.iid, "name": nil, "ref": pl.ref, "tag": false, "sha": pl.sha,
 			"before_sha": pl.beforeSHA, "source": pl.source, "status": pl.status, "detailed_status": pl.status,
 			"stages": stages(pl), "created_at": hookTime(pl.createdAt), "finished_at": hookTime(pl.finishedAt),
-			"duration": seconds(pl.startedAt, pl.finishedAt), "queued_duration": nil, "variables": []any{},
+			"duration": wholeSeconds(pl.startedAt, pl.finishedAt), "queued_duration": nil, "variables": []any{},
 			"url": fmt.Sprintf("%s/%s/-/pipelines/%d", s.URL, p.path, pl.id)},
 		"merge_request": nil, "user": map[string]any{"id": s.userID(s.User), "name": s.User, "username": s.User},
 		"project": s.projectPayload(p), "commit": map[string]any{"id": pl.sha, "url": s.URL + "/" + p.path + "/-/commit/" + pl.sha},

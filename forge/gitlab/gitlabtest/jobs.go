@@ -337,6 +337,15 @@ func seconds(from, to time.Time) any {
 	return to.Sub(from).Seconds()
 }
 
+// wholeSeconds is a pipeline's duration: whole seconds, as GitLab keeps
+// it (a job's is fractional).
+func wholeSeconds(from, to time.Time) any {
+	if from.IsZero() || to.IsZero() {
+		return nil
+	}
+	return int64(to.Sub(from).Seconds())
+}
+
 func (s *Server) detailedStatus(p *project, path, status string) map[string]any {
 	return map[string]any{"icon": "status_" + status, "text": status, "label": status, "group": status, "tooltip": status,
 		"has_details": true, "details_path": "/" + p.path + path}
@@ -356,7 +365,7 @@ func (s *Server) pipelineJSON(p *project, pl *pipeline, full bool) map[string]an
 		out["started_at"] = timeJSON(pl.startedAt)
 		out["finished_at"] = timeJSON(pl.finishedAt)
 		out["committed_at"] = nil
-		out["duration"] = seconds(pl.startedAt, pl.finishedAt)
+		out["duration"] = wholeSeconds(pl.startedAt, pl.finishedAt)
 		out["queued_duration"] = nil
 		out["coverage"] = nil
 		out["detailed_status"] = s.detailedStatus(p, fmt.Sprintf("/-/pipelines/%d", pl.id), pl.status)
@@ -481,7 +490,7 @@ func (s *Server) jobEvent(p *project, j *job) {
 		"build_failure_reason": reason, "pipeline_id": pl.id, "project_id": p.id, "project_name": p.path, "user": user,
 		"commit": map[string]any{"id": pl.id, "name": nil, "sha": pl.sha, "message": "", "author_name": s.User,
 			"author_email": "[REDACTED]", "author_url": s.URL + "/" + s.User, "status": pl.status,
-			"duration": seconds(pl.startedAt, pl.finishedAt), "started_at": hookTime(pl.startedAt),
+			"duration": wholeSeconds(pl.startedAt, pl.finishedAt), "started_at": hookTime(pl.startedAt),
 			"finished_at": hookTime(pl.finishedAt)},
 		"repository": map[string]any{"name": p.path, "url": s.URL + "/" + p.path + ".git", "homepage": s.URL + "/" + p.path,
 			"git_http_url": s.URL + "/" + p.path + ".git", "visibility_level": 20},

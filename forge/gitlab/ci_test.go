@@ -15,6 +15,7 @@ import (
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge/forgetest"
 	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/forge/gitlab/gitlabtest"
 )
@@ -368,4 +369,32 @@ func TestJobAndPipelineHooksFollowTheRun(t *testing.T) {
 	if commit["id"] != float64(pipeline) || commit["sha"] != c.SHA || project["path_with_namespace"] != "g/p" || raw[2]["object_kind"] != "build" {
 		t.Errorf("Job Hook commit %v, project %v, object_kind %v: commit.id must be the pipeline id", commit, project, raw[2]["object_kind"])
 	}
+}
+
+func TestCIJobsConformanceOnAGitLabShapedServer(t *testing.T) {
+	srv := gitlabtest.New()
+	t.Cleanup(srv.Close)
+	f, err := gitlab.New(srv.URL, srv.Token, gitlab.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	forgetest.RunCIJobs(t, func(t *testing.T) forgetest.CIProject {
+		n++
+		path := fmt.Sprintf("group/ci-%d", n)
+		srv.CreateProject(path)
+		return forgetest.CIProject{Forge: f, Path: path, FailedJob: func(t *testing.T, name, log string) (string, int64, int64) {
+			t.Helper()
+			srv.SetPipelineJobs(path, gitlabtest.JobSpec{Name: name, Stage: "test"})
+			c, err := f.CommitFiles(context.Background(), wq.CommitRequest{Project: path, Base: "main", Branch: "wq/ci", Message: "m",
+				Changes: []wq.FileChange{{Action: "create", Path: "ci.txt", Content: []byte("ci\n")}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pipeline := srv.Pipelines(path, c.SHA)[0]
+			job := srv.PipelineJobs(path, pipeline)[0].ID
+			srv.FinishJob(path, job, "failed", "script_failure", log)
+			return c.SHA, pipeline, job
+		}}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -487,7 +488,7 @@ func (s *Server) jobEvent(p *project, j *job) {
 		"build_created_at": hookTime(j.createdAt), "build_started_at": hookTime(j.startedAt),
 		"build_finished_at": hookTime(j.finishedAt), "build_duration": seconds(j.startedAt, j.finishedAt),
 		"build_queued_duration": seconds(j.createdAt, j.startedAt), "build_allow_failure": j.allowFailure,
-		"build_failure_reason": reason, "pipeline_id": pl.id, "project_id": p.id, "project_name": p.path, "user": user,
+		"build_failure_reason": reason, "pipeline_id": pl.id, "project_id": p.id, "project_name": strings.ReplaceAll(p.path, "/", " / "), "user": user,
 		"commit": map[string]any{"id": pl.id, "name": nil, "sha": pl.sha, "message": "", "author_name": s.User,
 			"author_email": "[REDACTED]", "author_url": s.URL + "/" + s.User, "status": pl.status,
 			"duration": wholeSeconds(pl.startedAt, pl.finishedAt), "started_at": hookTime(pl.startedAt),

@@ -131,6 +131,8 @@ type ciEvent struct {
 	// mergeRefOf is the merge request whose merge ref the pipeline ran on
 	// (GitLab merged results, merge trains): sha is GitLab's merge commit.
 	mergeRefOf int64
+	// job is the failed job a job event tells of, for the herder.
+	job *wq.CIJob
 }
 
 // onCIEvent asks for a reconcile now when CI news can change what the
@@ -154,8 +156,32 @@ func (x *executors) onCIEvent(ctx context.Context, item *wq.Item, e ciEvent) (wq
 		return wq.EventResult{Trigger: trigger}, nil
 	}
 	detail, _ := json.Marshal(ReconcileDetail{PipelineID: e.pipelineID, SHA: d.HeadSHA, Status: e.status})
-	return wq.EventResult{Trigger: trigger, Dimensions: []wq.DimensionUpdate{{
-		DimensionKey: wq.DimensionKey{Dimension: DimReconcile}, Status: wq.StatusTrue, Detail: detail}}}, nil
+	dims := []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: DimReconcile}, Status: wq.StatusTrue, Detail: detail}}
+	if f := x.Forges[d.Forge]; e.failed && e.job != nil && f != nil && x.herds(f) {
+		dims = append(dims, x.recordFailedJob(item, *e.job))
+		trigger["job_id"], trigger["job"] = e.job.ID, e.job.Name
+	}
+	return wq.EventResult{Trigger: trigger, Dimensions: dims}, nil
+}
+
+// eventTime reads a time as the forges write them in payloads: RFC 3339,
+// or GitLab's "2006-01-02 15:04:05 UTC"; zero when it does not read.
+func eventTime(s string) time.Time {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05 MST", "2006-01-02 15:04:05 -0700"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
+}
+
+// finishedAt is when a failed job finished: the payload's time, or when
+// its event was received if the payload says nothing that reads.
+func finishedAt(payload string, ev *wq.Event) time.Time {
+	if t := eventTime(payload); !t.IsZero() {
+		return t
+	}
+	return ev.ReceivedAt.UTC()
 }
 
 // onGiteaStatus reads a commit status. Statuses have no pipeline id.
@@ -197,16 +223,26 @@ func (x *executors) onGiteaWorkflowJob(ctx context.Context, item *wq.Item, ev *w
 	var p struct {
 		Action string `json:"action"`
 		Job    struct {
-			RunID      int64  `json:"run_id"`
-			HeadSHA    string `json:"head_sha"`
-			Conclusion string `json:"conclusion"`
+			ID          int64  `json:"id"`
+			Name        string `json:"name"`
+			RunID       int64  `json:"run_id"`
+			RunAttempt  int    `json:"run_attempt"`
+			HeadSHA     string `json:"head_sha"`
+			Conclusion  string `json:"conclusion"`
+			CompletedAt string `json:"completed_at"`
+			HTMLURL     string `json:"html_url"`
 		} `json:"workflow_job"`
 	}
 	if err := json.Unmarshal(ev.Body, &p); err != nil {
 		return wq.EventResult{}, fmt.Errorf("workflow_job event: %w", err)
 	}
-	return x.onCIEvent(ctx, item, ciEvent{kind: "job", pipelineID: p.Job.RunID, sha: p.Job.HeadSHA, status: p.Job.Conclusion,
-		failed: p.Action == "completed" && p.Job.Conclusion == "failure"})
+	e := ciEvent{kind: "job", pipelineID: p.Job.RunID, sha: p.Job.HeadSHA, status: p.Job.Conclusion,
+		failed: p.Action == "completed" && p.Job.Conclusion == "failure"}
+	if e.failed && p.Job.ID > 0 {
+		e.job = &wq.CIJob{ID: p.Job.ID, PipelineID: p.Job.RunID, Name: p.Job.Name, Status: wq.CIJobFailed,
+			Retries: max(p.Job.RunAttempt-1, 0), FinishedAt: finishedAt(p.Job.CompletedAt, ev), URL: p.Job.HTMLURL}
+	}
+	return x.onCIEvent(ctx, item, e)
 }
 
 // gitlabPipelineFinal are the pipeline states GitLab does not leave on
@@ -248,13 +284,25 @@ func (x *executors) onGitLabPipeline(ctx context.Context, item *wq.Item, ev *wq.
 // decides).
 func (x *executors) onGitLabJob(ctx context.Context, item *wq.Item, ev *wq.Event) (wq.EventResult, error) {
 	var p struct {
-		PipelineID int64  `json:"pipeline_id"`
-		SHA        string `json:"sha"`
-		Status     string `json:"build_status"`
+		PipelineID    int64  `json:"pipeline_id"`
+		SHA           string `json:"sha"`
+		Status        string `json:"build_status"`
+		ID            int64  `json:"build_id"`
+		Name          string `json:"build_name"`
+		Stage         string `json:"build_stage"`
+		FailureReason string `json:"build_failure_reason"`
+		FinishedAt    string `json:"build_finished_at"`
+		AllowFailure  bool   `json:"build_allow_failure"`
+		Retries       int    `json:"retries_count"`
 	}
 	if err := json.Unmarshal(ev.Body, &p); err != nil {
 		return wq.EventResult{}, fmt.Errorf("job event: %w", err)
 	}
-	return x.onCIEvent(ctx, item, ciEvent{kind: "job", pipelineID: p.PipelineID, sha: p.SHA, status: p.Status,
-		failed: p.Status == "failed"})
+	e := ciEvent{kind: "job", pipelineID: p.PipelineID, sha: p.SHA, status: p.Status, failed: p.Status == "failed"}
+	// A job allowed to fail does not keep the pipeline from passing.
+	if e.failed && p.ID > 0 && !p.AllowFailure {
+		e.job = &wq.CIJob{ID: p.ID, PipelineID: p.PipelineID, Name: p.Name, Stage: p.Stage, Status: wq.CIJobFailed,
+			FailureReason: p.FailureReason, Retries: max(p.Retries, 0), FinishedAt: finishedAt(p.FinishedAt, ev)}
+	}
+	return x.onCIEvent(ctx, item, e)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/herder"
 )
 
 // Actions of the mr type.
@@ -19,6 +20,7 @@ const (
 	ActPostDashboard  = "post_dashboard"
 	ActReconcileMR    = "reconcile_mr"
 	ActCloseMR        = "close_mr"
+	ActRetryCIJobs    = "retry_ci_jobs"
 )
 
 // Reasons an mr item reaches a terminal phase.
@@ -56,6 +58,10 @@ type Options struct {
 	// Assignments is the control plane's gate for items submitted for an
 	// assignment; nil on an instance without one.
 	Assignments Assignments
+	// Herder decides which failed CI jobs of a merge request's head are
+	// retried (the herder section of the configuration); nil: none are,
+	// and failed jobs are not recorded.
+	Herder *herder.Herder
 	// Log receives what the executors cannot report through an item's
 	// state (a branch the forge would not delete); nil: slog.Default().
 	Log *slog.Logger
@@ -90,6 +96,7 @@ func Type(opts Options) wq.ItemType {
 			ActPostDashboard:  x.postDashboard,
 			ActReconcileMR:    x.reconcileMR,
 			ActCloseMR:        x.closeMR,
+			ActRetryCIJobs:    x.retryCIJobs,
 		},
 		EventHandlers:   x.eventHandlers(),
 		CancelDimension: DimClose,
@@ -100,8 +107,9 @@ func Type(opts Options) wq.ItemType {
 // cancel comes before anything else: nothing is pushed or merged for an
 // item being wound down. Otherwise a missing dimension row means the
 // action is needed (DDR-48); ensure_mr comes first, so the later actions
-// only run once the merge request exists. needs_ci_retry is not offered
-// yet.
+// only run once the merge request exists. needs_ci_retry is, like the
+// cancel, needed only once a row says so: a missing row means no job
+// failed.
 func Decide(item *wq.Item, now time.Time) string {
 	if item.Phase != wq.PhaseActive {
 		return ""
@@ -115,6 +123,8 @@ func Decide(item *wq.Item, now time.Time) string {
 		return ActEnsureMR
 	case dims.Needs(DimEmptyCheck, "", now):
 		return ActCheckEmptyDiff
+	case ciRetryDue(dims, now):
+		return ActRetryCIJobs
 	case dims.Needs(DimDashboard, "", now):
 		return ActPostDashboard
 	case dims.Needs(DimReconcile, "", now):

@@ -30,7 +30,12 @@ func compilePattern(source string) (pattern, error) {
 		if expr == "" {
 			return pattern{}, errors.New("the empty regex // matches everything")
 		}
-		// Multi-line, so that ^ and $ anchor at the log's line breaks.
+		// Checked as written, so that an error quotes the author's
+		// expression, then compiled multi-line, so that ^ and $ anchor at
+		// the log's line breaks.
+		if _, err := regexp.Compile(expr); err != nil {
+			return pattern{}, fmt.Errorf("invalid regex %s: %v", source, err)
+		}
 		re, err := regexp.Compile("(?m)" + expr)
 		if err != nil {
 			return pattern{}, fmt.Errorf("invalid regex %s: %v", source, err)

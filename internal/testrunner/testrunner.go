@@ -260,20 +260,19 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // run runs one task through the script and reports its log and result.
-// When ctx ends meanwhile the task is reported cancelled, with a context
-// of its own.
+// When ctx ends while the script runs, the task is reported cancelled.
 func (r *Runner) run(ctx context.Context, pt *runnerv1.Task) error {
 	started := time.Now()
 	t := taskOf(pt)
 	t.log = &logSender{client: r.client, task: pt.Id}
 	out := r.cfg.Script(ctx, t)
-	report := ctx
 	if ctx.Err() != nil {
 		out.Result = Cancelled
-		var cancel context.CancelFunc
-		report, cancel = context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
 	}
+	// The outcome is reported even when the runner stops meanwhile: a
+	// task left running would hold its job until Gitea's zombie timeout.
+	report, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	if err := t.log.send(report, out.Log, true); err != nil {
 		return fmt.Errorf("testrunner: log of task %d: %w", pt.Id, err)
 	}

@@ -190,6 +190,10 @@ func Register(ctx context.Context, cfg Config) (*Runner, error) {
 	base := cfg.URL + "/api/actions"
 	if _, err := pingv1connect.NewPingServiceClient(cfg.HTTPClient, base).
 		Ping(ctx, connect.NewRequest(&pingv1.PingRequest{Data: cfg.Name})); err != nil {
+		if connect.CodeOf(err) == connect.CodeUnimplemented {
+			// Gitea serves /api/actions only with Actions enabled.
+			return nil, fmt.Errorf("testrunner: %s has Gitea Actions off ([actions] ENABLED = true; a Gitea that scripts/gitea starts has it on): %w", cfg.URL, err)
+		}
 		return nil, fmt.Errorf("testrunner: ping %s: %w", base, err)
 	}
 	r := &Runner{cfg: cfg}

@@ -58,6 +58,8 @@ type Config struct {
 	// Incidents configures the incident bridge: which monitoring
 	// projects' alerts become issues where (config/incidents.go).
 	Incidents Incidents `yaml:"incidents"`
+	// Herder configures the CI job retry herder (config/herder.go).
+	Herder Herder `yaml:"herder"`
 }
 
 // Processing tunes the engine; see engine.Config for each field's meaning.
@@ -149,6 +151,7 @@ func Default() Config {
 			ReconcileInterval:    Duration(30 * time.Minute),
 			MergeRecheckInterval: Duration(time.Minute),
 			EmptyCheckInterval:   Duration(30 * time.Minute),
+			NoteMinInterval:      Duration(time.Minute),
 			ManagedLabel:         "managed-by-workqueue",
 		},
 		ControlPlane: defaultControlPlane(),
@@ -288,6 +291,7 @@ func (c Config) Validate() error {
 	c.validateAuth(bad)
 	c.validateControlPlane(bad)
 	c.validateIncidents(bad)
+	c.Herder.validate(bad)
 	return errors.Join(errs...)
 }
 

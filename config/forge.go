@@ -84,7 +84,10 @@ type MR struct {
 	ReconcileInterval    Duration `yaml:"reconcile_interval"`
 	MergeRecheckInterval Duration `yaml:"merge_recheck_interval"`
 	EmptyCheckInterval   Duration `yaml:"empty_check_interval"`
-	ManagedLabel         string   `yaml:"managed_label"`
+	// NoteMinInterval is the least time between two edits of the status
+	// note on a merge request.
+	NoteMinInterval Duration `yaml:"note_min_interval"`
+	ManagedLabel    string   `yaml:"managed_label"`
 }
 
 var forgeName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -136,6 +139,9 @@ func (c Config) validateForges(bad func(field, format string, args ...any)) {
 	}
 	if c.MR.ReconcileInterval < Duration(minInterval) || c.MR.MergeRecheckInterval < Duration(minInterval) || c.MR.EmptyCheckInterval < Duration(minInterval) {
 		bad("mr", "reconcile_interval, merge_recheck_interval and empty_check_interval must be at least %s", minInterval)
+	}
+	if c.MR.NoteMinInterval < 0 {
+		bad("mr.note_min_interval", "must not be negative")
 	}
 	if strings.ContainsAny(c.MR.ManagedLabel, ",\n") || len(c.MR.ManagedLabel) > 100 {
 		bad("mr.managed_label", "want a label name without commas, got %q", c.MR.ManagedLabel)

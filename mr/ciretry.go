@@ -196,7 +196,7 @@ func (x *executors) retryCIJobs(ctx context.Context, ex *wq.Execution) error {
 			decide(j, CIOutcomeNoMatch, "", v.Why, 0)
 			continue
 		case !v.Retry:
-			decide(j, CIOutcomeLimit, v.Matcher, fmt.Sprintf("%s; retried %d of %d times", v.Why, job.Retries, v.RetryLimit), 0)
+			decide(j, CIOutcomeLimit, v.Matcher, v.Why, 0)
 			continue
 		}
 		newID, err := ci.RetryJob(ctx, d.Project, job.PipelineID, job.ID)

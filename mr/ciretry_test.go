@@ -205,7 +205,7 @@ func TestTheRetryLimitStopsRetrying(t *testing.T) {
 		t.Errorf("read the log %d times though the failure reason settled it", n)
 	}
 	_, detail := ciDecisions(t, mustItem(h, it.ID))
-	if len(detail.Decisions) != 1 || detail.Decisions[0].Outcome != mr.CIOutcomeLimit || !strings.Contains(detail.Decisions[0].Why, "2 of 2") {
+	if len(detail.Decisions) != 1 || detail.Decisions[0].Outcome != mr.CIOutcomeLimit || !strings.Contains(detail.Decisions[0].Why, "limit") {
 		t.Fatalf("decisions %+v, want the limit", detail.Decisions)
 	}
 }

@@ -22,6 +22,8 @@ type fakeForge struct {
 	mrs      []*fakeMR
 	notes    int64
 	seq      int
+	// noteBodies are the notes' bodies by id, as last written.
+	noteBodies map[int64]string
 
 	// blocker is what an open merge request reports when nothing else
 	// blocks it; MergeClear: mergeable.
@@ -409,12 +411,27 @@ func (f *fakeForge) CreateNote(_ context.Context, _ string, number int64, body s
 	}
 	m.notes = append(m.notes, body)
 	f.notes++
+	if f.noteBodies == nil {
+		f.noteBodies = map[int64]string{}
+	}
+	f.noteBodies[f.notes] = body
 	return f.notes, nil
 }
 
-func (f *fakeForge) UpdateNote(context.Context, string, int64, int64, string) error {
+func (f *fakeForge) UpdateNote(_ context.Context, _ string, _, noteID int64, body string) error {
 	defer f.call("UpdateNote")()
+	if _, ok := f.noteBodies[noteID]; !ok {
+		return fakeError(wq.ForgeNotFound, 404, "update note", "no such note")
+	}
+	f.noteBodies[noteID] = body
 	return nil
+}
+
+// noteBody is a note's body as last written.
+func (f *fakeForge) noteBody(id int64) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.noteBodies[id]
 }
 
 func (f *fakeForge) ListProjects(context.Context) ([]string, error) {

@@ -58,6 +58,9 @@ type Options struct {
 	// Assignments is the control plane's gate for items submitted for an
 	// assignment; nil on an instance without one.
 	Assignments Assignments
+	// NoteMinInterval is the least time between two edits of the status
+	// note (mr.note_min_interval; default 1m).
+	NoteMinInterval time.Duration
 	// Herder decides which failed CI jobs of a merge request's head are
 	// retried (the herder section of the configuration); nil: none are,
 	// and failed jobs are not recorded.
@@ -76,6 +79,9 @@ func (o *Options) defaults() {
 	}
 	if o.EmptyCheckInterval <= 0 {
 		o.EmptyCheckInterval = 30 * time.Minute
+	}
+	if o.NoteMinInterval <= 0 {
+		o.NoteMinInterval = time.Minute
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -125,7 +131,7 @@ func Decide(item *wq.Item, now time.Time) string {
 		return ActCheckEmptyDiff
 	case ciRetryDue(dims, now):
 		return ActRetryCIJobs
-	case dims.Needs(DimDashboard, "", now):
+	case noteDue(item, now):
 		return ActPostDashboard
 	case dims.Needs(DimReconcile, "", now):
 		return ActReconcileMR
@@ -449,28 +455,4 @@ func (x *executors) ensureMergeRequest(ctx context.Context, f wq.Forge, id wq.It
 
 func (x *executors) recordState(ctx context.Context, ex *wq.Execution, s ForgeState) error {
 	return x.Store.RecordForgeState(ctx, ex.Lease, s, ex.Now)
-}
-
-// postDashboard leaves a note on the merge request that links to the item.
-func (x *executors) postDashboard(ctx context.Context, ex *wq.Execution) error {
-	d, f, err := x.load(ctx, ex.Item)
-	if err != nil {
-		return err
-	}
-	if d.NoteID == 0 {
-		link := ex.Item.ID.String()
-		if x.PublicURL != "" {
-			link = fmt.Sprintf("[%s](%s/api/v1/items/%s)", ex.Item.ID, x.PublicURL, ex.Item.ID)
-		}
-		id, err := f.CreateNote(ctx, d.Project, d.MRNumber, "workqueue manages this merge request: item "+link+".")
-		if err != nil {
-			return forgeFailure("post the dashboard note", err)
-		}
-		state := d.ForgeState()
-		state.NoteID = id
-		if err := x.recordState(ctx, ex, state); err != nil {
-			return err
-		}
-	}
-	return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{dim(DimDashboard, wq.StatusFalse, time.Time{})}})
 }

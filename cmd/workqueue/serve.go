@@ -119,10 +119,16 @@ func (m *Main) Run(ctx context.Context) error {
 	// A change submitted for an assignment passes the control plane's
 	// gate, at submission and before each forge write.
 	assignments := mrgate.New(cps, forges)
+	herd, err := m.Config.Herder.Compile() // nil when no herder is configured
+	if err != nil {
+		return err
+	}
 	mrType := mr.Type(mr.Options{Store: mrs, Forges: forges, PublicURL: m.Config.PublicURL, Log: m.Log, Assignments: assignments,
 		ReconcileInterval:    time.Duration(m.Config.MR.ReconcileInterval),
 		MergeRecheckInterval: time.Duration(m.Config.MR.MergeRecheckInterval),
 		EmptyCheckInterval:   time.Duration(m.Config.MR.EmptyCheckInterval),
+		NoteMinInterval:      time.Duration(m.Config.MR.NoteMinInterval),
+		Herder:               herd,
 		DeleteSourceBranch: func(forge, project string) bool {
 			p, ok := m.Config.ProjectFor(forge, project)
 			return !ok || p.DeletesSourceBranch()

@@ -1,0 +1,206 @@
+package mr
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/controlplane/redact"
+)
+
+// The status note (DDR-45, DESIGN section 6): one note on the merge
+// request, rendered from the item's live state and edited, never posted
+// again, when that state changes, at most once per NoteMinInterval.
+
+// NoteDetail is needs_dashboard's detail: the state the note shows (a
+// hash of its item-derived part) and when it may next be edited.
+type NoteDetail struct {
+	Hash      string    `json:"hash"`
+	EditAfter time.Time `json:"edit_after"`
+}
+
+// noteDue reports whether post_dashboard should run at now: the note is
+// not posted yet (a missing row), the row asks for it, or the item's
+// state differs from what the note shows and the note may be edited.
+func noteDue(item *wq.Item, now time.Time) bool {
+	row, ok := item.Dimensions[wq.DimensionKey{Dimension: DimDashboard}]
+	if !ok || item.Dimensions.Needs(DimDashboard, "", now) {
+		return true
+	}
+	var nd NoteDetail
+	if len(row.Detail) == 0 || json.Unmarshal(row.Detail, &nd) != nil || nd.Hash == "" {
+		return false // a note of before the status note: a link, left as it is
+	}
+	return nd.Hash != noteHash(item) && !now.Before(nd.EditAfter)
+}
+
+// noteState is the part of the note the item alone decides; its hash
+// says whether the note shows the current state.
+func noteState(item *wq.Item) []string {
+	lines := []string{"| Phase | " + cell(string(item.Phase)+reasonSuffix(item.Reason)) + " |"}
+	for _, dm := range []struct{ name, what string }{
+		{DimMR, "Commit and merge request"},
+		{DimEmptyCheck, "Check that the target lacks the change"},
+		{DimCIRetry, "Failed CI jobs to retry"},
+		{DimReconcile, "Merge"},
+	} {
+		lines = append(lines, fmt.Sprintf("| %s | %s |", dm.what, cell(dimensionWords(item, dm.name))))
+	}
+	if ci := ciRetryDetail(item); len(ci.Decisions) > 0 {
+		retried := 0
+		for _, d := range ci.Decisions {
+			if d.Outcome == CIOutcomeRetried {
+				retried++
+			}
+		}
+		last := ci.Decisions[len(ci.Decisions)-1]
+		lines = append(lines, fmt.Sprintf("| CI retries | %d made; last: job %s (%d) %s: %s |", retried, cell(last.Name), last.JobID,
+			cell(last.Outcome), cell(last.Why)))
+	}
+	if item.Error != "" {
+		lines = append(lines, "| Last error | "+cell(item.Error)+" |")
+	}
+	return lines
+}
+
+func reasonSuffix(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return " (" + reason + ")"
+}
+
+// dimensionWords says what one dimension waits for, in words that do not
+// change with every look (no times), so that a backoff edits nothing.
+func dimensionWords(item *wq.Item, name string) string {
+	row, ok := item.Dimensions[wq.DimensionKey{Dimension: name}]
+	switch {
+	case !ok && (name == DimCIRetry || name == DimClose):
+		return "nothing to do"
+	case !ok:
+		return "to do"
+	case name == DimReconcile:
+		if b := reconcileDetail(item).Blocker; b != "" {
+			return "waiting: " + b
+		}
+	case name == DimCIRetry && row.Status == wq.StatusTrue:
+		return fmt.Sprintf("%d failed job(s) waiting for their retry delay", len(ciRetryDetail(item).Jobs))
+	}
+	switch {
+	case row.Status == wq.StatusFalse:
+		return "done"
+	case !row.PendingUntil.IsZero():
+		return "scheduled"
+	}
+	return "to do"
+}
+
+func noteHash(item *wq.Item) string {
+	sum := sha256.Sum256([]byte(strings.Join(noteState(item), "\n")))
+	return hex.EncodeToString(sum[:8])
+}
+
+// maxCell bounds one table cell: an error can be long.
+const maxCell = 300
+
+// cell makes s safe in one markdown table cell: one line, no pipe, no
+// secret, bounded.
+func cell(s string) string {
+	s = redact.Text(s)
+	s = strings.NewReplacer("\r", " ", "\n", " ", "|", "\\|", "<", "&lt;", ">", "&gt;").Replace(s)
+	if len(s) > maxCell {
+		s = s[:maxCell] + "…"
+	}
+	return s
+}
+
+// RenderNote is the status note's body for item with detail d; link is
+// the item's page on the dashboard ("" when the service has no public
+// URL).
+func RenderNote(item *wq.Item, d *Detail, link string) string {
+	var b strings.Builder
+	b.WriteString("**workqueue** drives this merge request")
+	if link != "" {
+		fmt.Fprintf(&b, ": [item %s](%s)", item.ID, link)
+	} else {
+		fmt.Fprintf(&b, " as item `%s`", item.ID)
+	}
+	b.WriteString(".\n\n| | |\n|---|---|\n")
+	if d.HeadSHA != "" {
+		head := d.HeadSHA[:min(len(d.HeadSHA), 12)]
+		if d.HeadPipelineID != 0 {
+			fmt.Fprintf(&b, "| Head | `%s`, pipeline %d |\n", head, d.HeadPipelineID)
+		} else {
+			fmt.Fprintf(&b, "| Head | `%s` |\n", head)
+		}
+	}
+	for _, l := range noteState(item) {
+		b.WriteString(l + "\n")
+	}
+	b.WriteString("\n<sub>This note is edited as the item moves on.</sub>\n")
+	return b.String()
+}
+
+// itemLink is the item's page on the dashboard.
+func (x *executors) itemLink(id wq.ItemID) string {
+	if x.PublicURL == "" {
+		return ""
+	}
+	return strings.TrimRight(x.PublicURL, "/") + "/ui/items/" + id.String()
+}
+
+// postDashboard posts the status note once, then edits it to the item's
+// current state: at most once per NoteMinInterval, and only when that
+// state changed. A note someone deleted is posted again.
+func (x *executors) postDashboard(ctx context.Context, ex *wq.Execution) error {
+	d, f, err := x.load(ctx, ex.Item)
+	if err != nil {
+		return err
+	}
+	body := RenderNote(ex.Item, d, x.itemLink(ex.Item.ID))
+	hash := noteHash(ex.Item)
+	var nd NoteDetail
+	if row, ok := ex.Item.Dimensions[wq.DimensionKey{Dimension: DimDashboard}]; ok && len(row.Detail) > 0 {
+		_ = json.Unmarshal(row.Detail, &nd)
+	}
+	if d.NoteID != 0 && nd.Hash == hash {
+		return x.noteWritten(ctx, ex, nd, false)
+	}
+	if d.NoteID != 0 {
+		err := f.UpdateNote(ctx, d.Project, d.MRNumber, d.NoteID, body)
+		if err == nil {
+			return x.noteWritten(ctx, ex, NoteDetail{Hash: hash, EditAfter: ex.Now.Add(x.NoteMinInterval)}, true)
+		}
+		if !wq.IsForgeError(err, wq.ForgeNotFound) {
+			return forgeFailure("edit the status note", err)
+		}
+	}
+	id, err := f.CreateNote(ctx, d.Project, d.MRNumber, body)
+	if err != nil {
+		return forgeFailure("post the status note", err)
+	}
+	state := d.ForgeState()
+	state.NoteID = id
+	if err := x.recordState(ctx, ex, state); err != nil {
+		return err
+	}
+	return x.noteWritten(ctx, ex, NoteDetail{Hash: hash, EditAfter: ex.Now.Add(x.NoteMinInterval)}, true)
+}
+
+// noteWritten records what the note shows. After an edit the row looks
+// once more when the interval is over, for a change made meanwhile;
+// otherwise it rests until the item's state differs from the note
+// (noteDue).
+func (x *executors) noteWritten(ctx context.Context, ex *wq.Execution, nd NoteDetail, edited bool) error {
+	detail, _ := json.Marshal(nd)
+	u := wq.DimensionUpdate{DimensionKey: wq.DimensionKey{Dimension: DimDashboard}, Status: wq.StatusFalse, Detail: detail}
+	if edited {
+		u.Status, u.PendingUntil = wq.StatusTrue, nd.EditAfter
+	}
+	return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{u}})
+}

@@ -318,19 +318,16 @@ func Start(t testing.TB, cfg Config) *Runner {
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(runCtx) }()
-	var once sync.Once
 	t.Cleanup(func() {
-		once.Do(func() {
-			stop()
-			if err := <-done; err != nil {
-				t.Error(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := r.Unregister(ctx); err != nil {
-				t.Error(err)
-			}
-		})
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := r.Unregister(ctx); err != nil {
+			t.Error(err)
+		}
 	})
 	return r
 }

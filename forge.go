@@ -455,6 +455,9 @@ type CIJobs interface {
 	// earlier runs of retried jobs included, newest first: the first job
 	// of a name is that name's latest run. NotFound for no such pipeline.
 	PipelineJobs(ctx context.Context, project string, pipelineID int64) ([]CIJob, error)
+	// Job reads one job, Retries counted as PipelineJobs counts them (for
+	// people's tools: workqueue herder check). NotFound.
+	Job(ctx context.Context, project string, jobID int64) (*CIJob, error)
 	// LatestPipeline returns the id of the newest pipeline (run) for
 	// commit sha, 0 when there is none: the herder retries a job only in
 	// the newest pipeline of the merge request's head.

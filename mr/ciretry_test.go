@@ -36,6 +36,18 @@ func (f *ciForge) PipelineJobs(_ context.Context, _ string, pipeline int64) ([]w
 	return append([]wq.CIJob(nil), jobs...), nil
 }
 
+func (f *ciForge) Job(_ context.Context, _ string, id int64) (*wq.CIJob, error) {
+	defer f.call("Job")()
+	for _, jobs := range f.pipelines {
+		for _, j := range jobs {
+			if j.ID == id {
+				return &j, nil
+			}
+		}
+	}
+	return nil, fakeError(wq.ForgeNotFound, 404, "job", "no such job")
+}
+
 func (f *ciForge) LatestPipeline(_ context.Context, _, sha string) (int64, error) {
 	defer f.call("LatestPipeline")()
 	return f.latest[sha], nil

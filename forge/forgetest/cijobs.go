@@ -40,6 +40,13 @@ func RunCIJobs(t *testing.T, newProject func(t *testing.T) CIProject) {
 		if j == nil || j.ID != job || j.Status != wq.CIJobFailed || j.Retries != 0 || j.PipelineID != pipeline || j.FinishedAt.IsZero() {
 			t.Errorf("the job in %+v, want job %d of pipeline %d failed and finished, Retries 0", jobs, job, pipeline)
 		}
+		if one, err := p.Forge.Job(ctx, p.Path, job); err != nil || j == nil || one.ID != j.ID || one.PipelineID != pipeline ||
+			one.Name != "test" || one.Status != wq.CIJobFailed || one.Retries != 0 {
+			t.Errorf("Job = %+v, %v, want the job as listed: %+v", one, err, j)
+		}
+		if _, err := p.Forge.Job(ctx, p.Path, job+1_000_000); !wq.IsForgeError(err, wq.ForgeNotFound) {
+			t.Errorf("Job of a missing job: %v, want NotFound", err)
+		}
 		whole, err := p.Forge.JobTrace(ctx, p.Path, job, 1<<20)
 		if err != nil || !strings.Contains(string(whole), "FAIL: the last line") {
 			t.Errorf("JobTrace = %q, %v: the log's last line is missing", whole, err)

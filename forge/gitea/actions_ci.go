@@ -72,6 +72,22 @@ func (f *Forge) PipelineJobs(ctx context.Context, project string, pipelineID int
 	return out, nil
 }
 
+// Job reads one Actions job (GET /repos/{owner}/{repo}/actions/jobs/{id}).
+func (f *Forge) Job(ctx context.Context, project string, jobID int64) (*wq.CIJob, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return nil, err
+	}
+	j, err := callGet(ctx, f, fmt.Sprintf("get job %d of %s", jobID, project), func(c *sdk.Client) (*sdk.ActionWorkflowJob, *sdk.Response, error) {
+		return c.GetRepoActionJob(owner, repo, jobID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := ciJob(j.RunID, j)
+	return &out, nil
+}
+
 // ciJob is an Actions job in the forge's neutral words.
 func ciJob(runID int64, j *sdk.ActionWorkflowJob) wq.CIJob {
 	out := wq.CIJob{ID: j.ID, PipelineID: runID, Name: j.Name, Status: ciStatus(j.Status, j.Conclusion),

@@ -177,6 +177,7 @@ func TestAFailedActionsJobIsFoundReadAndRerunOnRealGitea(t *testing.T) {
 		{"rerun of a job not in the run", second(f.RetryJob(ctx, repo, run, build.ID+1000))},
 		{"rerun in a missing run", second(f.RetryJob(ctx, repo, run+1000, build.ID))},
 		{"jobs of a missing run", second(f.PipelineJobs(ctx, repo, run+1000))},
+		{"a missing job", second(f.Job(ctx, repo, build.ID+1000))},
 		{"log of a missing job", second(f.JobTrace(ctx, repo, build.ID+1000, 100))},
 		{"runs of a missing repository", second(f.LatestPipeline(ctx, repo+"-gone", sha))},
 	}
@@ -240,6 +241,9 @@ func TestWorkflowJobEventsNameTheJobItsRunAndAttemptOnRealGitea(t *testing.T) {
 		if done[k] != v {
 			t.Errorf("workflow_job.%s = %#v, want %#v", k, done[k], v)
 		}
+	}
+	if one, err := f.Job(ctx, repo, jobs[0].ID); err != nil || *one != jobs[0] {
+		t.Errorf("Job = %+v, %v; want the job as listed, %+v", one, err, jobs[0])
 	}
 	if at, err := time.Parse(time.RFC3339, stringOf(done["completed_at"])); err != nil || !at.Equal(jobs[0].FinishedAt) {
 		t.Errorf("workflow_job.completed_at = %v, want %v", done["completed_at"], jobs[0].FinishedAt)

@@ -45,6 +45,32 @@ func (f *Forge) PipelineJobs(ctx context.Context, project string, pipelineID int
 	return out, nil
 }
 
+// Job reads one job (GET /projects/:id/jobs/:job_id) and, for its
+// Retries, the jobs of its pipeline: GitLab's REST job does not say how
+// many runs of it came before.
+func (f *Forge) Job(ctx context.Context, project string, jobID int64) (*wq.CIJob, error) {
+	var j *gl.Job
+	err := f.call(ctx, fmt.Sprintf("get job %s#%d", project, jobID), func(o gl.RequestOptionFunc) error {
+		var err error
+		j, _, err = f.client.Jobs.GetJob(project, jobID, o)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := f.PipelineJobs(ctx, project, j.Pipeline.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range jobs {
+		if c.ID == jobID {
+			return &c, nil
+		}
+	}
+	out := toCIJob(j, j.Pipeline.ID)
+	return &out, nil
+}
+
 func toCIJob(j *gl.Job, pipelineID int64) wq.CIJob {
 	out := wq.CIJob{ID: j.ID, PipelineID: cmp.Or(j.Pipeline.ID, pipelineID), Name: j.Name, Stage: j.Stage,
 		Status: CIJobStatus(j.Status), AllowFailure: j.AllowFailure, URL: j.WebURL}

@@ -417,7 +417,7 @@ func IsForgeError(err error, k ForgeErrorKind) bool {
 // CI job statuses of CIJob.Status, in the forge's neutral words; a status
 // a forge adds later is passed on as the forge spells it.
 const (
-	CIJobPending  = "pending"  // waiting to run (GitLab created/pending/waiting; Gitea waiting/blocked)
+	CIJobPending  = "pending" // waiting to run (GitLab created/pending/waiting; Gitea waiting/blocked)
 	CIJobRunning  = "running"
 	CIJobSuccess  = "success"
 	CIJobFailed   = "failed"

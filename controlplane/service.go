@@ -39,6 +39,18 @@ type Service struct {
 	// Forges make the gated actions (Act), by configured forge name.
 	Forges map[string]wq.Forge
 	Log    *slog.Logger // nil: no logging
+	// Metrics, when set, counts allocations by outcome and gate refusals
+	// by reason (package metrics implements it).
+	Metrics Metrics
+}
+
+// Metrics receives what the control plane counts.
+type Metrics interface {
+	// Allocated: an allocation answered with an outcome (Outcome, or
+	// "error").
+	Allocated(outcome string)
+	// GateRefused: the gate refused a mutation for a reason.
+	GateRefused(reason string)
 }
 
 func (s *Service) log() *slog.Logger {
@@ -223,6 +235,18 @@ type CandidateSkip struct {
 // lease in one transaction. A race lost to another session moves on to
 // the next candidate; when none is left the answer is wait.
 func (s *Service) Allocate(ctx context.Context, c Caller, sessionID, repoGlob string, apply bool) (*Allocation, error) {
+	out, err := s.allocate(ctx, c, sessionID, repoGlob, apply)
+	if s.Metrics != nil {
+		if err != nil {
+			s.Metrics.Allocated("error")
+		} else {
+			s.Metrics.Allocated(string(out.Outcome))
+		}
+	}
+	return out, err
+}
+
+func (s *Service) allocate(ctx context.Context, c Caller, sessionID, repoGlob string, apply bool) (*Allocation, error) {
 	if repoGlob != "" && !doublestar.ValidatePattern(repoGlob) {
 		return nil, wq.Errorf(wq.EINVALID, "repo: want a glob such as org/* or group/**, got %q", repoGlob)
 	}
@@ -320,6 +344,9 @@ func (s *Service) Gate(ctx context.Context, c Caller, sessionID, assignmentID st
 		}
 	}
 	d := Check(in)
+	if !d.Allowed && s.Metrics != nil {
+		s.Metrics.GateRefused(d.Reason)
+	}
 	if !d.Allowed {
 		ev := Event{Time: now, Type: EventRefused, Actor: c.Identity, SessionID: sessionID, AssignmentID: assignmentID, Reason: d.Reason}
 		if in.Assignment != nil {

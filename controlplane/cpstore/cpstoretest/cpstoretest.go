@@ -29,6 +29,7 @@ func Run(t *testing.T, open func(t *testing.T) controlplane.Store) {
 	}{
 		{"sessions", sessions},
 		{"end session", endSession},
+		{"counts", counts},
 		{"upsert work", upsertWork},
 		{"list work", listWork},
 		{"candidates", candidates},
@@ -986,4 +987,29 @@ func events(t *testing.T, open func(t *testing.T) *F) {
 	t.Run("a detail that is not JSON is refused", func(t *testing.T) {
 		WantCode(t, f.S.AppendEvent(f.Ctx, controlplane.Event{Time: T0, Type: "x", Detail: json.RawMessage(`{nope`)}), wq.EINVALID)
 	})
+}
+
+// counts: the sizes metrics report (controlplane.Counter).
+func counts(t *testing.T, open func(t *testing.T) *F) {
+	f := open(t)
+	counter, ok := f.S.(controlplane.Counter)
+	if !ok {
+		t.Fatalf("%T does not count (controlplane.Counter)", f.S)
+	}
+	f.Session("m", controlplane.RoleMerger)
+	f.Session("r", controlplane.RoleAuthor)
+	f.Session("idle", controlplane.RoleAuthor)
+	now, until := T0, T0.Add(time.Hour)
+	f.MustAssign("m", f.Work(1), false, now, until)
+	f.MustAssign("m", f.Work(2), false, now, until)
+	f.MustAssign("r", f.Work(3), false, now, until)
+	if _, err := f.S.EndSession(f.Ctx, "m", controlplane.Event{Actor: "agent-m"}, T0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := counter.Count(f.Ctx, T0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := controlplane.Counts{ActiveSessions: 2, LeasesByState: map[string]int64{"active": 1, "released": 2}}
+	wantDiff(t, "counts", want, got)
 }

@@ -25,8 +25,9 @@ type S3Options struct {
 
 // S3Store is an ObjectStore on an S3-compatible bucket.
 type S3Store struct {
-	client *minio.Client
-	bucket string
+	client   *minio.Client
+	bucket   string
+	insecure bool
 }
 
 // NewS3Store returns a store on the bucket; it does not reach the server
@@ -43,7 +44,7 @@ func NewS3Store(opt S3Options) (*S3Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit s3 %s: %w", opt.Endpoint, err)
 	}
-	return &S3Store{client: c, bucket: opt.Bucket}, nil
+	return &S3Store{client: c, bucket: opt.Bucket, insecure: opt.Insecure}, nil
 }
 
 // Put writes body, gzipped JSON lines, with Content-Encoding gzip so that
@@ -52,6 +53,12 @@ func (s *S3Store) Put(ctx context.Context, key string, body []byte) error {
 	_, err := s.client.PutObject(ctx, s.bucket, key, bytes.NewReader(body), int64(len(body)), minio.PutObjectOptions{
 		ContentType:     "application/x-ndjson",
 		ContentEncoding: "gzip",
+		SendContentMd5:  true,
+		// Over plain HTTP the client would otherwise sign the body in
+		// aws-chunked streaming form, and some servers (versitygw) keep
+		// "aws-chunked,gzip" as the stored Content-Encoding; a batch is
+		// small and whole in memory, and Content-MD5 guards it.
+		DisableContentSha256: s.insecure,
 	})
 	if err != nil {
 		return fmt.Errorf("put s3://%s/%s: %w", s.bucket, key, err)

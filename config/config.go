@@ -38,6 +38,8 @@ type Config struct {
 	Processing Processing `yaml:"processing"`
 	// Log sets the log level and format.
 	Log Log `yaml:"log"`
+	// Audit says where audit entries go (config/audit.go).
+	Audit Audit `yaml:"audit"`
 	// Example tunes the example item type (tests and demos).
 	Example Example `yaml:"example"`
 	// PublicURL is the service's base URL as forges and people reach it
@@ -144,7 +146,8 @@ func Default() Config {
 			ShutdownGrace:     Duration(e.ShutdownGrace),
 			DeliveryRetention: Duration(e.DeliveryRetention),
 		},
-		Log: Log{Level: "info", Format: "text"},
+		Log:   Log{Level: "info", Format: "text"},
+		Audit: defaultAudit(),
 		Auth: Auth{JWT: JWT{Leeway: Duration(30 * time.Second), MinRefresh: Duration(time.Minute)},
 			Introspection: Introspection{TTL: Duration(5 * time.Minute)}},
 		MR: MR{
@@ -279,6 +282,7 @@ func (c Config) Validate() error {
 	if !slices.Contains([]string{"text", "json"}, c.Log.Format) {
 		bad("log.format", "want text or json, got %q", c.Log.Format)
 	}
+	c.Audit.validate(bad)
 	if c.Example.StepDelay < 0 {
 		bad("example.step_delay", "must not be negative")
 	}

@@ -1,0 +1,224 @@
+package dashboard_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/internal/testbrowser"
+)
+
+// browser starts a headless Chromium of its own (its own cookies) and
+// returns a context driving its first tab.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(testbrowser.Path(t)),
+		chromedp.NoSandbox, // tests run as root in CI, where Chromium's sandbox will not start
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 860),
+		chromedp.Flag("hide-scrollbars", true),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("start Chromium: %v", err)
+	}
+	return ctx
+}
+
+// run runs browser steps, failing the test with what was being done and
+// the page it was on.
+func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		failAt(t, ctx, what, err)
+	}
+}
+
+// value runs one browser action that returns a value.
+func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		failAt(t, ctx, what, err)
+	}
+	return v
+}
+
+func failAt(t *testing.T, ctx context.Context, what string, err error) {
+	t.Helper()
+	shot, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	url, _ := chromedp.Run(shot, chromedp.Location())
+	body, _ := chromedp.Run(shot, chromedp.Text(chromedp.CSS("body")))
+	t.Fatalf("%s: %v\nat %s:\n%s", what, err, url, body)
+}
+
+func text(t *testing.T, ctx context.Context, id string) string {
+	t.Helper()
+	return value(t, ctx, "read #"+id, chromedp.Text(chromedp.ID(id)))
+}
+
+// browserLogin logs in through the login page as a person does.
+func browserLogin(t *testing.T, ctx context.Context, base, token string) {
+	t.Helper()
+	run(t, ctx, "log in",
+		chromedp.Navigate(base+"/ui/items"), // not logged in: sent to the login page
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), token),
+		chromedp.Submit(chromedp.ID("login")),
+		chromedp.WaitVisible(chromedp.ID("items")),
+	)
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if !*screenshots {
+		return
+	}
+	writeScreenshot(t, name, value(t, ctx, "screenshot "+name, chromedp.CaptureScreenshot()))
+}
+
+// The acceptance test of issue 15: a person logs in with a token, finds a
+// submitted item, opens it, retries a failed one and sees it active; a
+// read-only token pressing retry gets a 403 page.
+func TestDashboardInChromium(t *testing.T) {
+	w := newWorld(t, "")
+	w.controlPlane()
+	w.submit(3)
+	submitted := w.submit(2)
+	failed := w.submit(4)
+	w.fail(failed, "ensure: the forge refused the push: 403 Forbidden (protected branch)")
+	stillFailed := w.submit(1)
+	w.fail(stillFailed, "executor: permanent error")
+
+	ctx := browser(t)
+	browserLogin(t, ctx, w.base, w.tokens["operator"])
+
+	list := text(t, ctx, "items")
+	for _, id := range []string{submitted, failed} {
+		if !strings.Contains(list, id) {
+			t.Errorf("the items list does not show item %s:\n%s", id, list)
+		}
+	}
+	screenshot(t, ctx, "items")
+
+	run(t, ctx, "filter the list to failed items",
+		chromedp.SetValue(chromedp.CSS(`select[name="phase"]`), "failed"),
+		chromedp.Submit(chromedp.CSS(`form.filters`)),
+		chromedp.WaitVisible(chromedp.CSS(`#items a[href="/ui/items/`+failed+`"]`)),
+	)
+	list = text(t, ctx, "items")
+	if strings.Contains(list, submitted) {
+		t.Errorf("the list filtered to failed items shows the active item %s", submitted)
+	}
+
+	run(t, ctx, "open the failed item",
+		chromedp.Click(chromedp.CSS(`#items a[href="/ui/items/`+failed+`"]`)),
+		chromedp.WaitVisible(chromedp.ID("phase")),
+	)
+	phase, errText := text(t, ctx, "phase"), text(t, ctx, "error")
+	if phase != string(wq.PhaseFailed) || !strings.Contains(errText, "protected branch") {
+		t.Fatalf("the failed item's page shows phase %q and error %q", phase, errText)
+	}
+	dims := text(t, ctx, "dimensions")
+	if !strings.Contains(dims, "needs_step") {
+		t.Errorf("the item page does not show the item's dimensions:\n%s", dims)
+	}
+	screenshot(t, ctx, "item")
+
+	run(t, ctx, "press retry",
+		chromedp.Click(chromedp.ID("retry")),
+		chromedp.WaitVisible(chromedp.CSS(".flash")),
+	)
+	phase = text(t, ctx, "phase")
+	if phase != string(wq.PhaseActive) {
+		t.Errorf("after retry the page shows phase %q, want active", phase)
+	}
+	if got := w.phase(failed); got != wq.PhaseActive {
+		t.Errorf("after retry the item is %s in the store, want active", got)
+	}
+	trail := text(t, ctx, "trail")
+	if !strings.Contains(trail, wq.AuditItemRetried) || !strings.Contains(trail, "token:operator") {
+		t.Errorf("the audit trail does not show the retry by token:operator:\n%s", trail)
+	}
+
+	// The session cookie is out of reach of scripts.
+	cookies := value(t, ctx, "read document.cookie", chromedp.Evaluate[string](`document.cookie`))
+	if strings.Contains(cookies, "wq_session") {
+		t.Errorf("a script reads the session cookie: %q", cookies)
+	}
+	jar, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range jar.Cookies {
+		found = found || c.Name == "wq_session"
+		if c.Name == "wq_session" && (!c.HTTPOnly || c.SameSite != network.CookieSameSiteStrict) {
+			t.Errorf("the session cookie is not HttpOnly and SameSite=Strict: %+v", c)
+		}
+	}
+	if !found {
+		t.Error("the browser holds no session cookie")
+	}
+
+	// The control plane's sessions, for an admin.
+	run(t, ctx, "log out", chromedp.Click(chromedp.CSS(`header .who button`)), chromedp.WaitVisible(chromedp.ID("token")))
+	browserLogin(t, ctx, w.base, w.tokens["admin"])
+	run(t, ctx, "open the sessions page",
+		chromedp.Click(chromedp.CSS(`header nav a[href="/ui/sessions"]`)),
+		chromedp.WaitVisible(chromedp.ID("sessions")),
+	)
+	sessions := text(t, ctx, "sessions")
+	if !strings.Contains(sessions, "author-1") || !strings.Contains(sessions, "reviewer-1") {
+		t.Errorf("the sessions page does not show both sessions:\n%s", sessions)
+	}
+	screenshot(t, ctx, "sessions")
+
+	// A read-only token: no retry button, and a retry posted anyway (a
+	// page kept from before, a hand-made form) is a 403 page.
+	run(t, ctx, "log out", chromedp.Click(chromedp.CSS(`header .who button`)), chromedp.WaitVisible(chromedp.ID("token")))
+	browserLogin(t, ctx, w.base, w.tokens["reader"])
+	run(t, ctx, "open the other failed item as a reader",
+		chromedp.Navigate(w.base+"/ui/items/"+stillFailed),
+		chromedp.WaitVisible(chromedp.ID("phase")),
+	)
+	buttons := value(t, ctx, "count the action buttons", chromedp.Evaluate[int](`document.querySelectorAll("#retry, #cancel").length`))
+	if buttons != 0 {
+		t.Errorf("a read-only token sees %d retry/cancel buttons, want none", buttons)
+	}
+	value(t, ctx, "make a retry form", chromedp.Evaluate[bool](`(() => {
+			const f = document.createElement("form");
+			f.method = "post";
+			f.action = "/ui/items/`+stillFailed+`/retry";
+			const csrf = document.querySelector('header input[name="csrf"]').cloneNode();
+			f.appendChild(csrf);
+			const b = document.createElement("button");
+			b.id = "retry";
+			b.type = "submit";
+			f.appendChild(b);
+			document.body.appendChild(f);
+			return true;
+		})()`))
+	run(t, ctx, "press retry as a reader",
+		chromedp.Click(chromedp.ID("retry")),
+		chromedp.WaitVisible(chromedp.CSS("h1.status-403")),
+	)
+	heading := value(t, ctx, "read the heading", chromedp.Text(chromedp.CSS("h1")))
+	problem := value(t, ctx, "read the problem", chromedp.Text(chromedp.CSS("p.problem")))
+	if !strings.Contains(heading, "403") || !strings.Contains(problem, "retry") {
+		t.Errorf("a reader pressing retry sees %q: %q, want a 403 page naming the retry permission", heading, problem)
+	}
+	if got := w.phase(stillFailed); got != wq.PhaseFailed {
+		t.Errorf("a reader's retry changed the item to %s", got)
+	}
+}

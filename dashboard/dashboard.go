@@ -1,0 +1,426 @@
+// Package dashboard is workqueue's web dashboard for people (DESIGN
+// section 10): server-rendered pages of items, their dimensions and
+// trail, and the control plane's sessions, work, leases and allocations,
+// under /ui/. It calls the same services as the API (service.Items,
+// controlplane.Service) with the same tokens and rules: a person logs in
+// with a bearer token, which an HttpOnly cookie carries from then on.
+// Every form is protected against cross-site requests twice: by
+// net/http's cross-origin protection and by a token bound to the session.
+// It names no item type: a type's detail is shown as the JSON it renders.
+package dashboard
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/auth"
+	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/httpapi"
+	"github.com/workqueue-dev/workqueue/service"
+)
+
+// Prefix is where the dashboard is served. The mr type's status note
+// links to public_url + Prefix + "items/" + id.
+const Prefix = "/ui/"
+
+// AuditTrail gives the audit entries kept for an item, oldest first
+// (audit.Recent implements it).
+type AuditTrail interface {
+	ItemAudit(ctx context.Context, itemID string) []wq.AuditEntry
+}
+
+// Options are the dashboard's dependencies.
+type Options struct {
+	Items        *service.Items
+	ControlPlane *controlplane.Service // nil: no control-plane pages
+	Auth         auth.Authenticator
+	// Audit receives the dashboard's logins and refusals (never a token).
+	Audit wq.AuditSink
+	// Trail, when set, shows an item's audit trail on its page.
+	Trail AuditTrail
+	// PublicURL: when it is https, cookies are Secure even if the request
+	// reached the service over plain HTTP (TLS ended at a proxy).
+	PublicURL string
+	// ProxyAccessTokenHeader names the header in which an OAuth proxy
+	// passes the session's access token to GET /ui/login/proxy (DDR-27).
+	ProxyAccessTokenHeader string
+	Log                    *slog.Logger
+	Clock                  clockwork.Clock // nil: the real clock
+}
+
+// Dashboard serves the pages.
+type Dashboard struct {
+	o       Options
+	log     *slog.Logger
+	pages   map[string]*template.Template
+	handler http.Handler
+}
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Cookie names. The session cookie holds a nonce and the bearer token;
+// it is HttpOnly, so no script reads it, and scoped to the dashboard.
+const (
+	sessionCookie = "wq_session"
+	loginCookie   = "wq_login" // the login form's own CSRF token, before there is a session
+	csrfField     = "csrf"
+	// maxCookieBytes is what every browser keeps of one cookie.
+	maxCookieBytes = 4000
+	sessionTTL     = 12 * time.Hour
+)
+
+// New returns the dashboard.
+func New(o Options) (*Dashboard, error) {
+	if o.Items == nil || o.Auth == nil {
+		return nil, errors.New("dashboard: Items and Auth are required")
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
+	}
+	d := &Dashboard{o: o, log: o.Log.With("component", "dashboard"), pages: map[string]*template.Template{}}
+	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	names, _ := fs.Glob(templateFS, "templates/*.html")
+	for _, name := range names {
+		page := strings.TrimSuffix(strings.TrimPrefix(name, "templates/"), ".html")
+		if page == "layout" {
+			continue
+		}
+		t, err := template.Must(layout.Clone()).ParseFS(templateFS, name)
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: %w", err)
+		}
+		d.pages[page] = t
+	}
+	d.handler = http.NewCrossOriginProtection().Handler(d.routes())
+	return d, nil
+}
+
+// ServeHTTP serves the dashboard's routes.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	d.handler.ServeHTTP(w, r)
+}
+
+func (d *Dashboard) routes() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", staticHandler(http.FileServerFS(static))))
+	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui/items", http.StatusSeeOther)
+	})
+	mux.HandleFunc("GET /ui/login", d.loginForm)
+	mux.HandleFunc("POST /ui/login", d.login)
+	mux.HandleFunc("GET /ui/login/proxy", d.loginProxy)
+	mux.HandleFunc("POST /ui/logout", d.post(d.logout))
+	mux.HandleFunc("GET /ui/items", d.get(d.itemsPage))
+	mux.HandleFunc("GET /ui/items/{id}", d.get(d.itemPage))
+	mux.HandleFunc("POST /ui/items/{id}/retry", d.post(d.itemAction(d.o.Items.Retry)))
+	mux.HandleFunc("POST /ui/items/{id}/cancel", d.post(d.itemAction(d.o.Items.Cancel)))
+	mux.HandleFunc("GET /ui/sessions", d.get(d.controlPage(d.sessionsPage)))
+	mux.HandleFunc("GET /ui/work", d.get(d.controlPage(d.workPage)))
+	mux.HandleFunc("GET /ui/leases", d.get(d.controlPage(d.leasesPage)))
+	mux.HandleFunc("GET /ui/allocations", d.get(d.controlPage(d.allocationsPage)))
+	mux.HandleFunc("/ui/", d.get(func(w http.ResponseWriter, r *http.Request, s *session) {
+		d.fail(w, r, s, wq.Errorf(wq.ENOTFOUND, "no page at %s", r.URL.Path))
+	}))
+	return mux
+}
+
+// staticHandler lets the embedded assets be cached: they change only
+// with the binary.
+func staticHandler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// session is a logged-in person: the caller their token proves, and the
+// CSRF token of this login.
+type session struct {
+	caller *auth.Caller
+	csrf   string
+}
+
+// csrfToken binds a form token to one login: an HMAC, keyed by the
+// bearer token, of the login's random nonce. Nobody without the token can
+// make it, and a new login (a new nonce) makes the old forms invalid. It
+// needs no server-side state, so any instance checks any form.
+func csrfToken(token, nonce string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("workqueue dashboard csrf\x00" + nonce))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func randomString() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// secure reports whether cookies must be Secure: the request came over
+// HTTPS, a proxy says it did, or the public URL is https.
+func (d *Dashboard) secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") ||
+		strings.HasPrefix(strings.ToLower(d.o.PublicURL), "https://")
+}
+
+func (d *Dashboard) setCookie(w http.ResponseWriter, r *http.Request, name, value, path string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge,
+		HttpOnly: true, Secure: d.secure(r), SameSite: http.SameSiteStrictMode})
+}
+
+// sessionCookieValue encodes a login: nonce "." base64url(token).
+func sessionCookieValue(nonce, token string) string {
+	return nonce + "." + base64.RawURLEncoding.EncodeToString([]byte(token))
+}
+
+// readSession authenticates the session cookie's token as the API would
+// authenticate it in a header. ok is false without a usable cookie.
+func (d *Dashboard) readSession(r *http.Request) (s *session, ok bool) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return nil, false
+	}
+	nonce, encoded, found := strings.Cut(c.Value, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(encoded)
+	if !found || nonce == "" || err != nil || len(raw) == 0 {
+		return nil, false
+	}
+	token := string(raw)
+	caller, err := d.o.Auth.Authenticate(r.Context(), token)
+	if err != nil {
+		return nil, false
+	}
+	return &session{caller: caller, csrf: csrfToken(token, nonce)}, true
+}
+
+// get wraps a page: without a valid session, the person is sent to log in
+// and brought back.
+func (d *Dashboard) get(h func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s, ok := d.readSession(r)
+		if !ok {
+			http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		h(w, r, s)
+	}
+}
+
+// post wraps a form's action: it needs a valid session and the session's
+// CSRF token in the form, else 403.
+func (d *Dashboard) post(h func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		s, ok := d.readSession(r)
+		if !ok {
+			d.refuse(r, nil, "form posted without a valid session")
+			d.render(w, r, nil, http.StatusForbidden, "error", errorPage{Status: http.StatusForbidden,
+				Message: "Your session has ended or is missing: log in again."})
+			return
+		}
+		if !hmac.Equal([]byte(r.PostFormValue(csrfField)), []byte(s.csrf)) {
+			d.refuse(r, s.caller, "form posted without the session's CSRF token")
+			d.render(w, r, s, http.StatusForbidden, "error", errorPage{Status: http.StatusForbidden,
+				Message: "This form is not from this session (missing or stale CSRF token). Reload the page and try again."})
+			return
+		}
+		h(w, r, s)
+	}
+}
+
+// refuse audits a refused request.
+func (d *Dashboard) refuse(r *http.Request, c *auth.Caller, why string) {
+	d.decision(r, c, false, why)
+}
+
+func (d *Dashboard) decision(r *http.Request, c *auth.Caller, allowed bool, why string) {
+	if d.o.Audit == nil {
+		return
+	}
+	e := wq.AuditEntry{Time: d.o.Clock.Now(), EventType: wq.AuditAuthRefused, Actor: "anonymous",
+		Trigger: map[string]any{"source": "dashboard", "method": r.Method, "path": r.URL.Path}, Metadata: map[string]any{}}
+	if allowed {
+		e.EventType = wq.AuditAuthAllowed
+	}
+	if why != "" {
+		e.Metadata["reason"] = why
+	}
+	if c != nil {
+		e.Actor = c.Identity
+		e.Metadata["kind"], e.Metadata["rules"] = c.Kind, c.Rules()
+	}
+	d.o.Audit.WriteAudit(r.Context(), e)
+}
+
+// safeNext keeps a post-login redirect on the dashboard: a path under
+// /ui/, never another host ("//host" or "/\host").
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, Prefix) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return "/ui/items"
+	}
+	return next
+}
+
+type loginPage struct {
+	Next, LoginCSRF, Error string
+	Proxy                  bool
+}
+
+func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) {
+	d.showLogin(w, r, http.StatusOK, "")
+}
+
+func (d *Dashboard) showLogin(w http.ResponseWriter, r *http.Request, status int, message string) {
+	nonce := randomString()
+	d.setCookie(w, r, loginCookie, nonce, "/ui/login", 600)
+	d.render(w, r, nil, status, "login", loginPage{Next: safeNext(r.FormValue("next")), LoginCSRF: nonce, Error: message,
+		Proxy: d.o.ProxyAccessTokenHeader != ""})
+}
+
+// login takes a token from the form. The form carries the login cookie's
+// nonce (double submit), so another site cannot log a person in as
+// someone else.
+func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 2*auth.MaxTokenBytes)
+	c, err := r.Cookie(loginCookie)
+	if err != nil || c.Value == "" || !hmac.Equal([]byte(c.Value), []byte(r.PostFormValue(csrfField))) {
+		d.refuse(r, nil, "login form posted without its CSRF token")
+		d.render(w, r, nil, http.StatusForbidden, "error", errorPage{Status: http.StatusForbidden,
+			Message: "This login form is not from this browser (missing or stale CSRF token). Open the login page again."})
+		return
+	}
+	d.startSession(w, r, strings.TrimSpace(r.PostFormValue("token")), safeNext(r.PostFormValue("next")))
+}
+
+// loginProxy is the DDR-27 bridge for the dashboard: an OAuth proxy that
+// protects this path (and GET /me) passes the login session's access
+// token in the configured header; the dashboard checks it as a bearer
+// token and keeps it in its cookie. A proxy's --cookie-refresh makes it
+// fresh again at the next visit here.
+func (d *Dashboard) loginProxy(w http.ResponseWriter, r *http.Request) {
+	token := ""
+	if d.o.ProxyAccessTokenHeader != "" {
+		token = r.Header.Get(d.o.ProxyAccessTokenHeader)
+	}
+	if token == "" {
+		d.showLogin(w, r, http.StatusUnauthorized, "No OAuth proxy session reached the service: log in with a token.")
+		return
+	}
+	d.startSession(w, r, token, safeNext(r.FormValue("next")))
+}
+
+func (d *Dashboard) startSession(w http.ResponseWriter, r *http.Request, token, next string) {
+	if token == "" || len(token) > auth.MaxTokenBytes {
+		d.showLogin(w, r, http.StatusUnauthorized, "Enter a token.")
+		return
+	}
+	caller, err := d.o.Auth.Authenticate(r.Context(), token)
+	if err != nil {
+		d.refuse(r, nil, wq.ErrorMessage(err))
+		msg := "That token is not accepted."
+		if wq.ErrorCode(err) != wq.EUNAUTHORIZED {
+			msg = "The token could not be checked now: " + wq.ErrorMessage(err)
+		}
+		d.showLogin(w, r, http.StatusUnauthorized, msg)
+		return
+	}
+	value := sessionCookieValue(randomString(), token)
+	if len(sessionCookie)+len(value) > maxCookieBytes {
+		d.showLogin(w, r, http.StatusUnprocessableEntity, "That token is too long for a browser cookie; use the API with it.")
+		return
+	}
+	d.decision(r, caller, true, "dashboard login")
+	d.setCookie(w, r, sessionCookie, value, Prefix, int(sessionTTL/time.Second))
+	d.setCookie(w, r, loginCookie, "", "/ui/login", -1)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request, _ *session) {
+	d.setCookie(w, r, sessionCookie, "", Prefix, -1)
+	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+}
+
+type errorPage struct {
+	Status    int
+	Title     string
+	Message   string
+	RequestID string
+}
+
+// fail renders err as an error page with the status the API would
+// answer; an internal error is logged with a request id, and the page
+// shows only the id.
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, s *session, err error) {
+	code := wq.ErrorCode(err)
+	p := errorPage{Status: httpapi.StatusOf(code), Message: wq.ErrorMessage(err)}
+	if p.Status == http.StatusInternalServerError {
+		p.RequestID = randomString()[:16]
+		d.log.Error("internal error", "request_id", p.RequestID, "method", r.Method, "path", r.URL.Path, "err", err)
+		p.Message = "internal error"
+	}
+	d.render(w, r, s, p.Status, "error", p)
+}
+
+// view is what every page's layout reads.
+type view struct {
+	Title        string
+	Nav          string
+	Caller       *auth.Caller
+	CSRF         string
+	ControlPlane bool
+	Page         any
+}
+
+func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, s *session, status int, page string, data any) {
+	t, ok := d.pages[page]
+	if !ok {
+		http.Error(w, "no template "+page, http.StatusInternalServerError)
+		return
+	}
+	v := view{Nav: page, ControlPlane: d.o.ControlPlane != nil, Page: data}
+	if s != nil {
+		v.Caller, v.CSRF = s.caller, s.csrf
+	}
+	var buf strings.Builder
+	if err := t.ExecuteTemplate(&buf, "layout.html", v); err != nil {
+		id := randomString()[:16]
+		d.log.Error("render page", "request_id", id, "page", page, "err", err)
+		http.Error(w, "internal error (request id "+id+")", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write([]byte(buf.String()))
+}

@@ -1,0 +1,327 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
+	"github.com/workqueue-dev/workqueue/auth"
+	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/service"
+)
+
+// pageSize is how many rows a list page shows.
+const pageSize = 50
+
+var funcs = template.FuncMap{
+	"when": func(t any) string {
+		switch v := t.(type) {
+		case time.Time:
+			if v.IsZero() {
+				return ""
+			}
+			return v.UTC().Format("2006-01-02\u00a015:04:05Z")
+		case *time.Time:
+			if v == nil || v.IsZero() {
+				return ""
+			}
+			return v.UTC().Format("2006-01-02\u00a015:04:05Z")
+		}
+		return ""
+	},
+	"pretty": prettyJSON,
+	"short": func(s string, n int) string {
+		if len(s) <= n {
+			return s
+		}
+		return s[:n] + "…"
+	},
+	// idtail is the end of an id: UUIDv7s made in the same millisecond
+	// share their beginning, so the end tells them apart.
+	"idtail": func(id string) string {
+		if len(id) <= 12 {
+			return id
+		}
+		return "…" + id[len(id)-12:]
+	},
+	"join": strings.Join,
+	"slice_states": func() []string {
+		return []string{string(controlplane.StateOpen), string(controlplane.StateMerged), string(controlplane.StateClosed)}
+	},
+	"pretty_map": func(m map[string]any) string {
+		if len(m) == 0 {
+			return ""
+		}
+		b, _ := json.Marshal(m)
+		return string(b)
+	},
+}
+
+// prettyJSON indents a JSON document for a <pre>; "" for none.
+func prettyJSON(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+type itemsPage struct {
+	Items                       []*api.Item
+	Types                       []string
+	Phases                      []wq.Phase
+	Type, Phase, Project, Forge string
+	Next                        string // URL of the next (older) page; "" on the last
+	First                       string // URL of the first page; "" on it
+	Filtered                    bool
+}
+
+func (d *Dashboard) itemsPage(w http.ResponseWriter, r *http.Request, s *session) {
+	q := r.URL.Query()
+	p := itemsPage{Phases: []wq.Phase{wq.PhaseActive, wq.PhaseCompleted, wq.PhaseFailed, wq.PhaseCancelled},
+		Type: q.Get("type"), Phase: q.Get("phase"), Project: strings.TrimSpace(q.Get("project")), Forge: strings.TrimSpace(q.Get("forge"))}
+	for _, t := range d.o.Items.Types() {
+		p.Types = append(p.Types, t.Type())
+	}
+	if !s.caller.Can(auth.Read) && !s.caller.Can(auth.Agent) {
+		d.fail(w, r, s, wq.Errorf(wq.EFORBIDDEN, "%s may not list items: the %q or %q permission is required", s.caller.Identity, auth.Read, auth.Agent))
+		return
+	}
+	f := wq.ItemFilter{ItemType: p.Type, Phase: wq.Phase(p.Phase), Project: p.Project, Forge: p.Forge, Limit: pageSize}
+	if f.Phase != "" && !f.Phase.Valid() {
+		d.fail(w, r, s, wq.Errorf(wq.EINVALID, "phase: want active, completed, failed or cancelled, got %q", f.Phase))
+		return
+	}
+	if c := q.Get("cursor"); c != "" {
+		id, err := service.ParseID("cursor", c)
+		if err != nil {
+			d.fail(w, r, s, err)
+			return
+		}
+		f.Before = id
+		p.First = "/ui/items?" + filterQuery(p, "")
+	}
+	items, next, err := d.o.Items.List(r.Context(), s.caller, f)
+	if err != nil {
+		d.fail(w, r, s, err)
+		return
+	}
+	p.Items, p.Filtered = items, p.Type != "" || p.Phase != "" || p.Project != "" || p.Forge != ""
+	if next != "" {
+		p.Next = "/ui/items?" + filterQuery(p, next)
+	}
+	d.render(w, r, s, http.StatusOK, "items", p)
+}
+
+// filterQuery is the list's filters as a query, with a cursor.
+func filterQuery(p itemsPage, cursor string) string {
+	v := url.Values{}
+	for k, val := range map[string]string{"type": p.Type, "phase": p.Phase, "project": p.Project, "forge": p.Forge, "cursor": cursor} {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	return v.Encode()
+}
+
+type link struct{ Name, URL string }
+
+type itemPage struct {
+	Item     *api.Item
+	Detail   string
+	Links    []link
+	Events   []wq.AuditEntry
+	Trail    []wq.AuditEntry
+	HasTrail bool
+	CanRetry bool
+	Done     string // what the last action did, after a redirect
+}
+
+// eventTypes are the audit entries that tell an item's events: the
+// webhook deliveries stored for it and how they were applied.
+var eventTypes = []string{wq.AuditWebhookStored, wq.AuditEventApplied, wq.AuditEventIgnored}
+
+func (d *Dashboard) itemPage(w http.ResponseWriter, r *http.Request, s *session) {
+	id, err := service.ParseID("id", r.PathValue("id"))
+	if err != nil {
+		d.fail(w, r, s, wq.Errorf(wq.ENOTFOUND, "no item %q", r.PathValue("id")))
+		return
+	}
+	it, err := d.o.Items.Get(r.Context(), s.caller, id)
+	if err != nil {
+		d.fail(w, r, s, err)
+		return
+	}
+	p := itemPage{Item: it, Detail: prettyJSON(it.Detail), Links: detailLinks(it.Detail),
+		CanRetry: s.caller.CanOn(auth.Retry, it.Project), HasTrail: d.o.Trail != nil, Done: r.URL.Query().Get("done")}
+	if d.o.Trail != nil {
+		for _, e := range d.o.Trail.ItemAudit(r.Context(), it.ID) {
+			if slices.Contains(eventTypes, e.EventType) {
+				p.Events = append(p.Events, e)
+			}
+			p.Trail = append(p.Trail, e)
+		}
+	}
+	d.render(w, r, s, http.StatusOK, "item", p)
+}
+
+// detailLinks are the web links an item type's detail carries: members
+// named *_url holding an http(s) URL (the mr type's mr_url), so that the
+// dashboard links a merge request without naming the type.
+func detailLinks(raw json.RawMessage) []link {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	var out []link
+	for k, v := range m {
+		s, ok := v.(string)
+		if !ok || !strings.HasSuffix(k, "_url") {
+			continue
+		}
+		if u, err := url.Parse(s); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+			out = append(out, link{Name: strings.TrimSuffix(k, "_url"), URL: s})
+		}
+	}
+	slices.SortFunc(out, func(a, b link) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// itemAction posts retry or cancel through the service, which checks the
+// retry permission on the item's project exactly as the API does.
+func (d *Dashboard) itemAction(act func(context.Context, *auth.Caller, wq.ItemID) (*api.Item, error)) func(http.ResponseWriter, *http.Request, *session) {
+	return func(w http.ResponseWriter, r *http.Request, s *session) {
+		id, err := service.ParseID("id", r.PathValue("id"))
+		if err != nil {
+			d.fail(w, r, s, wq.Errorf(wq.ENOTFOUND, "no item %q", r.PathValue("id")))
+			return
+		}
+		if !s.caller.Can(auth.Retry) {
+			d.refuse(r, s.caller, "no matched rule grants retry")
+			d.fail(w, r, s, wq.Errorf(wq.EFORBIDDEN, "%s may not %s items: the %q permission is required",
+				s.caller.Identity, actionName(r), auth.Retry))
+			return
+		}
+		it, err := act(r.Context(), s.caller, id)
+		if err != nil {
+			d.fail(w, r, s, err)
+			return
+		}
+		http.Redirect(w, r, "/ui/items/"+it.ID+"?done="+url.QueryEscape(actionName(r)), http.StatusSeeOther)
+	}
+}
+
+// actionName is the last segment of an action's path: retry or cancel.
+func actionName(r *http.Request) string {
+	return r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+}
+
+// controlPage guards the control plane's pages as the API guards its
+// routes: permission agent (an admin sees everyone's, others their own).
+func (d *Dashboard) controlPage(h func(http.ResponseWriter, *http.Request, *session, controlplane.Caller)) func(http.ResponseWriter, *http.Request, *session) {
+	return func(w http.ResponseWriter, r *http.Request, s *session) {
+		if d.o.ControlPlane == nil {
+			d.fail(w, r, s, wq.Errorf(wq.ENOTFOUND, "this instance runs no control plane"))
+			return
+		}
+		if !s.caller.Can(auth.Agent) {
+			d.refuse(r, s.caller, "no matched rule grants agent")
+			d.fail(w, r, s, wq.Errorf(wq.EFORBIDDEN, "%s may not see the control plane: the %q permission is required (admin sees every session)",
+				s.caller.Identity, auth.Agent))
+			return
+		}
+		h(w, r, s, controlplane.Caller{Identity: s.caller.Identity, Admin: s.caller.Can(auth.Admin)})
+	}
+}
+
+type sessionsPage struct {
+	Sessions []controlplane.SessionView
+	Admin    bool
+}
+
+func (d *Dashboard) sessionsPage(w http.ResponseWriter, r *http.Request, s *session, c controlplane.Caller) {
+	list, err := d.o.ControlPlane.Sessions(r.Context(), c, pageSize*2)
+	if err != nil {
+		d.fail(w, r, s, err)
+		return
+	}
+	d.render(w, r, s, http.StatusOK, "sessions", sessionsPage{Sessions: list, Admin: c.Admin})
+}
+
+type workPage struct {
+	Work              []controlplane.Work
+	Repo, Kind, State string
+	Next, First       string
+}
+
+func (d *Dashboard) workPage(w http.ResponseWriter, r *http.Request, s *session, _ controlplane.Caller) {
+	q := r.URL.Query()
+	p := workPage{Repo: strings.TrimSpace(q.Get("repo")), Kind: q.Get("kind"), State: q.Get("state")}
+	f := controlplane.WorkFilter{Repo: p.Repo, Kind: controlplane.Kind(p.Kind), State: controlplane.State(p.State),
+		Limit: pageSize, After: q.Get("after")}
+	list, err := d.o.ControlPlane.Work(r.Context(), f)
+	if err != nil {
+		d.fail(w, r, s, err)
+		return
+	}
+	p.Work = list
+	page := func(after string) string {
+		v := url.Values{}
+		for k, val := range map[string]string{"repo": p.Repo, "kind": p.Kind, "state": p.State, "after": after} {
+			if val != "" {
+				v.Set(k, val)
+			}
+		}
+		return "/ui/work?" + v.Encode()
+	}
+	if len(list) == pageSize {
+		p.Next = page(list[len(list)-1].ID)
+	}
+	if f.After != "" {
+		p.First = page("")
+	}
+	d.render(w, r, s, http.StatusOK, "work", p)
+}
+
+type leasesPage struct {
+	Leases []controlplane.Lease
+	All    bool
+	Now    time.Time
+}
+
+func (d *Dashboard) leasesPage(w http.ResponseWriter, r *http.Request, s *session, c controlplane.Caller) {
+	all, _ := strconv.ParseBool(r.URL.Query().Get("all"))
+	list, err := d.o.ControlPlane.Leases(r.Context(), c, controlplane.LeaseFilter{All: all, Limit: pageSize * 2})
+	if err != nil {
+		d.fail(w, r, s, err)
+		return
+	}
+	d.render(w, r, s, http.StatusOK, "leases", leasesPage{Leases: list, All: all, Now: d.o.Clock.Now()})
+}
+
+type allocationsPage struct {
+	Events  []controlplane.Event
+	Session string
+}
+
+func (d *Dashboard) allocationsPage(w http.ResponseWriter, r *http.Request, s *session, c controlplane.Caller) {
+	session := strings.TrimSpace(r.URL.Query().Get("session"))
+	list, err := d.o.ControlPlane.Events(r.Context(), c, controlplane.EventFilter{SessionID: session, Limit: pageSize * 2})
+	if err != nil {
+		d.fail(w, r, s, err)
+		return
+	}
+	d.render(w, r, s, http.StatusOK, "allocations", allocationsPage{Events: list, Session: session})
+}

@@ -28,10 +28,11 @@ type ObjectStore interface {
 }
 
 // Metrics receives an archive's counts, labelled with the sink's name.
-// The metrics package implements it; a nil Metrics counts nothing.
+// The metrics package's *Metrics implements it; a nil Metrics counts
+// nothing.
 type Metrics interface {
-	// AuditWritten counts entries written to the sink.
-	AuditWritten(sink string, entries int)
+	// AuditWritten counts one entry written to the sink.
+	AuditWritten(sink string)
 	// AuditFailed counts one failed attempt to write a batch.
 	AuditFailed(sink string)
 	// AuditDropped counts entries lost: the buffer was full, an entry
@@ -308,7 +309,9 @@ func (a *Archive) Flush(ctx context.Context, seal bool) error {
 			a.opt.Log.Info("audit archive writing again", "key", key)
 		}
 		if a.opt.Metrics != nil {
-			a.opt.Metrics.AuditWritten(a.opt.Name, entries)
+			for range entries {
+				a.opt.Metrics.AuditWritten(a.opt.Name)
+			}
 		}
 	}
 }

@@ -296,7 +296,7 @@ type counters struct {
 
 type counts struct{ written, failed, dropped int }
 
-func (c *counters) AuditWritten(_ string, n int) { c.mu.Lock(); c.n.written += n; c.mu.Unlock() }
+func (c *counters) AuditWritten(string)          { c.mu.Lock(); c.n.written++; c.mu.Unlock() }
 func (c *counters) AuditFailed(string)           { c.mu.Lock(); c.n.failed++; c.mu.Unlock() }
 func (c *counters) AuditDropped(_ string, n int) { c.mu.Lock(); c.n.dropped += n; c.mu.Unlock() }
 func (c *counters) get() counts {

@@ -14,8 +14,8 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/audit"
-	"github.com/workqueue-dev/workqueue/internal/tests3"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
+	"github.com/workqueue-dev/workqueue/internal/tests3"
 )
 
 func s3Store(t *testing.T, s tests3.Server, bucket string) *audit.S3Store {

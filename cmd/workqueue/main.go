@@ -111,7 +111,8 @@ finish within processing.shutdown_grace, and releases their leases.
 
 With no --config and no $WORKQUEUE_CONFIG it uses the defaults: SQLite in
 ./workqueue.db and 127.0.0.1:8080, and an admin API token that it creates
-on first start in ./workqueue-admin.token (mode 0600).`,
+on first start in ./workqueue-admin.token (mode 0600); audit entries go to
+the log and to an archive in ./workqueue-audit.`,
 		Example: `  workqueue serve
   workqueue serve --config /etc/workqueue.yaml
   workqueue serve --db postgres://wq@db:5432/wq --listen 0.0.0.0:8080`,
@@ -146,6 +147,7 @@ func newServeMain(cmd *cobra.Command, cfg config.Config) *Main {
 	m := NewMain(cfg, newLogger(cmd.ErrOrStderr(), cfg.Log))
 	if file, _ := cmd.Flags().GetString("config"); file == "" {
 		m.AdminTokenFile = adminTokenFile
+		m.Config.Audit.Sinks = append(m.Config.Audit.Sinks, config.AuditSink{Kind: config.AuditDir, Path: defaultAuditDir})
 	}
 	return m
 }

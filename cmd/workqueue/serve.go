@@ -46,6 +46,11 @@ type Main struct {
 	// Clock is the one clock every part reads (nil: the real one), so
 	// that a test drives the whole process's time.
 	Clock clockwork.Clock
+	// AuditMetrics, when set, counts the audit archives' writes,
+	// failures and losses.
+	AuditMetrics audit.Metrics
+	// archives are the audit archives that Close flushes (cmd/workqueue/audit.go).
+	archives []*audit.Archive
 
 	Store  wq.Store
 	Engine *engine.Engine
@@ -103,7 +108,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sink := audit.NewLogSink(m.Log)
+	sink, err := m.openAudit()
+	if err != nil {
+		return err
+	}
 	m.Engine, err = engine.New(m.Config.Engine(), s, m.Clock, sink, m.Log)
 	if err != nil {
 		return err
@@ -401,6 +409,9 @@ func (m *Main) close() error {
 	}
 	if m.Engine != nil {
 		m.Engine.Stop(context.Background())
+	}
+	if err := m.closeAudit(); err != nil {
+		errs = append(errs, fmt.Errorf("audit: %w", err))
 	}
 	if m.Store != nil {
 		if err := m.Store.Close(); err != nil {

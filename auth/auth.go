@@ -29,10 +29,13 @@ const (
 	Admin     Permission = "admin"
 	Agent     Permission = "agent"     // reserved for the control plane
 	Incidents Permission = "incidents" // reserved for the incident bridge
+	// ScrapeMetrics reads GET /metrics on the main listener: a Prometheus
+	// scraper's token needs nothing else (issue 15).
+	ScrapeMetrics Permission = "metrics"
 )
 
 // Permissions lists every permission, for validation and help.
-var Permissions = []Permission{Read, Submit, Retry, Admin, Agent, Incidents}
+var Permissions = []Permission{Read, Submit, Retry, Admin, Agent, Incidents, ScrapeMetrics}
 
 // Valid reports whether p is a known permission.
 func (p Permission) Valid() bool { return slices.Contains(Permissions, p) }

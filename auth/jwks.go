@@ -31,6 +31,7 @@ type keySet struct {
 	client     *http.Client
 	minRefresh time.Duration
 	now        func() time.Time
+	metrics    interface{ JWKSFetched(outcome string) } // nil: not counted
 
 	fetching  sync.Mutex // serialises fetches; verifications of known keys never wait for one
 	mu        sync.Mutex // guards the fields below, held briefly
@@ -87,6 +88,13 @@ func (k *keySet) key(ctx context.Context, kid string) (jose.JSONWebKey, error) {
 		return jose.JSONWebKey{}, errUnknownKey
 	}
 	keys, err := k.fetch(ctx)
+	if k.metrics != nil {
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+		}
+		k.metrics.JWKSFetched(outcome)
+	}
 	if err != nil {
 		return jose.JSONWebKey{}, fmt.Errorf("fetch the issuer's keys: %w", err)
 	}

@@ -45,6 +45,9 @@ type JWTOptions struct {
 	// (default: the standard service account mount).
 	Cluster Cluster
 	Log     *slog.Logger
+	// Metrics, when set, counts every fetch of a key set by outcome ("ok",
+	// "error"); package metrics implements it.
+	Metrics interface{ JWKSFetched(outcome string) }
 }
 
 // Cluster is where a pod finds its API server and credentials.
@@ -131,7 +134,8 @@ func (is *issuer) verifierFor(ctx context.Context) (*oidc.IDTokenVerifier, error
 	for i, a := range signingAlgs {
 		algs[i] = string(a)
 	}
-	is.keys = &keySet{url: jwksURL, client: is.client, minRefresh: is.opts.MinRefresh, now: is.opts.Clock.Now}
+	is.keys = &keySet{url: jwksURL, client: is.client, minRefresh: is.opts.MinRefresh, now: is.opts.Clock.Now,
+		metrics: is.opts.Metrics}
 	// aud is a claim the rules bind (DDR-22), and the time claims are
 	// checked here with a leeway: go-oidc checks signature and issuer.
 	is.verifier = oidc.NewVerifier(is.url, is.keys, &oidc.Config{SkipClientIDCheck: true, SkipExpiryCheck: true,

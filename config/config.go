@@ -62,6 +62,8 @@ type Config struct {
 	Incidents Incidents `yaml:"incidents"`
 	// Herder configures the CI job retry herder (config/herder.go).
 	Herder Herder `yaml:"herder"`
+	// Metrics configures the Prometheus metrics (config/metrics.go).
+	Metrics Metrics `yaml:"metrics"`
 }
 
 // Processing tunes the engine; see engine.Config for each field's meaning.
@@ -158,6 +160,7 @@ func Default() Config {
 			ManagedLabel:         "managed-by-workqueue",
 		},
 		ControlPlane: defaultControlPlane(),
+		Metrics:      Metrics{Enabled: true},
 	}
 }
 
@@ -296,6 +299,7 @@ func (c Config) Validate() error {
 	c.validateControlPlane(bad)
 	c.validateIncidents(bad)
 	c.Herder.validate(bad)
+	c.validateMetrics(bad)
 	return errors.Join(errs...)
 }
 

@@ -28,6 +28,9 @@ type worker struct {
 	lease wq.Lease
 	typ   *wq.ItemType
 	lost  chan struct{} // closed when the heartbeat finds the lease lost
+	// lostCounted makes a loop count one lease loss however many of its
+	// writes find it.
+	lostCounted atomic.Bool
 }
 
 // process runs the loop for one item: claim, then until the deadline: drain
@@ -94,6 +97,7 @@ func (w *worker) heartbeat(ctx context.Context, cancel context.CancelFunc) {
 			}
 			err := w.e.store.ExtendLease(ctx, &lease, w.e.clock.Now(), w.e.cfg.Lease)
 			if errors.Is(err, wq.ErrLeaseLost) {
+				w.countLeaseLost()
 				close(w.lost)
 				cancel()
 				return
@@ -223,6 +227,9 @@ func (w *worker) drainEvents(ctx context.Context) (applied int, crashed bool, er
 			return applied, false, err
 		}
 		applied++
+		if !ev.ReceivedAt.IsZero() {
+			e.metrics.EventApplied(item.ItemType, now.Sub(ev.ReceivedAt))
+		}
 		w.auditEvent(ctx, item, ev, result, outcome, known, now)
 		if hook := e.faults.afterEventApplied; hook != nil && hook(w.lease.ItemID) {
 			return applied, true, nil
@@ -271,8 +278,10 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, item *wq.Item, a
 		return w.recordFailure(ctx, log, item, action, err, true) && ctx.Err() == nil
 	}
 	writer := &leaseWriter{w: w, item: item, action: action}
+	start := time.Now() // wall time: how long the action really ran
 	err := safeExecute(ctx, exec, &wq.Execution{Item: item, Action: action, Now: now, Writer: writer, Lease: w.lease})
 	e.actionsExecuted.Add(1)
+	e.metrics.Executed(item.ItemType, action, executionOutcome(err, isLost(w.lost)), time.Since(start))
 	if errors.Is(err, wq.ErrSuperseded) && !isLost(w.lost) {
 		// Newer work arrived during the action; its write was dropped.
 		// Decide again on the new state (the dirty re-run).
@@ -308,6 +317,23 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, item *wq.Item, a
 // must clear.
 func failing(item *wq.Item) bool {
 	return item.Attempts > 0 || item.Error != "" || !item.FailingSince.IsZero()
+}
+
+// executionOutcome names how an action ended, for metrics; it mirrors
+// the decisions execute and recordFailure make.
+func executionOutcome(err error, lost bool) string {
+	switch {
+	case errors.Is(err, wq.ErrSuperseded) && !lost:
+		return "superseded"
+	case errors.Is(err, wq.ErrLeaseLost) || lost:
+		return "lease_lost"
+	case err == nil:
+		return "succeeded"
+	case !errors.Is(err, wq.ErrPermanent) && wq.IsTransient(err):
+		return "transient"
+	default:
+		return "failed"
+	}
 }
 
 func isLost(ch chan struct{}) bool {
@@ -408,9 +434,17 @@ func (w *worker) writeFailed(ctx context.Context, log *slog.Logger, op string, e
 	}
 }
 
+// countLeaseLost counts this loop's lease loss once.
+func (w *worker) countLeaseLost() {
+	if w.lostCounted.CompareAndSwap(false, true) {
+		w.e.metrics.LeaseLost(w.typ.Name)
+	}
+}
+
 func (w *worker) refused(op string) {
 	e := w.e
 	e.writesRefused.Add(1)
+	w.countLeaseLost()
 	e.audit.WriteAudit(context.WithoutCancel(e.runCtx), wq.AuditEntry{Time: e.clock.Now(), EventType: wq.AuditWriteRefused,
 		ItemID: w.lease.ItemID.String(), Actor: w.name,
 		Trigger: map[string]any{"source": "worker", "reason": "lease_lost", "operation": op}})
@@ -454,7 +488,17 @@ func ignoredReason(known bool, phase wq.Phase) string {
 
 func (w *worker) auditDimensions(ctx context.Context, item *wq.Item, dims []wq.DimensionUpdate, trigger map[string]any, now time.Time) {
 	for _, d := range dims {
-		old := item.Dimensions[d.DimensionKey]
+		old, had := item.Dimensions[d.DimensionKey]
+		if d.Status == wq.StatusFalse {
+			// True since the row's last write as true; a missing row is
+			// true (DDR-48) since the item was made.
+			switch {
+			case had && old.Status == wq.StatusTrue:
+				w.e.metrics.DimensionCleared(item.ItemType, d.Dimension, now.Sub(old.UpdatedAt))
+			case !had:
+				w.e.metrics.DimensionCleared(item.ItemType, d.Dimension, now.Sub(item.CreatedAt))
+			}
+		}
 		entry := wq.AuditEntry{Time: now, EventType: wq.AuditDimensionChange, ItemID: item.ID.String(), ItemType: item.ItemType,
 			Actor: w.name, NewState: map[string]any{"dimension": d.Dimension, "variant": d.Variant, "status": d.Status}, Trigger: trigger}
 		if old.Status != "" {

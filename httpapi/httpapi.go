@@ -41,6 +41,7 @@ type Server struct {
 	incidents       *incident.Bridge
 	incidentSecrets IncidentSecrets
 	mcp             http.Handler // the MCP transport at /mcp; nil: none
+	metrics         http.Handler // the Prometheus exposition at /metrics; nil: none
 	mux             *http.ServeMux
 }
 
@@ -103,6 +104,7 @@ func (s *Server) routes() []route {
 	rs = append(rs, s.controlRoutes()...)
 	rs = append(rs, s.incidentRoutes()...)
 	rs = append(rs, s.mcpRoutes()...)
+	rs = append(rs, s.metricsRoutes()...)
 	if s.items == nil {
 		return rs
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/mcpserver"
+	"github.com/workqueue-dev/workqueue/metrics"
 	"github.com/workqueue-dev/workqueue/store"
 )
 
@@ -44,7 +45,7 @@ func testServer(t *testing.T) (*Server, map[auth.Permission]string) {
 	cfg.Projects = []config.Project{{Match: "team/**", Forge: "gitea"}}
 	tokens := map[auth.Permission]string{}
 	var configured []auth.Token
-	for _, p := range []auth.Permission{auth.Read, auth.Submit, auth.Retry, auth.Agent, auth.Incidents} {
+	for _, p := range []auth.Permission{auth.Read, auth.Submit, auth.Retry, auth.Agent, auth.Incidents, auth.ScrapeMetrics} {
 		tok, hash, _ := auth.NewToken()
 		tokens[p] = tok
 		configured = append(configured, auth.Token{Name: string(p), SHA256: hash, Permissions: []auth.Permission{p, auth.Read}})
@@ -60,6 +61,7 @@ func testServer(t *testing.T) (*Server, map[auth.Permission]string) {
 	s.SetControlPlane(&controlplane.Service{Store: cps})
 	s.SetIncidents(testapi.Incidents(t, cps), IncidentSecrets{Sentry: "sentry-secret", GlitchTip: "glitchtip-secret"})
 	s.SetMCP(mcpserver.HTTPHandler(s, mcpserver.HTTPOptions{}))
+	s.SetMetrics(metrics.New().Handler())
 	return s, tokens
 }
 
@@ -98,6 +100,9 @@ func TestResponsesFollowTheOpenAPIDocument(t *testing.T) {
 	}{
 		{"GET", "/healthz", "/healthz", "", "", 200},
 		{"GET", "/readyz", "/readyz", "", "", 200},
+		{"GET", "/metrics", "/metrics", "", "", 401},
+		{"GET", "/metrics", "/metrics", tok[auth.Agent], "", 403},
+		{"GET", "/metrics", "/metrics", tok[auth.ScrapeMetrics], "", 200},
 		{"GET", "/api/v1/openapi.json", "/api/v1/openapi.json", tok[auth.Read], "", 200},
 		{"POST", "/api/v1/items", "/api/v1/items", tok[auth.Submit], submission, 201},
 		{"POST", "/api/v1/items", "/api/v1/items", tok[auth.Submit], submission, 200},

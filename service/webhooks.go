@@ -28,6 +28,11 @@ type Webhooks struct {
 	Inventory interface {
 		Apply(ctx context.Context, forge string, d *webhook.Delivery) (bool, error)
 	}
+	// Metrics, when set, counts every delivery by forge and outcome
+	// (package metrics implements it).
+	Metrics interface {
+		WebhookDelivery(forge, outcome string)
+	}
 }
 
 // WebhookForge is what the receiver knows of a configured forge.
@@ -47,7 +52,38 @@ type Received struct {
 // active item it concerns and stores its event, committed before it
 // returns. Errors: ENOTFOUND for an unknown forge, EUNAUTHORIZED for a bad
 // signature or token, EINVALID for a malformed delivery.
-func (w *Webhooks) Receive(ctx context.Context, forgeName string, h http.Header, body []byte) (Received, error) {
+func (w *Webhooks) Receive(ctx context.Context, forgeName string, h http.Header, body []byte) (got Received, err error) {
+	if w.Metrics != nil {
+		defer func() { w.countDelivery(forgeName, got, err) }()
+	}
+	return w.receive(ctx, forgeName, h, body)
+}
+
+// countDelivery counts a delivery's outcome; a forge name nobody
+// configured is counted as "unknown", so callers cannot grow the labels.
+func (w *Webhooks) countDelivery(forgeName string, got Received, err error) {
+	outcome := "stored"
+	switch {
+	case err != nil && wq.ErrorCode(err) == wq.ENOTFOUND:
+		outcome = "unknown_forge"
+	case err != nil && wq.ErrorCode(err) == wq.EUNAUTHORIZED:
+		outcome = "refused_signature"
+	case err != nil && wq.ErrorCode(err) == wq.EINVALID:
+		outcome = "invalid"
+	case err != nil:
+		outcome = "error"
+	case got.Duplicate:
+		outcome = "duplicate"
+	case got.Stored == 0:
+		outcome = "ignored"
+	}
+	if _, ok := w.Forges[forgeName]; !ok {
+		forgeName = "unknown"
+	}
+	w.Metrics.WebhookDelivery(forgeName, outcome)
+}
+
+func (w *Webhooks) receive(ctx context.Context, forgeName string, h http.Header, body []byte) (Received, error) {
 	forge, ok := w.Forges[forgeName]
 	if !ok {
 		return Received{}, wq.Errorf(wq.ENOTFOUND, "no forge named %q", forgeName)

@@ -29,6 +29,7 @@ import (
 	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/httpapi"
 	"github.com/workqueue-dev/workqueue/mcpserver"
+	"github.com/workqueue-dev/workqueue/metrics"
 	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/mr/mrstore"
 	"github.com/workqueue-dev/workqueue/service"
@@ -55,6 +56,11 @@ type Main struct {
 	Store  wq.Store
 	Engine *engine.Engine
 	HTTP   *http.Server
+	// Metrics are the process's Prometheus metrics; nil when
+	// metrics.enabled is false (every method then does nothing).
+	Metrics *metrics.Metrics
+	// metricsServer serves /metrics on metrics.listen; nil without one.
+	metricsServer *metricsServer
 
 	listener net.Listener
 	served   chan error
@@ -100,7 +106,8 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("database schema has %d of its %d migrations: run workqueue migrate", applied, latest)
 	}
 
-	forges, err := openForges(m.Config)
+	m.Metrics = m.newMetrics(s, all.cp)
+	forges, err := openForgesMeasured(m.Config, m.Metrics)
 	if err != nil {
 		return err
 	}
@@ -116,10 +123,11 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.Engine.SetMetrics(m.Metrics)
 	cpc := m.Config.ControlPlane
 	cps := &controlplane.Service{Store: all.cp, Clock: m.Clock, Log: m.Log,
 		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels, PriorityLabels: cpc.PriorityLabels},
-		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL), Forges: forges}
+		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL), Forges: forges, Metrics: m.Metrics}
 	items := &service.Items{Store: s, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log), Clock: m.Clock,
 		RequireAssignment: cpc.RequireAssignment}
 	// Each item type registers with the engine and, beside it, its face
@@ -160,7 +168,7 @@ func (m *Main) Run(ctx context.Context) error {
 		hookForges[f.Name] = service.WebhookForge{Kind: f.Kind, Secret: secret}
 	}
 	hooks := &service.Webhooks{Store: s, Forges: hookForges, Types: items.Types(), Notify: m.Engine.Notify,
-		Audit: audit.Safe(sink, m.Log), Clock: m.Clock}
+		Audit: audit.Safe(sink, m.Log), Clock: m.Clock, Metrics: m.Metrics}
 	if len(cpc.Repos) > 0 {
 		inv := &controlplane.Inventory{Store: all.cp, Forges: forges, Clock: m.Clock, Log: m.Log,
 			Interval: time.Duration(cpc.SyncInterval)}
@@ -189,6 +197,9 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	api.SetProxyAccessTokenHeader(m.Config.Auth.ProxyAccessTokenHeader)
+	if err := m.serveMetrics(api); err != nil {
+		return err
+	}
 	m.HTTP = &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -282,7 +293,11 @@ func openStores(ctx context.Context, url string) (stores, error) {
 }
 
 // openForges builds a client for every configured forge.
-func openForges(cfg config.Config) (map[string]wq.Forge, error) {
+func openForges(cfg config.Config) (map[string]wq.Forge, error) { return openForgesMeasured(cfg, nil) }
+
+// openForgesMeasured is openForges with every forge's HTTP requests
+// counted and timed in mx (nil: not measured).
+func openForgesMeasured(cfg config.Config, mx *metrics.Metrics) (map[string]wq.Forge, error) {
 	forges := map[string]wq.Forge{}
 	for _, f := range cfg.Forges {
 		token, err := f.Token()
@@ -295,13 +310,13 @@ func openForges(cfg config.Config) (map[string]wq.Forge, error) {
 		}
 		switch f.Kind {
 		case wq.ForgeGitea:
-			g, err := gitea.New(f.URL, token, gitea.Options{ReviewToken: reviewToken})
+			g, err := gitea.New(f.URL, token, gitea.Options{ReviewToken: reviewToken, HTTPClient: forgeHTTPClient(mx, f.Name, f.Kind)})
 			if err != nil {
 				return nil, fmt.Errorf("forge %s: %w", f.Name, err)
 			}
 			forges[f.Name] = g
 		case wq.ForgeGitLab:
-			g, err := gitlab.New(f.URL, token, gitlab.Options{ReviewToken: reviewToken})
+			g, err := gitlab.New(f.URL, token, gitlab.Options{ReviewToken: reviewToken, HTTPClient: forgeHTTPClient(mx, f.Name, f.Kind)})
 			if err != nil {
 				return nil, fmt.Errorf("forge %s: %w", f.Name, err)
 			}
@@ -336,7 +351,7 @@ func (m *Main) authenticator() (auth.Authenticator, error) {
 	chain := &auth.Chain{Static: static}
 	rules := m.Config.AuthRules()
 	if slices.ContainsFunc(rules, func(r auth.Rule) bool { return r.Issuer != "" }) {
-		chain.JWTs, err = auth.NewJWTs(context.Background(), rules, auth.JWTOptions{Log: m.Log, Clock: m.Clock,
+		chain.JWTs, err = auth.NewJWTs(context.Background(), rules, auth.JWTOptions{Log: m.Log, Clock: m.Clock, Metrics: m.Metrics,
 			Leeway: time.Duration(m.Config.Auth.JWT.Leeway), MinRefresh: time.Duration(m.Config.Auth.JWT.MinRefresh)})
 		if err != nil {
 			return nil, err
@@ -402,6 +417,9 @@ func (m *Main) close() error {
 		if err := <-m.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, err)
 		}
+	}
+	if err := m.metricsServer.close(); err != nil {
+		errs = append(errs, err)
 	}
 	if m.stopSync != nil {
 		m.stopSync()

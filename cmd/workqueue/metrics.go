@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/httpapi"
+	"github.com/workqueue-dev/workqueue/metrics"
+)
+
+// newMetrics returns the process's metrics reading the queue's and the
+// control plane's sizes at scrape time, or nil when metrics are off.
+func (m *Main) newMetrics(queue wq.Store, cp controlplane.Store) *metrics.Metrics {
+	if !m.Config.Metrics.Enabled {
+		return nil
+	}
+	mx := metrics.New()
+	log := m.Log.With("component", "metrics")
+	if counter, ok := queue.(wq.ItemCounter); ok {
+		mx.WatchItems(counter, m.Clock.Now, log)
+	}
+	if counter, ok := cp.(controlplane.Counter); ok {
+		mx.WatchControlPlane(func(ctx context.Context) (metrics.ControlPlaneCounts, error) {
+			c, err := counter.Count(ctx, m.Clock.Now())
+			return metrics.ControlPlaneCounts{ActiveSessions: c.ActiveSessions, LeasesByState: c.LeasesByState}, err
+		}, log)
+	}
+	return mx
+}
+
+// forgeHTTPClient is the HTTP client of one forge's adapter with its
+// requests measured; nil (the adapter's own) without metrics.
+func forgeHTTPClient(mx *metrics.Metrics, name, kind string) *http.Client {
+	if mx == nil {
+		return nil
+	}
+	return &http.Client{Transport: mx.ForgeTransport(name, kind, http.DefaultTransport.(*http.Transport).Clone())}
+}
+
+// serveMetrics serves /metrics on the main listener (the "metrics"
+// permission) and, with metrics.listen, on a listener of its own without
+// authentication.
+func (m *Main) serveMetrics(api *httpapi.Server) error {
+	if m.Metrics == nil {
+		return nil
+	}
+	api.SetMetrics(m.Metrics.Handler())
+	if m.Config.Metrics.Listen == "" {
+		return nil
+	}
+	l, err := net.Listen("tcp", m.Config.Metrics.Listen)
+	if err != nil {
+		return fmt.Errorf("metrics listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Metrics.Handler())
+	srv := &metricsServer{listener: l, served: make(chan error, 1), http: &http.Server{Handler: mux,
+		ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn)}}
+	go func() { srv.served <- srv.http.Serve(l) }()
+	m.metricsServer = srv
+	m.Log.Info("serving metrics without authentication", "addr", l.Addr().String())
+	return nil
+}
+
+// MetricsAddr is the address of the metrics.listen listener ("" without
+// one; useful with port 0).
+func (m *Main) MetricsAddr() string {
+	if m.metricsServer == nil {
+		return ""
+	}
+	return m.metricsServer.listener.Addr().String()
+}
+
+// metricsServer is the metrics.listen listener.
+type metricsServer struct {
+	listener net.Listener
+	http     *http.Server
+	served   chan error
+}
+
+// close stops the listener; a nil server is nothing to stop.
+func (s *metricsServer) close() error {
+	if s == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := s.http.Shutdown(ctx)
+	if served := <-s.served; served != nil && !errors.Is(served, http.ErrServerClosed) {
+		err = errors.Join(err, served)
+	}
+	if err != nil {
+		return fmt.Errorf("metrics shutdown: %w", err)
+	}
+	return nil
+}

@@ -62,6 +62,24 @@ const (
 	CIOutcomeRefused     = "refused"     // the forge refused the retry
 )
 
+// CIRetry is a retry retry_ci_jobs made, as recorded in the detail's
+// CIRetried right after the forge made it.
+type CIRetry struct {
+	JobID    int64  `json:"job_id"`
+	Retries  int    `json:"retries"` // the failed run's
+	NewJobID int64  `json:"new_job_id"`
+	Matcher  string `json:"matcher"`
+	Why      string `json:"why"`
+}
+
+func decodeCIRetried(s string) []CIRetry {
+	var out []CIRetry
+	if s != "" {
+		_ = json.Unmarshal([]byte(s), &out) // a record that does not read is none
+	}
+	return out
+}
+
 // maxCIDecisions bounds the decisions kept on the dimension.
 const maxCIDecisions = 20
 
@@ -159,7 +177,14 @@ func (x *executors) retryCIJobs(ctx context.Context, ex *wq.Execution) error {
 		}
 	}
 	lists := map[int64][]wq.CIJob{} // one job list per pipeline
+	retried := decodeCIRetried(d.CIRetried)
 	for _, j := range due {
+		// A retry made by a run whose write was superseded (the retry's
+		// own webhooks arrived meanwhile) is decided, not made again.
+		if i := slices.IndexFunc(retried, func(r CIRetry) bool { return r.JobID == j.ID && r.Retries == j.Retries }); i >= 0 {
+			decide(j, CIOutcomeRetried, retried[i].Matcher, retried[i].Why, retried[i].NewJobID)
+			continue
+		}
 		if j.PipelineID != head {
 			decide(j, CIOutcomeOutdated, "", fmt.Sprintf("pipeline %d is not the newest of the head (%d)", j.PipelineID, head), 0)
 			continue
@@ -207,6 +232,17 @@ func (x *executors) retryCIJobs(ctx context.Context, ex *wq.Execution) error {
 			}
 			return forgeFailure("retry the job", err)
 		}
+		retried = append(retried, CIRetry{JobID: j.ID, Retries: j.Retries, NewJobID: newID, Matcher: v.Matcher, Why: v.Why})
+		if len(retried) > maxCIDecisions {
+			retried = retried[len(retried)-maxCIDecisions:]
+		}
+		state := d.ForgeState()
+		b, _ := json.Marshal(retried)
+		state.CIRetried = string(b)
+		if err := x.recordState(ctx, ex, state); err != nil {
+			return err
+		}
+		d.CIRetried = state.CIRetried
 		decide(j, CIOutcomeRetried, v.Matcher, v.Why, newID)
 	}
 	rd.Jobs = later

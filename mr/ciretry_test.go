@@ -23,6 +23,9 @@ type ciForge struct {
 	traces    map[int64]string
 	latest    map[string]int64
 	nextJob   int64
+	// duringRetry, when set, runs while the forge retries a job (the
+	// retry's own webhooks arriving at once).
+	duringRetry func()
 }
 
 var _ wq.CIJobs = (*ciForge)(nil)
@@ -61,6 +64,9 @@ func (f *ciForge) JobTrace(_ context.Context, _ string, job int64, maxBytes int)
 
 // RetryJob makes a new job of the same name, as GitLab does.
 func (f *ciForge) RetryJob(_ context.Context, _ string, pipeline, job int64) (int64, error) {
+	if f.duringRetry != nil {
+		f.duringRetry()
+	}
 	defer f.call("RetryJob")()
 	jobs := f.pipelines[pipeline]
 	for _, j := range jobs {
@@ -288,4 +294,32 @@ func mustItem(h *harness, id wq.ItemID) *wq.Item {
 	h.t.Helper()
 	it, _ := h.get(id)
 	return it
+}
+
+// A retry's own webhooks can arrive while retry_ci_jobs still runs, and
+// supersede its write: the retry is recorded under the lease at once, so
+// the next run decides it retried (not outdated) and retries nothing
+// again.
+func TestARetryWhoseDecisionWasSupersededIsRecordedOnce(t *testing.T) {
+	h, ci := newCIHarness(t, ciRules)
+	h.forge.setBlocker(wq.MergeCI)
+	it, d := h.openMR(fakeSubmission("a"))
+	job := ci.failJob(7, d.HeadSHA, "build", "runner_system_failure", "", 0, h.clock.Now())
+	h.jobEvent(it.ID, d.HeadSHA, job)
+	ci.duringRetry = func() {
+		ci.duringRetry = nil
+		if _, err := h.store.InsertDelivery(h.ctx, "fake", "retry-hook", []wq.Event{{ItemID: it.ID, EventType: webhook.GitLabPipeline,
+			Body: []byte(fmt.Sprintf(`{"object_kind":"pipeline","object_attributes":{"id":7,"sha":%q,"status":"running"}}`, d.HeadSHA))}},
+			h.clock.Now()); err != nil {
+			t.Error(err)
+		}
+	}
+	h.advance(3*time.Minute, time.Minute)
+	if n := h.forge.count("RetryJob"); n != 1 {
+		t.Fatalf("%d retries, want 1", n)
+	}
+	_, detail := ciDecisions(t, mustItem(h, it.ID))
+	if len(detail.Decisions) != 1 || detail.Decisions[0].Outcome != mr.CIOutcomeRetried || detail.Decisions[0].NewJobID == 0 || len(detail.Jobs) != 0 {
+		t.Fatalf("decisions %+v, jobs %+v: want the retry recorded once", detail.Decisions, detail.Jobs)
+	}
 }

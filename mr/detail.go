@@ -45,6 +45,7 @@ type Detail struct {
 	HeadPipelineID int64
 	NoteID         int64
 	PushingHash    string // the content hash of a push begun and not yet recorded as done (see ForgeState)
+	CIRetried      string // the CI jobs retry_ci_jobs retried (see ForgeState)
 }
 
 // ForgeState is what the executors record about the forge, under the
@@ -60,13 +61,18 @@ type ForgeState struct {
 	// recording: when a crash fell between the two, a branch head the
 	// service has not recorded is its own push, not someone else's branch.
 	PushingHash string
+	// CIRetried are the CI jobs retry_ci_jobs retried, recorded right
+	// after the forge's retry (a JSON array of CIRetry, the latest
+	// maxCIDecisions): the retry's own webhooks can supersede the write of
+	// its decision, and the next run must know the newer job is its own.
+	CIRetried string
 }
 
 // ForgeState returns the forge state the detail holds, for an executor to
 // change a field of and record.
 func (d *Detail) ForgeState() ForgeState {
 	return ForgeState{MRNumber: d.MRNumber, MRURL: d.MRURL, HeadSHA: d.HeadSHA, PushedHash: d.PushedHash,
-		HeadPipelineID: d.HeadPipelineID, NoteID: d.NoteID, PushingHash: d.PushingHash}
+		HeadPipelineID: d.HeadPipelineID, NoteID: d.NoteID, PushingHash: d.PushingHash, CIRetried: d.CIRetried}
 }
 
 // EventRef is what a forge event says about the merge request it concerns;

@@ -25,14 +25,14 @@ var _ mr.Store = postgresStore{}
 // content hash comes from the same snapshot as the file actions.
 const postgresColumns = `m.forge, m.project, m.source_branch, m.target_branch, m.title, m.description, m.commit_message, m.labels::text,
 	m.file_actions::text, m.auto_merge, coalesce(m.mr_iid, 0), m.mr_url, m.head_sha, m.pushed_hash, coalesce(m.head_pipeline_id, 0),
-	coalesce(m.note_id, 0), m.pushing_hash, m.assignment_id, w.content_hash`
+	coalesce(m.note_id, 0), m.pushing_hash, m.assignment_id, m.ci_retried, w.content_hash`
 
 func scanPostgresDetail(row pgx.Row) (*mr.Detail, error) {
 	var d mr.Detail
 	var labels, actions string
 	if err := row.Scan(&d.Forge, &d.Project, &d.SourceBranch, &d.TargetBranch, &d.Title, &d.Description, &d.CommitMessage,
 		&labels, &actions, &d.AutoMerge, &d.MRNumber, &d.MRURL, &d.HeadSHA, &d.PushedHash, &d.HeadPipelineID, &d.NoteID,
-		&d.PushingHash, &d.AssignmentID, &d.ContentHash); err != nil {
+		&d.PushingHash, &d.AssignmentID, &d.CIRetried, &d.ContentHash); err != nil {
 		return nil, postgres.Translate(err)
 	}
 	if err := d.DecodeColumns(labels, actions); err != nil {
@@ -132,8 +132,8 @@ func (s postgresStore) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64,
 func (s postgresStore) RecordForgeState(ctx context.Context, l wq.Lease, st mr.ForgeState, now time.Time) error {
 	return s.db.Fenced(ctx, l, "record forge state of", func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `UPDATE mr_details SET mr_iid = $2, mr_url = $3, head_sha = $4, pushed_hash = $5,
-			head_pipeline_id = $6, note_id = $7, pushing_hash = $8 WHERE work_item_id = $1`, l.ItemID, nonZero(st.MRNumber), st.MRURL,
-			st.HeadSHA, st.PushedHash, nonZero(st.HeadPipelineID), nonZero(st.NoteID), st.PushingHash)
+			head_pipeline_id = $6, note_id = $7, pushing_hash = $8, ci_retried = $9 WHERE work_item_id = $1`, l.ItemID, nonZero(st.MRNumber), st.MRURL,
+			st.HeadSHA, st.PushedHash, nonZero(st.HeadPipelineID), nonZero(st.NoteID), st.PushingHash, st.CIRetried)
 		if err != nil {
 			return postgres.Translate(err)
 		}

@@ -25,14 +25,14 @@ var _ mr.Store = sqliteStore{}
 // content hash comes from the same snapshot as the file actions.
 const sqliteColumns = `m.forge, m.project, m.source_branch, m.target_branch, m.title, m.description, m.commit_message, m.labels,
 	m.file_actions, m.auto_merge, coalesce(m.mr_iid, 0), m.mr_url, m.head_sha, m.pushed_hash, coalesce(m.head_pipeline_id, 0),
-	coalesce(m.note_id, 0), m.pushing_hash, m.assignment_id, w.content_hash`
+	coalesce(m.note_id, 0), m.pushing_hash, m.assignment_id, m.ci_retried, w.content_hash`
 
 func scanSQLiteDetail(row interface{ Scan(...any) error }) (*mr.Detail, error) {
 	var d mr.Detail
 	var labels, actions string
 	if err := row.Scan(&d.Forge, &d.Project, &d.SourceBranch, &d.TargetBranch, &d.Title, &d.Description, &d.CommitMessage,
 		&labels, &actions, &d.AutoMerge, &d.MRNumber, &d.MRURL, &d.HeadSHA, &d.PushedHash, &d.HeadPipelineID, &d.NoteID,
-		&d.PushingHash, &d.AssignmentID, &d.ContentHash); err != nil {
+		&d.PushingHash, &d.AssignmentID, &d.CIRetried, &d.ContentHash); err != nil {
 		return nil, sqlite.Translate(err)
 	}
 	if err := d.DecodeColumns(labels, actions); err != nil {
@@ -136,8 +136,8 @@ func (s sqliteStore) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d
 func (s sqliteStore) RecordForgeState(ctx context.Context, l wq.Lease, st mr.ForgeState, now time.Time) error {
 	return s.db.Fenced(ctx, l, "record forge state of", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE mr_details SET mr_iid = ?, mr_url = ?, head_sha = ?, pushed_hash = ?,
-			head_pipeline_id = ?, note_id = ?, pushing_hash = ? WHERE work_item_id = ?`, nonZero(st.MRNumber), st.MRURL, st.HeadSHA,
-			st.PushedHash, nonZero(st.HeadPipelineID), nonZero(st.NoteID), st.PushingHash, l.ItemID.String()); err != nil {
+			head_pipeline_id = ?, note_id = ?, pushing_hash = ?, ci_retried = ? WHERE work_item_id = ?`, nonZero(st.MRNumber), st.MRURL, st.HeadSHA,
+			st.PushedHash, nonZero(st.HeadPipelineID), nonZero(st.NoteID), st.PushingHash, st.CIRetried, l.ItemID.String()); err != nil {
 			return sqlite.Translate(err)
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE work_items SET updated_at = ? WHERE id = ?`, sqlite.Time(now), l.ItemID.String())

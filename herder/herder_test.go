@@ -157,7 +157,7 @@ func TestHerderMatch(t *testing.T) {
 			job:     failed("prepare", "script_failure", 2),
 			log:     logOf(10, "fatal: unable to access 'https://gitlab.com/redhat/kernel.git/': Could not resolve host: gitlab.com"),
 			want:    outcome{Matched: true, Matcher: "network", Retry: true, RetryLimit: 3, Delay: 0, TraceRead: true, TraceCalls: 1},
-			wantWhy: "the log contain /fatal: unable to access",
+			wantWhy: "the log contains /fatal: unable to access",
 		},
 		{
 			name:    "the regex's alternatives are not literals: an other git error does not fire",

@@ -147,14 +147,14 @@ func (lf leaf) messageChecks(log *jobLog, why *[]string) (miss, bool) {
 			continue
 		}
 		window := log.tail(lv.tailLines)
-		where := "the log"
+		where, verb := "the log", "contains"
 		if lv.tailLines > 0 {
-			where = fmt.Sprintf("the log's last %d lines", lv.tailLines)
+			where, verb = fmt.Sprintf("the log's last %d lines", lv.tailLines), "contain"
 		}
 		found := false
 		for _, p := range lv.messages {
 			if p.occursIn(window) {
-				*why = append(*why, fmt.Sprintf("%s contain %s", where, p.describe()))
+				*why = append(*why, fmt.Sprintf("%s %s %s", where, verb, p.describe()))
 				found = true
 				break
 			}

@@ -70,6 +70,8 @@ type Main struct {
 	synced    chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+	// dashboardTrail keeps recent audit entries for the dashboard.
+	dashboardTrail *audit.Recent
 }
 
 // NewMain returns a process for cfg; Run starts it.
@@ -119,6 +121,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	sink = m.withDashboardTrail(sink)
 	m.Engine, err = engine.New(m.Config.Engine(), s, m.Clock, sink, m.Log)
 	if err != nil {
 		return err
@@ -190,6 +193,9 @@ func (m *Main) Run(ctx context.Context) error {
 	api.SetAudit(audit.Safe(sink, m.Log))
 	api.SetClock(m.Clock)
 	api.SetControlPlane(cps)
+	if err := m.serveDashboard(api, items, cps, authn, sink); err != nil {
+		return err
+	}
 	// The same tools for agents over MCP at /mcp, each call made on api
 	// with the caller's token; a submission as large as REST takes fits.
 	api.SetMCP(mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Log: m.Log.With("component", "mcp"), MaxRequestBytes: httpapi.MaxSubmitBytes + 1<<20}))

@@ -1,0 +1,189 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+func TestOperationElidesEveryNameAndNumber(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ method, path, want string }{
+		{"POST", "/api/v1/repos/team/app/pulls", "POST repos/{}/pulls"},
+		{"GET", "/api/v1/repos/team/app/pulls/42", "GET repos/{}/pulls/{}"},
+		{"POST", "/api/v1/repos/team/app/pulls/42/merge", "POST repos/{}/pulls/{}/merge"},
+		{"GET", "/gitea/api/v1/repos/team/app/contents/dir/secret%2Fname.txt", "GET repos/{}/contents/{}"},
+		{"GET", "/api/v1/repos/team/app/compare/main...workqueue/x", "GET repos/{}/compare/{}"},
+		{"PUT", "/api/v4/projects/team%2Fapp/merge_requests/7/merge", "PUT projects/{}/merge_requests/{}/merge"},
+		{"GET", "/api/v4/projects/team%2Fapp/repository/files/a%2Fb.txt/raw", "GET projects/{}/repository/files/{}"},
+		{"GET", "/api/v4/projects/12/jobs/99/trace", "GET projects/{}/jobs/{}/trace"},
+		{"GET", "/api/v1/version", "GET version"},
+		{"GET", "/team/app.git/info/refs", "GET other"},
+		{"BREW", "/api/v1/user", "OTHER user"},
+	} {
+		if got := Operation(tc.method, tc.path); got != tc.want {
+			t.Errorf("Operation(%s %s) = %q, want %q", tc.method, tc.path, got, tc.want)
+		}
+	}
+}
+
+func TestANilMetricsDoesNothing(t *testing.T) {
+	t.Parallel()
+	var m *Metrics
+	m.Executed("mr", "ensure_mr", OutcomeSucceeded, time.Second)
+	m.DimensionCleared("mr", "needs_mr", time.Second)
+	m.EventApplied("mr", time.Second)
+	m.Swept(time.Second, 3, nil)
+	m.LeaseLost("mr")
+	m.JWKSFetched("ok")
+	m.WebhookDelivery("gitea", DeliveryStored)
+	m.Allocated("assigned")
+	m.GateRefused("not_owner")
+	m.AuditWritten("s3")
+	m.AuditFailed("s3")
+	m.AuditDropped("s3", 2)
+	m.WatchItems(nil, nil, nil)
+	if rt := m.ForgeTransport("gitea", "gitea", http.DefaultTransport); rt != http.DefaultTransport {
+		t.Errorf("a nil Metrics wraps the transport: %T", rt)
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("a nil Metrics serves %d, want 404", rec.Code)
+	}
+}
+
+// exposition scrapes m.
+func exposition(t *testing.T, m *Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("scrape: %d", rec.Code)
+	}
+	return rec.Body.String()
+}
+
+func wantLines(t *testing.T, body string, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if !strings.Contains(body, "\n"+l+"\n") {
+			t.Errorf("missing %q", l)
+		}
+	}
+}
+
+func TestTypedMethodsMoveTheirSeries(t *testing.T) {
+	t.Parallel()
+	m := New()
+	m.Executed("mr", "ensure_mr", OutcomeSucceeded, 2*time.Second)
+	m.Executed("mr", "ensure_mr", OutcomeTransient, time.Second)
+	m.DimensionCleared("mr", "needs_mr", 90*time.Second)
+	m.EventApplied("mr", 30*time.Millisecond)
+	m.Swept(time.Millisecond, 4, errors.New("down"))
+	m.LeaseLost("mr")
+	m.JWKSFetched("error")
+	m.WebhookDelivery("gitea", DeliveryDuplicate)
+	m.Allocated("assigned")
+	m.GateRefused("head_moved")
+	m.AuditWritten("s3")
+	m.AuditFailed("s3")
+	m.AuditDropped("s3", 5)
+	wantLines(t, exposition(t, m),
+		`workqueue_executions_total{action="ensure_mr",item_type="mr",outcome="succeeded"} 1`,
+		`workqueue_executions_total{action="ensure_mr",item_type="mr",outcome="transient"} 1`,
+		`workqueue_execution_duration_seconds_sum{action="ensure_mr",item_type="mr",outcome="succeeded"} 2`,
+		`workqueue_dimension_true_duration_seconds_bucket{dimension="needs_mr",item_type="mr",le="300"} 1`,
+		`workqueue_dimension_true_duration_seconds_bucket{dimension="needs_mr",item_type="mr",le="60"} 0`,
+		`workqueue_event_lag_seconds_count{item_type="mr"} 1`,
+		`workqueue_sweep_duration_seconds_count 1`,
+		`workqueue_sweep_items_found_total 4`,
+		`workqueue_sweep_errors_total 1`,
+		`workqueue_lease_losses_total{item_type="mr"} 1`,
+		`workqueue_jwks_fetches_total{outcome="error"} 1`,
+		`workqueue_webhook_deliveries_total{forge="gitea",outcome="duplicate"} 1`,
+		`workqueue_cp_allocations_total{outcome="assigned"} 1`,
+		`workqueue_cp_gate_refusals_total{reason="head_moved"} 1`,
+		`workqueue_audit_entries_written_total{sink="s3"} 1`,
+		`workqueue_audit_write_failures_total{sink="s3"} 1`,
+		`workqueue_audit_entries_dropped_total{sink="s3"} 5`,
+	)
+}
+
+func TestForgeTransportCountsByOperationAndStatusClass(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/merge") {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		}
+	}))
+	defer srv.Close()
+	m := New()
+	c := &http.Client{Transport: m.ForgeTransport("main", "gitea", nil)}
+	for _, path := range []string{"/api/v1/repos/a/b/pulls/1", "/api/v1/repos/c/d/pulls/2", "/api/v1/repos/a/b/pulls/1/merge"} {
+		resp, err := c.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	dead := &http.Client{Transport: m.ForgeTransport("main", "gitea", nil)}
+	if _, err := dead.Get("http://127.0.0.1:1/api/v1/version"); err == nil {
+		t.Fatal("a request to a closed port succeeded")
+	}
+	body := exposition(t, m)
+	wantLines(t, body,
+		`workqueue_forge_requests_total{forge="main",kind="gitea",operation="GET repos/{}/pulls/{}",status="2xx"} 2`,
+		`workqueue_forge_requests_total{forge="main",kind="gitea",operation="GET repos/{}/pulls/{}/merge",status="4xx"} 1`,
+		`workqueue_forge_requests_total{forge="main",kind="gitea",operation="GET version",status="error"} 1`,
+		`workqueue_forge_request_duration_seconds_count{forge="main",kind="gitea",operation="GET repos/{}/pulls/{}"} 2`,
+	)
+	if strings.Contains(body, "a/b") {
+		t.Error("a repository path reached a label")
+	}
+}
+
+// fakeCounter counts how often it is read and fails on request.
+type fakeCounter struct {
+	reads int
+	fail  bool
+	now   time.Time
+}
+
+func (f *fakeCounter) CountItems(ctx context.Context, now time.Time) (wq.ItemCounts, error) {
+	f.reads++
+	if f.fail {
+		return wq.ItemCounts{}, errors.New("database down")
+	}
+	return wq.ItemCounts{
+		Phases:     []wq.PhaseCount{{ItemType: "mr", Phase: wq.PhaseCompleted, Count: 7}},
+		Actionable: []wq.ActionableCount{{ItemType: "mr", Count: 2, Oldest: f.now.Add(-90 * time.Second)}},
+	}, nil
+}
+
+func TestItemCountsAreReadAtScrapeAtMostEvery15s(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	counter := &fakeCounter{now: now}
+	m := New()
+	m.WatchItems(counter, func() time.Time { return now }, nil)
+	want := []string{
+		`workqueue_items{item_type="mr",phase="completed"} 7`,
+		`workqueue_items_actionable{item_type="mr"} 2`,
+		`workqueue_items_oldest_actionable_age_seconds{item_type="mr"} 90`,
+	}
+	wantLines(t, exposition(t, m), want...)
+	counter.fail = true
+	wantLines(t, exposition(t, m), want...)
+	if counter.reads != 1 {
+		t.Errorf("two scrapes within 15s read the store %d times, want 1", counter.reads)
+	}
+}

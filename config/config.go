@@ -187,6 +187,19 @@ func Load(path string) (Config, error) {
 // Parse decodes a configuration document over the defaults, strictly, and
 // validates it. An empty document gives the defaults.
 func Parse(r io.Reader) (Config, error) {
+	cfg, err := decode(r)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// decode is Parse without the validation (config check shows what it
+// resolved beside the problems).
+func decode(r io.Reader) (Config, error) {
 	body, err := io.ReadAll(r)
 	if err != nil {
 		return Config{}, err

@@ -35,7 +35,7 @@ import (
 	"github.com/workqueue-dev/workqueue/service"
 )
 
-// Prefix is where the dashboard is served. The mr type's status note
+// Prefix is where the dashboard is served. A merge request's status note
 // links to public_url + Prefix + "items/" + id.
 const Prefix = "/ui/"
 

@@ -178,7 +178,7 @@ func (d *Dashboard) itemPage(w http.ResponseWriter, r *http.Request, s *session)
 }
 
 // detailLinks are the web links an item type's detail carries: members
-// named *_url holding an http(s) URL (the mr type's mr_url), so that the
+// named *_url holding an http(s) URL (a merge request's link), so that the
 // dashboard links a merge request without naming the type.
 func detailLinks(raw json.RawMessage) []link {
 	var m map[string]any

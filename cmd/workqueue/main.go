@@ -50,7 +50,9 @@ runs on SQLite in the working directory and listens on 127.0.0.1:8080.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServeCommand(), newMigrateCommand(), newTokenCommand(), newItemsCommand(), newHooksCommand(),
+	root.Version = buildVersion()
+	root.SetVersionTemplate("{{.Version}}")
+	root.AddCommand(newVersionCommand(), newConfigCommand(), newServeCommand(), newMigrateCommand(), newTokenCommand(), newItemsCommand(), newHooksCommand(),
 		newSessionsCommand(), newWorkCommand(), newAllocateCommand(), newGateCommand(), newLeasesCommand(), newCheckpointsCommand(), newIncidentsCommand(), newMCPCommand(),
 		newHerderCommand())
 	return root

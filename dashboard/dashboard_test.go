@@ -49,6 +49,12 @@ type world struct {
 
 func newWorld(t *testing.T, publicURL string) *world {
 	t.Helper()
+	return newWorldWith(t, func(o *dashboard.Options) { o.PublicURL = publicURL })
+}
+
+// newWorldWith is newWorld with the dashboard's options edited.
+func newWorldWith(t *testing.T, edit func(*dashboard.Options)) *world {
+	t.Helper()
 	w := &world{t: t, ctx: context.Background(), clock: clockwork.NewFakeClockAt(start), tokens: map[string]string{}}
 	w.store = testdb.Open(t, "sqlite").Queue
 	trail := audit.NewRecent(1000, 200)
@@ -73,8 +79,10 @@ func newWorld(t *testing.T, publicURL string) *world {
 	api := httpapi.NewServer(w.store, items, authn, testkit.Quiet())
 	api.SetClock(w.clock)
 	api.SetControlPlane(w.cps)
-	dash, err := dashboard.New(dashboard.Options{Items: items, ControlPlane: w.cps, Auth: authn, Audit: trail, Trail: trail,
-		PublicURL: publicURL, Log: testkit.Quiet(), Clock: w.clock})
+	opts := dashboard.Options{Items: items, ControlPlane: w.cps, Auth: authn, Audit: trail, Trail: trail,
+		Log: testkit.Quiet(), Clock: w.clock}
+	edit(&opts)
+	dash, err := dashboard.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,4 +383,44 @@ func writeScreenshot(t *testing.T, name string, png []byte) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s (%d KiB)", path, len(png)>>10)
+}
+
+// DDR-27: an OAuth proxy in front of /ui/login/proxy passes its session's
+// token in a header; the dashboard takes it as a bearer token.
+func TestTheProxyBridgeLogsInWithTheProxysToken(t *testing.T) {
+	const header = "X-Forwarded-Access-Token"
+	proxyLogin := func(w *world, token string) (*http.Client, *http.Response) {
+		c := browserClient(t)
+		req, _ := http.NewRequest("GET", w.base+"/ui/login/proxy?next=/ui/items%3Fphase%3Dfailed", nil)
+		if token != "" {
+			req.Header.Set(header, token)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return c, resp
+	}
+
+	w := newWorldWith(t, func(o *dashboard.Options) { o.ProxyAccessTokenHeader = header })
+	c, resp := proxyLogin(w, w.tokens["reader"])
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/items?phase=failed" {
+		t.Fatalf("a proxy login answered %d to %q, want 303 to the page asked for", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if status, page := get(t, c, w.base+"/ui/items"); status != http.StatusOK || !strings.Contains(page, "token:reader") {
+		t.Errorf("after a proxy login the items page is %d and does not name token:reader", status)
+	}
+	if _, resp := proxyLogin(w, ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a proxy login without the proxy's header answered %d, want 401", resp.StatusCode)
+	}
+	if _, resp := proxyLogin(w, "not-a-token"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a proxy login with a token nobody accepts answered %d, want 401", resp.StatusCode)
+	}
+
+	// Without a configured header, nobody's header is trusted.
+	plain := newWorld(t, "")
+	if _, resp := proxyLogin(plain, plain.tokens["reader"]); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("with no proxy configured, the header logged someone in (%d)", resp.StatusCode)
+	}
 }

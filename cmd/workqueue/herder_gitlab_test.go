@@ -436,6 +436,17 @@ func (w *glWorld) glWaitNote(iid int64, what string, cond func(string) bool) glN
 // whose write was dropped because newer work arrived meanwhile
 // (write_superseded). Decisions alone cannot tell: a dropped run leaves
 // none.
+// glRunsAfter is glRuns once at least one run's action is logged: the
+// audit line follows the run's write, which the test may see first.
+func (w *glWorld) glRunsAfter() (applied, superseded int) {
+	w.t.Helper()
+	eventually.True(w.t, glWait, "a retry_ci_jobs run in the audit log", func() (bool, any) {
+		applied, superseded = w.glRuns()
+		return applied > 0, w.log.all()
+	})
+	return applied, superseded
+}
+
 func (w *glWorld) glRuns() (applied, superseded int) {
 	for _, line := range strings.Split(w.log.all(), "\n") {
 		if !strings.Contains(line, "action:retry_ci_jobs") {
@@ -548,11 +559,12 @@ func TestHerderOnGitLabRetriesTransientFailuresAfterTheirDelayAndMerges(t *testi
 	if got := w.calls.count(fmt.Sprintf("trace %d", test.ID)); got != 1 {
 		t.Errorf("test's log read %d times, want once", got)
 	}
-	// One job list of the pipeline per retry_ci_jobs run, whatever became
-	// of the run's write.
-	applied, superseded := w.glRuns()
-	if got := w.calls.count(fmt.Sprintf("jobs %d", pipeline)); got != applied+superseded {
-		t.Errorf("%d job lists of pipeline %d for %d+%d retry_ci_jobs runs, want one per run (calls %v)", got, pipeline, applied, superseded, w.calls)
+	// At most one job list of the pipeline per retry_ci_jobs run, whatever
+	// became of the run's write (a run after a superseded one decides the
+	// recorded retries without listing), and at least one.
+	applied, superseded := w.glRunsAfter()
+	if got := w.calls.count(fmt.Sprintf("jobs %d", pipeline)); got < 1 || got > applied+superseded {
+		t.Errorf("%d job lists of pipeline %d for %d+%d retry_ci_jobs runs, want one per run at most (calls %v)", got, pipeline, applied, superseded, w.calls)
 	}
 	t.Logf("retry_ci_jobs runs: %d applied, %d superseded; forge calls %v", applied, superseded, w.calls)
 
@@ -626,7 +638,7 @@ func TestHerderOnGitLabDoesNotRetryAnUnrecognisedFailureAndTheNoteSaysWhy(t *tes
 	// Per retry_ci_jobs run, one job list and, the cheap checks passing,
 	// one log read; one run decided (a run that lost its write to a
 	// webhook arriving meanwhile is made again).
-	applied, superseded := w.glRuns()
+	applied, superseded := w.glRunsAfter()
 	lists, traces := w.calls.count(fmt.Sprintf("jobs %d", pipeline)), w.calls.count(fmt.Sprintf("trace %d", build.ID))
 	if w.calls.total("retry") != 0 || applied != 1 || lists != applied+superseded || traces != lists {
 		t.Errorf("forge calls %v for %d+%d retry_ci_jobs runs: want no retry, and one job list and one log read per run", w.calls, applied, superseded)
@@ -673,11 +685,11 @@ func TestHerderOnGitLabStopsAtTheRetryLimit(t *testing.T) {
 	if n := w.calls.total("retry"); n != 1 {
 		t.Errorf("%d retry calls, want exactly one", n)
 	}
-	// One job list per retry_ci_jobs run; each job's log read (its
+	// At most one job list per retry_ci_jobs run; each job's log read (its
 	// matcher looks at logs) at most once per run, and at least once.
-	applied, superseded := w.glRuns()
-	if got := w.calls.count(fmt.Sprintf("jobs %d", pipeline)); got != applied+superseded {
-		t.Errorf("%d job lists for %d+%d retry_ci_jobs runs, want one per run", got, applied, superseded)
+	applied, superseded := w.glRunsAfter()
+	if got := w.calls.count(fmt.Sprintf("jobs %d", pipeline)); got < 1 || got > applied+superseded {
+		t.Errorf("%d job lists for %d+%d retry_ci_jobs runs, want one per run at most", got, applied, superseded)
 	}
 	a, b := w.calls.count(fmt.Sprintf("trace %d", build.ID)), w.calls.count(fmt.Sprintf("trace %d", again.ID))
 	if a < 1 || b < 1 || a+b > applied+superseded {

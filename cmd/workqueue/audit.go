@@ -21,6 +21,10 @@ const defaultAuditDir = "workqueue-audit"
 // (an s3 credential unset) refuses the start.
 func (m *Main) openAudit() (wq.AuditSink, error) {
 	a := m.Config.Audit
+	counts := m.AuditMetrics
+	if counts == nil && m.Metrics != nil { // a nil *metrics.Metrics in the interface would not be nil
+		counts = m.Metrics
+	}
 	var sinks audit.Multi
 	for i, s := range a.Sinks {
 		field := fmt.Sprintf("audit.sinks[%d]", i)
@@ -46,7 +50,7 @@ func (m *Main) openAudit() (wq.AuditSink, error) {
 		archive := audit.NewArchive(store, audit.ArchiveOptions{Name: s.Kind, Prefix: s.Prefix, Instance: m.Config.AuditInstance(),
 			BatchBytes: a.BatchBytes, BatchInterval: time.Duration(a.BatchInterval),
 			BufferEntries: a.BufferEntries, BufferBytes: a.BufferBytes,
-			Clock: m.Clock, Log: m.Log, Metrics: m.AuditMetrics})
+			Clock: m.Clock, Log: m.Log, Metrics: counts})
 		archive.Start()
 		m.archives = append(m.archives, archive)
 		m.Log.Info("audit archive", "sink", s.Kind, "instance", archive.Instance(), "prefix", s.Prefix)

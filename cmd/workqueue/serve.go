@@ -48,7 +48,7 @@ type Main struct {
 	// that a test drives the whole process's time.
 	Clock clockwork.Clock
 	// AuditMetrics, when set, counts the audit archives' writes,
-	// failures and losses.
+	// failures and losses (default: Metrics).
 	AuditMetrics audit.Metrics
 	// archives are the audit archives that Close flushes (cmd/workqueue/audit.go).
 	archives []*audit.Archive

@@ -83,6 +83,10 @@ func decodeCIRetried(s string) []CIRetry {
 // maxCIDecisions bounds the decisions kept on the dimension.
 const maxCIDecisions = 20
 
+// ciNotNowWait is how long a job whose retry the forge refused for now
+// (its run still going) waits before it is looked at again.
+const ciNotNowWait = 30 * time.Second
+
 // maxTraceBytes is how much of a job's log the herder reads: its
 // matchers look at the last lines only.
 const maxTraceBytes = 512 << 10
@@ -226,7 +230,15 @@ func (x *executors) retryCIJobs(ctx context.Context, ex *wq.Execution) error {
 		}
 		newID, err := ci.RetryJob(ctx, d.Project, job.PipelineID, job.ID)
 		if err != nil {
-			if kind, ok := wq.ForgeErrorOf(err); ok && (kind == wq.ForgePermanent || kind == wq.ForgeNotFound || kind == wq.ForgeUnprocessable) {
+			kind, ok := wq.ForgeErrorOf(err)
+			if ok && kind == wq.ForgeUnprocessable {
+				// Not now: Gitea reruns a job only once its whole run is
+				// done. The job waits and is looked at again.
+				j.NotBefore = ex.Now.Add(ciNotNowWait)
+				later = append(later, j)
+				continue
+			}
+			if ok && (kind == wq.ForgePermanent || kind == wq.ForgeNotFound) {
 				decide(j, CIOutcomeRefused, v.Matcher, "the forge refused the retry: "+err.Error(), 0)
 				continue
 			}

@@ -26,6 +26,9 @@ type ciForge struct {
 	// duringRetry, when set, runs while the forge retries a job (the
 	// retry's own webhooks arriving at once).
 	duringRetry func()
+	// notNow is how many retries to refuse as not possible yet, as
+	// Gitea does while another job of the run still runs.
+	notNow int
 }
 
 var _ wq.CIJobs = (*ciForge)(nil)
@@ -68,6 +71,10 @@ func (f *ciForge) RetryJob(_ context.Context, _ string, pipeline, job int64) (in
 		f.duringRetry()
 	}
 	defer f.call("RetryJob")()
+	if f.notNow > 0 {
+		f.notNow--
+		return 0, fakeError(wq.ForgeUnprocessable, 400, "retry job", "this workflow run is not done")
+	}
 	jobs := f.pipelines[pipeline]
 	for _, j := range jobs {
 		if j.ID == job {
@@ -321,5 +328,26 @@ func TestARetryWhoseDecisionWasSupersededIsRecordedOnce(t *testing.T) {
 	_, detail := ciDecisions(t, mustItem(h, it.ID))
 	if len(detail.Decisions) != 1 || detail.Decisions[0].Outcome != mr.CIOutcomeRetried || detail.Decisions[0].NewJobID == 0 || len(detail.Jobs) != 0 {
 		t.Fatalf("decisions %+v, jobs %+v: want the retry recorded once", detail.Decisions, detail.Jobs)
+	}
+}
+
+// A forge that cannot retry a job yet (Gitea while another job of its
+// run still runs) leaves the job waiting, and it is retried later.
+func TestAJobTheForgeCannotRetryYetWaitsAndIsRetriedLater(t *testing.T) {
+	h, ci := newCIHarness(t, ciRules)
+	h.forge.setBlocker(wq.MergeCI)
+	it, d := h.openMR(fakeSubmission("a"))
+	job := ci.failJob(7, d.HeadSHA, "build", "runner_system_failure", "", 0, h.clock.Now())
+	ci.notNow = 1
+	h.jobEvent(it.ID, d.HeadSHA, job)
+	h.advance(2*time.Minute, time.Minute)
+	row, detail := ciDecisions(t, mustItem(h, it.ID))
+	if h.forge.count("RetryJob") != 1 || len(detail.Decisions) != 0 || len(detail.Jobs) != 1 || row.Status != wq.StatusTrue {
+		t.Fatalf("after a retry refused for now: %d retry calls, row %+v, detail %+v; want the job waiting", h.forge.count("RetryJob"), row, detail)
+	}
+	h.advance(time.Minute, 30*time.Second)
+	_, detail = ciDecisions(t, mustItem(h, it.ID))
+	if h.forge.count("RetryJob") != 2 || len(detail.Decisions) != 1 || detail.Decisions[0].Outcome != mr.CIOutcomeRetried {
+		t.Fatalf("%d retry calls, decisions %+v; want the job retried once the forge could", h.forge.count("RetryJob"), detail.Decisions)
 	}
 }

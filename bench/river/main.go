@@ -1,0 +1,204 @@
+// Command river burns down no-op jobs with River on a PostgreSQL
+// database and prints jobs/s: the reference figure that scripts/bench
+// sets beside workqueue's own engine burn-down on the same database.
+//
+// It is a module of its own so that River never enters the product's
+// go.mod. It runs River's migrations into a fresh schema, inserts the
+// jobs before starting the client (as workqueue bench engine seeds its
+// items before starting the engine), times the client from start until
+// River has recorded every job as completed, and drops the schema.
+//
+// By default River runs as tuned for throughput by its own benchmark
+// (cmd/river bench): 2,000 workers, a 2 ms fetch cooldown and a 20 ms
+// poll interval. River's client defaults (100 ms cooldown, 1 s poll) cap
+// a burn-down of pre-inserted jobs at about workers/0.1s, which would
+// make the comparison flatter than it is.
+//
+//	go run . -database "$TEST_DATABASE_URL" -jobs 20000
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+// noOpArgs is a job that does nothing: what is measured is River's own
+// cost per job (fetch, run, complete).
+type noOpArgs struct{}
+
+func (noOpArgs) Kind() string { return "bench_no_op" }
+
+type noOpWorker struct{ river.WorkerDefaults[noOpArgs] }
+
+func (noOpWorker) Work(context.Context, *river.Job[noOpArgs]) error { return nil }
+
+// result is what one run measured; -o json prints it.
+type result struct {
+	System         string  `json:"system"`
+	Version        string  `json:"version"`
+	Jobs           int     `json:"jobs"`
+	Workers        int     `json:"workers"`
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	JobsPerSecond  float64 `json:"jobs_per_second"`
+}
+
+// riverVersion is the River release this module pins (go.mod).
+const riverVersion = "v0.51.2"
+
+func main() {
+	database := flag.String("database", os.Getenv("TEST_DATABASE_URL"), "PostgreSQL URL (default $TEST_DATABASE_URL); River's tables go into a fresh schema in it, dropped at the end")
+	jobs := flag.Int("jobs", 20_000, "no-op jobs to burn down")
+	workers := flag.Int("workers", 2_000, "River's MaxWorkers for the queue")
+	cooldown := flag.Duration("fetch-cooldown", 2*time.Millisecond, "River's FetchCooldown")
+	poll := flag.Duration("fetch-poll-interval", 20*time.Millisecond, "River's FetchPollInterval")
+	output := flag.String("o", "text", "output format: text or json")
+	keep := flag.Bool("keep", false, "keep the schema afterwards (its name is printed on stderr)")
+	flag.Parse()
+	if *database == "" || *jobs < 1 || *workers < 1 || (*output != "text" && *output != "json") {
+		flag.Usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	r, err := run(ctx, *database, *jobs, *workers, *cooldown, *poll, *keep)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "river bench:", err)
+		os.Exit(1)
+	}
+	if *output == "json" {
+		json.NewEncoder(os.Stdout).Encode(r)
+		return
+	}
+	fmt.Printf("River %s: %d no-op jobs, %d workers, %.2fs: %.0f jobs/s\n",
+		r.Version, r.Jobs, r.Workers, r.ElapsedSeconds, r.JobsPerSecond)
+}
+
+func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time.Duration, keep bool) (result, error) {
+	schema, err := createSchema(ctx, url)
+	if err != nil {
+		return result{}, err
+	}
+	if keep {
+		fmt.Fprintln(os.Stderr, "schema:", schema)
+	} else {
+		defer dropSchema(url, schema)
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return result{}, fmt.Errorf("connect: %w", err)
+	}
+	defer pool.Close()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema, Logger: log})
+	if err != nil {
+		return result{}, err
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return result{}, fmt.Errorf("migrate River: %w", err)
+	}
+
+	registry := river.NewWorkers()
+	river.AddWorker(registry, &noOpWorker{})
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Schema:            schema,
+		Logger:            log,
+		FetchCooldown:     cooldown,
+		FetchPollInterval: poll,
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
+		Workers:           registry,
+	})
+	if err != nil {
+		return result{}, err
+	}
+
+	params := make([]river.InsertManyParams, jobs)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: noOpArgs{}}
+	}
+	fmt.Fprintf(os.Stderr, "inserting %d jobs into schema %s\n", jobs, schema)
+	for start := 0; start < jobs; start += 5_000 {
+		if _, err := client.InsertManyFast(ctx, params[start:min(start+5_000, jobs)]); err != nil {
+			return result{}, fmt.Errorf("insert jobs: %w", err)
+		}
+	}
+
+	// Completion events come after River has written the completion, so
+	// the clock stops when the last job is recorded done, not merely run.
+	// The channel holds every event: River drops those that overflow it.
+	completed, cancel := client.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: jobs + 1000})
+	defer cancel()
+	fmt.Fprintf(os.Stderr, "burning down with %d workers\n", workers)
+	start := time.Now()
+	if err := client.Start(ctx); err != nil {
+		return result{}, fmt.Errorf("start client: %w", err)
+	}
+	progress := time.NewTicker(2 * time.Second)
+	defer progress.Stop()
+	for done := 0; done < jobs; {
+		select {
+		case ev := <-completed:
+			if ev == nil {
+				return result{}, errors.New("subscription closed before every job completed")
+			}
+			done++
+		case <-progress.C:
+			fmt.Fprintf(os.Stderr, "%d/%d jobs completed\n", done, jobs)
+		case <-ctx.Done():
+			return result{}, ctx.Err()
+		}
+	}
+	elapsed := time.Since(start)
+	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer stopCancel()
+	if err := client.Stop(stopCtx); err != nil {
+		return result{}, fmt.Errorf("stop client: %w", err)
+	}
+	return result{System: "river", Version: riverVersion, Jobs: jobs, Workers: workers,
+		ElapsedSeconds: elapsed.Seconds(), JobsPerSecond: float64(jobs) / elapsed.Seconds()}, nil
+}
+
+// createSchema makes an empty schema for this run, so that River's tables
+// start empty and nothing else in the database is touched.
+func createSchema(ctx context.Context, url string) (string, error) {
+	b := make([]byte, 4)
+	rand.Read(b)
+	schema := "river_bench_" + hex.EncodeToString(b)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return "", fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return "", fmt.Errorf("create schema: %w", err)
+	}
+	return schema, nil
+}
+
+func dropSchema(url, schema string) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "drop schema:", err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		fmt.Fprintln(os.Stderr, "drop schema:", err)
+	}
+}

@@ -10,3 +10,10 @@ type Lease struct {
 	Owner  string
 	Until  time.Time
 }
+
+// Claim is an item leased by Store.ClaimItems: the lease that fences the
+// worker's writes, and the item with its dimensions as loaded by the claim.
+type Claim struct {
+	Lease Lease
+	Item  *Item
+}

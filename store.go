@@ -51,6 +51,17 @@ type Store interface {
 	// ENOTFOUND if it does not exist.
 	ClaimItem(ctx context.Context, id ItemID, owner string, now time.Time, d time.Duration) (Lease, error)
 
+	// ClaimItems is ClaimItem for many items in one transaction (one
+	// statement on PostgreSQL): each of ids that is of one of types,
+	// active, and not leased (or whose lease expired) is leased until
+	// now+d under a token of its own, and returned with its dimensions as
+	// the claim left them, in the order of ids. An id that cannot be had
+	// (missing, terminal, leased, of another type, or being claimed by a
+	// concurrent claimer) is left out, which is not an error: two racing
+	// claimers never both get an item. Like ClaimItem it does not look at
+	// retry_after; the caller's ids are the due ones. EUNAVAILABLE.
+	ClaimItems(ctx context.Context, ids []ItemID, types []string, owner string, now time.Time, d time.Duration) ([]Claim, error)
+
 	// ExtendLease moves the lease's end to now+d. ErrLeaseLost.
 	ExtendLease(ctx context.Context, l *Lease, now time.Time, d time.Duration) error
 

@@ -50,6 +50,7 @@ runs on SQLite in the working directory and listens on 127.0.0.1:8080.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.AddCommand(newBenchCommand()) // measurements of this build, not operations (bench.go)
 	root.Version = buildVersion()
 	root.SetVersionTemplate("{{.Version}}")
 	root.AddCommand(newVersionCommand(), newConfigCommand(), newServeCommand(), newMigrateCommand(), newTokenCommand(), newItemsCommand(), newHooksCommand(),

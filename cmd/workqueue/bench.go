@@ -1,0 +1,537 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jonboulle/clockwork"
+	"github.com/spf13/cobra"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/auth"
+	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/engine"
+	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/store"
+	"github.com/workqueue-dev/workqueue/store/postgres"
+	"github.com/workqueue-dev/workqueue/store/sqlite"
+)
+
+func newBenchCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the engine's burn-down and the submit API's load on a database",
+		Long: `Measure this build on a database: how fast the engine works through due
+items, and how fast the HTTP API takes submissions. Each subcommand prints
+its figures and the process's peak resident memory (VmHWM, reset when the
+measured phase starts; Linux only, 0 elsewhere).
+
+Both write into the database they are given: use a scratch database, or
+leave --database out for a temporary SQLite file that is removed at the
+end. Progress goes to stderr; -o json prints the figures as one JSON
+object on stdout. scripts/bench runs River's burn-down and this one on the
+same PostgreSQL and prints the ratio.`,
+		Example: `  workqueue bench engine
+  workqueue bench engine --database "$TEST_DATABASE_URL" --items 20000 --workers 100 -o json
+  workqueue bench submit --requests 20000 --clients 16`,
+		Args: cobra.NoArgs,
+	}
+	cmd.PersistentFlags().String("database", "",
+		"database URL: sqlite:///abs/path.db, sqlite:relative.db or postgres://… (default: a temporary SQLite file)")
+	cmd.PersistentFlags().StringP("output", "o", "table", "output format: table (a line for people) or json")
+	cmd.AddCommand(newBenchEngineCommand(), newBenchSubmitCommand())
+	return cmd
+}
+
+func newBenchEngineCommand() *cobra.Command {
+	var items, workers int
+	cmd := &cobra.Command{
+		Use:   "engine",
+		Short: "Burn down N no-op items with M workers and print items/s",
+		Long: `Seed N items of a bench-only item type, start one engine with M workers
+that handles only that type, and time it from start until every item has
+had its one no-op action and its exit decision written: per item a claim,
+the action's fenced write and the exit, as for any item type. The decider
+asks for the action while the item's needs_act dimension is unset and
+for nothing once the action has set it false (the workload of
+BenchmarkThroughput in engine/).
+
+The type exists only inside this command; serve never registers it. The
+engine runs with the product's processing defaults (workers from
+--workers); audit entries are discarded, so that the figure is the
+engine's and the database's. The items stay in the database, idle.`,
+		Example: `  workqueue bench engine
+  workqueue bench engine --database "$TEST_DATABASE_URL" --items 20000 --workers 100`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := newBench(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.close()
+			if items < 1 || workers < 1 {
+				return errors.New("--items and --workers must be at least 1")
+			}
+			r, err := b.engine(cmd.Context(), items, workers)
+			if err != nil {
+				return err
+			}
+			return b.print(r, fmt.Sprintf("engine burn-down on %s: %d items, %d workers, %.2fs: %.0f items/s; peak RSS %.1f MiB",
+				r.Database, r.Items, r.Workers, r.ElapsedSeconds, r.ItemsPerSecond, mib(r.PeakRSSBytes)))
+		},
+	}
+	cmd.Flags().IntVar(&items, "items", 20_000, "items to burn down")
+	cmd.Flags().IntVar(&workers, "workers", config.Default().Processing.Workers, "engine workers (processing.workers)")
+	return cmd
+}
+
+func newBenchSubmitCommand() *cobra.Command {
+	var requests, clients int
+	cmd := &cobra.Command{
+		Use:   "submit",
+		Short: "Send K small merge request submissions over HTTP and print requests/s and latency",
+		Long: `Start the service in this process on the database (listening on a free
+loopback port, with handled_types empty, so that submissions are only
+queued and nothing calls a forge), then send K small valid submissions
+of the mr type to POST /api/v1/items from C concurrent clients with a
+submit token, each for a branch of its own so that each creates an item.
+It prints requests/s, the p50 and p99 latency, the number of errors
+(transport errors and answers other than 2xx) and the peak RSS of the
+process, which holds both the service and the clients.
+
+The service runs with the product's defaults (metrics on, audit to the
+log, which is discarded below warnings) and one configured forge and
+project that exist only to accept the submissions.`,
+		Example: `  workqueue bench submit
+  workqueue bench submit --database "$TEST_DATABASE_URL" --requests 20000 --clients 16 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := newBench(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.close()
+			if requests < 1 || clients < 1 {
+				return errors.New("--requests and --clients must be at least 1")
+			}
+			r, err := b.submit(cmd.Context(), requests, clients)
+			if err != nil {
+				return err
+			}
+			return b.print(r, fmt.Sprintf("submit API on %s: %d requests, %d clients, %.2fs: %.0f requests/s, p50 %.2f ms, p99 %.2f ms, %d errors; peak RSS %.1f MiB",
+				r.Database, r.Requests, r.Clients, r.ElapsedSeconds, r.RequestsPerSecond, r.P50Millis, r.P99Millis, r.Errors, mib(r.PeakRSSBytes)))
+		},
+	}
+	cmd.Flags().IntVar(&requests, "requests", 20_000, "submissions to send")
+	cmd.Flags().IntVar(&clients, "clients", 16, "concurrent HTTP clients")
+	return cmd
+}
+
+// bench is one bench subcommand's run: its database (a temporary SQLite
+// file unless one was given), its output and its progress writer.
+type bench struct {
+	url      string
+	kind     string
+	tempDir  string // removed by close; "" when the database was given
+	json     bool
+	out      io.Writer
+	progress io.Writer
+}
+
+func newBench(cmd *cobra.Command) (*bench, error) {
+	b := &bench{out: cmd.OutOrStdout(), progress: cmd.ErrOrStderr()}
+	switch output, _ := cmd.Flags().GetString("output"); output {
+	case "json":
+		b.json = true
+	case "table", "text":
+	default:
+		return nil, fmt.Errorf("--output: want table or json, got %q", output)
+	}
+	b.url, _ = cmd.Flags().GetString("database")
+	if b.url == "" {
+		dir, err := os.MkdirTemp("", "workqueue-bench-")
+		if err != nil {
+			return nil, err
+		}
+		b.tempDir = dir
+		b.url = "sqlite://" + filepath.Join(dir, "bench.db")
+	}
+	var err error
+	if b.kind, _, err = store.ParseURL(b.url); err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *bench) close() {
+	if b.tempDir != "" {
+		os.RemoveAll(b.tempDir)
+	}
+}
+
+// print writes r as JSON or text as asked.
+func (b *bench) print(r any, text string) error {
+	if b.json {
+		enc := json.NewEncoder(b.out)
+		return enc.Encode(r)
+	}
+	_, err := fmt.Fprintln(b.out, text)
+	return err
+}
+
+// log is what the bench's service and engine log: warnings and errors
+// only, to the progress writer, so that a failure shows and the figures
+// do not pay for info lines.
+func (b *bench) log() *slog.Logger {
+	return slog.New(slog.NewTextHandler(b.progress, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// engineResult is what bench engine measured.
+type engineResult struct {
+	Benchmark      string  `json:"benchmark"` // "engine"
+	Database       string  `json:"database"`  // sqlite or postgres
+	Items          int     `json:"items"`
+	Workers        int     `json:"workers"`
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	ItemsPerSecond float64 `json:"items_per_second"`
+	PeakRSSBytes   int64   `json:"peak_rss_bytes"`
+}
+
+// benchItemType names the bench-only item type.
+const benchItemType = "bench"
+
+// benchType is an item type with one no-op action: the decider asks for
+// "act" until needs_act is false, and "act" sets it false. It is
+// registered only by bench engine.
+func benchType() wq.ItemType {
+	return wq.ItemType{
+		Name: benchItemType,
+		Decide: func(it *wq.Item, now time.Time) string {
+			if it.Dimensions.Needs("needs_act", "", now) {
+				return "act"
+			}
+			return ""
+		},
+		Executors: map[string]wq.Executor{"act": func(ctx context.Context, x *wq.Execution) error {
+			return x.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{
+				{DimensionKey: wq.DimensionKey{Dimension: "needs_act"}, Status: wq.StatusFalse}}})
+		}},
+	}
+}
+
+func (b *bench) engine(ctx context.Context, items, workers int) (engineResult, error) {
+	all, err := openStores(ctx, b.url)
+	if err != nil {
+		return engineResult{}, err
+	}
+	s := all.queue
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		return engineResult{}, fmt.Errorf("migrate: %w", err)
+	}
+	fmt.Fprintf(b.progress, "seeding %d %s items on %s\n", items, benchItemType, b.kind)
+	if err := seedBenchItems(ctx, s, items, time.Now()); err != nil {
+		return engineResult{}, err
+	}
+
+	cfg := config.Default()
+	cfg.HandledTypes = []string{benchItemType}
+	cfg.Processing.Workers = workers
+	e, err := engine.New(cfg.Engine(), s, clockwork.NewRealClock(), discardAudit{}, b.log())
+	if err != nil {
+		return engineResult{}, err
+	}
+	e.Register(benchType())
+	fmt.Fprintf(b.progress, "burning down with %d workers\n", workers)
+	resetPeakRSS()
+	start := time.Now()
+	if err := e.Start(ctx); err != nil {
+		return engineResult{}, err
+	}
+	defer e.Stop(context.WithoutCancel(ctx))
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	lastReport := start
+	for e.Stats().ActionsExecuted < int64(items) {
+		select {
+		case <-ctx.Done():
+			return engineResult{}, ctx.Err()
+		case now := <-tick.C:
+			if now.Sub(lastReport) >= 2*time.Second {
+				lastReport = now
+				done := e.Stats().ActionsExecuted
+				fmt.Fprintf(b.progress, "%d/%d items acted on (%.0f/s)\n", done, items, float64(done)/now.Sub(start).Seconds())
+			}
+		}
+	}
+	if err := e.WaitIdle(ctx); err != nil { // the last exits come after the last actions
+		return engineResult{}, err
+	}
+	elapsed := time.Since(start)
+	peak := peakRSS()
+	if st := e.Stats(); st.ActionsExecuted != int64(items) || st.ActionsFailed != 0 || st.ItemsExited < int64(items) {
+		return engineResult{}, fmt.Errorf("engine stats %+v: want exactly %d actions, as many exits and no failure", st, items)
+	}
+	return engineResult{Benchmark: "engine", Database: b.kind, Items: items, Workers: workers,
+		ElapsedSeconds: elapsed.Seconds(), ItemsPerSecond: float64(items) / elapsed.Seconds(), PeakRSSBytes: peak}, nil
+}
+
+// seedBenchItems inserts n actionable bench items, many to a transaction
+// (the store API commits one per item, which on SQLite with
+// synchronous=FULL costs a sync each), with the pieces the drivers export
+// for item types; several transactions at once on PostgreSQL.
+func seedBenchItems(ctx context.Context, s wq.Store, n int, now time.Time) error {
+	const perTx = 1000
+	insert := func(ctx context.Context, count int) error {
+		switch d := s.(type) {
+		case *sqlite.Store:
+			return d.Write(ctx, func(tx *sql.Tx) error {
+				for range count {
+					if err := sqlite.InsertItem(ctx, tx, &wq.NewItem{ItemType: benchItemType}, now); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		case *postgres.Store:
+			return d.Write(ctx, func(tx pgx.Tx) error {
+				for range count {
+					if err := postgres.InsertItem(ctx, tx, &wq.NewItem{ItemType: benchItemType}, now); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+		for range count {
+			if _, err := s.CreateItem(ctx, wq.NewItem{ItemType: benchItemType}, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	parallel := 1
+	if _, ok := s.(*postgres.Store); ok {
+		parallel = 4
+	}
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for range parallel {
+		wg.Go(func() {
+			for {
+				start := int(next.Add(perTx)) - perTx
+				if start >= n {
+					return
+				}
+				if err := insert(ctx, min(perTx, n-start)); err != nil {
+					errOnce.Do(func() { firstErr = fmt.Errorf("seed bench items: %w", err) })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// discardAudit drops audit entries: bench engine measures the engine.
+type discardAudit struct{}
+
+func (discardAudit) WriteAudit(context.Context, wq.AuditEntry) error { return nil }
+
+// submitResult is what bench submit measured.
+type submitResult struct {
+	Benchmark         string  `json:"benchmark"` // "submit"
+	Database          string  `json:"database"`  // sqlite or postgres
+	Requests          int     `json:"requests"`
+	Clients           int     `json:"clients"`
+	ElapsedSeconds    float64 `json:"elapsed_seconds"`
+	RequestsPerSecond float64 `json:"requests_per_second"`
+	P50Millis         float64 `json:"p50_ms"`
+	P99Millis         float64 `json:"p99_ms"`
+	Errors            int64   `json:"errors"`
+	FirstError        string  `json:"first_error,omitempty"`
+	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
+}
+
+// benchForge and benchProject are the forge and project the bench's
+// service is configured with; nothing ever calls the forge.
+const (
+	benchForge   = "bench"
+	benchProject = "bench/submit"
+)
+
+func (b *bench) submit(ctx context.Context, requests, clients int) (submitResult, error) {
+	dir, err := os.MkdirTemp("", "workqueue-bench-submit-")
+	if err != nil {
+		return submitResult{}, err
+	}
+	defer os.RemoveAll(dir)
+	forgeToken := filepath.Join(dir, "forge.token")
+	if err := os.WriteFile(forgeToken, []byte("unused\n"), 0o600); err != nil {
+		return submitResult{}, err
+	}
+	token, hash, err := auth.NewToken()
+	if err != nil {
+		return submitResult{}, err
+	}
+	cfg := config.Default()
+	cfg.Database = b.url
+	cfg.Listen = "127.0.0.1:0"
+	cfg.HandledTypes = nil // queue only: no engine work, no forge call
+	cfg.Log.Level = "warn"
+	// A discard port: the forge is configured for the project's sake and
+	// never called.
+	cfg.Forges = []config.Forge{{Name: benchForge, Kind: wq.ForgeGitea, URL: "http://127.0.0.1:9", TokenFile: forgeToken}}
+	cfg.Projects = []config.Project{{Match: benchProject, Forge: benchForge}}
+	cfg.Auth.Tokens = []config.Token{{Name: "bench-submit", SHA256: hash, Permissions: []string{string(auth.Submit)}}}
+	if err := cfg.Validate(); err != nil {
+		return submitResult{}, fmt.Errorf("bench config: %w", err)
+	}
+	m := NewMain(cfg, b.log())
+	if err := m.Run(ctx); err != nil {
+		m.Close()
+		return submitResult{}, err
+	}
+	defer m.Close()
+	endpoint := "http://" + m.Addr() + "/api/v1/items"
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	defer client.CloseIdleConnections()
+
+	// Each submission names a branch of its own, so that each creates an
+	// item; the run's start time keeps a second run on the same database
+	// from resubmitting the first run's items.
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	latencies := make([]time.Duration, requests)
+	var (
+		next, errs, sent atomic.Int64
+		firstErr         atomic.Value
+		wg               sync.WaitGroup
+	)
+	fail := func(err error) {
+		errs.Add(1)
+		firstErr.CompareAndSwap(nil, err.Error())
+	}
+	fmt.Fprintf(b.progress, "sending %d submissions with %d clients on %s\n", requests, clients, b.kind)
+	resetPeakRSS()
+	start := time.Now()
+	for range clients {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= requests || ctx.Err() != nil {
+					return
+				}
+				body := fmt.Sprintf(`{"item_type":%q,"forge":%q,"project":%q,"source_branch":"workqueue/bench-%s-%d","target_branch":"main",`+
+					`"title":"Bench %d","file_actions":[{"action":"create","file_path":"bench.txt","content":"bench\n"}]}`,
+					mr.ItemType, benchForge, benchProject, run, i, i)
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+				if err != nil {
+					fail(err)
+					continue
+				}
+				req.Header.Set("Authorization", "Bearer "+token)
+				req.Header.Set("Content-Type", "application/json")
+				t0 := time.Now()
+				resp, err := client.Do(req)
+				if err != nil {
+					latencies[i] = time.Since(t0)
+					fail(err)
+					sent.Add(1)
+					continue
+				}
+				answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+				resp.Body.Close()
+				latencies[i] = time.Since(t0)
+				sent.Add(1)
+				if resp.StatusCode/100 != 2 {
+					fail(fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(answer))))
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case now := <-tick.C:
+			n := sent.Load()
+			fmt.Fprintf(b.progress, "%d/%d submissions answered (%.0f/s), %d errors\n", n, requests, float64(n)/now.Sub(start).Seconds(), errs.Load())
+		}
+	}
+	elapsed := time.Since(start)
+	peak := peakRSS()
+	if err := ctx.Err(); err != nil {
+		return submitResult{}, err
+	}
+	slices.Sort(latencies)
+	r := submitResult{Benchmark: "submit", Database: b.kind, Requests: requests, Clients: clients,
+		ElapsedSeconds: elapsed.Seconds(), RequestsPerSecond: float64(requests) / elapsed.Seconds(),
+		P50Millis: millis(percentile(latencies, 50)), P99Millis: millis(percentile(latencies, 99)),
+		Errors: errs.Load(), PeakRSSBytes: peak}
+	if first, ok := firstErr.Load().(string); ok {
+		r.FirstError = first
+	}
+	return r, nil
+}
+
+// percentile returns the p-th percentile of sorted by the nearest-rank
+// method.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (len(sorted)*p + 99) / 100 // ceil(len·p/100)
+	return sorted[max(rank, 1)-1]
+}
+
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func mib(bytes int64) float64 { return float64(bytes) / (1 << 20) }
+
+// resetPeakRSS resets the kernel's high-water mark of the process's
+// resident memory (Linux: writing 5 to /proc/self/clear_refs), so that
+// peakRSS reports the peak of the measured phase.
+func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS returns VmHWM in bytes, or 0 where /proc is not there.
+func peakRSS() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

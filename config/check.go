@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -63,31 +64,83 @@ func (r SecretRef) Status() (status string, ok bool) {
 	return "not configured", !r.Required
 }
 
+// ItemTypes are the item types this build can process: serve registers
+// each when handled_types names it.
+var ItemTypes = []string{"example", "mr"}
+
 // Check reads the configuration file at path like Load and returns what
-// it resolved (the defaults filled in) and every problem at once: the
-// decoding's or else the validation's, and each secret that cannot be
-// read. The configuration is the zero Config when the file does not
-// decode.
-func Check(path string) (Config, []error) {
+// it resolved (the defaults filled in) and every problem at once, before
+// anything touches a database or a forge: the file's syntax, unknown keys
+// (with a suggestion), values of the wrong shape, invalid fields, item
+// types no instance would process, projects whose forge is missing, and
+// each secret that cannot be read. Problems carry the line of the file
+// where it sets the field. The configuration is the zero Config when the
+// file does not parse.
+func Check(path string) (Config, Problems) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Config{}, []error{err}
+		return Config{}, Problems{{Message: err.Error()}}
 	}
 	defer f.Close()
-	cfg, err := decode(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return Config{}, []error{err}
+	cfg, doc, problems := parse(io.LimitReader(f, maxFileSize+1))
+	if doc == nil {
+		return Config{}, problems
 	}
-	var problems []error
-	if err := cfg.Validate(); err != nil {
-		problems = append(problems, unjoin(err)...)
+	problems = append(problems, cfg.secretProblems(doc)...)
+	slices.SortStableFunc(problems, func(a, b *Problem) int { return cmpLine(a.Line, b.Line) })
+	return cfg, problems
+}
+
+// CheckSecrets reports each secret of the configuration that cannot be
+// read, all at once (serve checks them before it opens anything).
+func (c Config) CheckSecrets() Problems { return c.secretProblems(nil) }
+
+func (c Config) secretProblems(doc *yaml.Node) Problems {
+	var out Problems
+	for _, r := range c.Secrets() {
+		status, ok := r.Status()
+		if ok {
+			continue
+		}
+		p := &Problem{Field: r.Field, Message: status}
+		switch {
+		case r.Env != "":
+			p.Line = lineOf(doc, r.Field+"_env")
+		case r.File != "":
+			p.Line = lineOf(doc, r.Field+"_file")
+		default:
+			p.Line = lineOf(doc, r.Field[:strings.LastIndex(r.Field, ".")])
+		}
+		out = append(out, p)
 	}
-	for _, r := range cfg.Secrets() {
-		if status, ok := r.Status(); !ok {
-			problems = append(problems, fmt.Errorf("%s: %s", r.Field, status))
+	return out
+}
+
+// validateItemTypes reports a handled type this build has no processor
+// for: items of it would wait forever.
+func (c Config) validateItemTypes(bad func(field, format string, args ...any)) {
+	for i, t := range c.HandledTypes {
+		if t != "" && !slices.Contains(ItemTypes, t) {
+			bad(fmt.Sprintf("handled_types[%d]", i), "%q is not an item type this instance can process; want one of %s", t, strings.Join(ItemTypes, ", "))
 		}
 	}
-	return cfg, problems
+}
+
+// typeWarnings says when the API takes items that this instance will not
+// process: right for an API-only instance beside processing ones
+// (DDR-25), a trap for a single instance.
+func (c Config) typeWarnings(doc *yaml.Node) Problems {
+	var out Problems
+	line := lineOf(doc, "handled_types")
+	if len(c.Projects) > 0 && !slices.Contains(c.HandledTypes, "mr") {
+		out = append(out, &Problem{Field: "handled_types", Line: line, Warning: true,
+			Message: "projects are configured but mr is not handled here: mr items wait until an instance with mr in its handled_types runs on the same database"})
+	}
+	if c.Example.Enabled && !slices.Contains(c.HandledTypes, "example") {
+		out = append(out, &Problem{Field: "example.enabled", Line: lineOf(doc, "example.enabled"), Warning: true,
+			Message: "example items are taken but not processed here: they wait until an instance with example in its handled_types runs on the same database"})
+	}
+	return out
 }
 
 func unjoin(err error) []error {
@@ -116,9 +169,20 @@ func (c Config) PrintResolved(w io.Writer) error {
 	return err
 }
 
-// FormatProblems writes problems one a line, indented.
-func FormatProblems(w io.Writer, problems []error) {
+// FormatProblems writes problems one a line, indented, warnings marked.
+func FormatProblems(w io.Writer, problems Problems) {
 	for _, p := range problems {
+		if p.Warning {
+			fmt.Fprint(w, "  - warning: ")
+			p = &Problem{Field: p.Field, Line: p.Line, Message: p.Message}
+			for i, line := range strings.Split(p.Error(), "\n") {
+				if i > 0 {
+					fmt.Fprint(w, "    ")
+				}
+				fmt.Fprintln(w, line)
+			}
+			continue
+		}
 		for i, line := range strings.Split(p.Error(), "\n") {
 			if i == 0 {
 				fmt.Fprintf(w, "  - %s\n", line)

@@ -103,7 +103,7 @@ func TestCLIAllocatesGatesAndReleases(t *testing.T) {
 	}
 	out, err := runCommand(t, "gate", "--session", sess.ID, "--assignment", a.Assignment.ID, "--action", "merge")
 	var exit exitError
-	if !errors.As(err, &exit) || exit.code != 3 || out != "refused: action_not_allowed\n" {
+	if !errors.As(err, &exit) || exit.code != exitFailed || out != "refused: action_not_allowed\n" {
 		t.Errorf("gate on a refused action: %q, %v; want exit status 3 and the reason", out, err)
 	}
 	if out := run("leases", "show", a.Lease.ID, "--session", sess.ID); !strings.Contains(out, "next: continue") {

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/spf13/cobra"
 
 	"github.com/workqueue-dev/workqueue/config"
@@ -13,22 +17,64 @@ func newConfigCommand() *cobra.Command {
 		Use:   "config",
 		Short: "Check a configuration file",
 	}
+	var output string
+	var online bool
 	check := &cobra.Command{
-		Use:   "check FILE",
+		Use:   "check [FILE]",
 		Short: "Validate a configuration file and print what it resolves to",
 		Long: `Validate a configuration file and print it as the service resolves it:
 every default filled in, passwords in URLs redacted. Secrets are never
 printed: for each, it says which environment variable or file it comes
-from and whether that is set. Every problem is reported at once, each
-naming its field (a secret that is unset or unreadable is one); with any,
-it exits 1.`,
-		Example: `  workqueue config check /etc/workqueue.yaml`,
-		Args:    cobra.ExactArgs(1),
+from and whether that is set.
+
+Every problem is reported at once, before anything touches a database,
+each naming its field and the line of the file: unknown keys (with the
+key you probably meant), values of the wrong shape, invalid values,
+secrets that are unset or unreadable, handled_types this build cannot
+process, projects whose forge is not configured. Warnings (items the API
+takes that no instance here processes) do not fail the check. With
+--online it also calls each forge: whether it answers, whether the
+token is accepted, and whether the token can reach a project each
+projects[] entry covers. With any problem it exits 1. serve runs the
+same checks (all but --online) before it starts.
+
+FILE defaults to $WORKQUEUE_CONFIG.`,
+		Example: `  workqueue config check /etc/workqueue.yaml
+  workqueue config check --online -o json /etc/workqueue.yaml`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(&output); err != nil {
+				return err
+			}
+			file := os.Getenv("WORKQUEUE_CONFIG")
+			if len(args) == 1 {
+				file = args[0]
+			}
+			if file == "" {
+				return usageErrorf("no configuration file: give FILE or set WORKQUEUE_CONFIG")
+			}
+			cfg, problems := config.Check(file)
+			if online && len(cfg.Listen) > 0 && len(problems.Errors()) == 0 {
+				problems = append(problems, checkForgesOnline(cmd.Context(), cfg)...)
+			}
 			out := cmd.OutOrStdout()
-			cfg, problems := config.Check(args[0])
+			if output != "table" {
+				secrets := map[string]string{}
+				for _, r := range cfg.Secrets() {
+					secrets[r.Field], _ = r.Status()
+				}
+				if problems == nil {
+					problems = config.Problems{}
+				}
+				err := printOutput(out, output, map[string]any{"file": file, "ok": len(problems.Errors()) == 0,
+					"problems": problems, "secrets": secrets}, nil)
+				if err == nil && len(problems.Errors()) > 0 {
+					err = exitError{code: exitFailed}
+				}
+				return err
+			}
 			if len(cfg.Listen) > 0 { // decoded: show what it resolved
-				fmt.Fprintf(out, "# %s, resolved (defaults filled in; secret values never shown)\n", args[0])
+				fmt.Fprintf(out, "# %s, resolved (defaults filled in; secret values never shown)\n", file)
 				if err := cfg.PrintResolved(out); err != nil {
 					return err
 				}
@@ -40,15 +86,60 @@ it exits 1.`,
 					}
 				}
 			}
-			if len(problems) == 0 {
-				fmt.Fprintf(out, "\n%s: ok\n", args[0])
+			if warnings := problems.Warnings(); len(warnings) > 0 {
+				fmt.Fprintf(out, "\n%s: %d warnings:\n", file, len(warnings))
+				config.FormatProblems(out, warnings)
+			}
+			errs := problems.Errors()
+			if len(errs) == 0 {
+				fmt.Fprintf(out, "\n%s: ok\n", file)
 				return nil
 			}
-			fmt.Fprintf(out, "\n%s: %d problems:\n", args[0], len(problems))
-			config.FormatProblems(out, problems)
-			return exitError{code: 1}
+			fmt.Fprintf(out, "\n%s: %d problems:\n", file, len(errs))
+			config.FormatProblems(out, errs)
+			return exitError{code: exitFailed}
 		},
 	}
+	addOutputFlag(check.Flags(), &output)
+	check.Flags().BoolVar(&online, "online", false, "also call each forge: reachable, token accepted, projects reachable")
 	cmd.AddCommand(check)
 	return cmd
+}
+
+// checkForgesOnline calls each configured forge once: it answers, takes
+// the token, and the token reaches at least one project of every
+// projects[] entry on it (a literal match must be among them).
+func checkForgesOnline(ctx context.Context, cfg config.Config) config.Problems {
+	var problems config.Problems
+	forges, err := openForges(cfg)
+	if err != nil {
+		return config.Problems{{Field: "forges", Message: err.Error()}}
+	}
+	for _, fc := range cfg.Forges {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		projects, err := forges[fc.Name].ListProjects(cctx)
+		cancel()
+		if err != nil {
+			problems = append(problems, &config.Problem{Field: "forges[" + fc.Name + "]",
+				Message: fmt.Sprintf("%s does not answer, or refuses the token: %v", fc.URL, err)})
+			continue
+		}
+		for i, p := range cfg.Projects {
+			if p.Forge != fc.Name {
+				continue
+			}
+			reached := false
+			for _, name := range projects {
+				if ok, _ := doublestar.Match(p.Match, name); ok {
+					reached = true
+					break
+				}
+			}
+			if !reached {
+				problems = append(problems, &config.Problem{Field: fmt.Sprintf("projects[%d].match", i),
+					Message: fmt.Sprintf("the token of forge %s reaches no project matching %q: the repository is missing or the token has no access to it", fc.Name, p.Match)})
+			}
+		}
+	}
+	return problems
 }

@@ -31,7 +31,8 @@ func clientCommand(use, short, long string, sub func(*clientFlags) []*cobra.Comm
 }
 
 // call runs one request and prints its answer: JSON with -o json, else
-// text made by human from the decoded answer.
+// text made by human from the decoded answer (-o table), or the JSON as
+// YAML (-o yaml).
 func call[T any](cmd *cobra.Command, flags *clientFlags, method, path string, query url.Values, body any, human func(io.Writer, *T)) error {
 	c, err := flags.client()
 	if err != nil {
@@ -41,11 +42,7 @@ func call[T any](cmd *cobra.Command, flags *clientFlags, method, path string, qu
 	if err := c.Call(cmd.Context(), method, path, query, body, &out); err != nil {
 		return err
 	}
-	if flags.output == "json" {
-		return printJSON(cmd.OutOrStdout(), out)
-	}
-	human(cmd.OutOrStdout(), &out)
-	return nil
+	return printOutput(cmd.OutOrStdout(), flags.output, out, func(w io.Writer) { human(w, &out) })
 }
 
 func newSessionsCommand() *cobra.Command {
@@ -153,7 +150,7 @@ func newGateCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "gate --session ID --assignment ID --action ACTION [--head SHA]", Short: "Check a mutation before making it",
 		Long: `Check a mutation before making it: allowed only under a live lease the
 session holds, for an action its assignment allows, on work still open, at
-the head the assignment pinned. It exits 0 when allowed and 3 when refused,
+the head the assignment pinned. It exits 0 when allowed and 1 when refused,
 printing the reason (no_assignment, lease_expired, not_owner,
 action_not_allowed, work_terminal, head_moved).`,
 		Args: cobra.NoArgs,
@@ -169,7 +166,7 @@ action_not_allowed, work_terminal, head_moved).`,
 				fmt.Fprintln(w, "refused:", d.Reason)
 			})
 			if err == nil && refused != "" {
-				return exitError{code: 3}
+				return exitError{code: exitFailed} // 3 is for transport and auth
 			}
 			return err
 		}}

@@ -27,6 +27,7 @@ import (
 // clientFlags are the flags of every command that talks to a server.
 type clientFlags struct {
 	server, token, output string
+	quiet                 bool
 }
 
 func (f *clientFlags) register(cmd *cobra.Command) {
@@ -36,17 +37,34 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	}
 	cmd.PersistentFlags().StringVar(&f.server, "server", server, "workqueue server URL (default $WORKQUEUE_URL or http://127.0.0.1:8080)")
 	cmd.PersistentFlags().StringVar(&f.token, "token", os.Getenv("WORKQUEUE_TOKEN"), "API token (default $WORKQUEUE_TOKEN)")
-	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	addOutputFlag(cmd.PersistentFlags(), &f.output)
+	cmd.PersistentFlags().BoolVarP(&f.quiet, "quiet", "q", false, "print only ids, one a line (commands that return items)")
 }
 
 func (f *clientFlags) client() (*client.Client, error) {
-	if f.output != "text" && f.output != "json" {
-		return nil, fmt.Errorf("--output: want text or json, got %q", f.output)
+	if err := checkOutput(&f.output); err != nil {
+		return nil, err
 	}
 	if f.token == "" {
-		return nil, errors.New("no API token: set WORKQUEUE_TOKEN or pass --token")
+		return nil, transportError{errors.New("no API token: set WORKQUEUE_TOKEN or pass --token")}
 	}
-	return client.New(f.server, f.token)
+	c, err := client.New(f.server, f.token)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--server: %w", err)}
+	}
+	return c, nil
+}
+
+// print prints v as -o asks, or with --quiet only the ids, or for people
+// what table writes.
+func (f *clientFlags) print(w io.Writer, v any, ids []string, table func(io.Writer)) error {
+	if f.quiet && ids != nil {
+		for _, id := range ids {
+			fmt.Fprintln(w, id)
+		}
+		return nil
+	}
+	return printOutput(w, f.output, v, table)
 }
 
 func newItemsCommand() *cobra.Command {
@@ -69,6 +87,8 @@ the API's JSON for scripts.`,
 
 func newSubmitCommand(flags *clientFlags) *cobra.Command {
 	var file, dir, action string
+	var wait bool
+	var interval time.Duration
 	overrides := map[string]*string{}
 	cmd := &cobra.Command{
 		Use:   "submit (-f FILE | --dir DIR --forge F --project P --source-branch B --target-branch T --title TITLE)",
@@ -105,14 +125,14 @@ request.`,
 			var doc map[string]any
 			switch {
 			case (file == "") == (dir == ""):
-				return errors.New("give exactly one of --file and --dir")
+				return usageErrorf("give exactly one of --file and --dir")
 			case file != "":
 				if doc, err = readSubmission(cmd.InOrStdin(), file); err != nil {
 					return err
 				}
 			default:
 				if action != "create" && action != "update" {
-					return fmt.Errorf("--action: want create or update, got %q", action)
+					return usageErrorf("--action: want create or update, got %q", action)
 				}
 				actions, err := dirActions(dir, action)
 				if err != nil {
@@ -133,13 +153,19 @@ request.`,
 			if err != nil {
 				return err
 			}
-			if flags.output == "json" {
-				return printJSON(cmd.OutOrStdout(), res)
+			if wait {
+				if !flags.quiet && flags.output == "table" {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%s); waiting\n", res.Result, res.ID, res.Phase)
+				}
+				return waitItem(cmd, flags, c, res.ID, interval, flags.output == "table" && !flags.quiet)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%s)\n", res.Result, res.ID, res.Phase)
-			return nil
+			return flags.print(cmd.OutOrStdout(), res, []string{res.ID}, func(w io.Writer) {
+				fmt.Fprintf(w, "%s %s (%s)\n", res.Result, res.ID, res.Phase)
+			})
 		},
 	}
+	cmd.Flags().BoolVar(&wait, "wait", false, "follow the item until it is completed (exit 0), failed or cancelled (exit 1)")
+	cmd.Flags().DurationVar(&interval, "interval", time.Second, "with --wait: how often to look")
 	cmd.Flags().StringVarP(&file, "file", "f", "", `JSON or YAML file describing the item ("-" for standard input)`)
 	cmd.Flags().StringVar(&dir, "dir", "", "directory whose files become the file actions (with the fields as flags)")
 	cmd.Flags().StringVar(&action, "action", "create", "with --dir: create (new files) or update (existing files)")
@@ -239,18 +265,13 @@ func newListCommand(flags *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if flags.output == "json" {
-				return printJSON(cmd.OutOrStdout(), map[string]any{"items": items, "next_cursor": next})
+			ids := make([]string, len(items))
+			for i, it := range items {
+				ids[i] = it.ID
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTYPE\tPHASE\tREASON\tATTEMPTS\tCREATED")
-			for _, it := range items {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", it.ID, it.ItemType, it.Phase, it.Reason, it.Attempts, it.CreatedAt.Format(time.RFC3339))
-			}
-			if next != "" {
-				fmt.Fprintf(tw, "\nmore: --cursor %s\n", next)
-			}
-			return tw.Flush()
+			return flags.print(cmd.OutOrStdout(), map[string]any{"items": items, "next_cursor": next}, ids, func(w io.Writer) {
+				printItemTable(w, items, next)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&itemType, "type", "", "only items of this type")
@@ -276,11 +297,7 @@ func newShowCommand(flags *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if flags.output == "json" {
-				return printJSON(cmd.OutOrStdout(), it)
-			}
-			printItem(cmd.OutOrStdout(), it)
-			return nil
+			return flags.print(cmd.OutOrStdout(), it, []string{it.ID}, func(w io.Writer) { printItem(w, it) })
 		},
 	}
 }
@@ -299,36 +316,7 @@ when the item completed, 1 when it failed or was cancelled.`,
 			if err != nil {
 				return err
 			}
-			if interval < 100*time.Millisecond {
-				return fmt.Errorf("--interval: at least 100ms")
-			}
-			last := ""
-			for {
-				it, err := c.Get(cmd.Context(), args[0])
-				if err != nil {
-					return err
-				}
-				if line := progressLine(it); line != last {
-					if flags.output == "json" {
-						b, _ := json.Marshal(it)
-						fmt.Fprintln(cmd.OutOrStdout(), string(b))
-					} else {
-						fmt.Fprintf(cmd.OutOrStdout(), "%s  %s\n", time.Now().Format("15:04:05"), line)
-					}
-					last = line
-				}
-				switch it.Phase {
-				case "completed":
-					return nil
-				case "failed", "cancelled":
-					return fmt.Errorf("item %s %s: %s%s", it.ID, it.Phase, it.Reason, it.Error)
-				}
-				select {
-				case <-cmd.Context().Done():
-					return cmd.Context().Err()
-				case <-time.After(interval):
-				}
-			}
+			return waitItem(cmd, flags, c, args[0], interval, true)
 		},
 	}
 	cmd.Flags().DurationVar(&interval, "interval", time.Second, "how often to look")
@@ -349,17 +337,93 @@ func newItemActionCommand(flags *clientFlags, name, short string, act func(*clie
 			if err != nil {
 				return err
 			}
-			if flags.output == "json" {
-				return printJSON(cmd.OutOrStdout(), it)
-			}
-			if name == "cancel" && it.Phase == "active" {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: cancel requested; it closes what it opened on the forge, then is cancelled (follow it with watch)\n", it.ID)
-				return nil
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s is %s\n", it.ID, it.Phase)
-			return nil
+			return flags.print(cmd.OutOrStdout(), it, []string{it.ID}, func(w io.Writer) {
+				if name == "cancel" && it.Phase == "active" {
+					fmt.Fprintf(w, "%s: cancel requested; it closes what it opened on the forge, then is cancelled (follow it with watch)\n", it.ID)
+					return
+				}
+				fmt.Fprintf(w, "%s is %s\n", it.ID, it.Phase)
+			})
 		},
 	}
+}
+
+// waitItem follows an item until it reaches a terminal phase. With
+// progress, each change is printed as it is seen (a line for people, or
+// one JSON or YAML document per change); without, only the last state
+// is printed. A failed or cancelled item is an itemFailedError (exit 1).
+func waitItem(cmd *cobra.Command, flags *clientFlags, c *client.Client, id string, interval time.Duration, progress bool) error {
+	if interval < 100*time.Millisecond {
+		return usageErrorf("--interval: at least 100ms")
+	}
+	out := cmd.OutOrStdout()
+	last := ""
+	for {
+		it, err := c.Get(cmd.Context(), id)
+		if err != nil {
+			return err
+		}
+		terminal := it.Phase == "completed" || it.Phase == "failed" || it.Phase == "cancelled"
+		if line := progressLine(it); line != last && (progress || terminal) {
+			switch {
+			case flags.quiet:
+				if terminal {
+					fmt.Fprintln(out, it.ID)
+				}
+			case flags.output == "json":
+				b, _ := json.Marshal(it)
+				fmt.Fprintln(out, string(b))
+			case flags.output == "yaml":
+				fmt.Fprintln(out, "---")
+				printYAML(out, it)
+			default:
+				fmt.Fprintf(out, "%s  %s\n", time.Now().Format("15:04:05"), line)
+			}
+			last = line
+		}
+		switch it.Phase {
+		case "completed":
+			return nil
+		case "failed", "cancelled":
+			return itemFailedError{it}
+		}
+		select {
+		case <-cmd.Context().Done():
+			return cmd.Context().Err()
+		case <-time.After(interval):
+		}
+	}
+}
+
+// printItemTable lists items with what people look for first: the
+// project, the title and the merge request.
+func printItemTable(w io.Writer, items []*api.Item, next string) {
+	printTable(w, "ID\tTYPE\tPHASE\tPROJECT\tTITLE\tMR\tATTEMPTS\tCREATED", len(items), func(i int) []any {
+		it := items[i]
+		phase := string(it.Phase)
+		if it.Reason != "" {
+			phase += " (" + it.Reason + ")"
+		}
+		project, title, mrURL := "-", "-", "-"
+		if d := mrDetail(it); d != nil {
+			project, title = d.Forge+":"+d.Project, truncate(d.Title, 50)
+			if d.MRURL != "" {
+				mrURL = d.MRURL
+			}
+		}
+		return []any{it.ID, it.ItemType, phase, project, title, mrURL, it.Attempts, it.CreatedAt.Format(time.RFC3339)}
+	})
+	if next != "" {
+		fmt.Fprintf(w, "\nmore: --cursor %s\n", next)
+	}
+}
+
+// truncate shortens s to at most n runes, marking the cut.
+func truncate(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 // progressLine summarises what watch reports.

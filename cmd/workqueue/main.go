@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -19,21 +20,23 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := newRootCommand(os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
-		var exit exitError
-		if errors.As(err, &exit) {
-			os.Exit(exit.code) // the command said what it had to
-		}
-		fmt.Fprintln(os.Stderr, "workqueue:", err)
-		os.Exit(1)
-	}
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// exitError ends the command with an exit status, having printed its
-// answer: a gate refusal exits 3, so that scripts branch on it.
-type exitError struct{ code int }
-
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+// run runs the command line args and returns its exit status, having
+// reported an error on stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCommand(stdout, stderr)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
+	}
+	if cmd == root {
+		err = usageError{err} // the root runs nothing: an unknown command
+	}
+	return reportError(stderr, cmd, err)
+}
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
@@ -44,7 +47,14 @@ and trusted writes to a code forge. Callers submit desired state as data;
 the service inspects it, then drives each item to completion.
 
 Start the service with 'workqueue serve'. With no configuration at all it
-runs on SQLite in the working directory and listens on 127.0.0.1:8080.`,
+runs on SQLite in the working directory and listens on 127.0.0.1:8080.
+
+Every command that prints takes -o table (for people, the default), -o
+json or -o yaml; with -o json an error is a problem document (RFC 9457)
+on stderr. Exit status: 0 done (an item completed); 1 failed (an item
+failed or was cancelled, a check found problems, the server refused);
+2 usage (a wrong flag or argument); 3 transport or auth (the server was
+unreachable, or the token missing or refused).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -55,7 +65,8 @@ runs on SQLite in the working directory and listens on 127.0.0.1:8080.`,
 	root.SetVersionTemplate("{{.Version}}")
 	root.AddCommand(newVersionCommand(), newConfigCommand(), newServeCommand(), newMigrateCommand(), newTokenCommand(), newItemsCommand(), newHooksCommand(),
 		newSessionsCommand(), newWorkCommand(), newAllocateCommand(), newGateCommand(), newLeasesCommand(), newCheckpointsCommand(), newIncidentsCommand(), newMCPCommand(),
-		newHerderCommand())
+		newHerderCommand(), newWhoamiCommand())
+	wrapUsage(root)
 	return root
 }
 
@@ -121,6 +132,9 @@ the log and to an archive in ./workqueue-audit.`,
   workqueue serve --db postgres://wq@db:5432/wq --listen 0.0.0.0:8080`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := precheckConfig(cmd); err != nil {
+				return err
+			}
 			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
@@ -138,6 +152,28 @@ the log and to an archive in ./workqueue-audit.`,
 	registerConfigFlags(cmd)
 	cmd.Flags().String("listen", "", "HTTP listen address, overriding the file (default 127.0.0.1:8080)")
 	return cmd
+}
+
+// precheckConfig runs config check's checks on serve's file before
+// anything is opened, and refuses to start with every problem listed (not
+// one per start, some only after migrations ran). Warnings are printed
+// and do not stop it.
+func precheckConfig(cmd *cobra.Command) error {
+	file, _ := cmd.Flags().GetString("config")
+	if file == "" {
+		return nil
+	}
+	_, problems := config.Check(file)
+	if w := problems.Warnings(); len(w) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d warnings:\n", file, len(w))
+		config.FormatProblems(cmd.ErrOrStderr(), w)
+	}
+	if errs := problems.Errors(); len(errs) > 0 {
+		var b strings.Builder
+		config.FormatProblems(&b, errs)
+		return fmt.Errorf("config %s: %d problems, not starting:\n%s", file, len(errs), strings.TrimRight(b.String(), "\n"))
+	}
+	return nil
 }
 
 // adminTokenFile is where serve without a config file keeps its admin

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
+	"github.com/workqueue-dev/workqueue/client"
+	"github.com/workqueue-dev/workqueue/config"
+)
+
+// runCLI runs a command line as main does and returns its stdout,
+// stderr and exit status.
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut strings.Builder
+	code = run(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+func TestExitCodeOfEachErrorKind(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"no error", nil, exitOK},
+		{"a failed item", itemFailedError{&api.Item{ID: "x", Phase: "failed"}}, exitFailed},
+		{"a check's problems", exitError{code: exitFailed}, exitFailed},
+		{"a usage mistake", usageErrorf("--output: bad"), exitUsage},
+		{"a refused submission", &client.Error{Status: 422, Problem: api.Problem{Code: wq.EINVALID}}, exitFailed},
+		{"a refused token", &client.Error{Status: 401, Problem: api.Problem{Code: wq.EUNAUTHORIZED}}, exitTransport},
+		{"a forbidden call", &client.Error{Status: 403, Problem: api.Problem{Code: wq.EFORBIDDEN}}, exitTransport},
+		{"an unreachable server", fmt.Errorf("list: %w", &url.Error{Op: "Get", URL: "http://x", Err: errors.New("connection refused")}), exitTransport},
+		{"anything else", errors.New("boom"), exitFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := exitCode(tc.err); got != tc.want {
+				t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExitCodesOfTheCommandLine(t *testing.T) {
+	t.Setenv("WORKQUEUE_TOKEN", "")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"an unknown command is a usage error", []string{"nonsense"}, exitUsage},
+		{"an unknown flag is a usage error", []string{"items", "list", "--no-such-flag"}, exitUsage},
+		{"a missing argument is a usage error", []string{"items", "show"}, exitUsage},
+		{"an unknown output format is a usage error", []string{"items", "list", "--token", "t", "-o", "xml"}, exitUsage},
+		{"no token is an auth error", []string{"items", "list"}, exitTransport},
+		{"an unreachable server is a transport error", []string{"items", "list", "--token", "t", "--server", "http://127.0.0.1:1"}, exitTransport},
+		{"version is fine", []string{"version"}, exitOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, code := runCLI(t, tc.args...)
+			if code != tc.want {
+				t.Errorf("exit status %d, want %d; stderr:\n%s", code, tc.want, stderr)
+			}
+		})
+	}
+}
+
+func TestOutputErrorsAreProblemJSONOnStderrInJSONMode(t *testing.T) {
+	t.Setenv("WORKQUEUE_TOKEN", "")
+	stdout, stderr, code := runCLI(t, "items", "list", "-o", "json", "--token", "t", "--server", "http://127.0.0.1:1")
+	if code != exitTransport || stdout != "" {
+		t.Fatalf("exit %d, stdout %q", code, stdout)
+	}
+	var p api.Problem
+	if err := json.Unmarshal([]byte(stderr), &p); err != nil || p.Code != wq.EUNAVAILABLE || p.Detail == "" {
+		t.Errorf("stderr %q is not a problem document with code unavailable: %v", stderr, err)
+	}
+	_, stderr, _ = runCLI(t, "items", "list", "--token", "t", "--server", "http://127.0.0.1:1")
+	if !strings.HasPrefix(stderr, "workqueue: ") {
+		t.Errorf("in table mode stderr is %q, want a line for people", stderr)
+	}
+}
+
+// startExampleAPI is a server that processes example items slowly enough
+// to be cancelled.
+func startExampleAPI(t *testing.T) *apiWorld {
+	return startAPI(t, "", func(c *config.Config) {
+		c.HandledTypes = []string{"example"}
+		c.Example.StepDelay = config.Duration(50 * time.Millisecond)
+	})
+}
+
+func writeSubmission(t *testing.T, doc string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "item.yaml")
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func TestOutputFormatsParseAndQuietPrintsIDs(t *testing.T) {
+	w := startExampleAPI(t)
+	srv := []string{"--server", w.base, "--token", w.tokens["submit"]}
+	file := writeSubmission(t, "item_type: example\nsteps: 1\n")
+	out, stderr, code := runCLI(t, append([]string{"items", "submit", "-f", file, "-q"}, srv...)...)
+	id := strings.TrimSpace(out)
+	if code != 0 || id == "" || strings.ContainsAny(id, " \n") {
+		t.Fatalf("submit -q: exit %d, %q, %s", code, out, stderr)
+	}
+	for _, format := range []string{"json", "yaml", "table"} {
+		out, stderr, code := runCLI(t, append([]string{"items", "list", "-o", format}, srv...)...)
+		if code != 0 {
+			t.Fatalf("list -o %s: exit %d: %s", format, code, stderr)
+		}
+		var page struct {
+			Items []api.Item `json:"items" yaml:"items"`
+		}
+		switch format {
+		case "json":
+			if err := json.Unmarshal([]byte(out), &page); err != nil || len(page.Items) != 1 || page.Items[0].ID != id {
+				t.Errorf("-o json: %v\n%s", err, out)
+			}
+		case "yaml":
+			var doc struct {
+				Items []map[string]any `yaml:"items"`
+			}
+			if err := yaml.Unmarshal([]byte(out), &doc); err != nil || len(doc.Items) != 1 || doc.Items[0]["id"] != id {
+				t.Errorf("-o yaml: %v\n%s", err, out)
+			}
+		case "table":
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "ID TYPE PHASE PROJECT TITLE MR ATTEMPTS CREATED" || !strings.HasPrefix(lines[1], id) {
+				t.Errorf("-o table:\n%s", out)
+			}
+		}
+	}
+	out, _, _ = runCLI(t, append([]string{"items", "list", "-q"}, srv...)...)
+	if out != id+"\n" {
+		t.Errorf("list -q = %q, want the id alone", out)
+	}
+}
+
+func TestSubmitWaitExitsZeroWhenCompletedAndOneWhenCancelled(t *testing.T) {
+	w := startExampleAPI(t)
+	srv := []string{"--server", w.base, "--token", w.tokens["submit"]}
+	out, stderr, code := runCLI(t, append([]string{"items", "submit", "--wait", "--interval", "100ms", "-o", "json",
+		"-f", writeSubmission(t, "item_type: example\nsteps: 2\n")}, srv...)...)
+	if code != exitOK {
+		t.Fatalf("submit --wait of an item that completes: exit %d\n%s%s", code, out, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var last api.Item
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Phase != "completed" {
+		t.Errorf("the last line is not the completed item: %v\n%s", err, out)
+	}
+
+	out, stderr, code = runCLI(t, append([]string{"items", "submit", "-q", "-f", writeSubmission(t, "item_type: example\nsteps: 1000\n")}, srv...)...)
+	if code != exitOK {
+		t.Fatalf("submit: exit %d %s", code, stderr)
+	}
+	id := strings.TrimSpace(out)
+	if _, stderr, code := runCLI(t, "items", "cancel", id, "--server", w.base, "--token", w.tokens["retry"]); code != exitOK {
+		t.Fatalf("cancel: exit %d %s", code, stderr)
+	}
+	_, stderr, code = runCLI(t, append([]string{"items", "watch", id, "--interval", "100ms", "-o", "json"}, srv...)...)
+	var p api.Problem
+	if code != exitFailed || json.Unmarshal([]byte(stderr), &p) != nil || p.Reason != "cancelled" {
+		t.Errorf("watch of a cancelled item: exit %d, stderr %q; want 1 and a problem with reason cancelled", code, stderr)
+	}
+}
+
+func TestWhoamiSaysWhoTheTokenIs(t *testing.T) {
+	w := startExampleAPI(t)
+	out, stderr, code := runCLI(t, "whoami", "--server", w.base, "--token", w.tokens["submit"], "-o", "json")
+	var me client.Me
+	if code != 0 || json.Unmarshal([]byte(out), &me) != nil || me.Identity != "token:submit-bot" {
+		t.Fatalf("whoami: exit %d, %q %s", code, out, stderr)
+	}
+	out, _, _ = runCLI(t, "whoami", "--server", w.base, "--token", w.tokens["submit"])
+	if !strings.HasPrefix(out, "token:submit-bot (") || !strings.Contains(out, "submit") {
+		t.Errorf("whoami table:\n%s", out)
+	}
+	_, _, code = runCLI(t, "whoami", "--server", w.base, "--token", "not-a-token")
+	if code != exitTransport {
+		t.Errorf("whoami with a refused token: exit %d, want %d", code, exitTransport)
+	}
+}

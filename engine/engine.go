@@ -32,6 +32,10 @@ type Config struct {
 	Heartbeat     time.Duration // how often a held lease is extended; Lease/3 by default
 	SweepInterval time.Duration // how often the sweep looks for due items
 	SweepBatch    int           // items the sweep takes per query
+	// ClaimBatch is how many queued items the producer leases in one
+	// claim (one statement on PostgreSQL, one transaction on SQLite), and
+	// how many claimed items may wait for a worker.
+	ClaimBatch int
 	ItemDeadline  time.Duration // wall-clock time one item may hold a worker (DDR-44)
 	MaxAttempts   int           // consecutive failures that were not transient before an item fails
 	// GiveUpAfter is how long an item may fail transiently without a break
@@ -59,6 +63,7 @@ func DefaultConfig() Config {
 		Heartbeat:         20 * time.Second,
 		SweepInterval:     60 * time.Second,
 		SweepBatch:        1000,
+		ClaimBatch:        32,
 		ItemDeadline:      60 * time.Second,
 		MaxAttempts:       5,
 		GiveUpAfter:       24 * time.Hour,
@@ -78,6 +83,8 @@ func (c Config) validate() error {
 		return errors.New("lease must be positive and heartbeat shorter than it")
 	case c.SweepInterval <= 0 || c.SweepBatch < 1:
 		return errors.New("sweep interval and batch must be positive")
+	case c.ClaimBatch < 1:
+		return errors.New("claim batch must be at least 1")
 	case c.ItemDeadline <= 0 || c.MaxAttempts < 1 || c.BackoffBase <= 0 || c.BackoffMax < c.BackoffBase:
 		return errors.New("item deadline, max attempts and backoff must be positive")
 	case c.GiveUpAfter <= 0:
@@ -108,8 +115,12 @@ type Engine struct {
 	types   map[string]*wq.ItemType
 	handled []string
 	queue   *queue
+	// claims carries the producer's leased items to the workers; its
+	// capacity (ClaimBatch) bounds how many leases wait unheartbeated.
+	claims chan wq.Claim
 
 	started   atomic.Bool
+	stopping  atomic.Bool // claims still waiting for a worker are released, not processed
 	stopOnce  sync.Once
 	runCtx    context.Context // cancelled when the grace period ends
 	cancelRun context.CancelFunc
@@ -186,10 +197,13 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.runCtx, e.cancelRun = context.WithCancel(context.WithoutCancel(ctx))
 	var sweepCtx context.Context
 	sweepCtx, e.sweepStop = context.WithCancel(e.runCtx)
+	e.claims = make(chan wq.Claim, e.cfg.ClaimBatch)
 	for i := range e.cfg.Workers {
 		e.wg.Add(1)
 		go e.work(fmt.Sprintf("%s/w%d", e.cfg.Owner, i))
 	}
+	e.wg.Add(1)
+	go e.produce()
 	e.wg.Add(1)
 	go e.sweepLoop(sweepCtx)
 	if l, ok := e.store.(wq.WakeupListener); ok && len(e.handled) > 0 {
@@ -244,6 +258,7 @@ func (e *Engine) Stop(ctx context.Context) {
 		return
 	}
 	e.stopOnce.Do(func() {
+		e.stopping.Store(true)
 		e.sweepStop()
 		e.queue.Close()
 		done := make(chan struct{})
@@ -262,15 +277,48 @@ func (e *Engine) Stop(ctx context.Context) {
 	})
 }
 
-func (e *Engine) work(name string) {
+// produce is the producer: it takes up to ClaimBatch queued ids at once
+// (they count as being processed from then on, so the queue's rules hold:
+// one worker per id, a notify meanwhile re-runs it after), leases them in
+// one claim and hands the leased ones to the workers. Ids it could not
+// lease are done at once, as a failed single claim was. When the queue
+// closes it closes the workers' channel.
+func (e *Engine) produce() {
 	defer e.wg.Done()
+	defer close(e.claims)
 	for {
-		id, ok := e.queue.Get()
+		ids, ok := e.queue.GetBatch(e.cfg.ClaimBatch)
 		if !ok {
 			return
 		}
-		e.process(name, id)
-		e.queue.Done(id)
+		claims, err := e.store.ClaimItems(e.runCtx, ids, e.handled, e.cfg.Owner, e.clock.Now(), e.cfg.Lease)
+		if err != nil && e.runCtx.Err() == nil {
+			e.log.Error("claim failed", "items", len(ids), "err", err)
+		}
+		claimed := make(map[wq.ItemID]bool, len(claims))
+		for _, c := range claims {
+			claimed[c.Lease.ItemID] = true
+		}
+		for _, id := range ids {
+			if !claimed[id] {
+				e.queue.Done(id) // not claimable: leased elsewhere, finished, gone
+			}
+		}
+		for _, c := range claims {
+			e.claims <- c
+		}
+	}
+}
+
+func (e *Engine) work(name string) {
+	defer e.wg.Done()
+	for c := range e.claims {
+		if e.stopping.Load() {
+			e.release(c.Lease) // shutting down: let another instance have it now
+		} else {
+			e.process(name, c)
+		}
+		e.queue.Done(c.Lease.ItemID)
 	}
 }
 

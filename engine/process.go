@@ -33,23 +33,22 @@ type worker struct {
 	lostCounted atomic.Bool
 }
 
-// process runs the loop for one item: claim, then until the deadline: drain
-// events, decide, execute (DESIGN section 5).
-func (e *Engine) process(name string, id wq.ItemID) {
+// process runs the loop for one item the producer claimed: until the
+// deadline, drain events, decide, execute (DESIGN section 5).
+func (e *Engine) process(name string, c wq.Claim) {
 	ctx := e.runCtx
+	id, lease, item := c.Lease.ItemID, c.Lease, c.Item
 	log := e.log.With("item", id, "worker", name)
-	lease, err := e.store.ClaimItem(ctx, id, name, e.clock.Now(), e.cfg.Lease)
-	if err != nil {
-		if !errors.Is(err, wq.ErrNotClaimable) && wq.ErrorCode(err) != wq.ENOTFOUND && ctx.Err() == nil {
-			log.Error("claim failed", "err", err)
+	if now := e.clock.Now(); lease.Until.Sub(now) < e.cfg.Lease-e.cfg.Heartbeat {
+		// The claim waited for a worker longer than a heartbeat: extend it
+		// before the work starts, as the heartbeat would have.
+		if err := e.store.ExtendLease(ctx, &lease, now, e.cfg.Lease); err != nil {
+			if !errors.Is(err, wq.ErrLeaseLost) && ctx.Err() == nil {
+				log.Warn("extending a waiting claim failed", "err", err)
+			}
+			e.release(lease)
+			return
 		}
-		return
-	}
-	item, err := e.store.GetItem(ctx, id)
-	if err != nil {
-		log.Error("load failed", "err", err)
-		e.release(lease)
-		return
 	}
 	typ, ok := e.types[item.ItemType]
 	if !ok || !slices.Contains(e.handled, item.ItemType) {

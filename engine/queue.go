@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -58,6 +59,29 @@ func (q *queue) Get() (wq.ItemID, bool) {
 	delete(q.dirty, id)
 	q.cond.Broadcast()
 	return id, true
+}
+
+// GetBatch is Get for up to n ids: it blocks until one is available or the
+// queue is closed (ok false), then takes as many as are queued, up to n.
+func (q *queue) GetBatch(n int) ([]wq.ItemID, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if len(q.items) == 0 {
+		return nil, false
+	}
+	n = min(n, len(q.items))
+	ids := slices.Clone(q.items[:n])
+	clear(q.items[:n])
+	q.items = q.items[n:]
+	for _, id := range ids {
+		q.processing[id] = true
+		delete(q.dirty, id)
+	}
+	q.cond.Broadcast()
+	return ids, true
 }
 
 // Done ends the processing of id and re-queues it if it was added since.

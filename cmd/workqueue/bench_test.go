@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
+	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/store"
+)
+
+// runBench runs the CLI in process with stdout and stderr apart (bench
+// prints its progress on stderr) and decodes stdout's JSON into v.
+func runBench(t *testing.T, v any, args ...string) {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	cmd := newRootCommand(&stdout, &stderr)
+	cmd.SetArgs(args)
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("%v: %v\nstderr:\n%s", args, err, stderr.String())
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), v); err != nil {
+		t.Fatalf("%v: stdout is not one JSON object: %v\n%s", args, err, stdout.String())
+	}
+}
+
+// countItems returns, for itemType on the database at url, how many
+// items are in each phase and how many are still actionable.
+func countItems(t *testing.T, url, itemType string) (phases map[wq.Phase]int64, actionable int64) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	counts, err := s.(wq.ItemCounter).CountItems(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	phases = map[wq.Phase]int64{}
+	for _, c := range counts.Phases {
+		if c.ItemType == itemType {
+			phases[c.Phase] += c.Count
+		}
+	}
+	for _, c := range counts.Actionable {
+		if c.ItemType == itemType {
+			actionable += c.Count
+		}
+	}
+	return phases, actionable
+}
+
+func TestBenchEngineActsOnEveryItemAndLeavesNoneActionable(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		url := testdb.URL(t, kind)
+		var got engineResult
+		runBench(t, &got, "bench", "engine", "--database", url, "--items", "300", "--workers", "4", "-o", "json")
+		if got.Benchmark != "engine" || got.Database != kind || got.Items != 300 || got.Workers != 4 {
+			t.Errorf("result %+v: want the engine benchmark on %s with 300 items and 4 workers", got, kind)
+		}
+		if got.ElapsedSeconds <= 0 || got.ItemsPerSecond <= 0 || got.PeakRSSBytes <= 0 {
+			t.Errorf("result %+v: want a positive duration, rate and peak RSS", got)
+		}
+		// Every item had its action and its exit: all active, none left
+		// actionable for the sweep.
+		phases, actionable := countItems(t, url, benchItemType)
+		if diff := cmp.Diff(map[wq.Phase]int64{wq.PhaseActive: 300}, phases); diff != "" || actionable != 0 {
+			t.Errorf("bench items by phase (-want +got):\n%s\nactionable: %d, want 0", diff, actionable)
+		}
+	})
+}
+
+func TestBenchSubmitQueuesEverySubmissionWithoutProcessingIt(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		url := testdb.URL(t, kind)
+		var got submitResult
+		runBench(t, &got, "bench", "submit", "--database", url, "--requests", "200", "--clients", "4", "-o", "json")
+		if got.Benchmark != "submit" || got.Database != kind || got.Requests != 200 || got.Clients != 4 {
+			t.Errorf("result %+v: want the submit benchmark on %s with 200 requests and 4 clients", got, kind)
+		}
+		if got.Errors != 0 || got.FirstError != "" {
+			t.Errorf("%d errors, the first: %s", got.Errors, got.FirstError)
+		}
+		if got.RequestsPerSecond <= 0 || got.P50Millis <= 0 || got.P99Millis < got.P50Millis || got.PeakRSSBytes <= 0 {
+			t.Errorf("result %+v: want a positive rate and peak RSS, and 0 < p50 <= p99", got)
+		}
+		// Each submission made an item of its own, queued and untouched:
+		// the bench's service handles no type.
+		phases, actionable := countItems(t, url, mr.ItemType)
+		if diff := cmp.Diff(map[wq.Phase]int64{wq.PhaseActive: 200}, phases); diff != "" || actionable != 200 {
+			t.Errorf("mr items by phase (-want +got):\n%s\nactionable: %d, want 200", diff, actionable)
+		}
+	})
+}
+
+func TestBenchWithoutADatabaseRunsOnATemporarySQLiteFile(t *testing.T) {
+	t.Parallel()
+	out, err := runCommand(t, "bench", "engine", "--items", "50", "--workers", "2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "engine burn-down on sqlite: 50 items, 2 workers") || !strings.Contains(out, "items/s; peak RSS") {
+		t.Errorf("output does not give the figures:\n%s", out)
+	}
+}
+
+func TestBenchRefusesAnUnknownOutputFormat(t *testing.T) {
+	t.Parallel()
+	if out, err := runCommand(t, "bench", "engine", "--items", "1", "-o", "xml"); err == nil || !strings.Contains(err.Error(), "--output") {
+		t.Errorf("-o xml: %v\n%s", err, out)
+	}
+}
+
+func TestBenchHelpExplainsItsFlags(t *testing.T) {
+	t.Parallel()
+	for args, flags := range map[string][]string{
+		"bench --help":        {"engine", "submit", "--database", "--output"},
+		"bench engine --help": {"--items", "--workers", "--database", "peak"},
+		"bench submit --help": {"--requests", "--clients", "--database", "p99"},
+	} {
+		out, err := runCommand(t, strings.Fields(args)...)
+		if err != nil || !strings.Contains(out, "Usage:") {
+			t.Errorf("%s: %v\n%s", args, err, out)
+			continue
+		}
+		for _, f := range flags {
+			if !strings.Contains(out, f) {
+				t.Errorf("%s does not mention %s", args, f)
+			}
+		}
+	}
+}
+
+// The bench type exists only inside bench engine: serve neither
+// processes nor accepts it.
+func TestServeDoesNotRegisterTheBenchType(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "wq.db")
+	m := NewMain(cfg, testkit.Quiet())
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if types := m.Engine.Types(); slices.Contains(types, benchItemType) {
+		t.Errorf("serve's engine knows %v, want no %q", types, benchItemType)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -114,13 +115,13 @@ type Duration time.Duration
 
 // UnmarshalYAML accepts only duration strings: a bare number has no unit
 // and would silently mean nanoseconds.
+//
+// Its error is a *yaml.TypeError so that decoding goes on to the other
+// fields and every problem is reported in one run.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
-		return fmt.Errorf("line %d: want a duration such as 30s or 5m, got %q", n.Line, n.Value)
-	}
 	v, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: want a duration such as 30s or 5m, got %q", n.Line, n.Value)
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" || err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a duration such as 30s or 5m, got %q", n.Line, n.Value)}}
 	}
 	*d = Duration(v)
 	return nil
@@ -187,40 +188,82 @@ func Load(path string) (Config, error) {
 	return cfg, nil
 }
 
-// Parse decodes a configuration document over the defaults, strictly, and
-// validates it. An empty document gives the defaults.
+// Parse decodes a configuration document over the defaults and validates
+// it. An empty document gives the defaults. The error lists every
+// problem (unknown keys, values of the wrong shape, invalid fields), each
+// a *Problem naming its field and, where the file sets it, its line.
 func Parse(r io.Reader) (Config, error) {
-	cfg, err := decode(r)
-	if err != nil {
-		return Config{}, err
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg, _, problems := parse(r)
+	if err := problems.Err(); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
 }
 
-// decode is Parse without the validation (config check shows what it
-// resolved beside the problems).
-func decode(r io.Reader) (Config, error) {
+// parse decodes a document over the defaults and returns what it resolved,
+// the document's node tree (nil if it did not parse) and every problem,
+// warnings included. It decodes as much as it can despite problems, so
+// that one run reports them all: a value of the wrong shape or an unknown
+// key keeps the default and is reported, and the rest is validated.
+func parse(r io.Reader) (Config, *yaml.Node, Problems) {
 	body, err := io.ReadAll(r)
 	if err != nil {
-		return Config{}, err
+		return Config{}, nil, Problems{{Message: err.Error()}}
 	}
 	if len(body) > maxFileSize {
-		return Config{}, fmt.Errorf("larger than %d bytes", maxFileSize)
+		return Config{}, nil, Problems{{Message: fmt.Sprintf("larger than %d bytes", maxFileSize)}}
 	}
 	cfg := Default()
+	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(body))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("decode: %w", err)
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, nil, problemsOfYAML(err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return Config{}, errors.New("decode: want one YAML document, found more")
+		return Config{}, nil, Problems{{Line: extra.Line, Message: "want one YAML document, found more (a second --- line?)"}}
 	}
-	return cfg, nil
+	var problems Problems
+	checkNode(&doc, reflect.TypeFor[Config](), "", &problems)
+	if doc.Kind != 0 {
+		if err := doc.Decode(&cfg); err != nil {
+			// The key walk reported these in the file's terms already;
+			// the YAML library's own words are kept only for anything
+			// it did not.
+			reported := map[int]bool{}
+			for _, p := range problems {
+				reported[p.Line] = true
+			}
+			for _, p := range problemsOfYAML(err) {
+				if !reported[p.Line] {
+					problems = append(problems, p)
+				}
+			}
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		for _, e := range unjoin(err) {
+			problems = append(problems, problemOf(e, &doc))
+		}
+	}
+	problems = append(problems, cfg.typeWarnings(&doc)...)
+	slices.SortStableFunc(problems, func(a, b *Problem) int { return cmpLine(a.Line, b.Line) })
+	return cfg, &doc, problems
+}
+
+// cmpLine orders problems by line, those without one last.
+func cmpLine(a, b int) int {
+	switch {
+	case a == b:
+		return 0
+	case a == 0:
+		return 1
+	case b == 0:
+		return -1
+	case a < b:
+		return -1
+	}
+	return 1
 }
 
 // Validate checks every field and returns all problems, each naming its
@@ -255,6 +298,7 @@ func (c Config) Validate() error {
 		}
 		seen[t] = true
 	}
+	c.validateItemTypes(bad)
 	p := c.Processing
 	if p.Workers < 1 || p.Workers > 1000 {
 		bad("processing.workers", "must be between 1 and 1000, got %d", p.Workers)

@@ -35,9 +35,9 @@ type Config struct {
 	// ClaimBatch is how many queued items the producer leases in one
 	// claim (one statement on PostgreSQL, one transaction on SQLite), and
 	// how many claimed items may wait for a worker.
-	ClaimBatch int
-	ItemDeadline  time.Duration // wall-clock time one item may hold a worker (DDR-44)
-	MaxAttempts   int           // consecutive failures that were not transient before an item fails
+	ClaimBatch   int
+	ItemDeadline time.Duration // wall-clock time one item may hold a worker (DDR-44)
+	MaxAttempts  int           // consecutive failures that were not transient before an item fails
 	// GiveUpAfter is how long an item may fail transiently without a break
 	// (the forge or database unreachable, 5xx, rate limited) before it
 	// fails: transient failures back off but do not count toward

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,8 +41,8 @@ forge's job id). The forge's token comes from the configuration.`,
   workqueue herder check --config wq.yaml --forge gitea --project team/app --job 17 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return fmt.Errorf("--output: want text or json, got %q", output)
+			if err := checkOutput(&output); err != nil {
+				return err
 			}
 			cfg, err := loadConfig(cmd)
 			if err != nil {
@@ -88,20 +87,14 @@ forge's job id). The forge's token comes from the configuration.`,
 				return err
 			}
 			report := herderReport{Forge: ref.forge, Project: ref.project, Job: *job, Verdict: v, Would: would(*job, v)}
-			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(report)
-			}
-			report.print(cmd.OutOrStdout())
-			return nil
+			return printOutput(cmd.OutOrStdout(), output, report, report.print)
 		},
 	}
 	check.Flags().StringVar(&jobURL, "job-url", "", "the job's page on its forge")
 	check.Flags().StringVar(&forgeName, "forge", "", "the configured forge's name (with --project and --job)")
 	check.Flags().StringVar(&project, "project", "", "the project's full path (group/name, owner/name)")
 	check.Flags().Int64Var(&jobID, "job", 0, "the job's id on the forge")
-	check.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	addOutputFlag(check.Flags(), &output)
 	registerConfigFlags(check)
 	h.AddCommand(check)
 	return h

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,7 @@ import (
 
 func newHooksCommand() *cobra.Command {
 	hooks := &cobra.Command{Use: "hooks", Short: "Manage the forge webhooks that drive items in seconds"}
+	var output string
 	ensure := &cobra.Command{
 		Use:   "ensure",
 		Short: "Make every configured project deliver its webhooks to this service",
@@ -23,6 +25,9 @@ deliveries, which is replaced).`,
 		Example: `  workqueue hooks ensure --config /etc/workqueue.yaml`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(&output); err != nil {
+				return err
+			}
 			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
@@ -34,7 +39,17 @@ deliveries, which is replaced).`,
 			if err != nil {
 				return err
 			}
+			type hookOutcome struct {
+				Forge   string `json:"forge"`
+				Project string `json:"project,omitempty"`
+				Outcome string `json:"outcome"`
+				URL     string `json:"url,omitempty"`
+			}
+			var outcomes []hookOutcome
 			out := cmd.OutOrStdout()
+			if output != "table" {
+				out = io.Discard // the list is printed at the end
+			}
 			for _, fc := range cfg.Forges {
 				secret, err := fc.WebhookSecret()
 				if err != nil {
@@ -42,6 +57,7 @@ deliveries, which is replaced).`,
 				}
 				if secret == "" {
 					fmt.Fprintf(out, "%s: no webhook secret configured; skipped\n", fc.Name)
+					outcomes = append(outcomes, hookOutcome{Forge: fc.Name, Outcome: "skipped"})
 					continue
 				}
 				projects, err := forges[fc.Name].ListProjects(cmd.Context())
@@ -58,12 +74,17 @@ deliveries, which is replaced).`,
 						return fmt.Errorf("%s %s: %w", fc.Name, p, err)
 					}
 					fmt.Fprintf(out, "%s %s: %s → %s\n", outcome, p, fc.Name, url)
+					outcomes = append(outcomes, hookOutcome{Forge: fc.Name, Project: p, Outcome: fmt.Sprint(outcome), URL: url})
 				}
+			}
+			if output != "table" {
+				return printOutput(cmd.OutOrStdout(), output, map[string]any{"hooks": outcomes}, nil)
 			}
 			return nil
 		},
 	}
 	registerConfigFlags(ensure)
+	addOutputFlag(ensure.Flags(), &output)
 	hooks.AddCommand(ensure)
 	return hooks
 }

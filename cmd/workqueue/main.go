@@ -192,6 +192,7 @@ func newServeMain(cmd *cobra.Command, cfg config.Config) *Main {
 }
 
 func newMigrateCommand() *cobra.Command {
+	var output string
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply pending database migrations and report the schema version",
@@ -203,6 +204,9 @@ turns under an advisory lock.`,
   workqueue migrate --db postgres://wq@db:5432/wq`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(&output); err != nil {
+				return err
+			}
 			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
@@ -225,14 +229,16 @@ turns under an advisory lock.`,
 			if version != latest {
 				return errors.New("schema not current after migrating")
 			}
-			if len(applied) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "schema already current (%d migrations); nothing to apply\n", version)
-			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "applied %d migrations; schema current (%d migrations)\n", len(applied), version)
-			}
-			return nil
+			return printOutput(cmd.OutOrStdout(), output, map[string]any{"applied": len(applied), "schema_version": version}, func(w io.Writer) {
+				if len(applied) == 0 {
+					fmt.Fprintf(w, "schema already current (%d migrations); nothing to apply\n", version)
+				} else {
+					fmt.Fprintf(w, "applied %d migrations; schema current (%d migrations)\n", len(applied), version)
+				}
+			})
 		},
 	}
 	registerConfigFlags(cmd)
+	addOutputFlag(cmd.Flags(), &output)
 	return cmd
 }

@@ -198,3 +198,34 @@ func TestWhoamiSaysWhoTheTokenIs(t *testing.T) {
 		t.Errorf("whoami with a refused token: exit %d, want %d", code, exitTransport)
 	}
 }
+
+func TestOutputOfLocalCommandsParsesInEveryFormat(t *testing.T) {
+	for _, args := range [][]string{
+		{"version"},
+		{"token", "create", "ci-bot", "--permissions", "submit,read"},
+	} {
+		out, stderr, code := runCLI(t, append(args, "-o", "json")...)
+		var doc map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc) == 0 {
+			t.Errorf("%v -o json: exit %d, %q %s", args, code, out, stderr)
+		}
+		out, _, code = runCLI(t, append(args, "-o", "yaml")...)
+		var ydoc map[string]any
+		if code != 0 || yaml.Unmarshal([]byte(out), &ydoc) != nil || len(ydoc) != len(doc) {
+			t.Errorf("%v -o yaml: exit %d, %q", args, code, out)
+		}
+		if _, _, code := runCLI(t, append(args, "-o", "xml")...); code != exitUsage {
+			t.Errorf("%v -o xml: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+	out, _, _ := runCLI(t, "token", "create", "ci-bot", "-o", "json")
+	var tok struct {
+		Token string `json:"token"`
+		Entry struct {
+			SHA256 string `json:"sha256"`
+		} `json:"entry"`
+	}
+	if json.Unmarshal([]byte(out), &tok) != nil || tok.Token == "" || len(tok.Entry.SHA256) != 64 {
+		t.Errorf("token create -o json: %s", out)
+	}
+}

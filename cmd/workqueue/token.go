@@ -14,6 +14,7 @@ import (
 func newTokenCommand() *cobra.Command {
 	token := &cobra.Command{Use: "token", Short: "Manage static API tokens"}
 	var permissions, projects []string
+	var output string
 	create := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Print a new random API token and the config entry that accepts it",
@@ -27,9 +28,12 @@ The token is shown once; it cannot be recovered from the entry.`,
   workqueue token create alice --permissions admin`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(&output); err != nil {
+				return err
+			}
 			for _, p := range permissions {
 				if !auth.Permission(p).Valid() {
-					return fmt.Errorf("--permissions: want some of %v, got %q", auth.Permissions, p)
+					return usageErrorf("--permissions: want some of %v, got %q", auth.Permissions, p)
 				}
 			}
 			tok, hash, err := auth.NewToken()
@@ -37,14 +41,23 @@ The token is shown once; it cannot be recovered from the entry.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
+			for _, p := range projects {
+				if !doublestar.ValidatePattern(p) {
+					return usageErrorf("--projects: not a valid glob: %q", p)
+				}
+			}
+			if output != "table" {
+				entry := map[string]any{"name": args[0], "sha256": hash, "permissions": permissions}
+				if len(projects) > 0 {
+					entry["projects"] = projects
+				}
+				return printOutput(out, output, map[string]any{"token": tok, "entry": entry}, nil)
+			}
 			fmt.Fprintf(out, "token: %s\n\n# add under auth.tokens in the configuration file:\n", tok)
 			scope := ""
 			if len(projects) > 0 {
 				quoted := make([]string, len(projects))
 				for i, p := range projects {
-					if !doublestar.ValidatePattern(p) {
-						return fmt.Errorf("--projects: not a valid glob: %q", p)
-					}
 					quoted[i] = strconv.Quote(p)
 				}
 				scope = ", projects: [" + strings.Join(quoted, ", ") + "]"
@@ -57,6 +70,7 @@ The token is shown once; it cannot be recovered from the entry.`,
 		fmt.Sprintf("comma-separated permissions: %v", auth.Permissions))
 	create.Flags().StringSliceVar(&projects, "projects", nil,
 		"comma-separated project globs the token is narrowed to (default: every project)")
+	addOutputFlag(create.Flags(), &output)
 	token.AddCommand(create)
 	return token
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"runtime/debug"
 	"strings"
 
@@ -43,8 +44,40 @@ func versionText(info *debug.BuildInfo, ok bool) string {
 
 func buildVersion() string { return versionText(debug.ReadBuildInfo()) }
 
+// versionInfo is version -o json|yaml: the same facts as the text.
+type versionInfo struct {
+	Version   string `json:"version"`
+	Revision  string `json:"revision,omitempty"`
+	Modified  bool   `json:"modified,omitempty"`
+	Committed string `json:"committed,omitempty"`
+	Go        string `json:"go,omitempty"`
+}
+
+func buildVersionInfo() versionInfo {
+	info, ok := debug.ReadBuildInfo()
+	if !ok || info == nil {
+		return versionInfo{Version: "(no build information)"}
+	}
+	v := versionInfo{Version: info.Main.Version, Go: info.GoVersion}
+	if v.Version == "" {
+		v.Version = "(devel)"
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Revision = s.Value
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		case "vcs.time":
+			v.Committed = s.Value
+		}
+	}
+	return v
+}
+
 func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the module version, VCS revision and Go version of this binary",
 		Long: `Print the version of this binary from its build information: the module
@@ -53,8 +86,12 @@ version ((devel) for a build from a work tree), the VCS revision with
 and the Go version. workqueue --version prints the same.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprint(cmd.OutOrStdout(), buildVersion())
-			return nil
+			if err := checkOutput(&output); err != nil {
+				return err
+			}
+			return printOutput(cmd.OutOrStdout(), output, buildVersionInfo(), func(w io.Writer) { fmt.Fprint(w, buildVersion()) })
 		},
 	}
+	addOutputFlag(cmd.Flags(), &output)
+	return cmd
 }

@@ -401,7 +401,7 @@ func TestIncidentProjectsComeInlineAndFromAFile(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	os.WriteFile(file, []byte("- {provider: sentry, organization: o, project: api, forge: nope, repo: o/x, colour: red}\n"), 0o600)
-	if _, err := cfg.IncidentProjects(); err == nil || !strings.Contains(err.Error(), "field colour not found") {
+	if _, err := cfg.IncidentProjects(); err == nil || !strings.Contains(err.Error(), "line 1: [0].colour: unknown key") {
 		t.Errorf("an unknown key in the file: %v", err)
 	}
 	os.WriteFile(file, []byte("- {provider: sentry, organization: o, project: api, forge: nope, repo: o/x}\n"), 0o600)

@@ -1,13 +1,10 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // Incidents configures the incident bridge (DESIGN section 9): alerts of
@@ -89,10 +86,8 @@ func readIncidentProjects(path string) ([]IncidentProject, error) {
 		return nil, fmt.Errorf("incidents.projects_file %s: unreadable or larger than %d bytes (%v)", path, maxFileSize, err)
 	}
 	var list []IncidentProject
-	dec := yaml.NewDecoder(bytes.NewReader(body))
-	dec.KnownFields(true)
-	if err := dec.Decode(&list); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("incidents.projects_file %s: want a list of {provider, organization, project, forge, repo, labels}: %w", path, err)
+	if problems := decodeYAML(body, &list); len(problems) > 0 {
+		return nil, fmt.Errorf("incidents.projects_file %s: want a list of {provider, organization, project, forge, repo, labels}: %w", path, problems.Err())
 	}
 	if len(list) > maxIncidentProjects {
 		return nil, fmt.Errorf("incidents.projects_file %s: at most %d projects", path, maxIncidentProjects)

@@ -68,12 +68,28 @@ func (ps Problems) Err() error {
 // each with its line. decode reports these instead of the YAML library's
 // messages, which name Go types and stop at the first unknown key.
 func checkNode(n *yaml.Node, t reflect.Type, field string, out *Problems) {
+	budget := maxWalkNodes
+	walkNode(n, t, field, out, &budget)
+}
+
+// maxWalkNodes bounds the nodes checkNode visits: aliases repeating a
+// subtree over and over must not make the walk run away (the decoder
+// refuses such a document itself, after the walk).
+const maxWalkNodes = 100000
+
+func walkNode(n *yaml.Node, t reflect.Type, field string, out *Problems, budget *int) {
 	if n == nil || n.Kind == 0 {
+		return
+	}
+	if *budget--; *budget < 0 {
+		if *budget == -1 {
+			*out = append(*out, &Problem{Line: n.Line, Message: "the document is too large or repeats aliases too often"})
+		}
 		return
 	}
 	if n.Kind == yaml.DocumentNode {
 		for _, c := range n.Content {
-			checkNode(c, t, field, out)
+			walkNode(c, t, field, out, budget)
 		}
 		return
 	}
@@ -113,7 +129,7 @@ func checkNode(n *yaml.Node, t reflect.Type, field string, out *Problems) {
 				*out = append(*out, p)
 				continue
 			}
-			checkNode(value, ft, join(field, key.Value), out)
+			walkNode(value, ft, join(field, key.Value), out, budget)
 		}
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
@@ -121,7 +137,7 @@ func checkNode(n *yaml.Node, t reflect.Type, field string, out *Problems) {
 			return
 		}
 		for i, c := range n.Content {
-			checkNode(c, t.Elem(), fmt.Sprintf("%s[%d]", field, i), out)
+			walkNode(c, t.Elem(), fmt.Sprintf("%s[%d]", field, i), out, budget)
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
@@ -356,4 +372,26 @@ func yamlKind(tag string) string {
 		return "mapping"
 	}
 	return tag
+}
+
+// decodeYAML decodes one YAML document into v (a pointer) as the
+// configuration file is decoded: every unknown key and every value of
+// the wrong shape is reported in the file's terms, with its line, all at
+// once. For files the configuration names (incidents.projects_file).
+func decodeYAML(body []byte, v any) Problems {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(body, &doc); err != nil {
+		return problemsOfYAML(err)
+	}
+	var problems Problems
+	checkNode(&doc, reflect.TypeOf(v).Elem(), "", &problems)
+	if len(problems) > 0 {
+		return problems
+	}
+	if doc.Kind != 0 {
+		if err := doc.Decode(v); err != nil {
+			return problemsOfYAML(err)
+		}
+	}
+	return nil
 }

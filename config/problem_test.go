@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -132,5 +133,22 @@ func TestConfigValidationProblemsCarryTheLineOfTheirField(t *testing.T) {
 	_, problems := checkDoc(t, "listen: 127.0.0.1:8080\nlog:\n  level: loud\n")
 	if len(problems) != 1 || problems[0].Line != 3 || problems[0].Field != "log.level" {
 		t.Errorf("problems = %v, want log.level on line 3", problemLines(problems))
+	}
+}
+
+func TestConfigAliasBombDoesNotRunAway(t *testing.T) {
+	// A thousand projects, each a thousand blocked paths, in a few
+	// kilobytes: a walk that followed every alias would visit a million
+	// nodes.
+	doc := "paths: &paths [" + strings.Repeat("x, ", 999) + "x]\n" +
+		"p: &p {match: 'a/*', forge: g, blocked_paths: *paths}\n" +
+		"projects: [" + strings.Repeat("*p, ", 999) + "*p]\n"
+	start := time.Now()
+	_, err := config.Parse(strings.NewReader(doc))
+	if err == nil || !strings.Contains(err.Error(), "too large or repeats aliases") {
+		t.Errorf("an alias bomb: %.300v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("an alias bomb took %s", d)
 	}
 }

@@ -171,4 +171,3 @@ func nonZeroDefaults(v reflect.Value) map[string]any {
 	}
 	return out
 }
-

@@ -64,7 +64,7 @@ func serveAgentsAt(t *testing.T, dbURL string) (*client.Client, string, string) 
 
 // The control-plane commands, as an agent's script uses them: register,
 // a dry run that names every candidate, an applied allocation, the gate
-// (exit status 3 when refused), a lease's safe next action, its release.
+// (exit status 1 when refused), a lease's safe next action, its release.
 func TestCLIAllocatesGatesAndReleases(t *testing.T) {
 	dbURL := testdb.URL(t, store.KindSQLite)
 	_, base, tok := serveAgentsAt(t, dbURL)
@@ -104,7 +104,7 @@ func TestCLIAllocatesGatesAndReleases(t *testing.T) {
 	out, err := runCommand(t, "gate", "--session", sess.ID, "--assignment", a.Assignment.ID, "--action", "merge")
 	var exit exitError
 	if !errors.As(err, &exit) || exit.code != exitFailed || out != "refused: action_not_allowed\n" {
-		t.Errorf("gate on a refused action: %q, %v; want exit status 3 and the reason", out, err)
+		t.Errorf("gate on a refused action: %q, %v; want exit status 1 and the reason", out, err)
 	}
 	if out := run("leases", "show", a.Lease.ID, "--session", sess.ID); !strings.Contains(out, "next: continue") {
 		t.Errorf("leases show:\n%s", out)

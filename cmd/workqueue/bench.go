@@ -60,7 +60,7 @@ same PostgreSQL and prints the ratio.`,
 }
 
 func newBenchEngineCommand() *cobra.Command {
-	var items, workers int
+	var items, workers, instances int
 	cmd := &cobra.Command{
 		Use:   "engine",
 		Short: "Burn down N no-op items with M workers and print items/s",
@@ -72,6 +72,13 @@ asks for the action while the item's needs_act dimension is unset and
 for nothing once the action has set it false (the workload of
 BenchmarkThroughput in engine/). It prints items/s, the elapsed time and
 the peak RSS of the process during the burn-down.
+
+With --instances K it runs K engines in this process, each with stores
+(connections) of its own as separate processes would have, all on the
+one database: compare their items/s with one instance's for the
+scale-out factor. A recorder in the bench's executor counts executions
+of one item that overlapped in time, across all instances; it must print
+0 (the run fails on any other sign that an item was worked twice).
 
 The type exists only inside this command; serve never registers it. The
 engine runs with the product's processing defaults (workers from
@@ -86,19 +93,24 @@ engine's and the database's. The items stay in the database, idle.`,
 				return err
 			}
 			defer b.close()
-			if items < 1 || workers < 1 {
-				return errors.New("--items and --workers must be at least 1")
+			if items < 1 || workers < 1 || instances < 1 {
+				return errors.New("--items, --workers and --instances must be at least 1")
 			}
-			r, err := b.engine(cmd.Context(), items, workers)
+			r, err := b.engine(cmd.Context(), items, workers, instances)
 			if err != nil {
 				return err
 			}
-			return b.print(r, fmt.Sprintf("engine burn-down on %s: %d items, %d workers, %.2fs: %.0f items/s; peak RSS %.1f MiB",
-				r.Database, r.Items, r.Workers, r.ElapsedSeconds, r.ItemsPerSecond, mib(r.PeakRSSBytes)))
+			on := fmt.Sprintf("%d workers", r.Workers)
+			if r.Instances > 1 {
+				on = fmt.Sprintf("%d instances of %d workers, %d overlapping executions", r.Instances, r.Workers, r.OverlappingExecutions)
+			}
+			return b.print(r, fmt.Sprintf("engine burn-down on %s: %d items, %s, %.2fs: %.0f items/s; peak RSS %.1f MiB",
+				r.Database, r.Items, on, r.ElapsedSeconds, r.ItemsPerSecond, mib(r.PeakRSSBytes)))
 		},
 	}
 	cmd.Flags().IntVar(&items, "items", 20_000, "items to burn down")
-	cmd.Flags().IntVar(&workers, "workers", config.Default().Processing.Workers, "engine workers (processing.workers)")
+	cmd.Flags().IntVar(&workers, "workers", config.Default().Processing.Workers, "engine workers (processing.workers), per instance")
+	cmd.Flags().IntVar(&instances, "instances", 1, "engines sharing the database, each with its own connections")
 	return cmd
 }
 
@@ -209,10 +221,15 @@ type engineResult struct {
 	Benchmark      string  `json:"benchmark"` // "engine"
 	Database       string  `json:"database"`  // sqlite or postgres
 	Items          int     `json:"items"`
-	Workers        int     `json:"workers"`
+	Workers        int     `json:"workers"` // per instance
+	Instances      int     `json:"instances"`
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
-	ItemsPerSecond float64 `json:"items_per_second"`
+	ItemsPerSecond float64 `json:"items_per_second"` // all instances together
 	PeakRSSBytes   int64   `json:"peak_rss_bytes"`
+	// OverlappingExecutions counts executions of an item that began while
+	// another execution of it was running (in any instance): zero unless
+	// the leases failed to fence.
+	OverlappingExecutions int64 `json:"overlapping_executions"`
 }
 
 // benchItemType names the bench-only item type.
@@ -220,8 +237,8 @@ const benchItemType = "bench"
 
 // benchType is an item type with one no-op action: the decider asks for
 // "act" until needs_act is false, and "act" sets it false. It is
-// registered only by bench engine.
-func benchType() wq.ItemType {
+// registered only by bench engine. rec sees every execution.
+func benchType(rec *overlapRecorder) wq.ItemType {
 	return wq.ItemType{
 		Name: benchItemType,
 		Decide: func(it *wq.Item, now time.Time) string {
@@ -231,67 +248,124 @@ func benchType() wq.ItemType {
 			return ""
 		},
 		Executors: map[string]wq.Executor{"act": func(ctx context.Context, x *wq.Execution) error {
+			defer rec.enter(x.Item.ID)()
 			return x.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{
 				{DimensionKey: wq.DimensionKey{Dimension: "needs_act"}, Status: wq.StatusFalse}}})
 		}},
 	}
 }
 
-func (b *bench) engine(ctx context.Context, items, workers int) (engineResult, error) {
-	all, err := openStores(ctx, b.url)
-	if err != nil {
-		return engineResult{}, err
+// overlapRecorder counts executions of one item that ran at the same
+// time, in any of the process's engines: the fenced leases must keep it
+// at zero however many instances share the database.
+type overlapRecorder struct {
+	mu       sync.Mutex
+	running  map[wq.ItemID]int
+	overlaps int64
+}
+
+// enter records that an execution of id starts; the function it returns
+// records its end.
+func (r *overlapRecorder) enter(id wq.ItemID) (exit func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running[id]++; r.running[id] > 1 {
+		r.overlaps++
 	}
-	s := all.queue
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.running[id]--; r.running[id] == 0 {
+			delete(r.running, id)
+		}
+	}
+}
+
+func (b *bench) engine(ctx context.Context, items, workers, instances int) (engineResult, error) {
+	// Each instance has stores of its own, as a process of its own would:
+	// its own connections, its own SQLite writer.
+	queues := make([]wq.Store, instances)
+	for i := range queues {
+		all, err := openStores(ctx, b.url)
+		if err != nil {
+			return engineResult{}, err
+		}
+		queues[i] = all.queue
+		defer all.queue.Close()
+	}
+	if _, err := queues[0].Migrate(ctx); err != nil {
 		return engineResult{}, fmt.Errorf("migrate: %w", err)
 	}
 	fmt.Fprintf(b.progress, "seeding %d %s items on %s\n", items, benchItemType, b.kind)
-	if err := seedBenchItems(ctx, s, items, time.Now()); err != nil {
+	if err := seedBenchItems(ctx, queues[0], items, time.Now()); err != nil {
 		return engineResult{}, err
 	}
 
 	cfg := config.Default()
 	cfg.HandledTypes = []string{benchItemType}
 	cfg.Processing.Workers = workers
-	e, err := engine.New(cfg.Engine(), s, clockwork.NewRealClock(), discardAudit{}, b.log())
-	if err != nil {
-		return engineResult{}, err
+	rec := &overlapRecorder{running: map[wq.ItemID]int{}}
+	engines := make([]*engine.Engine, instances)
+	for i, s := range queues {
+		ecfg := cfg.Engine()
+		ecfg.Owner = fmt.Sprintf("%s/bench%d", ecfg.Owner, i)
+		e, err := engine.New(ecfg, s, clockwork.NewRealClock(), discardAudit{}, b.log())
+		if err != nil {
+			return engineResult{}, err
+		}
+		e.Register(benchType(rec))
+		engines[i] = e
 	}
-	e.Register(benchType())
-	fmt.Fprintf(b.progress, "burning down with %d workers\n", workers)
+	acted := func() (n int64) {
+		for _, e := range engines {
+			n += e.Stats().ActionsExecuted
+		}
+		return n
+	}
+	fmt.Fprintf(b.progress, "burning down with %d instance(s) of %d workers\n", instances, workers)
 	resetPeakRSS()
 	start := time.Now()
-	if err := e.Start(ctx); err != nil {
-		return engineResult{}, err
+	for _, e := range engines {
+		if err := e.Start(ctx); err != nil {
+			return engineResult{}, err
+		}
+		defer e.Stop(context.WithoutCancel(ctx))
 	}
-	defer e.Stop(context.WithoutCancel(ctx))
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	lastReport := start
-	for e.Stats().ActionsExecuted < int64(items) {
+	for acted() < int64(items) {
 		select {
 		case <-ctx.Done():
 			return engineResult{}, ctx.Err()
 		case now := <-tick.C:
 			if now.Sub(lastReport) >= 2*time.Second {
 				lastReport = now
-				done := e.Stats().ActionsExecuted
+				done := acted()
 				fmt.Fprintf(b.progress, "%d/%d items acted on (%.0f/s)\n", done, items, float64(done)/now.Sub(start).Seconds())
 			}
 		}
 	}
-	if err := e.WaitIdle(ctx); err != nil { // the last exits come after the last actions
-		return engineResult{}, err
+	for _, e := range engines {
+		if err := e.WaitIdle(ctx); err != nil { // the last exits come after the last actions
+			return engineResult{}, err
+		}
 	}
 	elapsed := time.Since(start)
 	peak := peakRSS()
-	if st := e.Stats(); st.ActionsExecuted != int64(items) || st.ActionsFailed != 0 || st.ItemsExited < int64(items) {
-		return engineResult{}, fmt.Errorf("engine stats %+v: want exactly %d actions, as many exits and no failure", st, items)
+	var total engine.Stats
+	for _, e := range engines {
+		st := e.Stats()
+		total.ActionsExecuted += st.ActionsExecuted
+		total.ActionsFailed += st.ActionsFailed
+		total.ItemsExited += st.ItemsExited
 	}
-	return engineResult{Benchmark: "engine", Database: b.kind, Items: items, Workers: workers,
-		ElapsedSeconds: elapsed.Seconds(), ItemsPerSecond: float64(items) / elapsed.Seconds(), PeakRSSBytes: peak}, nil
+	if total.ActionsExecuted != int64(items) || total.ActionsFailed != 0 || total.ItemsExited < int64(items) {
+		return engineResult{}, fmt.Errorf("engine stats %+v: want exactly %d actions, as many exits and no failure", total, items)
+	}
+	return engineResult{Benchmark: "engine", Database: b.kind, Items: items, Workers: workers, Instances: instances,
+		ElapsedSeconds: elapsed.Seconds(), ItemsPerSecond: float64(items) / elapsed.Seconds(), PeakRSSBytes: peak,
+		OverlappingExecutions: rec.overlaps}, nil
 }
 
 // seedBenchItems inserts n actionable bench items, many to a transaction

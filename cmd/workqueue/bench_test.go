@@ -159,3 +159,46 @@ func TestServeDoesNotRegisterTheBenchType(t *testing.T) {
 		t.Errorf("serve's engine knows %v, want no %q", types, benchItemType)
 	}
 }
+
+func TestBenchEngineWithTwoInstancesWorksEachItemOnce(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		url := testdb.URL(t, kind)
+		var got engineResult
+		runBench(t, &got, "bench", "engine", "--database", url, "--items", "300", "--workers", "4", "--instances", "2", "-o", "json")
+		if got.Instances != 2 || got.Items != 300 || got.OverlappingExecutions != 0 {
+			t.Errorf("result %+v: want 2 instances, 300 items and no overlapping execution", got)
+		}
+		phases, actionable := countItems(t, url, benchItemType)
+		if diff := cmp.Diff(map[wq.Phase]int64{wq.PhaseActive: 300}, phases); diff != "" || actionable != 0 {
+			t.Errorf("bench items by phase (-want +got):\n%s\nactionable: %d, want 0", diff, actionable)
+		}
+	})
+}
+
+func TestOverlapRecorderCountsOnlyExecutionsOfOneItemAtOnce(t *testing.T) {
+	t.Parallel()
+	a, b := wq.NewItemID(), wq.NewItemID()
+	for _, tt := range []struct {
+		name string
+		run  func(r *overlapRecorder)
+		want int64
+	}{
+		{"one after the other do not overlap", func(r *overlapRecorder) { r.enter(a)(); r.enter(a)() }, 0},
+		{"two items at once do not overlap", func(r *overlapRecorder) { exit := r.enter(a); r.enter(b)(); exit() }, 0},
+		{"one item twice at once overlaps", func(r *overlapRecorder) { exit := r.enter(a); r.enter(a)(); exit() }, 1},
+		{"one item three times at once overlaps twice", func(r *overlapRecorder) {
+			x, y := r.enter(a), r.enter(a)
+			r.enter(a)()
+			y()
+			x()
+		}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &overlapRecorder{running: map[wq.ItemID]int{}}
+			tt.run(r)
+			if r.overlaps != tt.want || len(r.running) != 0 {
+				t.Errorf("overlaps %d, want %d; still running %v", r.overlaps, tt.want, r.running)
+			}
+		})
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/workqueue-dev/workqueue/herder"
 )
 
 // Problem is one thing wrong with a configuration file: the field it is
@@ -105,11 +107,14 @@ func walkNode(n *yaml.Node, t reflect.Type, field string, out *Problems, budget 
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == reflect.TypeFor[Duration]() {
+	if isDuration(t) {
 		if _, err := time.ParseDuration(n.Value); n.Kind != yaml.ScalarNode || n.Tag != "!!str" || err != nil {
 			bad("want a duration such as 30s, 5m or 1h30m, got %s", describeNode(n))
 		}
 		return
+	}
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
+		return // the type decodes itself, and the decoder reports its errors
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -160,6 +165,12 @@ func walkNode(n *yaml.Node, t reflect.Type, field string, out *Problems, budget 
 			bad("want a number, got %s", describeNode(n))
 		}
 	}
+}
+
+// isDuration reports whether t is one of the duration types, written as
+// strings such as 30s (this package's, and the herder's).
+func isDuration(t reflect.Type) bool {
+	return t == reflect.TypeFor[Duration]() || t == reflect.TypeFor[herder.Duration]()
 }
 
 // describeNode says what a value is, in the file's terms.

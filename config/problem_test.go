@@ -152,3 +152,13 @@ func TestConfigAliasBombDoesNotRunAway(t *testing.T) {
 		t.Errorf("an alias bomb took %s", d)
 	}
 }
+
+func TestConfigHerderDurationsAreDurations(t *testing.T) {
+	if _, err := config.Parse(strings.NewReader("herder: {retry_delays: [90s, 5m], matchers: [{name: a, job_name: x}]}")); err != nil {
+		t.Errorf("herder durations refused: %v", err)
+	}
+	_, err := config.Parse(strings.NewReader("herder: {retry_delays: [90], matchers: [{name: a, job_name: x}]}"))
+	if err == nil || !strings.Contains(err.Error(), `line 1: herder.retry_delays[0]: want a duration such as 30s, 5m or 1h30m, got "90"`) {
+		t.Errorf("a herder duration without a unit: %v", err)
+	}
+}

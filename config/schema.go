@@ -51,7 +51,7 @@ func (g schemaGen) typeSchema(t reflect.Type, def reflect.Value) map[string]any 
 	}
 	var s map[string]any
 	switch {
-	case t == reflect.TypeFor[Duration]():
+	case isDuration(t):
 		s = map[string]any{"type": "string", "pattern": durationPattern}
 		if def.IsValid() && def.Int() != 0 {
 			s["default"] = time.Duration(def.Int()).String()
@@ -156,7 +156,7 @@ func nonZeroDefaults(v reflect.Value) map[string]any {
 			continue
 		}
 		switch {
-		case f.Type == reflect.TypeFor[Duration]():
+		case isDuration(f.Type):
 			out[name] = time.Duration(fv.Int()).String()
 		case fv.Kind() == reflect.Struct:
 			if d := nonZeroDefaults(fv); len(d) > 0 {

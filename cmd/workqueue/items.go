@@ -230,14 +230,30 @@ func readSubmission(stdin io.Reader, file string) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--file: %w", err)
 	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("--file %s: %w", file, err)
+	var v any
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("--file %s: %s", file, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	if doc == nil {
+	if v == nil {
 		return nil, fmt.Errorf("--file %s: empty", file)
 	}
+	doc, ok := v.(map[string]any)
+	if !ok {
+		// Said in the file's terms, not the decoder's (which names Go types).
+		return nil, fmt.Errorf("--file %s: want an object of fields (item_type: …), got %s", file, yamlKindOf(v))
+	}
 	return doc, nil
+}
+
+// yamlKindOf names a decoded YAML value's kind for people.
+func yamlKindOf(v any) string {
+	switch v.(type) {
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("the value %q", fmt.Sprint(v))
 }
 
 func newListCommand(flags *clientFlags) *cobra.Command {

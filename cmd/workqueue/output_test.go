@@ -229,3 +229,16 @@ func TestOutputOfLocalCommandsParsesInEveryFormat(t *testing.T) {
 		t.Errorf("token create -o json: %s", out)
 	}
 }
+
+func TestSubmitFileOfTheWrongShapeIsSaidInTheFilesTerms(t *testing.T) {
+	file := writeSubmission(t, "- item_type: example\n")
+	_, stderr, code := runCLI(t, "items", "submit", "-f", file, "--token", "t", "--server", "http://127.0.0.1:1")
+	if code != exitFailed || !strings.Contains(stderr, "want an object of fields (item_type: …), got a list") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	for _, goWords := range []string{"unmarshal", "!!", "map[string]"} {
+		if strings.Contains(stderr, goWords) {
+			t.Errorf("the error names Go's %q: %s", goWords, stderr)
+		}
+	}
+}

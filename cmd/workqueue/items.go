@@ -38,7 +38,11 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&f.server, "server", server, "workqueue server URL (default $WORKQUEUE_URL or http://127.0.0.1:8080)")
 	cmd.PersistentFlags().StringVar(&f.token, "token", os.Getenv("WORKQUEUE_TOKEN"), "API token (default $WORKQUEUE_TOKEN)")
 	addOutputFlag(cmd.PersistentFlags(), &f.output)
-	cmd.PersistentFlags().BoolVarP(&f.quiet, "quiet", "q", false, "print only ids, one a line (commands that return items)")
+}
+
+// registerQuiet adds --quiet to a command whose answers have ids.
+func (f *clientFlags) registerQuiet(cmd *cobra.Command, usage string) {
+	cmd.PersistentFlags().BoolVarP(&f.quiet, "quiet", "q", false, usage)
 }
 
 func (f *clientFlags) client() (*client.Client, error) {
@@ -79,6 +83,7 @@ The server and token come from $WORKQUEUE_URL and $WORKQUEUE_TOKEN, or
 the API's JSON for scripts.`,
 	}
 	flags.register(items)
+	flags.registerQuiet(items, "print only the items' ids, one a line")
 	items.AddCommand(newSubmitCommand(&flags), newListCommand(&flags), newShowCommand(&flags), newWatchCommand(&flags),
 		newItemActionCommand(&flags, "retry", "Retry a failed or cancelled item", (*client.Client).Retry),
 		newItemActionCommand(&flags, "cancel", "Cancel an active or failed item", (*client.Client).Cancel))

@@ -46,5 +46,6 @@ the server refuses exits 3.`,
 		},
 	}
 	flags.register(cmd)
+	flags.registerQuiet(cmd, "print only the identity")
 	return cmd
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/client"
 )
@@ -84,9 +85,10 @@ the API's JSON for scripts.`,
 	}
 	flags.register(items)
 	flags.registerQuiet(items, "print only the items' ids, one a line")
-	items.AddCommand(newSubmitCommand(&flags), newListCommand(&flags), newShowCommand(&flags), newWatchCommand(&flags),
-		newItemActionCommand(&flags, "retry", "Retry a failed or cancelled item", (*client.Client).Retry),
-		newItemActionCommand(&flags, "cancel", "Cancel an active or failed item", (*client.Client).Cancel))
+	items.AddCommand(newSubmitCommand(&flags), newListCommand(&flags), withItemCompletion(&flags, newShowCommand(&flags), ""),
+		withItemCompletion(&flags, newWatchCommand(&flags), "active"),
+		withItemCompletion(&flags, newItemActionCommand(&flags, "retry", "Retry a failed or cancelled item", (*client.Client).Retry), "failed"),
+		withItemCompletion(&flags, newItemActionCommand(&flags, "cancel", "Cancel an active or failed item", (*client.Client).Cancel), "active"))
 	return items
 }
 
@@ -297,6 +299,7 @@ func newListCommand(flags *clientFlags) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&itemType, "type", "", "only items of this type")
 	cmd.Flags().StringVar(&phase, "phase", "", "only items in this phase: active, completed, failed or cancelled")
+	cmd.RegisterFlagCompletionFunc("phase", cobra.FixedCompletions([]string{"active", "completed", "failed", "cancelled"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().StringVar(&forge, "forge", "", "only mr items on this forge")
 	cmd.Flags().StringVar(&project, "project", "", "only mr items of this project")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after this item (from a previous page)")
@@ -330,7 +333,9 @@ func newWatchCommand(flags *clientFlags) *cobra.Command {
 		Short: "Follow an item until it is completed, failed or cancelled",
 		Long: `Follow an item, printing each change of its phase, attempts, error,
 merge request and dimensions, until it reaches a terminal phase. Exits 0
-when the item completed, 1 when it failed or was cancelled.`,
+when the item completed, 1 when it failed or was cancelled. A server that
+does not answer (restarting, or unavailable) is tried again, less and
+less often up to every 30s; a refused token ends it (exit 3).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := flags.client()
@@ -379,11 +384,25 @@ func waitItem(cmd *cobra.Command, flags *clientFlags, c *client.Client, id strin
 	}
 	out := cmd.OutOrStdout()
 	last := ""
+	backoff := interval
 	for {
 		it, err := c.Get(cmd.Context(), id)
 		if err != nil {
-			return err
+			if !retryable(err) {
+				return err
+			}
+			// The server restarting, or a proxy before it: keep
+			// following, less often, until it answers again.
+			fmt.Fprintf(cmd.ErrOrStderr(), "workqueue: %v; retrying in %s\n", err, backoff)
+			select {
+			case <-cmd.Context().Done():
+				return cmd.Context().Err()
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, maxWatchBackoff)
+			continue
 		}
+		backoff = interval
 		terminal := it.Phase == "completed" || it.Phase == "failed" || it.Phase == "cancelled"
 		if line := progressLine(it); line != last && (progress || terminal) {
 			switch {
@@ -414,6 +433,58 @@ func waitItem(cmd *cobra.Command, flags *clientFlags, c *client.Client, id strin
 		case <-time.After(interval):
 		}
 	}
+}
+
+// withItemCompletion completes cmd's ID argument with the newest items'
+// ids (of phase, when not ""), each described by its type, phase and
+// title, from the server the flags name. Without a token or a server it
+// completes nothing.
+func withItemCompletion(flags *clientFlags, cmd *cobra.Command, phase string) *cobra.Command {
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, err := flags.client()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		q := url.Values{"limit": {"100"}}
+		if phase != "" {
+			q.Set("phase", phase)
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+		defer cancel()
+		items, _, err := c.List(ctx, q)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []string
+		for _, it := range items {
+			if strings.HasPrefix(it.ID, toComplete) {
+				desc := string(it.ItemType) + " " + string(it.Phase)
+				if d := mrDetail(it); d != nil {
+					desc += " " + d.Project + ": " + d.Title
+				}
+				out = append(out, it.ID+"\t"+desc)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+	return cmd
+}
+
+// maxWatchBackoff bounds the wait between two tries of a server that
+// does not answer.
+const maxWatchBackoff = 30 * time.Second
+
+// retryable reports whether a failed request may succeed if tried again:
+// the server unreachable or unavailable, not a refusal or a bad token.
+func retryable(err error) bool {
+	var cerr *client.Error
+	if errors.As(err, &cerr) {
+		return cerr.Problem.Code == wq.EUNAVAILABLE
+	}
+	return exitCode(err) == exitTransport
 }
 
 // printItemTable lists items with what people look for first: the

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -240,5 +243,62 @@ func TestSubmitFileOfTheWrongShapeIsSaidInTheFilesTerms(t *testing.T) {
 		if strings.Contains(stderr, goWords) {
 			t.Errorf("the error names Go's %q: %s", goWords, stderr)
 		}
+	}
+}
+
+func TestWatchRetriesAServerThatIsRestarting(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch calls.Add(1) {
+		case 1:
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(api.Item{ID: "it-1", ItemType: "example", Phase: "active"})
+		case 2: // the service draining before its restart
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case 3: // a proxy while the service is down
+			w.WriteHeader(http.StatusBadGateway)
+		default:
+			json.NewEncoder(w).Encode(api.Item{ID: "it-1", ItemType: "example", Phase: "completed"})
+		}
+	}))
+	defer srv.Close()
+	out, stderr, code := runCLI(t, "items", "watch", "it-1", "--interval", "100ms", "--server", srv.URL, "--token", "t")
+	if code != exitOK || calls.Load() != 4 || !strings.Contains(out, "completed") {
+		t.Errorf("exit %d after %d calls:\n%s%s", code, calls.Load(), out, stderr)
+	}
+	if strings.Count(stderr, "retrying in") != 2 {
+		t.Errorf("stderr should say each retry:\n%s", stderr)
+	}
+
+	refused := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnauthorized)
+		json.NewEncoder(w).Encode(api.Problem{Status: 401, Code: wq.EUNAUTHORIZED, Detail: "bad token"})
+	}))
+	defer refused.Close()
+	if _, _, code := runCLI(t, "items", "watch", "it-1", "--interval", "100ms", "--server", refused.URL, "--token", "t"); code != exitTransport {
+		t.Errorf("a refused token: exit %d, want %d without retrying", code, exitTransport)
+	}
+}
+
+func TestSubmitThenCompleteItemIDsAndPhases(t *testing.T) {
+	w := startExampleAPI(t)
+	file := writeSubmission(t, "item_type: example\nsteps: 1000\n")
+	out, stderr, code := runCLI(t, "items", "submit", "-q", "-f", file, "--server", w.base, "--token", w.tokens["submit"])
+	id := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatalf("submit: %d %s", code, stderr)
+	}
+	out, _, _ = runCLI(t, "__complete", "items", "cancel", "--server", w.base, "--token", w.tokens["read"], "")
+	if !strings.Contains(out, id+"\texample active") {
+		t.Errorf("completion of cancel's ID lacks the active item %s:\n%s", id, out)
+	}
+	out, _, _ = runCLI(t, "__complete", "items", "retry", "--server", w.base, "--token", w.tokens["read"], "")
+	if strings.Contains(out, id) {
+		t.Errorf("retry completes an active item:\n%s", out)
+	}
+	out, _, _ = runCLI(t, "__complete", "items", "list", "--phase", "")
+	if !strings.Contains(out, "cancelled\n") || !strings.Contains(out, "active\n") {
+		t.Errorf("completion of --phase:\n%s", out)
 	}
 }

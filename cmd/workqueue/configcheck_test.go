@@ -135,3 +135,16 @@ projects:
 		t.Errorf("offline, the same file: exit %d, want 0", code)
 	}
 }
+
+func TestConfigCheckPassesOnTheExampleOnceItsSecretsAreSet(t *testing.T) {
+	_, _, code := runCLI(t, "config", "check", "../../workqueue.example.yaml")
+	if code != exitFailed {
+		t.Errorf("the example without its secrets in the environment: exit %d, want 1", code)
+	}
+	t.Setenv("WORKQUEUE_GITEA_TOKEN", "a-token")
+	t.Setenv("WORKQUEUE_GITEA_WEBHOOK_SECRET", "a-secret")
+	out, stderr, code := runCLI(t, "config", "check", "../../workqueue.example.yaml")
+	if code != exitOK || strings.Contains(out, "warning") || !strings.HasSuffix(out, ": ok\n") {
+		t.Errorf("the example: exit %d\n%s%s", code, out, stderr)
+	}
+}

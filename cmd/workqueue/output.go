@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -189,10 +190,28 @@ func reportError(stderr io.Writer, cmd *cobra.Command, err error) int {
 	return code
 }
 
+// flagError says a flag's bad value in the command line's terms: the
+// flag library's own message names the Go parser that refused it
+// ("strconv.ParseInt: parsing ...").
+func flagError(err error) error {
+	var invalid *pflag.InvalidValueError
+	if !errors.As(err, &invalid) {
+		return err
+	}
+	want := map[string]string{
+		"int": "a whole number", "int64": "a whole number", "uint": "a whole number", "bool": "true or false",
+		"duration": "a duration such as 30s or 5m", "float64": "a number",
+	}[invalid.GetFlag().Value.Type()]
+	if want == "" {
+		want = "a valid value"
+	}
+	return fmt.Errorf("--%s: want %s, got %q", invalid.GetFlag().Name, want, invalid.GetValue())
+}
+
 // wrapUsage makes every argument and flag error of cmd and its
 // subcommands a usage error (exit status 2).
 func wrapUsage(cmd *cobra.Command) {
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagError(err)} })
 	if args := cmd.Args; args != nil {
 		cmd.Args = func(c *cobra.Command, a []string) error {
 			if err := args(c, a); err != nil {

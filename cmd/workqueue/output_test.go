@@ -302,3 +302,18 @@ func TestSubmitThenCompleteItemIDsAndPhases(t *testing.T) {
 		t.Errorf("completion of --phase:\n%s", out)
 	}
 }
+
+func TestExitUsageSaysABadFlagValueWithoutGoNames(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"items", "list", "--limit", "many"}, `--limit: want a whole number, got "many"`},
+		{[]string{"items", "watch", "x", "--interval", "5"}, `--interval: want a duration such as 30s or 5m, got "5"`},
+	} {
+		_, stderr, code := runCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "strconv") || strings.Contains(stderr, "time.") {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitUsage, tc.want)
+		}
+	}
+}

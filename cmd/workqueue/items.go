@@ -12,11 +12,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
@@ -264,29 +267,77 @@ func yamlKindOf(v any) string {
 }
 
 func newListCommand(flags *clientFlags) *cobra.Command {
-	var itemType, phase, forge, project, cursor string
+	var itemType, phase, forge, project, title, cursor string
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List items, newest first",
-		Args:  cobra.NoArgs,
+		Long: `List items, newest first, a page at a time (--cursor continues).
+
+--project and --title take globs (* within a path segment, ** across
+them; --project exact is filtered by the server). With a glob the
+command reads pages of the server's list and keeps the items that match,
+up to --limit of them, reading at most 5000 items: the next cursor it
+prints continues from where it stopped.`,
+		Example: `  workqueue items list --phase active
+  workqueue items list --project 'team/**' --title '*deps*' -o json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := flags.client()
 			if err != nil {
 				return err
 			}
+			for name, g := range map[string]string{"--project": project, "--title": title} {
+				if !doublestar.ValidatePattern(g) {
+					return usageErrorf("%s: not a valid glob: %q", name, g)
+				}
+			}
+			projectGlob := strings.ContainsAny(project, "*?[{")
 			q := url.Values{}
-			for k, v := range map[string]string{"item_type": itemType, "phase": phase, "forge": forge, "project": project, "cursor": cursor} {
+			for k, v := range map[string]string{"item_type": itemType, "phase": phase, "forge": forge, "cursor": cursor} {
 				if v != "" {
 					q.Set(k, v)
 				}
 			}
+			if project != "" && !projectGlob {
+				q.Set("project", project)
+			}
 			if limit > 0 {
 				q.Set("limit", fmt.Sprint(limit))
 			}
-			items, next, err := c.List(cmd.Context(), q)
+			var items []*api.Item
+			var next string
+			if projectGlob || title != "" {
+				want := 50 // the server's default page
+				if limit > 0 {
+					want = limit
+				}
+				items, next, err = listMatching(cmd.Context(), c, q, want, func(page []*api.Item) []*api.Item {
+					page = slices.DeleteFunc(page, func(it *api.Item) bool {
+						ok, _ := doublestar.Match(project, it.Project)
+						return project != "" && !ok
+					})
+					if title == "" {
+						return page
+					}
+					fillDetails(cmd.Context(), c, page) // the list has no titles
+					return slices.DeleteFunc(page, func(it *api.Item) bool {
+						d := mrDetail(it)
+						if d == nil {
+							return true
+						}
+						ok, _ := doublestar.Match(title, d.Title)
+						return !ok
+					})
+				})
+			} else {
+				items, next, err = c.List(cmd.Context(), q)
+			}
 			if err != nil {
 				return err
+			}
+			if flags.output == "table" && !flags.quiet {
+				fillDetails(cmd.Context(), c, items) // for the title and merge request columns
 			}
 			ids := make([]string, len(items))
 			for i, it := range items {
@@ -301,7 +352,8 @@ func newListCommand(flags *clientFlags) *cobra.Command {
 	cmd.Flags().StringVar(&phase, "phase", "", "only items in this phase: active, completed, failed or cancelled")
 	cmd.RegisterFlagCompletionFunc("phase", cobra.FixedCompletions([]string{"active", "completed", "failed", "cancelled"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().StringVar(&forge, "forge", "", "only mr items on this forge")
-	cmd.Flags().StringVar(&project, "project", "", "only mr items of this project")
+	cmd.Flags().StringVar(&project, "project", "", "only mr items of this project, or of projects this glob matches")
+	cmd.Flags().StringVar(&title, "title", "", "only mr items whose title this glob matches")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after this item (from a previous page)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "items per page (default 50, at most 500)")
 	return cmd
@@ -435,6 +487,66 @@ func waitItem(cmd *cobra.Command, flags *clientFlags, c *client.Client, id strin
 	}
 }
 
+// fillDetails fetches the detail (title, merge request) of each mr item
+// the list gave without one, a few at a time; an item it cannot read is
+// left as it was.
+func fillDetails(ctx context.Context, c *client.Client, items []*api.Item) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, it := range items {
+		if it.ItemType != "mr" || len(it.Detail) > 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if full, err := c.Get(ctx, it.ID); err == nil {
+				it.Detail = full.Detail
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// maxListScan bounds the items a filtered list reads from the server.
+const maxListScan = 5000
+
+// listMatching reads the server's list from q's cursor, a page of 500 at
+// a time, and keeps the items keep accepts until it has want of them or
+// has read maxListScan items. The cursor it returns continues after the
+// last item it read ("" at the end of the list).
+func listMatching(ctx context.Context, c *client.Client, q url.Values, want int, keep func([]*api.Item) []*api.Item) ([]*api.Item, string, error) {
+	q.Set("limit", "500")
+	var out []*api.Item
+	for read := 0; read < maxListScan; {
+		page, next, err := c.List(ctx, q)
+		if err != nil {
+			return nil, "", err
+		}
+		read += len(page)
+		last := ""
+		if len(page) > 0 {
+			last = page[len(page)-1].ID
+		}
+		for _, it := range keep(slices.Clone(page)) {
+			out = append(out, it)
+			if len(out) == want {
+				if it.ID == last {
+					return out, next, nil
+				}
+				return out, it.ID, nil
+			}
+		}
+		if next == "" {
+			return out, "", nil
+		}
+		q.Set("cursor", next)
+	}
+	return out, q.Get("cursor"), nil
+}
+
 // withItemCompletion completes cmd's ID argument with the newest items'
 // ids (of phase, when not ""), each described by its type, phase and
 // title, from the server the flags name. Without a token or a server it
@@ -497,8 +609,11 @@ func printItemTable(w io.Writer, items []*api.Item, next string) {
 			phase += " (" + it.Reason + ")"
 		}
 		project, title, mrURL := "-", "-", "-"
+		if it.Project != "" {
+			project = it.Forge + ":" + it.Project
+		}
 		if d := mrDetail(it); d != nil {
-			project, title = d.Forge+":"+d.Project, truncate(d.Title, 50)
+			title = truncate(d.Title, 50)
 			if d.MRURL != "" {
 				mrURL = d.MRURL
 			}

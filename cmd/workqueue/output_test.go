@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -315,5 +316,61 @@ func TestExitUsageSaysABadFlagValueWithoutGoNames(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "strconv") || strings.Contains(stderr, "time.") {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitUsage, tc.want)
 		}
+	}
+}
+
+func TestOutputOfItemsListFiltersByProjectAndTitleGlobs(t *testing.T) {
+	w := startAPI(t, "", func(c *config.Config) { c.HandledTypes = nil }) // they only queue
+	owner, _, _ := strings.Cut(w.repo, "/")
+	ids := map[string]string{}
+	for i, title := range []string{"Bump deps", "Fix a typo", "Bump Go"} {
+		file := writeSubmission(t, fmt.Sprintf(`item_type: mr
+forge: gitea
+project: %s
+source_branch: workqueue/glob-%d
+target_branch: main
+title: %s
+file_actions: [{action: create, file_path: f%d.txt, content: "x\n"}]
+`, w.repo, i, title, i))
+		out, stderr, code := runCLI(t, "items", "submit", "-q", "-f", file, "--server", w.base, "--token", w.tokens["submit"])
+		if code != 0 {
+			t.Fatalf("submit %q: %d %s", title, code, stderr)
+		}
+		ids[title] = strings.TrimSpace(out)
+	}
+	list := func(args ...string) []string {
+		t.Helper()
+		out, stderr, code := runCLI(t, append([]string{"items", "list", "-q", "--server", w.base, "--token", w.tokens["read"]}, args...)...)
+		if code != 0 {
+			t.Fatalf("list %v: %d %s", args, code, stderr)
+		}
+		return strings.Fields(out)
+	}
+	if got := list("--title", "Bump*"); !slices.Equal(got, []string{ids["Bump Go"], ids["Bump deps"]}) {
+		t.Errorf("--title 'Bump*' = %v, want the two bumps, newest first", got)
+	}
+	if got := list("--project", owner+"/*"); len(got) != 3 {
+		t.Errorf("--project '%s/*' = %v, want all three", owner, got)
+	}
+	out, _, _ := runCLI(t, "items", "list", "--server", w.base, "--token", w.tokens["read"])
+	if !strings.Contains(out, "gitea:"+w.repo) || !strings.Contains(out, "Fix a typo") {
+		t.Errorf("the table lacks the project or the title:\n%s", out)
+	}
+	if got := list("--project", "nobody/**"); len(got) != 0 {
+		t.Errorf("--project 'nobody/**' = %v, want none", got)
+	}
+	if got := list("--project", owner+"/*", "--title", "*typo*"); !slices.Equal(got, []string{ids["Fix a typo"]}) {
+		t.Errorf("both globs = %v", got)
+	}
+	out, _, _ = runCLI(t, "items", "list", "-o", "json", "--limit", "1", "--title", "Bump*", "--server", w.base, "--token", w.tokens["read"])
+	var page struct {
+		Items      []api.Item `json:"items"`
+		NextCursor string     `json:"next_cursor"`
+	}
+	if json.Unmarshal([]byte(out), &page) != nil || len(page.Items) != 1 || page.NextCursor != ids["Bump Go"] {
+		t.Fatalf("--limit 1: %s", out)
+	}
+	if got := list("--title", "Bump*", "--cursor", page.NextCursor); !slices.Equal(got, []string{ids["Bump deps"]}) {
+		t.Errorf("the next page = %v, want the older bump", got)
 	}
 }

@@ -5,13 +5,17 @@ package audit
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 
 	wq "github.com/workqueue-dev/workqueue"
 )
 
-// LogSink writes each entry as one structured log record at INFO.
+// LogSink writes each entry as one structured log record: at INFO, but
+// a read that was allowed at DEBUG (readLevel), so that the log is not
+// one line per GET. Every decision that refuses or changes state stays at
+// INFO, and archive sinks receive every entry alike.
 type LogSink struct {
 	log *slog.Logger
 }
@@ -35,8 +39,19 @@ func (s *LogSink) WriteAudit(ctx context.Context, e wq.AuditEntry) error {
 			attrs = append(attrs, slog.Any(f.key, f.m))
 		}
 	}
-	s.log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
+	s.log.LogAttrs(ctx, level(e), "audit", attrs...)
 	return nil
+}
+
+// level is the log level of an entry: DEBUG for an allowed read (a GET or
+// HEAD through the API or the dashboard), INFO for anything else.
+func level(e wq.AuditEntry) slog.Level {
+	if e.EventType == wq.AuditAuthAllowed {
+		if m, _ := e.Trigger["method"].(string); m == http.MethodGet || m == http.MethodHead {
+			return slog.LevelDebug
+		}
+	}
+	return slog.LevelInfo
 }
 
 // Multi fans an entry out to several sinks; it returns the first error

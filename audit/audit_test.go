@@ -85,3 +85,27 @@ func TestMemoryKeepsEntriesAndFiltersByType(t *testing.T) {
 		t.Errorf("entries %v", m.Entries())
 	}
 }
+
+func TestLogSinkLogsAllowedReadsAtDebugAndDecisionsAtInfo(t *testing.T) {
+	var buf bytes.Buffer
+	sink := audit.NewLogSink(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	for _, e := range []wq.AuditEntry{
+		{EventType: wq.AuditAuthAllowed, Trigger: map[string]any{"source": "api", "method": "GET", "path": "/api/v1/items"}},
+		{EventType: wq.AuditAuthAllowed, Trigger: map[string]any{"source": "api", "method": "POST", "path": "/api/v1/items"}},
+		{EventType: wq.AuditAuthRefused, Trigger: map[string]any{"source": "api", "method": "GET", "path": "/api/v1/items"}},
+		{EventType: wq.AuditPhaseChange, ItemID: "i1"},
+	} {
+		sink.WriteAudit(context.Background(), e)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rec["level"].(string))
+	}
+	if want := []string{"DEBUG", "INFO", "INFO", "INFO"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("levels %v, want %v (an allowed GET at debug; a write, a refusal, a change at info)", got, want)
+	}
+}

@@ -109,10 +109,12 @@ func (s *Server) routes() []route {
 		return rs
 	}
 	return append(rs,
-		route{"GET", "/api/v1/openapi.json", s.authenticated(auth.Read, func(w http.ResponseWriter, _ *http.Request) {
+		// The document describes the API, not its data: a client reads it
+		// before it has a token (issue 17).
+		route{"GET", "/api/v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write(openAPI)
-		})},
+		}},
 		route{"GET", "/me", s.authenticated("", s.me)},
 		route{"POST", "/api/v1/items", s.authenticatedEither(auth.Submit, auth.Agent, s.submitItem)}, // agent: see service.Items.Submit
 		route{"GET", "/api/v1/items", s.authenticatedEither(auth.Read, auth.Agent, s.listItems)},     // agent: see service.mayRead

@@ -231,11 +231,34 @@ func TestResponsesFollowTheOpenAPIDocument(t *testing.T) {
 // mcpInitialize is an MCP client's first message.
 const mcpInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`
 
-func TestOpenAPIDocumentNeedsAToken(t *testing.T) {
+func TestOpenAPIDocumentNeedsNoToken(t *testing.T) {
 	s, _ := testServer(t)
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/openapi.json", nil))
-	if rec.Code != http.StatusUnauthorized {
+	if rec.Code != http.StatusOK || !bytes.Equal(rec.Body.Bytes(), openAPI) {
 		t.Errorf("without a token: %d", rec.Code)
+	}
+}
+
+func TestOpenAPIOperationsHaveUniqueIDsAndDeclaredTags(t *testing.T) {
+	doc := loadOpenAPI(t)
+	declared := map[string]bool{}
+	for _, tag := range doc.Tags {
+		declared[tag.Name] = true
+	}
+	seen := map[string]string{}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			key := method + " " + path
+			if op.OperationID == "" {
+				t.Errorf("%s has no operationId", key)
+			} else if other, ok := seen[op.OperationID]; ok {
+				t.Errorf("%s and %s share operationId %s", key, other, op.OperationID)
+			}
+			seen[op.OperationID] = key
+			if len(op.Tags) != 1 || !declared[op.Tags[0]] {
+				t.Errorf("%s: tags %v, want one of the document's tags", key, op.Tags)
+			}
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -54,7 +53,8 @@ same PostgreSQL and prints the ratio.`,
 	}
 	cmd.PersistentFlags().String("database", "",
 		"database URL: sqlite:///abs/path.db, sqlite:relative.db or postgres://… (default: a temporary SQLite file)")
-	cmd.PersistentFlags().StringP("output", "o", "table", "output format: table (a line for people) or json")
+	var output string
+	addOutputFlag(cmd.PersistentFlags(), &output)
 	cmd.AddCommand(newBenchEngineCommand(), newBenchSubmitCommand())
 	return cmd
 }
@@ -162,19 +162,16 @@ type bench struct {
 	url      string
 	kind     string
 	tempDir  string // removed by close; "" when the database was given
-	json     bool
+	format   string // table, json or yaml
 	out      io.Writer
 	progress io.Writer
 }
 
 func newBench(cmd *cobra.Command) (*bench, error) {
 	b := &bench{out: cmd.OutOrStdout(), progress: cmd.ErrOrStderr()}
-	switch output, _ := cmd.Flags().GetString("output"); output {
-	case "json":
-		b.json = true
-	case "table", "text":
-	default:
-		return nil, fmt.Errorf("--output: want table or json, got %q", output)
+	b.format, _ = cmd.Flags().GetString("output")
+	if err := checkOutput(&b.format); err != nil {
+		return nil, err
 	}
 	b.url, _ = cmd.Flags().GetString("database")
 	if b.url == "" {
@@ -199,14 +196,9 @@ func (b *bench) close() {
 	}
 }
 
-// print writes r as JSON or text as asked.
+// print writes r as JSON or YAML, or text for people, as asked.
 func (b *bench) print(r any, text string) error {
-	if b.json {
-		enc := json.NewEncoder(b.out)
-		return enc.Encode(r)
-	}
-	_, err := fmt.Fprintln(b.out, text)
-	return err
+	return printOutput(b.out, b.format, r, func(w io.Writer) { fmt.Fprintln(w, text) })
 }
 
 // log is what the bench's service and engine log: warnings and errors

@@ -102,9 +102,12 @@ var (
 )
 
 // call calls a tool and decodes its structured answer into out (nil: not
-// read). A tool error is a *refusal.
+// read). A tool error is a *refusal. A call in flight when the stage ends
+// the run finishes (bounded by the client's timeout): cancelled mid-way,
+// a merge the forge made would go unrecorded, as an agent killed
+// mid-call would leave it; the loop stops between calls instead.
 func (a *agent) call(ctx context.Context, tool string, args, out any) error {
-	res, err := a.mcp.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, err := a.mcp.CallTool(context.WithoutCancel(ctx), &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return fmt.Errorf("%s: %w", tool, err)
 	}

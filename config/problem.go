@@ -198,14 +198,9 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 		if !f.IsExported() {
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		switch name {
-		case "-":
-			continue
-		case "":
-			name = strings.ToLower(f.Name)
+		if name, ok := yamlName(f); ok {
+			fields[name] = f.Type
 		}
-		fields[name] = f.Type
 	}
 	return fields
 }
@@ -405,4 +400,17 @@ func decodeYAML(body []byte, v any) Problems {
 		}
 	}
 	return nil
+}
+
+// yamlName is the key a struct field takes in YAML (its yaml tag, else its
+// lowercased name); false for a field YAML skips.
+func yamlName(f reflect.StructField) (string, bool) {
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	switch name {
+	case "-":
+		return "", false
+	case "":
+		return strings.ToLower(f.Name), true
+	}
+	return name, true
 }

@@ -109,12 +109,9 @@ func (g schemaGen) structSchema(t reflect.Type, def reflect.Value) map[string]an
 		if !f.IsExported() {
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		switch name {
-		case "-":
+		name, ok := yamlName(f)
+		if !ok {
 			continue
-		case "":
-			name = strings.ToLower(f.Name)
 		}
 		var fdef reflect.Value
 		if def.IsValid() {

@@ -1,11 +1,7 @@
 package engine_test
 
 import (
-	"bufio"
 	"context"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +9,7 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/engine"
+	"github.com/workqueue-dev/workqueue/internal/peakrss"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 )
@@ -42,7 +39,7 @@ func benchmarkThroughput(b *testing.B, kind string, items int) {
 			b.Fatal(err)
 		}
 		e.Register(oneAction(func(ctx context.Context, x *wq.Execution) error { return markActed(ctx, x) }))
-		resetPeakRSS()
+		peakrss.Reset()
 		b.StartTimer()
 
 		start := time.Now()
@@ -62,7 +59,7 @@ func benchmarkThroughput(b *testing.B, kind string, items int) {
 			b.Fatalf("stats %+v, want exactly %d actions and no failure", st, items)
 		}
 		b.ReportMetric(float64(items)/elapsed.Seconds(), "items/s")
-		b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MiB")
+		b.ReportMetric(float64(peakrss.Peak())/(1<<20), "peak-RSS-MiB")
 		b.StartTimer()
 	}
 }
@@ -70,24 +67,3 @@ func benchmarkThroughput(b *testing.B, kind string, items int) {
 type discard struct{}
 
 func (*discard) WriteAudit(context.Context, wq.AuditEntry) error { return nil }
-
-// resetPeakRSS resets the kernel's high-water mark of resident memory
-// (Linux: writing 5 to /proc/self/clear_refs).
-func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
-
-// peakRSS returns VmHWM in bytes, or 0 where /proc is not there.
-func peakRSS() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"errors"
@@ -26,6 +25,7 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/engine"
+	"github.com/workqueue-dev/workqueue/internal/peakrss"
 	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/store"
 	"github.com/workqueue-dev/workqueue/store/postgres"
@@ -315,7 +315,7 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int) (engi
 		return n
 	}
 	fmt.Fprintf(b.progress, "burning down with %d instance(s) of %d workers\n", instances, workers)
-	resetPeakRSS()
+	peakrss.Reset()
 	start := time.Now()
 	for _, e := range engines {
 		if err := e.Start(ctx); err != nil {
@@ -344,7 +344,7 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int) (engi
 		}
 	}
 	elapsed := time.Since(start)
-	peak := peakRSS()
+	peak := peakrss.Peak()
 	var total engine.Stats
 	for _, e := range engines {
 		st := e.Stats()
@@ -501,7 +501,7 @@ func (b *bench) submit(ctx context.Context, requests, clients int) (submitResult
 		firstErr.CompareAndSwap(nil, err.Error())
 	}
 	fmt.Fprintf(b.progress, "sending %d submissions with %d clients on %s\n", requests, clients, b.kind)
-	resetPeakRSS()
+	peakrss.Reset()
 	start := time.Now()
 	for range clients {
 		wg.Go(func() {
@@ -552,7 +552,7 @@ func (b *bench) submit(ctx context.Context, requests, clients int) (submitResult
 		}
 	}
 	elapsed := time.Since(start)
-	peak := peakRSS()
+	peak := peakrss.Peak()
 	if err := ctx.Err(); err != nil {
 		return submitResult{}, err
 	}
@@ -580,25 +580,3 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func mib(bytes int64) float64 { return float64(bytes) / (1 << 20) }
-
-// resetPeakRSS resets the kernel's high-water mark of the process's
-// resident memory (Linux: writing 5 to /proc/self/clear_refs), so that
-// peakRSS reports the peak of the measured phase.
-func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
-
-// peakRSS returns VmHWM in bytes, or 0 where /proc is not there.
-func peakRSS() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}

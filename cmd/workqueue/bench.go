@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,7 +61,10 @@ same PostgreSQL and prints the ratio.`,
 }
 
 func newBenchEngineCommand() *cobra.Command {
-	var items, workers, instances int
+	var (
+		items, workers, instances, claimBatch int
+		cpuProfile                            string
+	)
 	cmd := &cobra.Command{
 		Use:   "engine",
 		Short: "Burn down N no-op items with M workers and print items/s",
@@ -96,6 +100,7 @@ engine's and the database's. The items stay in the database, idle.`,
 			if items < 1 || workers < 1 || instances < 1 {
 				return errors.New("--items, --workers and --instances must be at least 1")
 			}
+			b.claimBatch, b.cpuProfile = claimBatch, cpuProfile
 			r, err := b.engine(cmd.Context(), items, workers, instances)
 			if err != nil {
 				return err
@@ -111,6 +116,9 @@ engine's and the database's. The items stay in the database, idle.`,
 	cmd.Flags().IntVar(&items, "items", 20_000, "items to burn down")
 	cmd.Flags().IntVar(&workers, "workers", config.Default().Processing.Workers, "engine workers (processing.workers), per instance")
 	cmd.Flags().IntVar(&instances, "instances", 1, "engines sharing the database, each with its own connections")
+	cmd.Flags().IntVar(&claimBatch, "claim-batch", config.Default().Processing.ClaimBatch,
+		"items claimed in one statement (processing.claim_batch)")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the burn-down to this file (go tool pprof reads it)")
 	return cmd
 }
 
@@ -165,6 +173,9 @@ type bench struct {
 	format   string // table, json or yaml
 	out      io.Writer
 	progress io.Writer
+	// bench engine's knobs
+	claimBatch int
+	cpuProfile string
 }
 
 func newBench(cmd *cobra.Command) (*bench, error) {
@@ -296,6 +307,9 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int) (engi
 	cfg := config.Default()
 	cfg.HandledTypes = []string{benchItemType}
 	cfg.Processing.Workers = workers
+	if b.claimBatch != 0 {
+		cfg.Processing.ClaimBatch = b.claimBatch
+	}
 	rec := &overlapRecorder{running: map[wq.ItemID]int{}}
 	engines := make([]*engine.Engine, instances)
 	for i, s := range queues {
@@ -315,6 +329,17 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int) (engi
 		return n
 	}
 	fmt.Fprintf(b.progress, "burning down with %d instance(s) of %d workers\n", instances, workers)
+	if b.cpuProfile != "" {
+		f, err := os.Create(b.cpuProfile)
+		if err != nil {
+			return engineResult{}, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return engineResult{}, err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	peakrss.Reset()
 	start := time.Now()
 	for _, e := range engines {

@@ -110,25 +110,24 @@ var errNoMatch = errors.New("no row matched")
 
 // CancelItem cancels an active or failed item.
 func (s *Store) CancelItem(ctx context.Context, id wq.ItemID, reason string, now time.Time) (*wq.Item, error) {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `UPDATE work_items SET phase = 'cancelled', reason = ?, finished_at = ?, updated_at = ?, actionable = 0,
-		leased_until = NULL, lease_token = NULL, lease_owner = NULL WHERE id = ? AND phase IN ('active', 'failed')`,
-		reason, ts(now), ts(now), id.String())
-	if err != nil {
-		return nil, fmt.Errorf("cancel item %s: %w", id, translate(err))
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
+	err := s.Write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE work_items SET phase = 'cancelled', reason = ?, finished_at = ?, updated_at = ?, actionable = 0,
+			leased_until = NULL, lease_token = NULL, lease_owner = NULL WHERE id = ? AND phase IN ('active', 'failed')`,
+			reason, ts(now), ts(now), id.String())
+		if err != nil {
+			return translate(err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return errNoMatch
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE work_item_statuses SET pending_until = NULL WHERE work_item_id = ? AND pending_until IS NOT NULL`, id.String())
+		return translate(err)
+	})
+	if errors.Is(err, errNoMatch) {
 		return nil, s.phaseConflict(ctx, id, "cancel", "active or failed")
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE work_item_statuses SET pending_until = NULL WHERE work_item_id = ? AND pending_until IS NOT NULL`, id.String()); err != nil {
-		return nil, translate(err)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, translate(err)
+	if err != nil {
+		return nil, fmt.Errorf("cancel item %s: %w", id, err)
 	}
 	return s.GetItem(ctx, id)
 }

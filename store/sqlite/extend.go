@@ -19,18 +19,14 @@ import (
 // Reader is the read-only connection pool.
 func (s *Store) Reader() *sql.DB { return s.read }
 
-// Write runs fn in one write transaction (BEGIN IMMEDIATE: the per-item
-// lock of DDR-34) and commits it if fn returns nil.
+// Write runs fn in a write transaction (BEGIN IMMEDIATE: the per-item
+// lock of DDR-34) and commits it if fn returns nil; if fn returns an
+// error, nothing it wrote stays. The transaction may hold other writes
+// too, each in a savepoint of its own (group commit, commit.go): fn must
+// not call Write itself, and its statements run to their end even if ctx
+// is cancelled meanwhile. Write returns once the commit is durable.
 func (s *Store) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return translate(err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return translate(tx.Commit())
+	return s.commits.write(ctx, fn)
 }
 
 // Fenced runs fn in a write transaction if lease l still holds the item;

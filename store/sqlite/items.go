@@ -105,13 +105,13 @@ func (s *Store) GetItem(ctx context.Context, id wq.ItemID) (*wq.Item, error) {
 // ClaimItem leases an active, unleased item.
 func (s *Store) ClaimItem(ctx context.Context, id wq.ItemID, owner string, now time.Time, d time.Duration) (wq.Lease, error) {
 	l := wq.Lease{ItemID: id, Token: uuid.NewString(), Owner: owner, Until: now.Add(d)}
-	res, err := s.write.ExecContext(ctx, `UPDATE work_items SET leased_until = ?, lease_token = ?, lease_owner = ?
+	n, err := s.exec(ctx, `UPDATE work_items SET leased_until = ?, lease_token = ?, lease_owner = ?
 		WHERE id = ? AND phase = 'active' AND (leased_until IS NULL OR leased_until < ?)`,
 		ts(l.Until), l.Token, owner, id.String(), ts(now))
 	if err != nil {
-		return wq.Lease{}, fmt.Errorf("claim item %s: %w", id, translate(err))
+		return wq.Lease{}, fmt.Errorf("claim item %s: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
+	if n == 1 {
 		return l, nil
 	}
 	var exists int
@@ -218,38 +218,48 @@ func scanDimension(row scanner, lead ...any) (wq.DimensionKey, wq.Dimension, err
 
 // fenced runs fn in a write transaction after checking the lease token.
 func (s *Store) fenced(ctx context.Context, l wq.Lease, op string, fn func(tx *sql.Tx, phase wq.Phase) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
+	err := s.Write(ctx, func(tx *sql.Tx) error {
+		var phase string
+		err := tx.QueryRowContext(ctx, `SELECT phase FROM work_items WHERE id = ? AND lease_token = ?`,
+			l.ItemID.String(), l.Token).Scan(&phase)
+		if errors.Is(err, sql.ErrNoRows) {
+			return wq.ErrLeaseLost
+		}
+		if err != nil {
+			return translate(err)
+		}
+		return fn(tx, wq.Phase(phase))
+	})
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", op, l.ItemID, translate(err))
-	}
-	defer tx.Rollback()
-	var phase string
-	err = tx.QueryRowContext(ctx, `SELECT phase FROM work_items WHERE id = ? AND lease_token = ?`,
-		l.ItemID.String(), l.Token).Scan(&phase)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%s %s: %w", op, l.ItemID, wq.ErrLeaseLost)
-	}
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", op, l.ItemID, translate(err))
-	}
-	if err := fn(tx, wq.Phase(phase)); err != nil {
 		return fmt.Errorf("%s %s: %w", op, l.ItemID, err)
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("%s %s: %w", op, l.ItemID, translate(err))
-	}
 	return nil
+}
+
+// exec runs one statement as a write of its own and returns the rows it
+// changed.
+func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	var n int64
+	err := s.Write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return translate(err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
 }
 
 // ExtendLease moves the lease's end.
 func (s *Store) ExtendLease(ctx context.Context, l *wq.Lease, now time.Time, d time.Duration) error {
 	until := now.Add(d)
-	res, err := s.write.ExecContext(ctx, `UPDATE work_items SET leased_until = ? WHERE id = ? AND lease_token = ?`,
+	n, err := s.exec(ctx, `UPDATE work_items SET leased_until = ? WHERE id = ? AND lease_token = ?`,
 		ts(until), l.ItemID.String(), l.Token)
 	if err != nil {
-		return fmt.Errorf("extend lease on %s: %w", l.ItemID, translate(err))
+		return fmt.Errorf("extend lease on %s: %w", l.ItemID, err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
+	if n != 1 {
 		return fmt.Errorf("extend lease on %s: %w", l.ItemID, wq.ErrLeaseLost)
 	}
 	l.Until = until
@@ -258,10 +268,10 @@ func (s *Store) ExtendLease(ctx context.Context, l *wq.Lease, now time.Time, d t
 
 // ReleaseLease clears the lease if it still holds.
 func (s *Store) ReleaseLease(ctx context.Context, l wq.Lease) error {
-	_, err := s.write.ExecContext(ctx, `UPDATE work_items SET leased_until = NULL, lease_token = NULL, lease_owner = NULL
+	_, err := s.exec(ctx, `UPDATE work_items SET leased_until = NULL, lease_token = NULL, lease_owner = NULL
 		WHERE id = ? AND lease_token = ?`, l.ItemID.String(), l.Token)
 	if err != nil {
-		return fmt.Errorf("release lease on %s: %w", l.ItemID, translate(err))
+		return fmt.Errorf("release lease on %s: %w", l.ItemID, err)
 	}
 	return nil
 }
@@ -326,12 +336,12 @@ func (s *Store) ApplyChange(ctx context.Context, l wq.Lease, c wq.Change, now ti
 
 // RecordSuccess resets the failure counters.
 func (s *Store) RecordSuccess(ctx context.Context, l wq.Lease, now time.Time) error {
-	res, err := s.write.ExecContext(ctx, `UPDATE work_items SET attempts = 0, failing_since = NULL, retry_after = NULL, error = '',
+	n, err := s.exec(ctx, `UPDATE work_items SET attempts = 0, failing_since = NULL, retry_after = NULL, error = '',
 		updated_at = ? WHERE id = ? AND lease_token = ?`, ts(now), l.ItemID.String(), l.Token)
 	if err != nil {
-		return fmt.Errorf("record success of %s: %w", l.ItemID, translate(err))
+		return fmt.Errorf("record success of %s: %w", l.ItemID, err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
+	if n != 1 {
 		return fmt.Errorf("record success of %s: %w", l.ItemID, wq.ErrLeaseLost)
 	}
 	return nil
@@ -362,30 +372,34 @@ const eventColumns = `id, work_item_id, source, event_type, delivery_id, body, e
 
 // DropEvents deletes a terminal item's pending events and returns them.
 func (s *Store) DropEvents(ctx context.Context, id wq.ItemID) ([]wq.Event, error) {
-	rows, err := s.write.QueryContext(ctx, `DELETE FROM pending_events WHERE work_item_id = ?
-		AND EXISTS (SELECT 1 FROM work_items WHERE id = ? AND phase <> 'active')
-		RETURNING id, source, event_type, delivery_id, event_ts, received_at`, id.String(), id.String())
-	if err != nil {
-		return nil, fmt.Errorf("drop events of %s: %w", id, translate(err))
-	}
-	defer rows.Close()
 	var out []wq.Event
-	for rows.Next() {
-		ev := wq.Event{ItemID: id}
-		var eventTS, receivedAt sql.NullString
-		if err := rows.Scan(&ev.ID, &ev.Source, &ev.EventType, &ev.DeliveryID, &eventTS, &receivedAt); err != nil {
-			return nil, translate(err)
+	err := s.Write(ctx, func(tx *sql.Tx) error {
+		out = nil
+		rows, err := tx.QueryContext(ctx, `DELETE FROM pending_events WHERE work_item_id = ?
+			AND EXISTS (SELECT 1 FROM work_items WHERE id = ? AND phase <> 'active')
+			RETURNING id, source, event_type, delivery_id, event_ts, received_at`, id.String(), id.String())
+		if err != nil {
+			return translate(err)
 		}
-		if ev.EventTS, err = parseTS(eventTS); err != nil {
-			return nil, err
+		defer rows.Close()
+		for rows.Next() {
+			ev := wq.Event{ItemID: id}
+			var eventTS, receivedAt sql.NullString
+			if err := rows.Scan(&ev.ID, &ev.Source, &ev.EventType, &ev.DeliveryID, &eventTS, &receivedAt); err != nil {
+				return translate(err)
+			}
+			if ev.EventTS, err = parseTS(eventTS); err != nil {
+				return err
+			}
+			if ev.ReceivedAt, err = parseTS(receivedAt); err != nil {
+				return err
+			}
+			out = append(out, ev)
 		}
-		if ev.ReceivedAt, err = parseTS(receivedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, ev)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("drop events of %s: %w", id, translate(err))
+		return translate(rows.Err())
+	})
+	if err != nil {
+		return nil, fmt.Errorf("drop events of %s: %w", id, err)
 	}
 	slices.SortFunc(out, func(a, b wq.Event) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
@@ -538,41 +552,45 @@ func dueItemsQuery(types []string, now time.Time, limit int) (string, []any) {
 
 // PruneDeliveries forgets deliveries received before before.
 func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE received_at < ?`, ts(before))
+	n, err := s.exec(ctx, `DELETE FROM webhook_deliveries WHERE received_at < ?`, ts(before))
 	if err != nil {
-		return 0, fmt.Errorf("prune deliveries: %w", translate(err))
+		return 0, fmt.Errorf("prune deliveries: %w", err)
 	}
-	return res.RowsAffected()
+	return n, nil
 }
 
 // InsertDelivery stores a webhook delivery's events once.
 func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, events []wq.Event, now time.Time) (bool, error) {
-	tx, err := s.write.BeginTx(ctx, nil) // IMMEDIATE: serialised with FinishProcessing (DDR-34)
-	if err != nil {
-		return false, translate(err)
-	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (source, delivery_id, received_at) VALUES (?, ?, ?)
-		ON CONFLICT DO NOTHING`, source, deliveryID, ts(now))
-	if err != nil {
-		return false, fmt.Errorf("insert delivery %s/%s: %w", source, deliveryID, translate(err))
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return true, nil
-	}
-	for _, ev := range events {
-		res, err := tx.ExecContext(ctx, `UPDATE work_items SET actionable = 1, revision = revision + 1 WHERE id = ?`, ev.ItemID.String())
+	duplicate := false
+	// IMMEDIATE: serialised with FinishProcessing (DDR-34).
+	err := s.Write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (source, delivery_id, received_at) VALUES (?, ?, ?)
+			ON CONFLICT DO NOTHING`, source, deliveryID, ts(now))
 		if err != nil {
-			return false, translate(err)
+			return translate(err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return false, fmt.Errorf("insert delivery %s/%s: %w", source, deliveryID, wq.Errorf(wq.ENOTFOUND, "item %s not found", ev.ItemID))
+			duplicate = true
+			return nil
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO pending_events (work_item_id, source, event_type, delivery_id, body, event_ts, received_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (work_item_id, source, delivery_id) DO NOTHING`,
-			ev.ItemID.String(), source, ev.EventType, deliveryID, string(ev.Body), ts(ev.EventTS), ts(now)); err != nil {
-			return false, fmt.Errorf("insert delivery %s/%s: %w", source, deliveryID, translate(err))
+		for _, ev := range events {
+			res, err := tx.ExecContext(ctx, `UPDATE work_items SET actionable = 1, revision = revision + 1 WHERE id = ?`, ev.ItemID.String())
+			if err != nil {
+				return translate(err)
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return wq.Errorf(wq.ENOTFOUND, "item %s not found", ev.ItemID)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO pending_events (work_item_id, source, event_type, delivery_id, body, event_ts, received_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (work_item_id, source, delivery_id) DO NOTHING`,
+				ev.ItemID.String(), source, ev.EventType, deliveryID, string(ev.Body), ts(ev.EventTS), ts(now)); err != nil {
+				return translate(err)
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("insert delivery %s/%s: %w", source, deliveryID, err)
 	}
-	return false, translate(tx.Commit())
+	return duplicate, nil
 }

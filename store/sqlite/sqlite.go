@@ -3,7 +3,9 @@
 //
 // One writer connection serialises every write; each write transaction
 // begins IMMEDIATE, which takes the write lock up front and so gives the
-// per-item lock of DDR-34 for free. Readers use a separate pool. The
+// per-item lock of DDR-34 for free. Writes are group-committed: many in
+// one transaction, each in a savepoint of its own (commit.go). Readers use
+// a separate pool. The
 // database runs in WAL mode with synchronous=FULL: a commit survives power
 // loss, not only a process crash.
 package sqlite
@@ -34,9 +36,10 @@ const tsLayout = "2006-01-02T15:04:05.000000Z"
 
 // Store is a workqueue.Store on one SQLite database file.
 type Store struct {
-	write  *sql.DB // exactly one connection
-	read   *sql.DB
-	chains migration.Registry // item types' migrations (AddMigrations)
+	write   *sql.DB // exactly one connection, used only by commits
+	commits *committer
+	read    *sql.DB
+	chains  migration.Registry // item types' migrations (AddMigrations)
 }
 
 var _ wq.Store = (*Store)(nil)
@@ -54,10 +57,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	writeDSN := "file:" + path + "?" + pragmas.Encode() + "&_txlock=immediate"
 	readDSN := "file:" + path + "?" + pragmas.Encode() + "&_pragma=query_only(1)"
 
-	write, err := sql.Open("sqlite", writeDSN)
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
-	}
+	write := sql.OpenDB(connector{dsn: writeDSN, d: &sqlite.Driver{}, shield: true})
 	write.SetMaxOpenConns(1)
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
@@ -65,19 +65,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, translate(err))
 	}
-	read, err := sql.Open("sqlite", readDSN)
-	if err != nil {
-		write.Close()
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
-	}
+	read := sql.OpenDB(connector{dsn: readDSN, d: &sqlite.Driver{}})
 	n := max(4, runtime.NumCPU())
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
-	return &Store{write: write, read: read}, nil
+	return &Store{write: write, commits: newCommitter(write), read: read}, nil
 }
 
-// Close closes both pools.
+// Close waits for the writes already queued, then closes both pools.
 func (s *Store) Close() error {
+	s.commits.close()
 	return errors.Join(s.read.Close(), s.write.Close())
 }
 
@@ -120,9 +117,11 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, int, error) {
 type migrator struct{ s *Store }
 
 func (m migrator) CreateTable(ctx context.Context, table string) error {
-	_, err := m.s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`)
-	return translate(err)
+	return m.s.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
+			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`)
+		return translate(err)
+	})
 }
 
 func (m migrator) Apply(ctx context.Context, table string, mg migration.Migration) (ran bool, err error) {

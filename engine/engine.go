@@ -130,6 +130,7 @@ type Engine struct {
 	itemsExited, actionsExecuted, actionsFailed, writesRefused, writesSuperseded, deadlineYields atomic.Int64
 
 	listening     chan struct{} // closed once the wake-up listener is subscribed
+	swept         chan struct{} // closed once the first sweep after Start has run
 	listeningOnce sync.Once
 
 	faults  faultHooks
@@ -160,6 +161,7 @@ func New(cfg Config, store wq.Store, clock clockwork.Clock, sink wq.AuditSink, l
 		types:     map[string]*wq.ItemType{},
 		queue:     newQueue(),
 		listening: make(chan struct{}),
+		swept:     make(chan struct{}),
 		metrics:   noMetrics{},
 	}, nil
 }
@@ -228,6 +230,18 @@ func (e *Engine) Notify(itemType string, id wq.ItemID) {
 func (e *Engine) WaitListening(ctx context.Context) error {
 	select {
 	case <-e.listening:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// WaitSwept blocks until the sweep Start begins with has run, or ctx
+// ends. For tests: an item created before it may be found by that sweep
+// and processed at once.
+func (e *Engine) WaitSwept(ctx context.Context) error {
+	select {
+	case <-e.swept:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -352,6 +366,8 @@ func (e *Engine) Sweep(ctx context.Context) (int, error) {
 
 func (e *Engine) sweepLoop(ctx context.Context) {
 	defer e.wg.Done()
+	var sweptOnce sync.Once
+	defer sweptOnce.Do(func() { close(e.swept) })
 	if len(e.handled) == 0 {
 		return // DDR-25: no handled types, nothing to sweep
 	}
@@ -369,6 +385,7 @@ func (e *Engine) sweepLoop(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			e.log.Error("sweep failed", "err", err)
 		}
+		sweptOnce.Do(func() { close(e.swept) })
 		if n == e.cfg.SweepBatch {
 			// More may be due: sweep again once the workers have taken most
 			// of this batch (queued ids would only be found again).

@@ -62,6 +62,13 @@ func startEngine(t *testing.T, s *testdb.Store, clock clockwork.Clock, opts mr.O
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Stop(context.Background()) })
+	// The first sweep runs as the engine starts: wait for it, so that it
+	// cannot find the test's first item behind the test's back.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.WaitSwept(ctx); err != nil {
+		t.Fatal(err)
+	}
 	return e
 }
 

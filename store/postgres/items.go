@@ -488,7 +488,19 @@ func (s *Store) DueItems(ctx context.Context, types []string, now time.Time, lim
 	if len(types) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.pool.Query(ctx, dueItemsSQL, types, now.UTC(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("find due items: %w", translate(err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("find due items: %w", translate(err))
+	}
+	return ids, nil
+}
+
+// dueItemsSQL is the sweep's query: $1 the types, $2 now, $3 the limit.
+const dueItemsSQL = `
 	SELECT id FROM work_items
 		WHERE actionable AND phase = 'active' AND item_type = ANY($1)
 		AND (retry_after IS NULL OR retry_after <= $2) AND (leased_until IS NULL OR leased_until < $2)
@@ -500,16 +512,7 @@ func (s *Store) DueItems(ctx context.Context, types []string, now time.Time, lim
 		WHERE s.pending_until IS NOT NULL AND s.status = 'true' AND s.pending_until <= $2
 		AND w.phase = 'active' AND w.item_type = ANY($1)
 		AND (w.retry_after IS NULL OR w.retry_after <= $2) AND (w.leased_until IS NULL OR w.leased_until < $2)
-	LIMIT $3`, types, now.UTC(), limit)
-	if err != nil {
-		return nil, fmt.Errorf("find due items: %w", translate(err))
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		return nil, fmt.Errorf("find due items: %w", translate(err))
-	}
-	return ids, nil
-}
+	LIMIT $3`
 
 // PruneDeliveries forgets deliveries received before before.
 func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int64, error) {

@@ -1,0 +1,4 @@
+package postgres
+
+// DueItemsSQL is the sweep's query, for the plan test.
+const DueItemsSQL = dueItemsSQL

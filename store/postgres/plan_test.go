@@ -44,10 +44,10 @@ func TestNoPlanWalksATableWhateverTheStatistics(t *testing.T) {
 
 	const id = "'01a232e2-6d1a-71fa-912f-642f8aa99470'"
 	for name, tc := range map[string]struct{ types, query, args string }{
-		"item load": {"uuid", `SELECT * FROM work_items WHERE id = $1`, id},
+		"item load":       {"uuid", `SELECT * FROM work_items WHERE id = $1`, id},
 		"dimensions load": {"uuid", `SELECT dimension, variant, status FROM work_item_statuses WHERE work_item_id = $1`, id},
-		"fenced write": {"uuid, text", `SELECT phase FROM work_items WHERE id = $1 AND lease_token = $2 FOR UPDATE`, id + ", 't'"},
-		"next event": {"uuid", `SELECT id FROM pending_events WHERE work_item_id = $1 ORDER BY id LIMIT 1`, id},
+		"fenced write":    {"uuid, text", `SELECT phase FROM work_items WHERE id = $1 AND lease_token = $2 FOR UPDATE`, id + ", 't'"},
+		"next event":      {"uuid", `SELECT id FROM pending_events WHERE work_item_id = $1 ORDER BY id LIMIT 1`, id},
 		"exit decision": {"uuid, text, bigint", `UPDATE work_items SET actionable = false, leased_until = NULL, lease_token = NULL, lease_owner = NULL
 			WHERE id = $1 AND lease_token = $2 AND revision = $3
 			AND NOT EXISTS (SELECT 1 FROM pending_events WHERE work_item_id = $1)`, id + ", 't', 1"},

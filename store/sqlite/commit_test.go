@@ -1,0 +1,267 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// openScratch opens a store with one table t(k) and no migrations.
+func openScratch(t *testing.T) *Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "commit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE t (k TEXT PRIMARY KEY)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func rowsOf(t *testing.T, s *Store) map[string]bool {
+	t.Helper()
+	rows, err := s.read.Query(`SELECT k FROM t`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		out[k] = true
+	}
+	return out
+}
+
+func insert(ctx context.Context, k string) func(tx *sql.Tx) error {
+	return func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (?)`, k)
+		return err
+	}
+}
+
+// holdCommitter makes the committer run a write that waits until release
+// is closed, so that the writes queued meanwhile form one batch.
+func holdCommitter(t *testing.T, s *Store) (release func(), done <-chan error) {
+	t.Helper()
+	started, hold, errc := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		errc <- s.Write(context.Background(), func(tx *sql.Tx) error {
+			close(started)
+			<-hold
+			return nil
+		})
+	}()
+	<-started
+	return func() { close(hold) }, errc
+}
+
+// queued waits until n writes wait in the committer's queue.
+func queued(s *Store, n int) {
+	for len(s.commits.queue) < n {
+		runtime.Gosched()
+	}
+}
+
+// TestAFailedWriteInABatchUndoesOnlyItself: writes queued together commit
+// together, except the one whose function failed (a lost lease, a
+// conflict), whose statements are rolled back to its savepoint, and the
+// one that panicked, whose caller gets the panic.
+func TestAFailedWriteInABatchUndoesOnlyItself(t *testing.T) {
+	s := openScratch(t)
+	ctx := context.Background()
+	release, held := holdCommitter(t, s)
+
+	errLost := errors.New("lease lost")
+	type result struct {
+		name  string
+		err   error
+		panic any
+	}
+	results := make(chan result, 5)
+	write := func(name string, fn func(tx *sql.Tx) error) {
+		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					results <- result{name: name, panic: p}
+				}
+			}()
+			results <- result{name: name, err: s.Write(ctx, fn)}
+		}()
+	}
+	write("a", insert(ctx, "a"))
+	queued(s, 1)
+	write("lost", func(tx *sql.Tx) error {
+		if err := insert(ctx, "lost")(tx); err != nil {
+			return err
+		}
+		return errLost // after writing: the row must not stay
+	})
+	queued(s, 2)
+	write("dup", insert(ctx, "a")) // conflicts with a, queued before it in the same transaction
+	queued(s, 3)
+	write("panics", func(tx *sql.Tx) error {
+		if err := insert(ctx, "panics")(tx); err != nil {
+			return err
+		}
+		panic("boom")
+	})
+	queued(s, 4)
+	write("b", insert(ctx, "b"))
+	queued(s, 5)
+	release()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+
+	got := map[string]result{}
+	for range 5 {
+		r := <-results
+		got[r.name] = r
+	}
+	if got["a"].err != nil || got["b"].err != nil {
+		t.Errorf("a: %v, b: %v; want both committed", got["a"].err, got["b"].err)
+	}
+	if !errors.Is(got["lost"].err, errLost) {
+		t.Errorf("lost: %v, want its own error", got["lost"].err)
+	}
+	if got["dup"].err == nil {
+		t.Error("dup: committed a second row with key a")
+	}
+	if got["panics"].panic != "boom" {
+		t.Errorf("panics: panic %v, err %v; want its caller to panic with boom", got["panics"].panic, got["panics"].err)
+	}
+	if rows := rowsOf(t, s); len(rows) != 2 || !rows["a"] || !rows["b"] {
+		t.Errorf("rows %v, want exactly a and b", rows)
+	}
+}
+
+// TestAWriteCancelledWhileQueuedNeverRuns: a caller that gives up before
+// its write started gets its context's error, and the write never runs,
+// so an error always means nothing was written.
+func TestAWriteCancelledWhileQueuedNeverRuns(t *testing.T) {
+	s := openScratch(t)
+	release, held := holdCommitter(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	ran := false
+	go func() {
+		errc <- s.Write(ctx, func(tx *sql.Tx) error { ran = true; return insert(ctx, "x")(tx) })
+	}()
+	queued(s, 1)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Write: %v, want context.Canceled", err)
+	}
+	release()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	// A write after it: the committer has passed the abandoned one.
+	if err := s.Write(context.Background(), insert(context.Background(), "y")); err != nil {
+		t.Fatal(err)
+	}
+	if ran {
+		t.Error("the abandoned write ran")
+	}
+	if rows := rowsOf(t, s); len(rows) != 1 || !rows["y"] {
+		t.Errorf("rows %v, want only y", rows)
+	}
+}
+
+// TestACancelledStatementDoesNotAbortTheBatch: SQLite answers a statement
+// interrupted by its context with a rollback of the whole transaction,
+// which would undo the other writes of the batch. The writer connection
+// runs statements without their context's cancellation.
+func TestACancelledStatementDoesNotAbortTheBatch(t *testing.T) {
+	s := openScratch(t)
+	ctx := context.Background()
+	conn, err := s.write.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	err = conn.Raw(func(dc any) error {
+		_, err := dc.(driver.ExecerContext).ExecContext(cancelled, `INSERT INTO t (k) VALUES ('shielded')`, nil)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("a statement with a cancelled context on the writer connection: %v, want it run", err)
+	}
+	conn.Close()
+	if rows := rowsOf(t, s); !rows["shielded"] {
+		t.Errorf("rows %v, want shielded", rows)
+	}
+}
+
+// TestConcurrentWritesAllCommitOnce: many writers racing; every write
+// commits exactly once whatever batches they fell into.
+func TestConcurrentWritesAllCommitOnce(t *testing.T) {
+	s := openScratch(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 400)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				errs <- s.Write(ctx, insert(ctx, fmt.Sprintf("%d-%d", w, i)))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(rowsOf(t, s)); n != 400 {
+		t.Errorf("%d rows, want 400", n)
+	}
+}
+
+// TestCloseRunsTheWritesAlreadyQueued: closing the store does not drop a
+// write it accepted; writes after close fail.
+func TestCloseRunsTheWritesAlreadyQueued(t *testing.T) {
+	s := openScratch(t)
+	ctx := context.Background()
+	release, held := holdCommitter(t, s)
+	errc := make(chan error, 1)
+	go func() { errc <- s.Write(ctx, insert(ctx, "late")) }()
+	queued(s, 1)
+	closed := make(chan struct{})
+	go func() { s.commits.close(); close(closed) }()
+	release()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("queued write: %v", err)
+	}
+	<-closed
+	if err := s.Write(ctx, insert(ctx, "after")); !errors.Is(err, errClosed) {
+		t.Errorf("write after close: %v, want errClosed", err)
+	}
+	if rows := rowsOf(t, s); !rows["late"] || rows["after"] {
+		t.Errorf("rows %v, want late and not after", rows)
+	}
+}

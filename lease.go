@@ -16,4 +16,9 @@ type Lease struct {
 type Claim struct {
 	Lease Lease
 	Item  *Item
+	// NoEvents says that no event was pending for the item when it was
+	// claimed, so the loop need not look before its first decision (an
+	// event inserted since bumps the revision, which the exit decision
+	// checks). False when the store does not say.
+	NoEvents bool
 }

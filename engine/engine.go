@@ -204,8 +204,21 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.wg.Add(1)
 		go e.work(fmt.Sprintf("%s/w%d", e.cfg.Owner, i))
 	}
+	// Claimers run claims side by side, enough of them to keep every
+	// worker fed: one claim of ClaimBatch items per ClaimBatch workers, at
+	// most four. One alone was the bottleneck of a hundred workers.
+	claimers := min(4, (e.cfg.Workers+e.cfg.ClaimBatch-1)/e.cfg.ClaimBatch)
+	var producing sync.WaitGroup
+	for range claimers {
+		producing.Add(1)
+		go e.produce(&producing)
+	}
 	e.wg.Add(1)
-	go e.produce()
+	go func() {
+		defer e.wg.Done()
+		producing.Wait()
+		close(e.claims)
+	}()
 	e.wg.Add(1)
 	go e.sweepLoop(sweepCtx)
 	if l, ok := e.store.(wq.WakeupListener); ok && len(e.handled) > 0 {
@@ -295,11 +308,11 @@ func (e *Engine) Stop(ctx context.Context) {
 // (they count as being processed from then on, so the queue's rules hold:
 // one worker per id, a notify meanwhile re-runs it after), leases them in
 // one claim and hands the leased ones to the workers. Ids it could not
-// lease are done at once, as a failed single claim was. When the queue
-// closes it closes the workers' channel.
-func (e *Engine) produce() {
-	defer e.wg.Done()
-	defer close(e.claims)
+// lease are done at once, as a failed single claim was. Several run side
+// by side (Start); each returns when the queue closes, and the last one
+// out closes the workers' channel.
+func (e *Engine) produce(wg *sync.WaitGroup) {
+	defer wg.Done()
 	for {
 		ids, ok := e.queue.GetBatch(e.cfg.ClaimBatch)
 		if !ok {

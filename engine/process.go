@@ -60,7 +60,7 @@ func (e *Engine) process(name string, c wq.Claim) {
 	defer cancel()
 	hbDone := make(chan struct{})
 	go func() { defer close(hbDone); w.heartbeat(itemCtx, cancel) }()
-	end := w.loop(itemCtx, log, item)
+	end := w.loop(itemCtx, log, item, c.NoEvents)
 	cancel()
 	<-hbDone
 	switch end {
@@ -118,14 +118,18 @@ const (
 )
 
 // loop runs drain, decide, execute until the item is idle or something
-// stops it. item is the item as loaded right after the claim.
-func (w *worker) loop(ctx context.Context, log *slog.Logger, item *wq.Item) loopEnd {
+// stops it. item is the item as loaded right after the claim; noEvents
+// says the claim found no pending event for it.
+func (w *worker) loop(ctx context.Context, log *slog.Logger, item *wq.Item, noEvents bool) loopEnd {
 	e := w.e
 	deadline := e.clock.Now().Add(e.cfg.ItemDeadline)
 	// Every event insert bumps the item's revision, so events need draining
 	// only when the revision moved since the last drain. Revisions start at
 	// 1: the first pass always drains.
 	var drainedAt int64
+	if noEvents && item != nil {
+		drainedAt = item.Revision // nothing to drain at this revision
+	}
 	for {
 		if ctx.Err() != nil {
 			return loopStopped

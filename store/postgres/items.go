@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	wq "github.com/workqueue-dev/workqueue"
 )
@@ -72,43 +71,18 @@ func upsertDimensions(ctx context.Context, tx pgx.Tx, id wq.ItemID, dims []wq.Di
 	return nil
 }
 
-// GetItem returns the item with its dimensions. Both queries go in one
-// batch: one round trip, and one snapshot (the batch is one implicit
-// transaction).
+// GetItem returns the item with its dimensions: both queries in one
+// batch, one round trip, coalesced with other loads made at the same
+// moment (coalesced.go).
 func (s *Store) GetItem(ctx context.Context, id wq.ItemID) (*wq.Item, error) {
-	b := &pgx.Batch{}
-	b.Queue(`SELECT `+itemColumns+` FROM work_items WHERE id = $1`, id)
-	b.Queue(`SELECT dimension, variant, status, detail::text, pending_until, updated_at
-		FROM work_item_statuses WHERE work_item_id = $1`, id)
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
-	it, err := scanItem(br.QueryRow())
+	r, err := s.co.load.do(ctx, id)
+	if err == nil {
+		err = r.err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get item %s: %w", id, err)
 	}
-	rows, err := br.Query()
-	if err != nil {
-		return nil, fmt.Errorf("get dimensions of %s: %w", id, translate(err))
-	}
-	defer rows.Close()
-	it.Dimensions = wq.Dimensions{}
-	for rows.Next() {
-		var (
-			k       wq.DimensionKey
-			d       wq.Dimension
-			detail  *string
-			pending *time.Time
-		)
-		if err := rows.Scan(&k.Dimension, &k.Variant, &d.Status, &detail, &pending, &d.UpdatedAt); err != nil {
-			return nil, translate(err)
-		}
-		if detail != nil {
-			d.Detail = []byte(*detail)
-		}
-		d.PendingUntil, d.UpdatedAt = tsVal(pending), d.UpdatedAt.UTC()
-		it.Dimensions[k] = d
-	}
-	return it, translate(rows.Err())
+	return r.item, nil
 }
 
 // ClaimItem leases an active, unleased item.
@@ -157,7 +131,8 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 		UPDATE work_items w SET leased_until = $4, lease_token = t.token, lease_owner = $6
 		FROM claimable c JOIN unnest($1::uuid[], $2::text[]) AS t(id, token) ON t.id = c.id
 		WHERE w.id = c.id
-		RETURNING w.lease_token, `+claimColumns, ids, tokens, types, until, now.UTC(), owner)
+		RETURNING w.lease_token, NOT EXISTS (SELECT 1 FROM pending_events p WHERE p.work_item_id = w.id), `+claimColumns,
+		ids, tokens, types, until, now.UTC(), owner)
 	b.Queue(`SELECT work_item_id, dimension, variant, status, detail::text, pending_until, updated_at
 		FROM work_item_statuses WHERE work_item_id = ANY($1)`, ids)
 	br := s.pool.SendBatch(ctx, b)
@@ -168,46 +143,28 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 	}
 	claimed := map[wq.ItemID]*wq.Claim{}
 	for rows.Next() {
-		var token string
-		it, err := scanItem(prefixed{rows, &token})
+		var (
+			token    string
+			noEvents bool
+		)
+		it, err := scanItem(prefixed{rows, []any{&token, &noEvents}})
 		if err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("claim %d items: %w", len(ids), err)
 		}
 		it.Dimensions = wq.Dimensions{}
-		claimed[it.ID] = &wq.Claim{Lease: wq.Lease{ItemID: it.ID, Token: token, Owner: owner, Until: until}, Item: it}
+		claimed[it.ID] = &wq.Claim{Lease: wq.Lease{ItemID: it.ID, Token: token, Owner: owner, Until: until}, Item: it, NoEvents: noEvents}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("claim %d items: %w", len(ids), translate(err))
 	}
-	if rows, err = br.Query(); err != nil {
-		return nil, fmt.Errorf("claim %d items: dimensions: %w", len(ids), translate(err))
+	items := make(map[wq.ItemID]*wq.Item, len(claimed))
+	for id, c := range claimed {
+		items[id] = c.Item
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			id      wq.ItemID
-			k       wq.DimensionKey
-			dim     wq.Dimension
-			detail  *string
-			pending *time.Time
-		)
-		if err := rows.Scan(&id, &k.Dimension, &k.Variant, &dim.Status, &detail, &pending, &dim.UpdatedAt); err != nil {
-			return nil, fmt.Errorf("claim %d items: dimensions: %w", len(ids), translate(err))
-		}
-		c, ok := claimed[id]
-		if !ok {
-			continue // not claimed: its dimensions are the next holder's to read
-		}
-		if detail != nil {
-			dim.Detail = []byte(*detail)
-		}
-		dim.PendingUntil, dim.UpdatedAt = tsVal(pending), dim.UpdatedAt.UTC()
-		c.Item.Dimensions[k] = dim
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim %d items: dimensions: %w", len(ids), translate(err))
+	if err := scanDimensionsInto(br, items); err != nil {
+		return nil, fmt.Errorf("claim %d items: dimensions: %w", len(ids), err)
 	}
 	out := make([]wq.Claim, 0, len(claimed))
 	for _, id := range ids {
@@ -223,14 +180,15 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 // claim's RETURNING needs them (its FROM list has ids of its own).
 var claimColumns = "w." + strings.Join(strings.Split(strings.Join(strings.Fields(itemColumns), " "), ", "), ", w.")
 
-// prefixed scans a leading column into first and the rest with row: the
-// claim returns the token before the item's columns.
+// prefixed scans leading columns into lead and the rest with row: the
+// claim returns the token and whether events are pending before the
+// item's columns.
 type prefixed struct {
-	row   pgx.Row
-	first any
+	row  pgx.Row
+	lead []any
 }
 
-func (p prefixed) Scan(dest ...any) error { return p.row.Scan(append([]any{p.first}, dest...)...) }
+func (p prefixed) Scan(dest ...any) error { return p.row.Scan(append(p.lead, dest...)...) }
 
 // fenced runs fn in a transaction after locking the item's row under the
 // lease token.
@@ -306,6 +264,18 @@ func setPhase(ctx context.Context, tx pgx.Tx, id wq.ItemID, phase wq.Phase, reas
 
 // ApplyChange applies an executor's change under the lease.
 func (s *Store) ApplyChange(ctx context.Context, l wq.Lease, c wq.Change, now time.Time) (wq.Phase, error) {
+	if c.Phase == "" && c.Error == "" {
+		// Dimensions alone, the common case: coalesced with other
+		// executors' writes (coalesced.go).
+		r, err := s.co.dims.do(ctx, dimsReq{l: l, seen: c.SeenRevision, dims: c.Dimensions, now: now})
+		if err == nil {
+			err = r.err
+		}
+		if err != nil {
+			return "", fmt.Errorf("apply change to %s: %w", l.ItemID, err)
+		}
+		return r.old, nil
+	}
 	var old wq.Phase
 	err := s.fenced(ctx, l, "apply change to", func(tx pgx.Tx, phase wq.Phase) error {
 		old = phase
@@ -445,41 +415,20 @@ func (s *Store) ApplyEvent(ctx context.Context, l wq.Lease, ev *wq.Event, r wq.E
 }
 
 // FinishProcessing is the loop's exit decision, under the per-item
-// advisory lock shared with InsertEvent (DDR-34). The lock and the
-// conditional update go in one batch, which runs as one implicit
-// transaction: one round trip. The update's snapshot is taken after the
-// lock is held, so it sees every event whose insert committed before.
+// advisory lock shared with InsertDelivery (DDR-34): the lock, then the
+// conditional update, whose snapshot is taken once the lock is held, so
+// it sees every event whose insert committed before. Exits made at the
+// same moment go together (coalesced.go): one transaction, one round
+// trip.
 func (s *Store) FinishProcessing(ctx context.Context, l wq.Lease, seen int64, now time.Time) (bool, error) {
-	b := &pgx.Batch{}
-	b.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, lockItem, itemLockKey(l.ItemID))
-	b.Queue(`UPDATE work_items SET actionable = false, leased_until = NULL, lease_token = NULL, lease_owner = NULL
-		WHERE id = $1 AND lease_token = $2 AND revision = $3
-		AND NOT EXISTS (SELECT 1 FROM pending_events WHERE work_item_id = $1)`, l.ItemID, l.Token, seen)
-	br := s.pool.SendBatch(ctx, b)
-	_, err := br.Exec()
-	var tag pgconn.CommandTag
+	r, err := s.co.finish.do(ctx, finishReq{l: l, seen: seen})
 	if err == nil {
-		tag, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
+		err = r.err
 	}
 	if err != nil {
-		return false, fmt.Errorf("finish processing %s: %w", l.ItemID, translate(err))
+		return false, fmt.Errorf("finish processing %s: %w", l.ItemID, err)
 	}
-	if tag.RowsAffected() == 1 {
-		return true, nil
-	}
-	// Not exited: the loop goes on, unless the lease is gone.
-	var held bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM work_items WHERE id = $1 AND lease_token = $2)`,
-		l.ItemID, l.Token).Scan(&held); err != nil {
-		return false, fmt.Errorf("finish processing %s: %w", l.ItemID, translate(err))
-	}
-	if !held {
-		return false, fmt.Errorf("finish processing %s: %w", l.ItemID, wq.ErrLeaseLost)
-	}
-	return false, nil
+	return r.exited, nil
 }
 
 // DueItems finds the items the sweep should process, through three indexed
@@ -536,10 +485,18 @@ func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, e
 			duplicate = true
 			return nil
 		}
-		for _, ev := range events {
-			if err := lockItemTx(ctx, tx, ev.ItemID); err != nil {
-				return err
+		// The items' locks in key order, as every taker of several takes
+		// them (finishItems), so that two never wait for each other.
+		ids := make([]wq.ItemID, len(events))
+		for i, ev := range events {
+			ids[i] = ev.ItemID
+		}
+		for _, k := range lockKeys(ids) {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, lockItem, k); err != nil {
+				return translate(err)
 			}
+		}
+		for _, ev := range events {
 			tag, err := tx.Exec(ctx, `UPDATE work_items SET actionable = true, revision = revision + 1 WHERE id = $1`, ev.ItemID)
 			if err != nil {
 				return translate(err)

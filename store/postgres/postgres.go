@@ -33,6 +33,7 @@ const (
 // Store is a workqueue.Store on a PostgreSQL database.
 type Store struct {
 	pool   *pgxpool.Pool
+	co     coalescers
 	chains migration.Registry // item types' migrations (AddMigrations)
 }
 
@@ -67,7 +68,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", translate(err))
 	}
-	return &Store{pool: pool}, nil
+	s := &Store{pool: pool}
+	s.startCoalescers()
+	return s, nil
 }
 
 // redactErr keeps a connection-string parse error from echoing a password.
@@ -81,6 +84,7 @@ func redactErr(err error) string {
 
 // Close closes the pool.
 func (s *Store) Close() error {
+	s.co.close()
 	s.pool.Close()
 	return nil
 }
@@ -202,11 +206,6 @@ func itemLockKey(id wq.ItemID) int32 {
 	h := fnv.New32a()
 	h.Write(id[:])
 	return int32(h.Sum32())
-}
-
-func lockItemTx(ctx context.Context, tx pgx.Tx, id wq.ItemID) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, lockItem, itemLockKey(id))
-	return translate(err)
 }
 
 func tsArg(t time.Time) *time.Time {

@@ -22,6 +22,15 @@ const itemColumns = `id, item_type, phase, reason, actionable, revision, leased_
 
 type scanner interface{ Scan(dest ...any) error }
 
+// prefixed scans leading columns into lead and the rest with row: the
+// claim returns whether events are pending before the item's columns.
+type prefixed struct {
+	row  scanner
+	lead []any
+}
+
+func (p prefixed) Scan(dest ...any) error { return p.row.Scan(append(p.lead, dest...)...) }
+
 func scanItem(row scanner) (*wq.Item, error) {
 	var (
 		it                                                            wq.Item
@@ -139,7 +148,7 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 	err := s.Write(ctx, func(tx *sql.Tx) error {
 		claim, err := tx.PrepareContext(ctx, `UPDATE work_items SET leased_until = ?, lease_token = ?, lease_owner = ?
 			WHERE id = ? AND item_type IN `+in+` AND phase = 'active' AND (leased_until IS NULL OR leased_until < ?)
-			RETURNING `+itemColumns)
+			RETURNING NOT EXISTS (SELECT 1 FROM pending_events WHERE work_item_id = work_items.id), `+itemColumns)
 		if err != nil {
 			return translate(err)
 		}
@@ -154,7 +163,8 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 			for _, t := range types {
 				args = append(args, t)
 			}
-			it, err := scanItem(claim.QueryRowContext(ctx, append(args, ts(now))...))
+			var noEvents bool
+			it, err := scanItem(prefixed{claim.QueryRowContext(ctx, append(args, ts(now))...), []any{&noEvents}})
 			if wq.ErrorCode(err) == wq.ENOTFOUND {
 				continue // not claimable
 			}
@@ -163,7 +173,7 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 			}
 			it.Dimensions = wq.Dimensions{}
 			byID[id.String()] = it
-			out = append(out, wq.Claim{Lease: l, Item: it})
+			out = append(out, wq.Claim{Lease: l, Item: it, NoEvents: noEvents})
 		}
 		if len(out) == 0 {
 			return nil

@@ -30,6 +30,7 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 	t.Run("admin", func(t *testing.T) { admin(t, open) })
 	t.Run("sweep", func(t *testing.T) { sweep(t, open) })
 	t.Run("counts", func(t *testing.T) { counts(t, open) })
+	t.Run("writes together", func(t *testing.T) { together(t, open) })
 }
 
 // ctx is the suite's context.
@@ -441,6 +442,31 @@ func batchClaims(t *testing.T, open func(t *testing.T) wq.Store) {
 		}
 		if d := got[1].Item.Dimensions[needs.DimensionKey]; d.Status != wq.StatusTrue || !d.PendingUntil.Equal(needs.PendingUntil) || !jsonEqual(d.Detail, needs.Detail) {
 			t.Errorf("claimed dimensions %+v, want %+v", got[1].Item.Dimensions, needs)
+		}
+	})
+
+	t.Run("a batch says which items had no pending event when claimed", func(t *testing.T) {
+		s := open(t)
+		quiet := create(t, s, wq.NewItem{})
+		told := create(t, s, wq.NewItem{})
+		if _, err := deliver(t, s, wq.Event{ItemID: told.ID, Source: "gitea", EventType: "push", DeliveryID: "d-told",
+			Body: json.RawMessage(`{}`), ReceivedAt: T0}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.ClaimItems(ctx, []wq.ItemID{quiet.ID, told.ID}, []string{"test"}, "worker-1", T0, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 {
+			t.Fatalf("claimed %d items, want 2", len(got))
+		}
+		// NoEvents may only be true when nothing is pending: a false
+		// positive would skip an event until the next revision.
+		if got[1].NoEvents {
+			t.Error("an item with a pending event was claimed as having none")
+		}
+		if !got[0].NoEvents {
+			t.Error("an item with no pending event was claimed as maybe having some")
 		}
 	})
 

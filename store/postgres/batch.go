@@ -1,0 +1,161 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// Coalescing. The engine's workers each run an item's loop and call the
+// store once per step; under load, many of them make the same call at the
+// same moment (load an item, write an executor's dimensions, take the exit
+// decision). Each such call was a round trip and a transaction of its own,
+// and the server's CPU went on per-statement overhead, not on the rows. A
+// batcher takes every call of one kind queued while its last batch ran and
+// makes them one statement over arrays (unnest), with a result per call:
+// nothing waits to fill a batch, so a lone call costs one round trip as
+// before.
+//
+// A batch that fails as a whole (a bad value in one call, a lost
+// connection) is retried call by call, so that one call's error is only
+// its own.
+
+// maxCoalesced bounds one batch.
+const maxCoalesced = 256
+
+// batchRunners is how many batches of one kind may be in flight at once.
+const batchRunners = 4
+
+// batcher coalesces calls of one kind. run gets the requests of a batch
+// and returns one result per request (a per-call error goes in Res), or
+// an error for the batch as a whole.
+type batcher[Req, Res any] struct {
+	run   func(ctx context.Context, reqs []Req) ([]Res, error)
+	queue chan *pendingCall[Req, Res]
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+}
+
+type pendingCall[Req, Res any] struct {
+	ctx  context.Context
+	req  Req
+	done chan callResult[Res]
+}
+
+type callResult[Res any] struct {
+	res Res
+	err error
+}
+
+var errStoreClosed = errors.New("postgres: store closed")
+
+func newBatcher[Req, Res any](run func(ctx context.Context, reqs []Req) ([]Res, error)) *batcher[Req, Res] {
+	b := &batcher[Req, Res]{run: run, queue: make(chan *pendingCall[Req, Res], maxCoalesced), stop: make(chan struct{})}
+	for range batchRunners {
+		b.wg.Add(1)
+		go b.loop()
+	}
+	return b
+}
+
+// do queues req and waits for its result. A caller whose context ends
+// stops waiting; the call may still run (as a statement already sent
+// may still commit).
+func (b *batcher[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
+	var zero Res
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	c := &pendingCall[Req, Res]{ctx: ctx, req: req, done: make(chan callResult[Res], 1)}
+	select {
+	case b.queue <- c:
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-b.stop:
+		return zero, errStoreClosed
+	}
+	select {
+	case r := <-c.done:
+		return r.res, r.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+func (b *batcher[Req, Res]) close() {
+	b.once.Do(func() { close(b.stop) })
+	b.wg.Wait()
+	for {
+		select {
+		case c := <-b.queue:
+			c.done <- callResult[Res]{err: errStoreClosed}
+		default:
+			return
+		}
+	}
+}
+
+func (b *batcher[Req, Res]) loop() {
+	defer b.wg.Done()
+	calls := make([]*pendingCall[Req, Res], 0, maxCoalesced)
+	for {
+		select {
+		case c := <-b.queue:
+			calls = append(calls[:0], c)
+		case <-b.stop:
+			return
+		}
+	fill:
+		for len(calls) < maxCoalesced {
+			select {
+			case c := <-b.queue:
+				calls = append(calls, c)
+			default:
+				break fill
+			}
+		}
+		b.runBatch(calls)
+		clear(calls)
+	}
+}
+
+// runBatch runs the calls whose callers still wait, and answers each.
+func (b *batcher[Req, Res]) runBatch(calls []*pendingCall[Req, Res]) {
+	live := calls[:0:0]
+	for _, c := range calls {
+		if err := c.ctx.Err(); err != nil {
+			c.done <- callResult[Res]{err: err}
+			continue
+		}
+		live = append(live, c)
+	}
+	if len(live) == 0 {
+		return
+	}
+	reqs := make([]Req, len(live))
+	for i, c := range live {
+		reqs[i] = c.req
+	}
+	// The batch runs for callers that may give up: without their
+	// cancellation, so that one caller leaving cannot fail the others.
+	res, err := b.run(context.WithoutCancel(live[0].ctx), reqs)
+	if err != nil && len(live) > 1 {
+		for _, c := range live {
+			one, err := b.run(context.WithoutCancel(c.ctx), []Req{c.req})
+			if err != nil {
+				c.done <- callResult[Res]{err: err}
+				continue
+			}
+			c.done <- callResult[Res]{res: one[0]}
+		}
+		return
+	}
+	for i, c := range live {
+		if err != nil {
+			c.done <- callResult[Res]{err: err}
+			continue
+		}
+		c.done <- callResult[Res]{res: res[i]}
+	}
+}

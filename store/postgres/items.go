@@ -130,9 +130,10 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 	// statistics say. With the conditions in the locking scan, a planner
 	// without statistics (a new database) walked every active item of the
 	// type to claim 32.
-	b.Queue(claimSQL, ids, tokens, types, until, now.UTC(), owner)
+	arr := uuidArray(ids)
+	b.Queue(claimSQL, arr, tokens, types, until, now.UTC(), owner)
 	b.Queue(`SELECT work_item_id, dimension, variant, status, detail::text, pending_until, updated_at
-		FROM work_item_statuses WHERE work_item_id = ANY($1)`, ids)
+		FROM work_item_statuses WHERE work_item_id = ANY($1)`, arr)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	rows, err := br.Query()

@@ -172,6 +172,18 @@ type Store interface {
 // for every item some instance enqueued work for, until ctx ends or the
 // connection fails. Every write that marks an item actionable sends the
 // wake-up in its own transaction, so it is heard only once committed.
+// HandlerRegistry records which instances handle which item types. The
+// engine records its handled types at every sweep; the API flags a
+// submission of a type that no instance has handled since a while ago,
+// which would otherwise wait without a word. Both drivers implement it.
+type HandlerRegistry interface {
+	// RecordHandlers says that instance handled types at now.
+	RecordHandlers(ctx context.Context, instance string, types []string, now time.Time) error
+	// LastHandled is the latest time any instance recorded itemType; the
+	// zero time if none ever did.
+	LastHandled(ctx context.Context, itemType string) (time.Time, error)
+}
+
 type WakeupListener interface {
 	ListenWakeups(ctx context.Context, ready func(), wake func(itemType string, id ItemID)) error
 }

@@ -27,6 +27,10 @@ type Item struct {
 	UpdatedAt      time.Time  `json:"updated_at"`
 	FinishedAt     *time.Time `json:"finished_at,omitempty"`
 	LastEventAt    *time.Time `json:"last_event_at,omitempty"` // the newest forge event time applied (the stale guard's mark)
+	// Warnings say, in words, why the item may not progress: that no
+	// instance handles its type. Set on a submission's answer and on a
+	// single item's view.
+	Warnings []string `json:"warnings,omitempty"`
 	// Detail is the item type's own view (MRDetail for mr items), absent
 	// for types without one.
 	Detail     json.RawMessage `json:"detail,omitempty"`

@@ -398,6 +398,7 @@ func (e *Engine) sweepLoop(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			e.log.Error("sweep failed", "err", err)
 		}
+		e.recordHandlers(ctx)
 		sweptOnce.Do(func() { close(e.swept) })
 		if n == e.cfg.SweepBatch {
 			// More may be due: sweep again once the workers have taken most
@@ -411,6 +412,19 @@ func (e *Engine) sweepLoop(ctx context.Context) {
 			return
 		case <-ticker.Chan():
 		}
+	}
+}
+
+// recordHandlers tells the store, when it keeps a registry, that this
+// instance handles its types: the API flags submissions of a type no
+// instance has handled lately.
+func (e *Engine) recordHandlers(ctx context.Context) {
+	r, ok := e.store.(wq.HandlerRegistry)
+	if !ok {
+		return
+	}
+	if err := r.RecordHandlers(ctx, e.cfg.Owner, e.handled, e.clock.Now()); err != nil && ctx.Err() == nil {
+		e.log.Warn("recording the handled types failed", "err", err)
 	}
 }
 

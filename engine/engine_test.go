@@ -12,6 +12,7 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/engine"
+	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 )
 
@@ -751,6 +752,28 @@ func TestSuccessAfterTransientFailuresStartsAFreshGiveUpClock(t *testing.T) {
 		}
 		if failedAfter := h.clock.Now().Sub(secondStart); got.Phase != wq.PhaseFailed || failedAfter < cfg.GiveUpAfter {
 			t.Errorf("phase %s %v into the second outage, want failed no sooner than %v", got.Phase, failedAfter, cfg.GiveUpAfter)
+		}
+	})
+}
+
+// An engine tells the store's registry, at every sweep, which types its
+// instance handles: the API flags submissions of a type nobody handles.
+func TestAnEngineRecordsTheTypesItHandlesAtEverySweep(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		h := newHarness(t, kind)
+		cfg := testConfig("instance-a")
+		cfg.SweepInterval = time.Minute
+		e := h.engine(cfg, wq.ItemType{Name: "test", Decide: func(*wq.Item, time.Time) string { return "" }})
+		h.start(e)
+		if err := e.WaitSwept(h.ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := h.store.(wq.HandlerRegistry)
+		if last, err := r.LastHandled(h.ctx, "test"); err != nil || !last.Equal(t0) {
+			t.Fatalf("after the first sweep: last handled %v, %v; want %v", last, err, t0)
+		}
+		if last, _ := r.LastHandled(h.ctx, "other"); !last.IsZero() {
+			t.Errorf("a type the engine does not handle was recorded at %v", last)
 		}
 	})
 }

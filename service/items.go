@@ -40,6 +40,13 @@ type Items struct {
 	// permission agent name an assignment in every submission
 	// (control_plane.require_assignment).
 	RequireAssignment bool
+	// HandledHere are the types this instance's engine handles. An item of
+	// another type is flagged (api.Item.Warnings) when Handlers, the
+	// store's registry, has no instance recording it within HandlerWindow:
+	// it would wait without a word otherwise. Nil Handlers flags nothing.
+	HandledHere   []string
+	Handlers      wq.HandlerRegistry
+	HandlerWindow time.Duration // 0: DefaultHandlerWindow
 
 	types map[string]registered
 	// keys serialises submissions for one key (one branch) in this
@@ -135,7 +142,45 @@ func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*
 	}
 	s.audit(ctx, now, wq.AuditSubmitted(result), it, caller, meta)
 	view, err := s.view(ctx, it)
-	return view, result, err
+	if err != nil {
+		return nil, "", err
+	}
+	view.Warnings = s.warnings(ctx, it)
+	return view, result, nil
+}
+
+// DefaultHandlerWindow is how long since an instance last recorded a type
+// (its engine records it at every sweep, every minute by default) before
+// items of the type are flagged as unhandled.
+const DefaultHandlerWindow = 5 * time.Minute
+
+// warnings says why an active item may not progress: no instance handles
+// its type. Without a registry (Handlers), or when it fails to answer,
+// flags nothing.
+func (s *Items) warnings(ctx context.Context, it *wq.Item) []string {
+	if it.Phase != wq.PhaseActive || slices.Contains(s.HandledHere, it.ItemType) {
+		return nil
+	}
+	if s.Handlers == nil {
+		return nil
+	}
+	last, err := s.Handlers.LastHandled(ctx, it.ItemType)
+	if err != nil {
+		return nil
+	}
+	window := s.HandlerWindow
+	if window <= 0 {
+		window = DefaultHandlerWindow
+	}
+	now := s.now()
+	switch {
+	case last.IsZero():
+		return []string{fmt.Sprintf("no instance handles %s items: none has had %s in its handled_types; this item waits until one does", it.ItemType, it.ItemType)}
+	case now.Sub(last) > window:
+		return []string{fmt.Sprintf("no instance handles %s items now: the last one that did swept %s ago (at %s); this item waits until one runs again",
+			it.ItemType, now.Sub(last).Round(time.Second), last.UTC().Format(time.RFC3339))}
+	}
+	return nil
 }
 
 // Get returns one item with its detail and dimensions, if the caller may
@@ -145,7 +190,12 @@ func (s *Items) Get(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*ap
 	if err != nil {
 		return nil, err
 	}
-	return s.view(ctx, it)
+	view, err := s.view(ctx, it)
+	if err != nil {
+		return nil, err
+	}
+	view.Warnings = s.warnings(ctx, it)
+	return view, nil
 }
 
 // authorize refuses, with EFORBIDDEN, a caller whose grants do not give

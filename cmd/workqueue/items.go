@@ -687,6 +687,9 @@ func printItem(w io.Writer, it *api.Item) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", d.Dimension, state)
 	}
+	for _, warning := range it.Warnings {
+		fmt.Fprintf(tw, "warning\t%s\n", warning)
+	}
 	tw.Flush()
 }
 

@@ -132,7 +132,9 @@ func (m *Main) Run(ctx context.Context) error {
 		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels, PriorityLabels: cpc.PriorityLabels},
 		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL), Forges: forges, Metrics: m.Metrics}
 	items := &service.Items{Store: s, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log), Clock: m.Clock,
-		RequireAssignment: cpc.RequireAssignment}
+		RequireAssignment: cpc.RequireAssignment, HandledHere: m.Config.HandledTypes, Handlers: registryOf(s),
+		// Three sweeps missed: an instance handling the type is gone.
+		HandlerWindow: max(service.DefaultHandlerWindow, 3*time.Duration(m.Config.Processing.SweepInterval))}
 	// Each item type registers with the engine and, beside it, its face
 	// to callers; the example type only where it is configured.
 	// A change submitted for an assignment passes the control plane's
@@ -443,4 +445,10 @@ func (m *Main) close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// registryOf is the store's registry of handled types, or nil.
+func registryOf(s wq.Store) wq.HandlerRegistry {
+	r, _ := s.(wq.HandlerRegistry)
+	return r
 }

@@ -20,7 +20,8 @@ import (
 
 // Items is the item service on st with the mr and example types.
 func Items(st *testdb.Store, cfg config.Config) *service.Items {
-	items := &service.Items{Store: st}
+	// As serve with both types in handled_types: no item is flagged unhandled.
+	items := &service.Items{Store: st, HandledHere: []string{mr.ItemType, example.Name}}
 	items.Register(mr.Type(mr.Options{Store: st, Forges: map[string]wq.Forge{}}), mr.API(mr.APIOptions{Store: st, Project: cfg.MRProject}))
 	items.Register(example.Type(example.Options{}), example.API(st))
 	return items

@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 	t.Run("sweep", func(t *testing.T) { sweep(t, open) })
 	t.Run("counts", func(t *testing.T) { counts(t, open) })
 	t.Run("writes together", func(t *testing.T) { together(t, open) })
+	t.Run("handlers", func(t *testing.T) { handlers(t, open) })
 }
 
 // ctx is the suite's context.

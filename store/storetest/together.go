@@ -160,7 +160,7 @@ func handlers(t *testing.T, open func(t *testing.T) wq.Store) {
 		must(r.RecordHandlers(ctx, "a", []string{"mr", "example"}, T0))
 		must(r.RecordHandlers(ctx, "b", []string{"mr"}, T0.Add(time.Minute)))
 		must(r.RecordHandlers(ctx, "a", []string{"mr", "example"}, T0.Add(30*time.Second))) // a again, earlier than b
-		must(r.RecordHandlers(ctx, "c", nil, T0.Add(time.Hour)))                             // handles nothing
+		must(r.RecordHandlers(ctx, "c", nil, T0.Add(time.Hour)))                            // handles nothing
 		for typ, want := range map[string]time.Time{"mr": T0.Add(time.Minute), "example": T0.Add(30 * time.Second), "other": {}} {
 			if last, err := r.LastHandled(ctx, typ); err != nil || !last.Equal(want) {
 				t.Errorf("LastHandled(%s) = %v, %v; want %v", typ, last, err, want)

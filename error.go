@@ -56,6 +56,27 @@ func (r *Refusal) Error() string {
 	return fmt.Sprintf("action %d (%q): %s: %s", r.Index, r.Path, r.Rule, r.Message)
 }
 
+// Refusals are every refusal of one submission, in order: the API shows
+// them all at once, so that a caller fixes them in one go. errors.As
+// finds the first as a *Refusal. It is never empty.
+type Refusals []*Refusal
+
+func (rs Refusals) Error() string {
+	if len(rs) == 1 {
+		return rs[0].Error()
+	}
+	return fmt.Sprintf("%s (and %d more refusals)", rs[0].Error(), len(rs)-1)
+}
+
+// As makes errors.As find the first refusal as a *Refusal.
+func (rs Refusals) As(target any) bool {
+	if p, ok := target.(**Refusal); ok && len(rs) > 0 {
+		*p = rs[0]
+		return true
+	}
+	return false
+}
+
 // ErrorCode returns the code of the first *Error in err's chain (EINVALID
 // for a *Refusal), EINTERNAL for any other non-nil error, and "" for nil.
 func ErrorCode(err error) string {
@@ -84,11 +105,14 @@ func ErrorMessage(err error) string {
 func describe(err error) (code, message string) {
 	var e *Error
 	var r *Refusal
+	var rs Refusals
 	switch {
 	case err == nil:
 		return "", ""
 	case errors.As(err, &e):
 		return e.Code, e.Message
+	case errors.As(err, &rs):
+		return EINVALID, rs.Error()
 	case errors.As(err, &r):
 		return EINVALID, r.Error()
 	}

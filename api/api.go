@@ -90,20 +90,26 @@ type FileView struct {
 // action, path or field and the rule; RequestID is set on internal errors,
 // to find the log line that says more.
 type Problem struct {
-	Type      string      `json:"type"`
-	Title     string      `json:"title"`
-	Status    int         `json:"status"`
-	Detail    string      `json:"detail"`
-	Code      string      `json:"code"`
-	Refusal   *wq.Refusal `json:"refusal,omitempty"`
-	Reason    string      `json:"reason,omitempty"` // a stable refinement of code (wait_foreign_active, ...)
-	RequestID string      `json:"request_id,omitempty"`
+	Type    string      `json:"type"`
+	Title   string      `json:"title"`
+	Status  int         `json:"status"`
+	Detail  string      `json:"detail"`
+	Code    string      `json:"code"`
+	Refusal *wq.Refusal `json:"refusal,omitempty"` // the first of Refusals
+	// Refusals are every refusal of a refused submission, in action
+	// order, so that a caller fixes them all in one go.
+	Refusals  []*wq.Refusal `json:"refusals,omitempty"`
+	Reason    string        `json:"reason,omitempty"` // a stable refinement of code (wait_foreign_active, ...)
+	RequestID string        `json:"request_id,omitempty"`
 }
 
 // Err is the problem as the application error it stands for: the
 // *wq.Refusal when there is one, else a *wq.Error with its code and
 // detail, so that a client tests wq.ErrorCode as the server did.
 func (p *Problem) Err() error {
+	if len(p.Refusals) > 0 {
+		return wq.Refusals(p.Refusals)
+	}
 	if p.Refusal != nil {
 		return p.Refusal
 	}

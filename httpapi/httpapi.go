@@ -186,7 +186,13 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 func (s *Server) errorAs(w http.ResponseWriter, r *http.Request, err error, status func(code string) int) {
 	code := wq.ErrorCode(err)
 	p := api.Problem{Code: code, Detail: wq.ErrorMessage(err)}
-	errors.As(err, &p.Refusal)
+	var refusals wq.Refusals
+	switch {
+	case errors.As(err, &refusals):
+		p.Refusal, p.Refusals = refusals[0], refusals
+	case errors.As(err, &p.Refusal):
+		p.Refusals = []*wq.Refusal{p.Refusal}
+	}
 	var e *wq.Error
 	if errors.As(err, &e) {
 		p.Reason = e.Reason

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 
+	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/controlplane"
@@ -22,6 +24,7 @@ import (
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/mcpserver"
 	"github.com/workqueue-dev/workqueue/metrics"
+	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/store"
 )
 
@@ -260,5 +263,62 @@ func TestOpenAPIOperationsHaveUniqueIDsAndDeclaredTags(t *testing.T) {
 				t.Errorf("%s: tags %v, want one of the document's tags", key, op.Tags)
 			}
 		}
+	}
+}
+
+// The document enumerates every rule a refusal can name (mr.Rules).
+func TestTheDocumentEnumeratesEveryRefusalRule(t *testing.T) {
+	doc := loadOpenAPI(t)
+	var enum []string
+	for _, v := range doc.Components.Schemas["Refusal"].Value.Properties["rule"].Value.Enum {
+		enum = append(enum, v.(string))
+	}
+	want := slices.Clone(mr.Rules)
+	slices.Sort(want)
+	slices.Sort(enum)
+	if !slices.Equal(enum, want) {
+		t.Errorf("Refusal.rule enum %v\nwant mr.Rules %v", enum, want)
+	}
+}
+
+// A refused submission names every refused action at once, in order,
+// each with its rule, and the first again as refusal.
+func TestARefusedSubmissionListsEveryRefusal(t *testing.T) {
+	s, tok := testServer(t)
+	body := `{"item_type":"mr","forge":"gitea","project":"team/app","source_branch":"workqueue/a","target_branch":"main",
+		"title":"T","file_actions":[
+			{"action":"create","file_path":"ok.txt","content":"a\n"},
+			{"action":"create","file_path":".git/config","content":"x"},
+			{"action":"create","file_path":"fine/b.txt","content":"b\n"},
+			{"action":"create","file_path":"../up.txt","content":"c"},
+			{"action":"delete","file_path":"gone.txt","content":"d"}]}`
+	req := httptest.NewRequest("POST", "/api/v1/items", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tok[auth.Submit])
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	if rec.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	var p api.Problem
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		Index int
+		Rule  string
+	}
+	var refusals []got
+	for _, r := range p.Refusals {
+		refusals = append(refusals, got{r.Index, r.Rule})
+	}
+	want := []got{{1, mr.RulePathGitDir}, {3, mr.RulePathDotDot}, {4, mr.RuleUnexpectedField}}
+	if !slices.Equal(refusals, want) {
+		t.Errorf("refusals %+v, want %+v", refusals, want)
+	}
+	if p.Refusal == nil || *p.Refusal != *p.Refusals[0] {
+		t.Errorf("refusal %+v, want the first of refusals", p.Refusal)
+	}
+	if !strings.Contains(p.Detail, "and 2 more refusals") {
+		t.Errorf("detail %q: want it to say more refusals follow", p.Detail)
 	}
 }

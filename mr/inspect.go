@@ -99,124 +99,158 @@ type Refusal = wq.Refusal
 // anything is stored or any forge is called; it refuses, it never fixes up
 // (a normalised path is not the path that was checked). The first
 // refusal, in action order, is returned; nil means the actions are safe.
+// It is InspectAll's first refusal.
 func Inspect(actions []FileAction, p Policy) *Refusal {
+	if rs := InspectAll(actions, p); len(rs) > 0 {
+		return rs[0]
+	}
+	return nil
+}
+
+// MaxRefusals bounds the refusals InspectAll returns.
+const MaxRefusals = 100
+
+// InspectAll is Inspect reporting every refused action, in action order,
+// each with the first rule it breaks (up to MaxRefusals), so that a
+// caller fixes them all in one go; none means the actions are safe. An
+// action's later checks depend on its earlier ones (its content is sized
+// only once its encoding is known), so one action gets one refusal.
+func InspectAll(actions []FileAction, p Policy) []*Refusal {
 	if len(actions) == 0 {
-		return &Refusal{Index: -1, Rule: RuleNoActions, Message: "a change needs at least one file action"}
+		return []*Refusal{{Index: -1, Rule: RuleNoActions, Message: "a change needs at least one file action"}}
 	}
 	if len(actions) > MaxActions {
-		return &Refusal{Index: MaxActions, Path: actions[MaxActions].FilePath, Rule: RuleTooManyActions,
-			Message: fmt.Sprintf("at most %d file actions per change", MaxActions)}
+		return []*Refusal{{Index: MaxActions, Path: actions[MaxActions].FilePath, Rule: RuleTooManyActions,
+			Message: fmt.Sprintf("at most %d file actions per change", MaxActions)}}
 	}
-	seen := map[string]int{} // exact path → index
-	var names foldTree
-	var total int64
+	var out []*Refusal
+	st := inspection{seen: map[string]int{}}
 	for i, a := range actions {
-		refuse := func(p, rule, format string, args ...any) *Refusal {
-			return &Refusal{Index: i, Path: p, Rule: rule, Message: fmt.Sprintf(format, args...)}
-		}
-		paths := []string{a.FilePath}
-		switch a.Action {
-		case ActionCreate, ActionUpdate, ActionDelete, ActionChmod:
-			if a.PreviousPath != "" {
-				return refuse(a.FilePath, RuleUnexpectedField, "previous_path is only for move")
-			}
-		case ActionMove:
-			if a.PreviousPath == "" {
-				return refuse(a.FilePath, RulePreviousPath, "move needs previous_path")
-			}
-			paths = append(paths, a.PreviousPath)
-		default:
-			return refuse(a.FilePath, RuleUnknownAction, "action must be create, update, delete, move or chmod, got %q", a.Action)
-		}
-		var gitFileContent *gitFileUse // a .gitmodules or .gitattributes whose content needs reading
-		for _, fp := range paths {
-			if r := checkPath(fp); r != nil {
-				r.Index = i
-				return r
-			}
-			if j, dup := seen[fp]; dup {
-				return refuse(fp, RulePathDuplicate, "path already changed by action %d", j)
-			}
-			// Every directory counts, not only whole paths: "Dir/a"
-			// and "dir/b" check out into one directory of two names
-			// on a case-insensitive file system.
-			switch prefix, earlier, conflict := names.add(fp, i); conflict {
-			case spellingConflict:
-				what := "path"
-				if prefix != fp {
-					what = "directory"
-				}
-				return refuse(fp, RulePathCaseCollision, "%s %q differs only in case or Unicode normalisation from %q in %q of action %d; a case-insensitive file system (Windows, macOS) holds one of them",
-					what, prefix, earlier.spelling, earlier.path, earlier.index)
-			case fileDirConflict:
-				mine, theirs := "a file", "a directory"
-				if prefix != fp {
-					mine, theirs = theirs, mine
-				}
-				return refuse(fp, RulePathFileDirConflict, "%q is %s here but %s in %q of action %d; one commit cannot hold both, and a forge would silently drop one",
-					prefix, mine, theirs, earlier.path, earlier.index)
-			}
-			seen[fp] = i
-			for _, glob := range p.BlockedPaths {
-				if ok, _ := doublestar.Match(glob, fp); ok {
-					return refuse(fp, RulePathBlocked, "matches the project's blocked path %q", glob)
-				}
-			}
-			use, r := checkGitFilePath(a, fp, p)
-			if r != nil {
-				r.Index = i
-				return r
-			}
-			if use != nil && use.content {
-				gitFileContent = use
+		if r := st.action(i, a, p); r != nil {
+			if out = append(out, r); len(out) == MaxRefusals {
+				break
 			}
 		}
-		if a.Encoding != "" && a.Encoding != EncodingText && a.Encoding != EncodingBase64 {
-			return refuse(a.FilePath, RuleEncoding, "encoding must be text or base64, got %q", a.Encoding)
+	}
+	return out
+}
+
+// inspection is what Inspect remembers from one action to the next.
+type inspection struct {
+	seen  map[string]int // exact path → index
+	names foldTree
+	total int64
+}
+
+// action checks action i; it returns the first rule the action breaks,
+// or nil.
+func (st *inspection) action(i int, a FileAction, p Policy) *Refusal {
+	seen, names := st.seen, &st.names
+	refuse := func(p, rule, format string, args ...any) *Refusal {
+		return &Refusal{Index: i, Path: p, Rule: rule, Message: fmt.Sprintf(format, args...)}
+	}
+	paths := []string{a.FilePath}
+	switch a.Action {
+	case ActionCreate, ActionUpdate, ActionDelete, ActionChmod:
+		if a.PreviousPath != "" {
+			return refuse(a.FilePath, RuleUnexpectedField, "previous_path is only for move")
 		}
-		switch a.Action {
-		case ActionCreate, ActionUpdate:
-			if a.Content == nil {
-				return refuse(a.FilePath, RuleContentRequired, "%s needs content (\"\" for an empty file)", a.Action)
+	case ActionMove:
+		if a.PreviousPath == "" {
+			return refuse(a.FilePath, RulePreviousPath, "move needs previous_path")
+		}
+		paths = append(paths, a.PreviousPath)
+	default:
+		return refuse(a.FilePath, RuleUnknownAction, "action must be create, update, delete, move or chmod, got %q", a.Action)
+	}
+	var gitFileContent *gitFileUse // a .gitmodules or .gitattributes whose content needs reading
+	for _, fp := range paths {
+		if r := checkPath(fp); r != nil {
+			r.Index = i
+			return r
+		}
+		if j, dup := seen[fp]; dup {
+			return refuse(fp, RulePathDuplicate, "path already changed by action %d", j)
+		}
+		// Every directory counts, not only whole paths: "Dir/a"
+		// and "dir/b" check out into one directory of two names
+		// on a case-insensitive file system.
+		switch prefix, earlier, conflict := names.add(fp, i); conflict {
+		case spellingConflict:
+			what := "path"
+			if prefix != fp {
+				what = "directory"
 			}
-		case ActionDelete, ActionChmod:
-			if a.Content != nil || a.Encoding != "" {
-				return refuse(a.FilePath, RuleUnexpectedField, "%s takes no content", a.Action)
+			return refuse(fp, RulePathCaseCollision, "%s %q differs only in case or Unicode normalisation from %q in %q of action %d; a case-insensitive file system (Windows, macOS) holds one of them",
+				what, prefix, earlier.spelling, earlier.path, earlier.index)
+		case fileDirConflict:
+			mine, theirs := "a file", "a directory"
+			if prefix != fp {
+				mine, theirs = theirs, mine
+			}
+			return refuse(fp, RulePathFileDirConflict, "%q is %s here but %s in %q of action %d; one commit cannot hold both, and a forge would silently drop one",
+				prefix, mine, theirs, earlier.path, earlier.index)
+		}
+		seen[fp] = i
+		for _, glob := range p.BlockedPaths {
+			if ok, _ := doublestar.Match(glob, fp); ok {
+				return refuse(fp, RulePathBlocked, "matches the project's blocked path %q", glob)
 			}
 		}
-		if a.Action == ActionChmod && a.ExecuteFilemode == nil {
-			return refuse(a.FilePath, RuleFilemodeRequired, "chmod needs execute_filemode")
+		use, r := checkGitFilePath(a, fp, p)
+		if r != nil {
+			r.Index = i
+			return r
 		}
-		if a.Action == ActionDelete && a.ExecuteFilemode != nil {
-			return refuse(a.FilePath, RuleUnexpectedField, "delete takes no execute_filemode")
+		if use != nil && use.content {
+			gitFileContent = use
 		}
-		var content []byte
-		if a.Content != nil {
-			content = []byte(*a.Content)
+	}
+	if a.Encoding != "" && a.Encoding != EncodingText && a.Encoding != EncodingBase64 {
+		return refuse(a.FilePath, RuleEncoding, "encoding must be text or base64, got %q", a.Encoding)
+	}
+	switch a.Action {
+	case ActionCreate, ActionUpdate:
+		if a.Content == nil {
+			return refuse(a.FilePath, RuleContentRequired, "%s needs content (\"\" for an empty file)", a.Action)
 		}
-		if a.Encoding == EncodingBase64 {
-			decoded, err := base64.StdEncoding.DecodeString(string(content))
-			if err != nil {
-				return refuse(a.FilePath, RuleBase64, "content is not valid base64: %v", err)
-			}
-			content = decoded
+	case ActionDelete, ActionChmod:
+		if a.Content != nil || a.Encoding != "" {
+			return refuse(a.FilePath, RuleUnexpectedField, "%s takes no content", a.Action)
 		}
-		size := int64(len(content))
-		if p.MaxFileBytes > 0 && size > p.MaxFileBytes {
-			return refuse(a.FilePath, RuleFileTooLarge, "content is %d bytes, the project allows %d per file", size, p.MaxFileBytes)
+	}
+	if a.Action == ActionChmod && a.ExecuteFilemode == nil {
+		return refuse(a.FilePath, RuleFilemodeRequired, "chmod needs execute_filemode")
+	}
+	if a.Action == ActionDelete && a.ExecuteFilemode != nil {
+		return refuse(a.FilePath, RuleUnexpectedField, "delete takes no execute_filemode")
+	}
+	var content []byte
+	if a.Content != nil {
+		content = []byte(*a.Content)
+	}
+	if a.Encoding == EncodingBase64 {
+		decoded, err := base64.StdEncoding.DecodeString(string(content))
+		if err != nil {
+			return refuse(a.FilePath, RuleBase64, "content is not valid base64: %v", err)
 		}
-		total += size
-		if p.MaxTotalBytes > 0 && total > p.MaxTotalBytes {
-			return refuse(a.FilePath, RuleTotalTooLarge, "contents reach %d bytes here, the project allows %d per change", total, p.MaxTotalBytes)
-		}
-		if !p.AllowBinary && isBinary(content) {
-			return refuse(a.FilePath, RuleBinary, "content looks binary (a NUL byte or invalid UTF-8); the project allows text only")
-		}
-		if gitFileContent != nil {
-			if r := gitFileContent.checkContent(string(content), p); r != nil {
-				r.Index = i
-				return r
-			}
+		content = decoded
+	}
+	size := int64(len(content))
+	if p.MaxFileBytes > 0 && size > p.MaxFileBytes {
+		return refuse(a.FilePath, RuleFileTooLarge, "content is %d bytes, the project allows %d per file", size, p.MaxFileBytes)
+	}
+	st.total += size
+	if p.MaxTotalBytes > 0 && st.total > p.MaxTotalBytes {
+		return refuse(a.FilePath, RuleTotalTooLarge, "contents reach %d bytes here, the project allows %d per change", st.total, p.MaxTotalBytes)
+	}
+	if !p.AllowBinary && isBinary(content) {
+		return refuse(a.FilePath, RuleBinary, "content looks binary (a NUL byte or invalid UTF-8); the project allows text only")
+	}
+	if gitFileContent != nil {
+		if r := gitFileContent.checkContent(string(content), p); r != nil {
+			r.Index = i
+			return r
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package mr
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -80,20 +81,25 @@ func Submit(ctx context.Context, store Store, sub Submission, project Project, c
 	if err := sub.validate(); err != nil {
 		return nil, "", err
 	}
+	// Every refusal at once (wq.Refusals): the branch, each refused
+	// action, each action the project's forge cannot do.
+	var refusals wq.Refusals
 	if project.BranchPrefix != "" && !strings.HasPrefix(sub.SourceBranch, project.BranchPrefix) {
-		return nil, "", &Refusal{Index: -1, Field: "source_branch", Rule: RuleBranchOutsidePrefix,
-			Message: fmt.Sprintf("%q does not start with %q: the service only writes branches of its own prefix", sub.SourceBranch, project.BranchPrefix)}
+		refusals = append(refusals, &Refusal{Index: -1, Field: "source_branch", Rule: RuleBranchOutsidePrefix,
+			Message: fmt.Sprintf("%q does not start with %q: the service only writes branches of its own prefix", sub.SourceBranch, project.BranchPrefix)})
 	}
-	if r := Inspect(sub.FileActions, project.Policy); r != nil {
-		return nil, "", r
-	}
+	refusals = append(refusals, InspectAll(sub.FileActions, project.Policy)...)
 	if !project.FileModes {
 		for i, a := range sub.FileActions {
 			if a.Action == ActionChmod || a.ExecuteFilemode != nil {
-				return nil, "", &Refusal{Index: i, Path: a.FilePath, Rule: RuleFileModeUnsupported,
-					Message: "this project's forge cannot set a file's executable bit through its API (chmod, execute_filemode)"}
+				refusals = append(refusals, &Refusal{Index: i, Path: a.FilePath, Rule: RuleFileModeUnsupported,
+					Message: "this project's forge cannot set a file's executable bit through its API (chmod, execute_filemode)"})
 			}
 		}
+	}
+	if len(refusals) > 0 {
+		slices.SortStableFunc(refusals, func(a, b *Refusal) int { return cmp.Compare(a.Index, b.Index) })
+		return nil, "", refusals
 	}
 	d := Detail{
 		Forge: sub.Forge, Project: sub.Project, SourceBranch: sub.SourceBranch, TargetBranch: sub.TargetBranch,

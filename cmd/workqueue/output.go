@@ -187,6 +187,13 @@ func reportError(stderr io.Writer, cmd *cobra.Command, err error) int {
 		}
 	}
 	fmt.Fprintln(stderr, "workqueue:", err)
+	var cerr *client.Error
+	if errors.As(err, &cerr) && len(cerr.Problem.Refusals) > 1 {
+		// Every refusal, one a line: the caller fixes them in one go.
+		for _, r := range cerr.Problem.Refusals {
+			fmt.Fprintln(stderr, "  refused:", r.Error())
+		}
+	}
 	return code
 }
 

@@ -1,0 +1,51 @@
+package mr
+
+import "github.com/workqueue-dev/workqueue/internal/strictjson"
+
+// Rules are every rule a refusal of an mr submission can name: the
+// OpenAPI document enumerates them (its test holds the two together, and
+// rules_test.go holds this list to the constants).
+var Rules = []string{
+	RuleNoActions,
+	RuleTooManyActions,
+	RuleUnknownAction,
+	RulePathEmpty,
+	RulePathAbsolute,
+	RulePathNotClean,
+	RulePathDotDot,
+	RulePathGitDir,
+	RulePathControlChar,
+	RulePathInvalidUTF8,
+	RulePathBackslash,
+	RulePathTooLong,
+	RulePathDuplicate,
+	RulePathCaseCollision,
+	RulePathFileDirConflict,
+	RulePathBlocked,
+	RulePreviousPath,
+	RuleUnexpectedField,
+	RuleContentRequired,
+	RuleEncoding,
+	RuleBase64,
+	RuleFilemodeRequired,
+	RuleBinary,
+	RuleFileTooLarge,
+	RuleTotalTooLarge,
+	RulePathColon,
+	RulePathReservedChar,
+	RulePathTrailingDotOrSpace,
+	RulePathReservedName,
+	RulePathLeadingDash,
+	RulePathBidiControl,
+	RulePathInvisibleChar,
+	RulePathUnassignedChar,
+	RulePathNotNFC,
+	RuleGitmodulesRefused,
+	RuleGitmodulesInvalid,
+	RuleGitattributesDriver,
+	RuleGitattributesInvalid,
+	RuleBranchNameInvalid,
+	RuleBranchOutsidePrefix,
+	RuleFileModeUnsupported,
+	strictjson.RuleInvalidUTF8,
+}

@@ -34,6 +34,14 @@ type ItemAPI interface {
 	RetryDimensions(it *Item) []DimensionUpdate
 }
 
+// Summarizer is an optional part of an ItemAPI: a short view of many
+// items at once (an mr item's title and merge request), which item lists
+// carry as each item's "summary" without a request per item. Items the
+// map leaves out have none.
+type Summarizer interface {
+	Summaries(ctx context.Context, items []*Item) (map[ItemID]any, error)
+}
+
 // Assigned is a submission made for an assignment of the control plane
 // (DESIGN section 9): the item type checks it against the gate; the
 // service lets a caller with permission agent make it.

@@ -33,7 +33,10 @@ type Item struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Detail is the item type's own view (MRDetail for mr items), absent
 	// for types without one.
-	Detail     json.RawMessage `json:"detail,omitempty"`
+	Detail json.RawMessage `json:"detail,omitempty"`
+	// Summary is the item type's short view, in lists only (MRSummary for
+	// mr items): what a table shows without loading each item.
+	Summary    json.RawMessage `json:"summary,omitempty"`
 	Dimensions []Dimension     `json:"dimensions,omitempty"`
 }
 
@@ -57,6 +60,13 @@ type Submitted struct {
 type ItemPage struct {
 	Items      []*Item `json:"items"`
 	NextCursor string  `json:"next_cursor"`
+}
+
+// MRSummary is what an item list shows of an mr item (its "summary").
+type MRSummary struct {
+	Title string `json:"title"`
+	MRIID int64  `json:"mr_iid,omitempty"` // the merge request's number, once opened
+	MRURL string `json:"mr_url,omitempty"`
 }
 
 // MRDetail is the view of an mr item's detail. File contents are left

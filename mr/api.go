@@ -113,6 +113,24 @@ func (a *TypeAPI) Detail(ctx context.Context, it *wq.Item) (any, error) {
 	return v, nil
 }
 
+// Summaries are the title and merge request of many items (api.MRSummary),
+// read in one query, for item lists.
+func (a *TypeAPI) Summaries(ctx context.Context, items []*wq.Item) (map[wq.ItemID]any, error) {
+	ids := make([]wq.ItemID, len(items))
+	for i, it := range items {
+		ids[i] = it.ID
+	}
+	sums, err := a.opts.Store.MRSummaries(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[wq.ItemID]any, len(sums))
+	for id, m := range sums {
+		out[id] = api.MRSummary{Title: m.Title, MRIID: m.MRNumber, MRURL: m.MRURL}
+	}
+	return out, nil
+}
+
 // RetryDimensions: a retried item ensures its merge request anew
 // (reopened or recreated) and reconciles it.
 func (a *TypeAPI) RetryDimensions(*wq.Item) []wq.DimensionUpdate {

@@ -91,6 +91,10 @@ type Store interface {
 	// GetMRDetail returns an item's detail. ENOTFOUND.
 	GetMRDetail(ctx context.Context, id wq.ItemID) (*Detail, error)
 
+	// MRSummaries returns the title and merge request of each of ids that
+	// is an mr item, in one query.
+	MRSummaries(ctx context.Context, ids []wq.ItemID) (map[wq.ItemID]Summary, error)
+
 	// FindMRItem returns the active or failed item for the natural key,
 	// with its detail, or nil if there is none.
 	FindMRItem(ctx context.Context, forge, project, sourceBranch string) (*wq.Item, *Detail, error)
@@ -177,4 +181,12 @@ func (d *Detail) DecodeColumns(labels, actions string) error {
 		return fmt.Errorf("mr file actions: %w", err)
 	}
 	return nil
+}
+
+// Summary is what an item list shows of an mr item: its title and its
+// merge request.
+type Summary struct {
+	Title    string
+	MRNumber int64
+	MRURL    string
 }

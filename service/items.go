@@ -249,16 +249,48 @@ func (s *Items) List(ctx context.Context, caller *auth.Caller, f wq.ItemFilter) 
 		return nil, "", err
 	}
 	views := make([]*api.Item, 0, len(items))
+	byType := map[string][]*wq.Item{}
 	for _, it := range items {
 		if mayRead(caller, it.Project) {
 			views = append(views, render(it, nil))
+			byType[it.ItemType] = append(byType[it.ItemType], it)
 		}
+	}
+	if err := s.summarize(ctx, byType, views); err != nil {
+		return nil, "", err
 	}
 	next := ""
 	if len(items) == f.Limit {
 		next = items[len(items)-1].ID.String()
 	}
 	return views, next, nil
+}
+
+// summarize sets the summary of each view whose type keeps one
+// (wq.Summarizer): one call per type for the whole page.
+func (s *Items) summarize(ctx context.Context, byType map[string][]*wq.Item, views []*api.Item) error {
+	sums := map[string]json.RawMessage{}
+	for name, items := range byType {
+		sz, ok := s.types[name].api.(wq.Summarizer)
+		if !ok {
+			continue
+		}
+		got, err := sz.Summaries(ctx, items)
+		if err != nil {
+			return err
+		}
+		for id, v := range got {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return fmt.Errorf("render the summary of %s: %w", id, err)
+			}
+			sums[id.String()] = b
+		}
+	}
+	for _, v := range views {
+		v.Summary = sums[v.ID]
+	}
+	return nil
 }
 
 // itemFor loads an item and authorises perm on its project.

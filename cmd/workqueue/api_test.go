@@ -462,6 +462,19 @@ file_actions:
 	if err != nil || !strings.Contains(out, id) {
 		t.Errorf("list: %v\n%s", err, out)
 	}
+	if !strings.Contains(out, `"summary"`) || !strings.Contains(out, `"title": "From the command line"`) {
+		t.Errorf("list: want each mr item's summary (title, merge request):\n%s", out)
+	}
+	// The table's title and merge request come from the list's summaries,
+	// in the one request.
+	out, err = runCommand(t, "items", "list", "--server", w.base, "--token", w.tokens["read"], "--phase", "completed")
+	if err != nil || !strings.Contains(out, "From the command line") || !strings.Contains(out, "/pulls/") {
+		t.Errorf("list table: want the title and the merge request: %v\n%s", err, out)
+	}
+	out, err = runCommand(t, "items", "list", "--server", w.base, "--token", w.tokens["read"], "--title", "From the*", "-q")
+	if err != nil || strings.TrimSpace(out) != id {
+		t.Errorf("list --title: %v\n%s; want only %s", err, out, id)
+	}
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "docs"), 0o755)
 	os.WriteFile(filepath.Join(dir, "docs", "guide.md"), []byte("# guide\n"), 0o644)

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
@@ -320,13 +319,12 @@ prints continues from where it stopped.`,
 					if title == "" {
 						return page
 					}
-					fillDetails(cmd.Context(), c, page) // the list has no titles
 					return slices.DeleteFunc(page, func(it *api.Item) bool {
-						d := mrDetail(it)
-						if d == nil {
+						sum := mrSummary(it)
+						if sum == nil {
 							return true
 						}
-						ok, _ := doublestar.Match(title, d.Title)
+						ok, _ := doublestar.Match(title, sum.Title)
 						return !ok
 					})
 				})
@@ -335,9 +333,6 @@ prints continues from where it stopped.`,
 			}
 			if err != nil {
 				return err
-			}
-			if flags.output == "table" && !flags.quiet {
-				fillDetails(cmd.Context(), c, items) // for the title and merge request columns
 			}
 			ids := make([]string, len(items))
 			for i, it := range items {
@@ -487,29 +482,6 @@ func waitItem(cmd *cobra.Command, flags *clientFlags, c *client.Client, id strin
 	}
 }
 
-// fillDetails fetches the detail (title, merge request) of each mr item
-// the list gave without one, a few at a time; an item it cannot read is
-// left as it was.
-func fillDetails(ctx context.Context, c *client.Client, items []*api.Item) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for _, it := range items {
-		if it.ItemType != "mr" || len(it.Detail) > 0 {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if full, err := c.Get(ctx, it.ID); err == nil {
-				it.Detail = full.Detail
-			}
-		}()
-	}
-	wg.Wait()
-}
-
 // maxListScan bounds the items a filtered list reads from the server.
 const maxListScan = 5000
 
@@ -612,10 +584,10 @@ func printItemTable(w io.Writer, items []*api.Item, next string) {
 		if it.Project != "" {
 			project = it.Forge + ":" + it.Project
 		}
-		if d := mrDetail(it); d != nil {
-			title = truncate(d.Title, 50)
-			if d.MRURL != "" {
-				mrURL = d.MRURL
+		if sum := mrSummary(it); sum != nil {
+			title = truncate(sum.Title, 50)
+			if sum.MRURL != "" {
+				mrURL = sum.MRURL
 			}
 		}
 		return []any{it.ID, it.ItemType, phase, project, title, mrURL, it.Attempts, it.CreatedAt.Format(time.RFC3339)}
@@ -691,6 +663,19 @@ func printItem(w io.Writer, it *api.Item) {
 		fmt.Fprintf(tw, "warning\t%s\n", warning)
 	}
 	tw.Flush()
+}
+
+// mrSummary is what a list shows of an mr item: its summary, or from its
+// detail when it has one instead; nil for other types.
+func mrSummary(it *api.Item) *api.MRSummary {
+	var sum api.MRSummary
+	if it.ItemType == "mr" && len(it.Summary) > 0 && json.Unmarshal(it.Summary, &sum) == nil {
+		return &sum
+	}
+	if d := mrDetail(it); d != nil {
+		return &api.MRSummary{Title: d.Title, MRIID: d.MRIID, MRURL: d.MRURL}
+	}
+	return nil
 }
 
 // mrDetail is the detail of an mr item, nil for other types.

@@ -51,6 +51,32 @@ func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 		return it
 	}
 
+	t.Run("summaries give many items' titles and merge requests in one call", func(t *testing.T) {
+		s := open(t)
+		a := create(t, s)
+		b := create(t, s, func(n *wq.NewItem, d *mr.Detail) {
+			n.IdempotencyKey, d.SourceBranch, d.Title = mr.IdempotencyKey("gitea", "o/r", "wq/b"), "wq/b", "Second"
+		})
+		l, err := s.ClaimItem(ctx, b.ID, "w", T0, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordForgeState(ctx, l, mr.ForgeState{MRNumber: 7, MRURL: "https://forge/o/r/pulls/7"}, T0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.MRSummaries(ctx, []wq.ItemID{a.ID, b.ID, wq.NewItemID()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[wq.ItemID]mr.Summary{a.ID: {Title: "T"}, b.ID: {Title: "Second", MRNumber: 7, MRURL: "https://forge/o/r/pulls/7"}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("summaries (-want +got):\n%s", diff)
+		}
+		if none, err := s.MRSummaries(ctx, nil); err != nil || len(none) != 0 {
+			t.Errorf("summaries of no items: %v, %v", none, err)
+		}
+	})
+
 	t.Run("an mr item is stored with its detail and found by its natural key", func(t *testing.T) {
 		s := open(t)
 		it, err := s.CreateMR(ctx, newItem(1), detail, T0)

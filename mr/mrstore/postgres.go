@@ -73,6 +73,32 @@ func (s postgresStore) GetMRDetail(ctx context.Context, id wq.ItemID) (*mr.Detai
 	return d, nil
 }
 
+// MRSummaries returns the title and merge request of the mr items of ids.
+func (s postgresStore) MRSummaries(ctx context.Context, ids []wq.ItemID) (map[wq.ItemID]mr.Summary, error) {
+	arr := make([][16]byte, len(ids))
+	for i, id := range ids {
+		arr[i] = id
+	}
+	rows, err := s.db.Pool().Query(ctx, `SELECT work_item_id, title, coalesce(mr_iid, 0), mr_url FROM mr_details
+		WHERE work_item_id = ANY($1)`, arr)
+	if err != nil {
+		return nil, fmt.Errorf("mr summaries: %w", postgres.Translate(err))
+	}
+	defer rows.Close()
+	out := map[wq.ItemID]mr.Summary{}
+	for rows.Next() {
+		var (
+			id wq.ItemID
+			m  mr.Summary
+		)
+		if err := rows.Scan(&id, &m.Title, &m.MRNumber, &m.MRURL); err != nil {
+			return nil, fmt.Errorf("mr summaries: %w", postgres.Translate(err))
+		}
+		out[id] = m
+	}
+	return out, postgres.Translate(rows.Err())
+}
+
 // FindMRItem returns the active or failed item for the natural key.
 func (s postgresStore) FindMRItem(ctx context.Context, forge, project, source string) (*wq.Item, *mr.Detail, error) {
 	var id uuid.UUID

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,6 +72,39 @@ func (s sqliteStore) GetMRDetail(ctx context.Context, id wq.ItemID) (*mr.Detail,
 		return nil, fmt.Errorf("get mr detail of %s: %w", id, err)
 	}
 	return d, nil
+}
+
+// MRSummaries returns the title and merge request of the mr items of ids.
+func (s sqliteStore) MRSummaries(ctx context.Context, ids []wq.ItemID) (map[wq.ItemID]mr.Summary, error) {
+	out := map[wq.ItemID]mr.Summary{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id.String()
+	}
+	rows, err := s.db.Reader().QueryContext(ctx, `SELECT work_item_id, title, coalesce(mr_iid, 0), mr_url FROM mr_details
+		WHERE work_item_id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("mr summaries: %w", sqlite.Translate(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id string
+			m  mr.Summary
+		)
+		if err := rows.Scan(&id, &m.Title, &m.MRNumber, &m.MRURL); err != nil {
+			return nil, fmt.Errorf("mr summaries: %w", sqlite.Translate(err))
+		}
+		u, err := uuid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("mr summaries: item id %q: %w", id, err)
+		}
+		out[u] = m
+	}
+	return out, sqlite.Translate(rows.Err())
 }
 
 // FindMRItem returns the active or failed item for the natural key.

@@ -777,3 +777,63 @@ func TestAnEngineRecordsTheTypesItHandlesAtEverySweep(t *testing.T) {
 		}
 	})
 }
+
+// After an action that wrote dimension rows only, the loop decides on the
+// state it knows without loading the item again; an event that arrived
+// right after the write (between it and the exit) must still be applied
+// and acted on at once, not left for the sweep: the exit decision's
+// revision check sends the loop back to load and drain.
+func TestAnEventRightAfterAnActionsWriteIsActedOnAtOnce(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		h := newHarness(t, kind)
+		key := func(d string) wq.DimensionKey { return wq.DimensionKey{Dimension: d} }
+		set := func(d, s string) wq.DimensionUpdate { return wq.DimensionUpdate{DimensionKey: key(d), Status: s} }
+		var acted atomic.Int32
+		typ := wq.ItemType{Name: "test",
+			Decide: func(it *wq.Item, now time.Time) string {
+				switch {
+				case it.Dimensions.Needs("needs_a", "", now):
+					return "a"
+				case it.Dimensions[key("needs_b")].Status == wq.StatusTrue:
+					return "b"
+				}
+				return ""
+			},
+			Executors: map[string]wq.Executor{
+				"a": func(ctx context.Context, x *wq.Execution) error {
+					if err := x.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{set("needs_a", wq.StatusFalse)}}); err != nil {
+						return err
+					}
+					h.insertEvent(x.Item.ID, "d-after-write", "ask_b", h.clock.Now()) // a webhook, just after the write
+					acted.Add(1)
+					return nil
+				},
+				"b": func(ctx context.Context, x *wq.Execution) error {
+					acted.Add(1)
+					return x.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{set("needs_b", wq.StatusFalse)}})
+				},
+			},
+			EventHandlers: map[string]wq.EventHandler{
+				"ask_b": func(context.Context, *wq.Item, *wq.Event) (wq.EventResult, error) {
+					return wq.EventResult{Dimensions: []wq.DimensionUpdate{set("needs_b", wq.StatusTrue)}}, nil
+				},
+			},
+		}
+		e := h.engine(testConfig("w"), typ)
+		it := h.create(wq.NewItem{})
+		h.start(e)
+		ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+		defer cancel()
+		if err := e.WaitSwept(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.WaitIdle(ctx); err != nil { // no sweep after this: the loop alone
+			t.Fatal(err)
+		}
+		got := h.get(it.ID)
+		if acted.Load() != 2 || got.Dimensions[key("needs_b")].Status != wq.StatusFalse || got.Actionable {
+			t.Errorf("actions run %d, needs_b %q, actionable %v; want a then b at once, and the item idle",
+				acted.Load(), got.Dimensions[key("needs_b")].Status, got.Actionable)
+		}
+	})
+}

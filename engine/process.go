@@ -192,10 +192,11 @@ func (w *worker) loop(ctx context.Context, log *slog.Logger, item *wq.Item, noEv
 			return loopStopped // backing off: events were applied, the action waits for the sweep
 		}
 		// 3. Execute.
-		if !w.execute(ctx, log, item, action, now) {
+		next, ok := w.execute(ctx, log, item, action, now)
+		if !ok {
 			return loopStopped
 		}
-		item = nil
+		item = next // nil: load the state the action left
 	}
 }
 
@@ -271,14 +272,16 @@ func safeHandle(ctx context.Context, h wq.EventHandler, item *wq.Item, ev *wq.Ev
 	return h(ctx, item, ev)
 }
 
-// execute runs one action; it returns whether the loop goes on.
-func (w *worker) execute(ctx context.Context, log *slog.Logger, item *wq.Item, action string, now time.Time) bool {
+// execute runs one action; it returns whether the loop goes on and, when
+// it knows it without a load, the item's state after the action (nil:
+// load it).
+func (w *worker) execute(ctx context.Context, log *slog.Logger, item *wq.Item, action string, now time.Time) (*wq.Item, bool) {
 	e := w.e
 	exec, ok := w.typ.Executors[action]
 	if !ok {
 		// An unknown action is a bug in the type: fail the item, record why.
 		err := fmt.Errorf("unknown action %q for item type %s", action, item.ItemType)
-		return w.recordFailure(ctx, log, item, action, err, true) && ctx.Err() == nil
+		return nil, w.recordFailure(ctx, log, item, action, err, true) && ctx.Err() == nil
 	}
 	writer := &leaseWriter{w: w, item: item, action: action}
 	start := time.Now() // wall time: how long the action really ran
@@ -288,20 +291,20 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, item *wq.Item, a
 	if errors.Is(err, wq.ErrSuperseded) && !isLost(w.lost) {
 		// Newer work arrived during the action; its write was dropped.
 		// Decide again on the new state (the dirty re-run).
-		return ctx.Err() == nil
+		return nil, ctx.Err() == nil
 	}
 	if errors.Is(err, wq.ErrLeaseLost) || isLost(w.lost) {
 		if errors.Is(err, wq.ErrLeaseLost) && !writer.refusedAudited {
 			w.refused("executor " + action) // a type-specific fenced write was refused
 		}
-		return false // another worker owns the item now
+		return nil, false // another worker owns the item now
 	}
 	if err != nil {
 		e.actionsFailed.Add(1)
 		// A failed item goes on to the exit decision, which clears
 		// actionable (DDR-49); an item backing off stops here and stays
 		// actionable for the sweep.
-		return w.recordFailure(ctx, log, item, action, err, errors.Is(err, wq.ErrPermanent)) && ctx.Err() == nil
+		return nil, w.recordFailure(ctx, log, item, action, err, errors.Is(err, wq.ErrPermanent)) && ctx.Err() == nil
 	}
 	e.audit.WriteAudit(ctx, wq.AuditEntry{Time: e.clock.Now(), EventType: wq.AuditAction, ItemID: item.ID.String(),
 		ItemType: item.ItemType, Actor: w.name, Trigger: map[string]any{"source": "worker", "action": action}})
@@ -310,10 +313,11 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, item *wq.Item, a
 	if failing(item) && !writer.terminal {
 		if err := e.store.RecordSuccess(ctx, w.lease, e.clock.Now()); err != nil {
 			w.writeFailed(ctx, log, "record success", err)
-			return false
+			return nil, false
 		}
+		return nil, true
 	}
-	return true
+	return writer.after(), true
 }
 
 // failing reports whether item carries a run of failures that a success
@@ -521,6 +525,44 @@ type leaseWriter struct {
 	action         string
 	refusedAudited bool
 	terminal       bool // a write moved the item to a terminal phase
+	// written are the dimension rows the action wrote, when every write
+	// of it wrote rows only (no phase, no error); other writes set
+	// reload.
+	written []wq.DimensionUpdate
+	at      time.Time // when the rows were written
+	reload  bool
+}
+
+// storedTime is t as both stores read it back.
+func storedTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+// after is the item's state once the action's writes are in, when the
+// writer knows it without a load: every write set dimension rows only,
+// each under the lease and the revision the action saw (else it was
+// refused or superseded), so the stored item is the one the action read
+// with those rows written. Anything else since has bumped the revision,
+// which the next write or the exit decision checks. Nil when it does not
+// know (no write, or another kind of write): the loop loads the item.
+func (lw *leaseWriter) after() *wq.Item {
+	if lw.reload || len(lw.written) == 0 {
+		return nil
+	}
+	next := *lw.item
+	next.Dimensions = make(wq.Dimensions, len(lw.item.Dimensions)+len(lw.written))
+	for k, d := range lw.item.Dimensions {
+		next.Dimensions[k] = d
+	}
+	for _, u := range lw.written {
+		// Times as the stores keep them: UTC, to the microsecond.
+		next.Dimensions[u.DimensionKey] = wq.Dimension{Status: u.Status, Detail: u.Detail,
+			PendingUntil: storedTime(u.PendingUntil), UpdatedAt: storedTime(lw.at)}
+	}
+	return &next
 }
 
 // Apply writes c under the lease, and only if no work was enqueued since
@@ -562,6 +604,11 @@ func (lw *leaseWriter) Apply(ctx context.Context, c wq.Change) error {
 		return err
 	}
 	lw.terminal = lw.terminal || c.Phase.Terminal()
+	if c.Phase != "" || c.Error != "" {
+		lw.reload = true
+	} else {
+		lw.written, lw.at = append(lw.written, c.Dimensions...), now
+	}
 	trigger := map[string]any{"source": "worker", "action": lw.action}
 	if c.Phase != "" && c.Phase != old {
 		w.e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditPhaseChange, ItemID: lw.item.ID.String(),

@@ -37,8 +37,12 @@ type batcher[Req, Res any] struct {
 	run   func(ctx context.Context, reqs []Req) ([]Res, error)
 	queue chan *pendingCall[Req, Res]
 	stop  chan struct{}
-	wg    sync.WaitGroup
-	once  sync.Once
+	// finished is closed once every call queued before close has its
+	// answer: a call that slipped into the queue after the last drain
+	// learns that the store is closed instead of waiting for ever.
+	finished chan struct{}
+	wg       sync.WaitGroup
+	once     sync.Once
 }
 
 type pendingCall[Req, Res any] struct {
@@ -55,7 +59,8 @@ type callResult[Res any] struct {
 var errStoreClosed = errors.New("postgres: store closed")
 
 func newBatcher[Req, Res any](run func(ctx context.Context, reqs []Req) ([]Res, error)) *batcher[Req, Res] {
-	b := &batcher[Req, Res]{run: run, queue: make(chan *pendingCall[Req, Res], maxCoalesced), stop: make(chan struct{})}
+	b := &batcher[Req, Res]{run: run, queue: make(chan *pendingCall[Req, Res], maxCoalesced), stop: make(chan struct{}),
+		finished: make(chan struct{})}
 	for range batchRunners {
 		b.wg.Add(1)
 		go b.loop()
@@ -84,20 +89,32 @@ func (b *batcher[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
 		return r.res, r.err
 	case <-ctx.Done():
 		return zero, ctx.Err()
+	case <-b.finished:
+		select {
+		case r := <-c.done: // answered before the close finished
+			return r.res, r.err
+		default:
+			return zero, errStoreClosed
+		}
 	}
 }
 
 func (b *batcher[Req, Res]) close() {
-	b.once.Do(func() { close(b.stop) })
-	b.wg.Wait()
-	for {
-		select {
-		case c := <-b.queue:
-			c.done <- callResult[Res]{err: errStoreClosed}
-		default:
-			return
+	b.once.Do(func() {
+		close(b.stop)
+		b.wg.Wait()
+		for {
+			select {
+			case c := <-b.queue:
+				c.done <- callResult[Res]{err: errStoreClosed}
+				continue
+			default:
+			}
+			break
 		}
-	}
+		close(b.finished)
+	})
+	<-b.finished
 }
 
 func (b *batcher[Req, Res]) loop() {

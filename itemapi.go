@@ -35,7 +35,7 @@ type ItemAPI interface {
 }
 
 // Summarizer is an optional part of an ItemAPI: a short view of many
-// items at once (an mr item's title and merge request), which item lists
+// items at once (a title and a link, say), which item lists
 // carry as each item's "summary" without a request per item. Items the
 // map leaves out have none.
 type Summarizer interface {

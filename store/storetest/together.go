@@ -148,7 +148,7 @@ func handlers(t *testing.T, open func(t *testing.T) wq.Store) {
 		if !ok {
 			t.Fatalf("%T does not record handlers", s)
 		}
-		if last, err := r.LastHandled(ctx, "mr"); err != nil || !last.IsZero() {
+		if last, err := r.LastHandled(ctx, "alpha"); err != nil || !last.IsZero() {
 			t.Fatalf("LastHandled before any record: %v, %v; want the zero time", last, err)
 		}
 		must := func(err error) {
@@ -157,11 +157,11 @@ func handlers(t *testing.T, open func(t *testing.T) wq.Store) {
 				t.Fatal(err)
 			}
 		}
-		must(r.RecordHandlers(ctx, "a", []string{"mr", "example"}, T0))
-		must(r.RecordHandlers(ctx, "b", []string{"mr"}, T0.Add(time.Minute)))
-		must(r.RecordHandlers(ctx, "a", []string{"mr", "example"}, T0.Add(30*time.Second))) // a again, earlier than b
+		must(r.RecordHandlers(ctx, "a", []string{"alpha", "beta"}, T0))
+		must(r.RecordHandlers(ctx, "b", []string{"alpha"}, T0.Add(time.Minute)))
+		must(r.RecordHandlers(ctx, "a", []string{"alpha", "beta"}, T0.Add(30*time.Second))) // a again, earlier than b
 		must(r.RecordHandlers(ctx, "c", nil, T0.Add(time.Hour)))                            // handles nothing
-		for typ, want := range map[string]time.Time{"mr": T0.Add(time.Minute), "example": T0.Add(30 * time.Second), "other": {}} {
+		for typ, want := range map[string]time.Time{"alpha": T0.Add(time.Minute), "beta": T0.Add(30 * time.Second), "other": {}} {
 			if last, err := r.LastHandled(ctx, typ); err != nil || !last.Equal(want) {
 				t.Errorf("LastHandled(%s) = %v, %v; want %v", typ, last, err, want)
 			}

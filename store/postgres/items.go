@@ -458,24 +458,25 @@ func (s *Store) DueItems(ctx context.Context, types []string, now time.Time, lim
 }
 
 // dueItemsSQL is the sweep's query: $1 the types, $2 now, $3 the limit.
-// Each path stops at the limit on its own: UNION reads all of its inputs
-// before the outer LIMIT, so a backlog of a million due items made every
-// sweep read a million rows to return a thousand.
+// The path of actionable items, where a backlog lives, stops at the limit
+// on its own: UNION reads all of its inputs before the outer LIMIT, so a
+// backlog of a million due items made every sweep read a million rows to
+// return a thousand. The other two paths start from small sets (pending
+// events, deferred rows) and keep no limit of their own: one would let
+// the planner prefer a plan that walks the items to find a first row.
 const dueItemsSQL = `
 	(SELECT id FROM work_items
 		WHERE actionable AND phase = 'active' AND item_type = ANY($1)
 		AND (retry_after IS NULL OR retry_after <= $2) AND (leased_until IS NULL OR leased_until < $2)
 		LIMIT $3)
 	UNION
-	(SELECT w.id FROM (SELECT DISTINCT work_item_id FROM pending_events) e JOIN work_items w ON w.id = e.work_item_id
+	SELECT w.id FROM (SELECT DISTINCT work_item_id FROM pending_events) e JOIN work_items w ON w.id = e.work_item_id
 		WHERE w.phase = 'active' AND w.item_type = ANY($1) AND (w.leased_until IS NULL OR w.leased_until < $2)
-		LIMIT $3)
 	UNION
-	(SELECT w.id FROM work_item_statuses s JOIN work_items w ON w.id = s.work_item_id
+	SELECT w.id FROM work_item_statuses s JOIN work_items w ON w.id = s.work_item_id
 		WHERE s.pending_until IS NOT NULL AND s.status = 'true' AND s.pending_until <= $2
 		AND w.phase = 'active' AND w.item_type = ANY($1)
 		AND (w.retry_after IS NULL OR w.retry_after <= $2) AND (w.leased_until IS NULL OR w.leased_until < $2)
-		LIMIT $3)
 	LIMIT $3`
 
 // PruneDeliveries forgets deliveries received before before.

@@ -539,29 +539,28 @@ func dueItemsQuery(types []string, now time.Time, limit int) (string, []any) {
 		}
 	}
 	n := ts(now)
-	// Each path stops at the limit on its own, as on PostgreSQL: a
-	// backlog of due items must not make every sweep read all of it.
+	// The path of actionable items stops at the limit on its own, as on
+	// PostgreSQL: a backlog of due items must not make every sweep read
+	// all of it.
 	q := `SELECT id FROM (SELECT id FROM work_items INDEXED BY work_items_sweep_actionable
 		WHERE actionable = 1 AND phase = 'active' AND item_type IN ` + in + `
 		AND (retry_after IS NULL OR retry_after <= ?) AND (leased_until IS NULL OR leased_until < ?)
 		LIMIT ?)
 	UNION
-	SELECT id FROM (SELECT w.id AS id FROM (SELECT DISTINCT work_item_id FROM pending_events) e CROSS JOIN work_items w ON w.id = e.work_item_id
+	SELECT w.id FROM (SELECT DISTINCT work_item_id FROM pending_events) e CROSS JOIN work_items w ON w.id = e.work_item_id
 		WHERE w.phase = 'active' AND w.item_type IN ` + in + ` AND (w.leased_until IS NULL OR w.leased_until < ?)
-		LIMIT ?)
 	UNION
-	SELECT id FROM (SELECT w.id AS id FROM work_item_statuses s INDEXED BY work_item_statuses_sweep_pending CROSS JOIN work_items w ON w.id = s.work_item_id
+	SELECT w.id FROM work_item_statuses s INDEXED BY work_item_statuses_sweep_pending CROSS JOIN work_items w ON w.id = s.work_item_id
 		WHERE s.pending_until IS NOT NULL AND s.status = 'true' AND s.pending_until <= ?
 		AND w.phase = 'active' AND w.item_type IN ` + in + `
 		AND (w.retry_after IS NULL OR w.retry_after <= ?) AND (w.leased_until IS NULL OR w.leased_until < ?)
-		LIMIT ?)
 	LIMIT ?`
 	addTypes()
 	args = append(args, n, n, limit)
 	addTypes()
-	args = append(args, n, limit, n)
+	args = append(args, n, n)
 	addTypes()
-	args = append(args, n, n, limit, limit)
+	args = append(args, n, n, limit)
 	return q, args
 }
 

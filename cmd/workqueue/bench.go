@@ -100,7 +100,20 @@ engine's and the database's. The items stay in the database, idle.`,
 			if items < 1 || workers < 1 || instances < 1 {
 				return errors.New("--items, --workers and --instances must be at least 1")
 			}
-			b.claimBatch, b.cpuProfile = claimBatch, cpuProfile
+			if claimBatch < 1 || claimBatch > 1000 {
+				return usageError{fmt.Errorf("--claim-batch: want 1 to 1000 (processing.claim_batch), got %d", claimBatch)}
+			}
+			b.claimBatch = claimBatch
+			if cpuProfile != "" {
+				// Made now, so that a path that cannot be written fails
+				// before the seeding.
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer f.Close()
+				b.cpuProfile = f
+			}
 			r, err := b.engine(cmd.Context(), items, workers, instances)
 			if err != nil {
 				return err
@@ -175,7 +188,7 @@ type bench struct {
 	progress io.Writer
 	// bench engine's knobs
 	claimBatch int
-	cpuProfile string
+	cpuProfile *os.File // nil: no profile
 }
 
 func newBench(cmd *cobra.Command) (*bench, error) {
@@ -307,9 +320,7 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int) (engi
 	cfg := config.Default()
 	cfg.HandledTypes = []string{benchItemType}
 	cfg.Processing.Workers = workers
-	if b.claimBatch != 0 {
-		cfg.Processing.ClaimBatch = b.claimBatch
-	}
+	cfg.Processing.ClaimBatch = b.claimBatch
 	rec := &overlapRecorder{running: map[wq.ItemID]int{}}
 	engines := make([]*engine.Engine, instances)
 	for i, s := range queues {
@@ -329,13 +340,8 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int) (engi
 		return n
 	}
 	fmt.Fprintf(b.progress, "burning down with %d instance(s) of %d workers\n", instances, workers)
-	if b.cpuProfile != "" {
-		f, err := os.Create(b.cpuProfile)
-		if err != nil {
-			return engineResult{}, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
+	if b.cpuProfile != nil {
+		if err := pprof.StartCPUProfile(b.cpuProfile); err != nil {
 			return engineResult{}, err
 		}
 		defer pprof.StopCPUProfile()

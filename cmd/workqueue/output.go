@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"slices"
@@ -126,6 +127,7 @@ func exitCode(err error) int {
 	var cerr *client.Error
 	var uerr *url.Error
 	var nerr net.Error
+	var perr *fs.PathError
 	switch {
 	case err == nil:
 		return exitOK
@@ -141,7 +143,13 @@ func exitCode(err error) int {
 			return exitTransport
 		}
 		return exitFailed
-	case errors.As(err, &uerr), errors.As(err, &nerr):
+	case errors.As(err, &uerr):
+		return exitTransport
+	case errors.As(err, &perr):
+		// A file the command could not read or write. Checked before
+		// net.Error, which its errno also satisfies.
+		return exitFailed
+	case errors.As(err, &nerr):
 		return exitTransport
 	}
 	return exitFailed

@@ -70,6 +70,9 @@ func TestExitCodesOfTheCommandLine(t *testing.T) {
 		{"an unknown output format is a usage error", []string{"items", "list", "--token", "t", "-o", "xml"}, exitUsage},
 		{"no token is an auth error", []string{"items", "list"}, exitTransport},
 		{"an unreachable server is a transport error", []string{"items", "list", "--token", "t", "--server", "http://127.0.0.1:1"}, exitTransport},
+		{"a file that cannot be read is a failure, not a transport error",
+			[]string{"items", "submit", "-f", "/nonexistent/change.yaml", "--token", "t", "--server", "http://127.0.0.1:1"}, exitFailed},
+		{"a bad --claim-batch is a usage error", []string{"bench", "engine", "--claim-batch", "0"}, exitUsage},
 		{"version is fine", []string{"version"}, exitOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

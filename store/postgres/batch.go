@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // Coalescing. The engine's workers each run an item's loop and call the
@@ -22,6 +23,11 @@ import (
 
 // maxCoalesced bounds one batch.
 const maxCoalesced = 256
+
+// batchTimeout bounds one batch. A batch runs without its callers'
+// cancellation (one caller leaving must not fail the others), so without
+// a bound a batch stuck behind a lock would hold its runner for ever.
+const batchTimeout = time.Minute
 
 // batchRunners is how many batches of one kind may be in flight at once:
 // two, so that one batch waiting for a lock (an exit for an item whose
@@ -103,14 +109,13 @@ func (b *batcher[Req, Res]) close() {
 	b.once.Do(func() {
 		close(b.stop)
 		b.wg.Wait()
-		for {
+		for drained := false; !drained; {
 			select {
 			case c := <-b.queue:
 				c.done <- callResult[Res]{err: errStoreClosed}
-				continue
 			default:
+				drained = true
 			}
-			break
 		}
 		close(b.finished)
 	})
@@ -160,10 +165,14 @@ func (b *batcher[Req, Res]) runBatch(calls []*pendingCall[Req, Res]) {
 	}
 	// The batch runs for callers that may give up: without their
 	// cancellation, so that one caller leaving cannot fail the others.
-	res, err := b.run(context.WithoutCancel(live[0].ctx), reqs)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), batchTimeout)
+	defer cancel()
+	res, err := b.run(ctx, reqs)
 	if err != nil && len(live) > 1 {
 		for _, c := range live {
-			one, err := b.run(context.WithoutCancel(c.ctx), []Req{c.req})
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), batchTimeout)
+			one, err := b.run(ctx, []Req{c.req})
+			cancel()
 			if err != nil {
 				c.done <- callResult[Res]{err: err}
 				continue

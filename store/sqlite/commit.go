@@ -158,26 +158,22 @@ func (c *committer) fill(batch []*writeReq) []*writeReq {
 }
 
 // commit runs the batch's writes in one transaction and tells each its
-// result.
+// result. Writes abandoned by their callers before they started are
+// skipped.
 func (c *committer) commit(batch []*writeReq) {
-	results := make([]writeResult, len(batch))
 	taken := batch[:0:0]
-	idx := make([]int, 0, len(batch))
-	for i, r := range batch {
+	for _, r := range batch {
 		if r.state.CompareAndSwap(0, 1) {
 			taken = append(taken, r)
-			idx = append(idx, i)
 		}
 	}
 	if len(taken) == 0 {
 		return
 	}
-	err := c.runTx(taken, func(j int, res writeResult) { results[idx[j]] = res })
-	for i, r := range batch {
-		if r.state.Load() != 1 {
-			continue // abandoned before it ran: its caller is gone
-		}
-		res := results[i]
+	results := make([]writeResult, len(taken))
+	err := c.runTx(taken, results)
+	for j, r := range taken {
+		res := results[j]
 		if err != nil && res.panic == nil {
 			res.err = err
 		}
@@ -185,35 +181,36 @@ func (c *committer) commit(batch []*writeReq) {
 	}
 }
 
-// runTx runs the writes in one transaction. A lone write runs without a
-// savepoint. It returns an error when the transaction as a whole did not
-// commit.
-func (c *committer) runTx(batch []*writeReq, set func(int, writeResult)) error {
+// runTx runs the writes in one transaction, each write's result in
+// results. A lone write runs without a savepoint. It returns an error
+// when the transaction as a whole did not commit.
+func (c *committer) runTx(batch []*writeReq, results []writeResult) error {
 	tx, err := c.db.BeginTx(context.Background(), nil)
 	if err != nil {
 		return translate(err)
 	}
 	defer tx.Rollback()
-	if len(batch) == 1 {
-		res := call(batch[0], tx)
-		set(0, res)
-		if res.err != nil || res.panic != nil {
-			return nil // its own result says why; nothing else to commit
-		}
-		return translate(tx.Commit())
-	}
+	savepoints := len(batch) > 1
 	for j, r := range batch {
 		if err := r.ctx.Err(); err != nil {
-			set(j, writeResult{err: err})
+			results[j] = writeResult{err: err}
 			continue
 		}
-		if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
-			return fmt.Errorf("group commit: %w", translate(err))
+		if savepoints {
+			if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
+				return fmt.Errorf("group commit: %w", translate(err))
+			}
 		}
-		res := call(r, tx)
-		set(j, res)
+		results[j] = call(r, tx)
+		failed := results[j].err != nil || results[j].panic != nil
+		if !savepoints {
+			if failed {
+				return nil // its own result says why; nothing else to commit
+			}
+			break
+		}
 		ends := []string{`RELEASE w`}
-		if res.err != nil || res.panic != nil {
+		if failed {
 			ends = []string{`ROLLBACK TO w`, `RELEASE w`}
 		}
 		for _, end := range ends {

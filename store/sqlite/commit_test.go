@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -263,5 +264,75 @@ func TestCloseRunsTheWritesAlreadyQueued(t *testing.T) {
 	}
 	if rows := rowsOf(t, s); !rows["late"] || rows["after"] {
 		t.Errorf("rows %v, want late and not after", rows)
+	}
+}
+
+// The reader's statement cache: a statement whose rows are still open is
+// not reused under them (a second run of the same query gets a statement
+// of its own), results stay right when the cache is full and evicts, and
+// the cache stays bounded.
+func TestCachedStatementsAreNotSharedWhileTheirRowsAreOpen(t *testing.T) {
+	s := openScratch(t)
+	ctx := context.Background()
+	for _, k := range []string{"a", "b", "c"} {
+		if err := s.Write(ctx, insert(ctx, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := s.read.Conn(ctx) // one connection: every query below shares its cache
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const q = `SELECT k FROM t ORDER BY k`
+	outer, err := c.QueryContext(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for outer.Next() {
+		var k string
+		if err := outer.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		// The same query while the outer rows are open.
+		var n int
+		if err := c.QueryRowContext(ctx, `SELECT count(*) FROM (`+q+`)`).Scan(&n); err != nil || n != 3 {
+			t.Fatalf("inner count: %d, %v", n, err)
+		}
+		inner, err := c.QueryContext(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []string
+		for inner.Next() {
+			var k2 string
+			inner.Scan(&k2)
+			all = append(all, k2)
+		}
+		inner.Close()
+		if len(all) != 3 {
+			t.Fatalf("the same query under open rows read %v", all)
+		}
+		got = append(got, k)
+	}
+	outer.Close()
+	if strings.Join(got, "") != "abc" {
+		t.Errorf("outer rows %v, want a b c: the inner runs disturbed them", got)
+	}
+	// Many distinct statements: the cache evicts and every answer is right.
+	for i := range maxCachedStmts * 2 {
+		var v int
+		if err := c.QueryRowContext(ctx, fmt.Sprintf(`SELECT %d + count(*) - count(*) FROM t`, i)).Scan(&v); err != nil || v != i {
+			t.Fatalf("statement %d: %d, %v", i, v, err)
+		}
+	}
+	if err := c.Raw(func(dc any) error {
+		if n := len(dc.(*conn).stmts); n > maxCachedStmts {
+			t.Errorf("%d cached statements, want at most %d", n, maxCachedStmts)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

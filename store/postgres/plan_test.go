@@ -25,15 +25,8 @@ import (
 // the sweep scale check; sqlite/plan_test.go is the SQLite side).
 func TestNoPlanWalksATableWhateverTheStatistics(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, testdb.URL(t, store.KindPostgres))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.(*postgres.Store).Pool().Acquire(ctx)
+	pg := testdb.Open(t, store.KindPostgres).Queue.(*postgres.Store) // migrated, closed at the end
+	conn, err := pg.Pool().Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,15 +104,7 @@ func TestNoPlanWalksATableWhateverTheStatistics(t *testing.T) {
 // find its rows by id alone.
 func TestAClaimFindsItsItemsByIDWithoutStatistics(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, testdb.URL(t, store.KindPostgres))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	pg := db.(*postgres.Store)
+	pg := testdb.Open(t, store.KindPostgres).Queue.(*postgres.Store) // migrated, closed at the end
 	var ids []wq.ItemID // a claim's batch
 	if err := pg.Write(ctx, func(tx pgx.Tx) error {
 		for i := range 3000 {

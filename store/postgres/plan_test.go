@@ -105,7 +105,7 @@ func TestNoPlanWalksATableWhateverTheStatistics(t *testing.T) {
 func TestAClaimFindsItsItemsByIDWithoutStatistics(t *testing.T) {
 	ctx := context.Background()
 	pg := testdb.Open(t, store.KindPostgres).Queue.(*postgres.Store) // migrated, closed at the end
-	var ids []wq.ItemID // a claim's batch
+	var ids []wq.ItemID                                              // a claim's batch
 	if err := pg.Write(ctx, func(tx pgx.Tx) error {
 		for i := range 3000 {
 			n := wq.NewItem{ItemType: "mr"}

@@ -366,13 +366,12 @@ func (e *Engine) PruneDeliveries(ctx context.Context) (int64, error) {
 // returns how many it found. The sweep loop calls it; tests may too.
 func (e *Engine) Sweep(ctx context.Context) (int, error) {
 	start := time.Now() // wall time, not the injected clock: this measures the database
+	mark := e.queue.BeginSweep()
 	ids, err := e.store.DueItems(ctx, e.handled, e.clock.Now(), e.cfg.SweepBatch)
+	e.queue.AddSwept(ids, mark)
 	e.metrics.Swept(time.Since(start), len(ids), err)
 	if err != nil {
 		return 0, fmt.Errorf("sweep: %w", err)
-	}
-	for _, id := range ids {
-		e.queue.Add(id)
 	}
 	return len(ids), nil
 }
@@ -402,8 +401,9 @@ func (e *Engine) sweepLoop(ctx context.Context) {
 		sweptOnce.Do(func() { close(e.swept) })
 		if n == e.cfg.SweepBatch {
 			// More may be due: sweep again once the workers have taken most
-			// of this batch (queued ids would only be found again).
-			if e.queue.WaitBelow(ctx, e.cfg.Workers) == nil {
+			// of this batch (queued ids would only be found again): fewer
+			// than a round of workers, or half a batch, wait.
+			if e.queue.WaitBelow(ctx, max(1, min(e.cfg.Workers, e.cfg.SweepBatch/2))) == nil {
 				continue
 			}
 		}

@@ -18,10 +18,17 @@ type queue struct {
 	dirty      map[wq.ItemID]bool // queued or to be re-queued
 	processing map[wq.ItemID]bool
 	closed     bool
+
+	// The sweep's view of an id is as old as its query: ids done since a
+	// sweep began are remembered (with the count of Done calls at the
+	// time) while any sweep runs, so that its stale finds are dropped.
+	dones     uint64
+	sweeps    int
+	doneSince map[wq.ItemID]uint64
 }
 
 func newQueue() *queue {
-	q := &queue{dirty: map[wq.ItemID]bool{}, processing: map[wq.ItemID]bool{}}
+	q := &queue{dirty: map[wq.ItemID]bool{}, processing: map[wq.ItemID]bool{}, doneSince: map[wq.ItemID]uint64{}}
 	q.cond = sync.NewCond(&q.mu)
 	return q
 }
@@ -40,6 +47,49 @@ func (q *queue) Add(id wq.ItemID) {
 	}
 	q.items = append(q.items, id)
 	q.cond.Broadcast()
+}
+
+// sweepMark is the moment a sweep's query begins, for AddSwept.
+type sweepMark uint64
+
+// BeginSweep marks the start of a sweep's query; every BeginSweep must be
+// followed by one AddSwept with its mark.
+func (q *queue) BeginSweep() sweepMark {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.sweeps++
+	return sweepMark(q.dones)
+}
+
+// AddSwept queues what a sweep that began at mark found, except ids it
+// cannot know better than their worker: an id being processed (its exit
+// decision comes after the sweep's query; marking it dirty would run it
+// once more for nothing) and an id done since the sweep began (its exit
+// may have been written after the query read it). Either way the item
+// left its worker no older than the sweep's view of it, and an item still
+// due then is found by the next sweep; notifications (Add) still re-run
+// ids being processed.
+func (q *queue) AddSwept(ids []wq.ItemID, mark sweepMark) (added int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.sweeps--; q.sweeps == 0 {
+		defer clear(q.doneSince)
+	}
+	for _, id := range ids {
+		if q.closed || q.dirty[id] || q.processing[id] {
+			continue
+		}
+		if at, ok := q.doneSince[id]; ok && at > uint64(mark) {
+			continue
+		}
+		q.dirty[id] = true
+		q.items = append(q.items, id)
+		added++
+	}
+	if added > 0 {
+		q.cond.Broadcast()
+	}
+	return added
 }
 
 // Get blocks until an id is available or the queue is closed (ok false).
@@ -89,6 +139,10 @@ func (q *queue) Done(id wq.ItemID) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.processing, id)
+	q.dones++
+	if q.sweeps > 0 {
+		q.doneSince[id] = q.dones
+	}
 	if q.dirty[id] && !q.closed {
 		q.items = append(q.items, id)
 	}

@@ -41,3 +41,46 @@ func TestQueueNeverHandsOutAnIDTwiceAndRerunsDirtyOnes(t *testing.T) {
 		t.Error("Get after Close returned an id")
 	}
 }
+
+func TestASweepDoesNotRequeueWhatItsWorkerKnowsBetter(t *testing.T) {
+	q := newQueue()
+	running, finished, fresh := wq.NewItemID(), wq.NewItemID(), wq.NewItemID()
+	q.Add(running)
+	q.Add(finished)
+	for range 2 {
+		if _, ok := q.Get(); !ok {
+			t.Fatal("Get found nothing")
+		}
+	}
+	mark := q.BeginSweep() // the sweep's query reads all three as due
+	q.Done(finished)       // its exit was written after the query read it
+	if added := q.AddSwept([]wq.ItemID{running, finished, fresh}, mark); added != 1 {
+		t.Fatalf("AddSwept queued %d ids, want only the one no worker had", added)
+	}
+	if got, _ := q.Get(); got != fresh {
+		t.Fatalf("Get = %v, want the fresh id", got)
+	}
+	q.Done(running)
+	if q.Len() != 0 {
+		t.Fatal("the id being processed when the sweep found it was re-run after Done")
+	}
+	q.Done(fresh)
+
+	// A later sweep knows better than the workers it follows: what it
+	// finds is queued again.
+	mark = q.BeginSweep()
+	if added := q.AddSwept([]wq.ItemID{running, finished}, mark); added != 2 {
+		t.Fatalf("a sweep begun after the ids were done queued %d of them, want 2", added)
+	}
+	if len(q.doneSince) != 0 {
+		t.Fatalf("%d done ids remembered with no sweep running", len(q.doneSince))
+	}
+
+	// A notification still re-runs an id being processed.
+	id, _ := q.Get()
+	q.Add(id)
+	q.Done(id)
+	if q.Len() != 2 {
+		t.Fatalf("Len = %d, want the notified id back in the queue beside the other", q.Len())
+	}
+}

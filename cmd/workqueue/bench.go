@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -63,7 +64,7 @@ same PostgreSQL and prints the ratio.`,
 func newBenchEngineCommand() *cobra.Command {
 	var (
 		items, workers, instances, claimBatch int
-		cpuProfile                            string
+		cpuProfile, memProfile                string
 	)
 	cmd := &cobra.Command{
 		Use:   "engine",
@@ -114,6 +115,14 @@ engine's and the database's. The items stay in the database, idle.`,
 				defer f.Close()
 				b.cpuProfile = f
 			}
+			if memProfile != "" {
+				f, err := os.Create(memProfile)
+				if err != nil {
+					return fmt.Errorf("--memprofile: %w", err)
+				}
+				defer f.Close()
+				b.memProfile = f
+			}
 			r, err := b.engine(cmd.Context(), items, workers, instances)
 			if err != nil {
 				return err
@@ -132,6 +141,7 @@ engine's and the database's. The items stay in the database, idle.`,
 	cmd.Flags().IntVar(&claimBatch, "claim-batch", config.Default().Processing.ClaimBatch,
 		"items claimed in one statement (processing.claim_batch)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the burn-down to this file (go tool pprof reads it)")
+	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write the allocations made during the burn-down to this file (go tool pprof reads it)")
 	return cmd
 }
 
@@ -189,6 +199,7 @@ type bench struct {
 	// bench engine's knobs
 	claimBatch int
 	cpuProfile *os.File // nil: no profile
+	memProfile *os.File // nil: no profile
 }
 
 func newBench(cmd *cobra.Command) (*bench, error) {
@@ -345,6 +356,15 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int) (engi
 			return engineResult{}, err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if b.memProfile != nil {
+		// Every allocation sampled, from here on: the profile is of the
+		// burn-down, not of the seeding.
+		runtime.MemProfileRate = 4096
+		defer func() {
+			runtime.GC()
+			_ = pprof.Lookup("allocs").WriteTo(b.memProfile, 0)
+		}()
 	}
 	peakrss.Reset()
 	start := time.Now()

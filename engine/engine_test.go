@@ -327,6 +327,59 @@ func TestWorkerThatLostItsLeaseCannotWrite(t *testing.T) {
 	})
 }
 
+func TestALongActionKeepsItsLeaseByHeartbeats(t *testing.T) {
+	forEachDB(t, func(t *testing.T, h *harness) {
+		started, release := make(chan struct{}), make(chan struct{})
+		var releaseOnce sync.Once
+		a := h.engine(testConfig("a"), oneAction(func(ctx context.Context, x *wq.Execution) error {
+			close(started)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return markActed(ctx, x)
+		}))
+		b := h.engine(testConfig("b"), oneAction(func(ctx context.Context, x *wq.Execution) error {
+			t.Error("engine b ran an item whose lease engine a kept")
+			return nil
+		}))
+		// Cleanups run last first: this one before the engines stop.
+		t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+		it := h.create(wq.NewItem{})
+		h.start(a)
+		<-started
+		h.start(b)
+		cfg := testConfig("a")
+		// Three leases' worth of time, a heartbeat at a time: each beat
+		// must extend the lease before the next.
+		for step := range 3 * int(cfg.Lease/cfg.Heartbeat) {
+			h.clock.Advance(cfg.Heartbeat)
+			want := h.clock.Now().Add(cfg.Lease - cfg.Heartbeat)
+			deadline := time.Now().Add(10 * time.Second)
+			for h.get(it.ID).LeasedUntil.Before(want) {
+				if time.Now().After(deadline) {
+					t.Fatalf("step %d: lease until %v, want extended past %v", step, h.get(it.ID).LeasedUntil, want)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if _, err := b.Sweep(h.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		releaseOnce.Do(func() { close(release) })
+		h.settle(a)
+		h.settle(b)
+		got := h.get(it.ID)
+		if got.Actionable || got.LeaseOwner != "" || got.Dimensions[wq.DimensionKey{Dimension: "needs_act"}].Status != wq.StatusFalse {
+			t.Errorf("item not finished by engine a with its lease released: %+v", got)
+		}
+		if b.Stats().ActionsExecuted != 0 {
+			t.Errorf("engine b executed %d actions", b.Stats().ActionsExecuted)
+		}
+	})
+}
+
 func TestFailingAuditSinkNeverBreaksProcessing(t *testing.T) {
 	h := newHarness(t, "sqlite")
 	e, err := engine.New(testConfig("a"), h.store, h.clock, panickySink{}, testkit.Quiet())

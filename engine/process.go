@@ -8,8 +8,11 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
 )
@@ -28,6 +31,8 @@ type worker struct {
 	lease wq.Lease
 	typ   *wq.ItemType
 	lost  chan struct{} // closed when the heartbeat finds the lease lost
+	// logger is made by log on first use.
+	logger *slog.Logger
 	// lostCounted makes a loop count one lease loss however many of its
 	// writes find it.
 	lostCounted atomic.Bool
@@ -38,13 +43,12 @@ type worker struct {
 func (e *Engine) process(name string, c wq.Claim) {
 	ctx := e.runCtx
 	id, lease, item := c.Lease.ItemID, c.Lease, c.Item
-	log := e.log.With("item", id, "worker", name)
 	if now := e.clock.Now(); lease.Until.Sub(now) < e.cfg.Lease-e.cfg.Heartbeat {
 		// The claim waited for a worker longer than a heartbeat: extend it
 		// before the work starts, as the heartbeat would have.
 		if err := e.store.ExtendLease(ctx, &lease, now, e.cfg.Lease); err != nil {
 			if !errors.Is(err, wq.ErrLeaseLost) && ctx.Err() == nil {
-				log.Warn("extending a waiting claim failed", "err", err)
+				e.log.Warn("extending a waiting claim failed", "item", id, "worker", name, "err", err)
 			}
 			e.release(lease)
 			return
@@ -58,17 +62,26 @@ func (e *Engine) process(name string, c wq.Claim) {
 	w := &worker{e: e, name: name, lease: lease, typ: typ, lost: make(chan struct{})}
 	itemCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	hbDone := make(chan struct{})
-	go func() { defer close(hbDone); w.heartbeat(itemCtx, cancel) }()
-	end := w.loop(itemCtx, log, item, c.NoEvents)
+	stopHeartbeat := w.startHeartbeat(itemCtx, cancel)
+	end := w.loop(itemCtx, item, c.NoEvents)
 	cancel()
-	<-hbDone
+	stopHeartbeat()
 	switch end {
 	case loopExited: // FinishProcessing released the lease with the exit
 	case loopCrashed: // a simulated death keeps its lease until it expires
 	default:
 		e.release(w.lease)
 	}
+}
+
+// log is the engine's logger with the item and the worker named, made on
+// first use: most loops log nothing, and a burn-down of small items spent
+// a tenth of its allocations making it for every one.
+func (w *worker) log() *slog.Logger {
+	if w.logger == nil {
+		w.logger = w.e.log.With("item", w.lease.ItemID, "worker", w.name)
+	}
+	return w.logger
 }
 
 // release gives up a lease even while shutting down.
@@ -80,32 +93,66 @@ func (e *Engine) release(l wq.Lease) {
 	}
 }
 
-// heartbeat extends the lease every Heartbeat until ctx ends. If the lease
-// was lost it cancels the item's context so that the loop stops writing.
-func (w *worker) heartbeat(ctx context.Context, cancel context.CancelFunc) {
-	lease := w.lease // its own copy: fencing needs only the token, which never changes
-	t := w.e.clock.NewTicker(w.e.cfg.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.Chan():
-			if w.e.faults.heartbeatPaused.Load() {
-				continue
-			}
-			err := w.e.store.ExtendLease(ctx, &lease, w.e.clock.Now(), w.e.cfg.Lease)
-			if errors.Is(err, wq.ErrLeaseLost) {
-				w.countLeaseLost()
-				close(w.lost)
-				cancel()
-				return
-			}
-			if err != nil && ctx.Err() == nil {
-				w.e.log.Warn("heartbeat failed", "item", lease.ItemID, "err", err)
-			}
-		}
+// heartbeat extends a loop's lease every Heartbeat, from a timer rather
+// than a goroutine of its own: most items finish long before their first
+// beat, and a goroutine and a ticker per item were a tenth of the
+// engine's CPU in a burn-down. If the lease was lost it cancels the
+// item's context so that the loop stops writing.
+type heartbeat struct {
+	w      *worker
+	ctx    context.Context
+	cancel context.CancelFunc
+	lease  wq.Lease // its own copy: fencing needs only the token, which never changes
+
+	// mu is held for a whole beat, so that stop returns only once no beat
+	// runs and none will.
+	mu      sync.Mutex
+	stopped bool
+	timer   clockwork.Timer
+}
+
+// startHeartbeat starts beating; the function it returns stops it, after
+// the loop's context is cancelled (which ends a beat's write at once).
+func (w *worker) startHeartbeat(ctx context.Context, cancel context.CancelFunc) (stop func()) {
+	h := &heartbeat{w: w, ctx: ctx, cancel: cancel, lease: w.lease}
+	h.mu.Lock()
+	h.timer = w.e.clock.AfterFunc(w.e.cfg.Heartbeat, h.beat)
+	h.mu.Unlock()
+	return h.stop
+}
+
+func (h *heartbeat) beat() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped || h.ctx.Err() != nil {
+		return
 	}
+	e := h.w.e
+	// The next beat is due a heartbeat after this one began, however
+	// long this one's write takes, as a ticker's would be.
+	h.timer = e.clock.AfterFunc(e.cfg.Heartbeat, h.beat)
+	if e.faults.heartbeatPaused.Load() {
+		return
+	}
+	err := e.store.ExtendLease(h.ctx, &h.lease, e.clock.Now(), e.cfg.Lease)
+	if errors.Is(err, wq.ErrLeaseLost) {
+		h.w.countLeaseLost()
+		close(h.w.lost)
+		h.cancel()
+		h.stopped = true
+		h.timer.Stop()
+		return
+	}
+	if err != nil && h.ctx.Err() == nil {
+		e.log.Warn("heartbeat failed", "item", h.lease.ItemID, "err", err)
+	}
+}
+
+func (h *heartbeat) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopped = true
+	h.timer.Stop()
 }
 
 // loopEnd says how a loop ended.
@@ -120,7 +167,7 @@ const (
 // loop runs drain, decide, execute until the item is idle or something
 // stops it. item is the item as loaded right after the claim; noEvents
 // says the claim found no pending event for it.
-func (w *worker) loop(ctx context.Context, log *slog.Logger, item *wq.Item, noEvents bool) loopEnd {
+func (w *worker) loop(ctx context.Context, item *wq.Item, noEvents bool) loopEnd {
 	e := w.e
 	deadline := e.clock.Now().Add(e.cfg.ItemDeadline)
 	// Every event insert bumps the item's revision, so events need draining
@@ -142,7 +189,7 @@ func (w *worker) loop(ctx context.Context, log *slog.Logger, item *wq.Item, noEv
 		var err error
 		if item == nil {
 			if item, err = e.store.GetItem(ctx, w.lease.ItemID); err != nil {
-				w.writeFailed(ctx, log, "load item", err)
+				w.writeFailed(ctx, "load item", err)
 				return loopStopped
 			}
 		}
@@ -160,7 +207,7 @@ func (w *worker) loop(ctx context.Context, log *slog.Logger, item *wq.Item, noEv
 				return loopCrashed
 			}
 			if err != nil {
-				w.writeFailed(ctx, log, "drain events", err)
+				w.writeFailed(ctx, "drain events", err)
 				return loopStopped
 			}
 			drainedAt = item.Revision
@@ -178,7 +225,7 @@ func (w *worker) loop(ctx context.Context, log *slog.Logger, item *wq.Item, noEv
 		if action == "" {
 			exited, err := e.store.FinishProcessing(ctx, w.lease, item.Revision, now)
 			if err != nil {
-				w.writeFailed(ctx, log, "finish processing", err)
+				w.writeFailed(ctx, "finish processing", err)
 				return loopStopped
 			}
 			if exited {
@@ -192,7 +239,7 @@ func (w *worker) loop(ctx context.Context, log *slog.Logger, item *wq.Item, noEv
 			return loopStopped // backing off: events were applied, the action waits for the sweep
 		}
 		// 3. Execute.
-		next, ok := w.execute(ctx, log, item, action, now)
+		next, ok := w.execute(ctx, item, action, now)
 		if !ok {
 			return loopStopped
 		}
@@ -275,13 +322,13 @@ func safeHandle(ctx context.Context, h wq.EventHandler, item *wq.Item, ev *wq.Ev
 // execute runs one action; it returns whether the loop goes on and, when
 // it knows it without a load, the item's state after the action (nil:
 // load it).
-func (w *worker) execute(ctx context.Context, log *slog.Logger, item *wq.Item, action string, now time.Time) (*wq.Item, bool) {
+func (w *worker) execute(ctx context.Context, item *wq.Item, action string, now time.Time) (*wq.Item, bool) {
 	e := w.e
 	exec, ok := w.typ.Executors[action]
 	if !ok {
 		// An unknown action is a bug in the type: fail the item, record why.
 		err := fmt.Errorf("unknown action %q for item type %s", action, item.ItemType)
-		return nil, w.recordFailure(ctx, log, item, action, err, true) && ctx.Err() == nil
+		return nil, w.recordFailure(ctx, item, action, err, true) && ctx.Err() == nil
 	}
 	writer := &leaseWriter{w: w, item: item, action: action}
 	start := time.Now() // wall time: how long the action really ran
@@ -304,7 +351,7 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, item *wq.Item, a
 		// A failed item goes on to the exit decision, which clears
 		// actionable (DDR-49); an item backing off stops here and stays
 		// actionable for the sweep.
-		return nil, w.recordFailure(ctx, log, item, action, err, errors.Is(err, wq.ErrPermanent)) && ctx.Err() == nil
+		return nil, w.recordFailure(ctx, item, action, err, errors.Is(err, wq.ErrPermanent)) && ctx.Err() == nil
 	}
 	e.audit.WriteAudit(ctx, wq.AuditEntry{Time: e.clock.Now(), EventType: wq.AuditAction, ItemID: item.ID.String(),
 		ItemType: item.ItemType, Actor: w.name, Trigger: map[string]any{"source": "worker", "action": action}})
@@ -312,7 +359,7 @@ func (w *worker) execute(ctx context.Context, log *slog.Logger, item *wq.Item, a
 	// before it (or the item failed, and keeps them).
 	if failing(item) && !writer.terminal {
 		if err := e.store.RecordSuccess(ctx, w.lease, e.clock.Now()); err != nil {
-			w.writeFailed(ctx, log, "record success", err)
+			w.writeFailed(ctx, "record success", err)
 			return nil, false
 		}
 		return nil, true
@@ -367,7 +414,7 @@ func safeExecute(ctx context.Context, exec wq.Executor, x *wq.Execution) (err er
 // least as long as the forge asked (Retry-After), and fails the item only
 // once the item has been failing for GiveUpAfter without a success. It
 // returns whether the item failed.
-func (w *worker) recordFailure(ctx context.Context, log *slog.Logger, item *wq.Item, action string, cause error, fail bool) bool {
+func (w *worker) recordFailure(ctx context.Context, item *wq.Item, action string, cause error, fail bool) bool {
 	e := w.e
 	now := e.clock.Now()
 	transient := !fail && wq.IsTransient(cause)
@@ -390,7 +437,7 @@ func (w *worker) recordFailure(ctx context.Context, log *slog.Logger, item *wq.I
 		f.RetryAfter = now.Add(delay)
 	}
 	if _, err := e.store.RecordFailure(ctx, w.lease, f, now); err != nil {
-		w.writeFailed(ctx, log, "record failure", err)
+		w.writeFailed(ctx, "record failure", err)
 		return false
 	}
 	newState := map[string]any{"attempts": attempts, "transient": transient}
@@ -431,13 +478,13 @@ func (e *Engine) transientBackoff(failing time.Duration) time.Duration {
 
 // writeFailed handles an error from a write of the loop itself: a lost
 // lease is audited as a refused write; anything else is logged.
-func (w *worker) writeFailed(ctx context.Context, log *slog.Logger, op string, err error) {
+func (w *worker) writeFailed(ctx context.Context, op string, err error) {
 	if errors.Is(err, wq.ErrLeaseLost) {
 		w.refused(op)
 		return
 	}
 	if ctx.Err() == nil {
-		log.Error(op+" failed", "err", err)
+		w.log().Error(op+" failed", "err", err)
 	}
 }
 

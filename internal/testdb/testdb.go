@@ -21,6 +21,7 @@ import (
 	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/mr/mrstore"
 	"github.com/workqueue-dev/workqueue/store"
+	"github.com/workqueue-dev/workqueue/store/postgres"
 )
 
 // Kinds lists the databases every store-backed test runs on.
@@ -108,7 +109,10 @@ func OpenURL(t testing.TB, url string) *Store {
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() {
+		checkReadySet(t, db)
+		db.Close()
+	})
 	mrs, err := mrstore.New(db)
 	if err != nil {
 		t.Fatalf("open mr store: %v", err)
@@ -141,5 +145,32 @@ func eachKind(t *testing.T, parallel bool, f func(t *testing.T, kind string)) {
 			}
 			f(t, kind)
 		})
+	}
+}
+
+// checkReadySet fails the test if, at its end, PostgreSQL's work_item_ready
+// (the sweep's set, kept by triggers) differs from the items that are
+// actionable and active, or holds another type or retry time than its
+// item: every test on PostgreSQL checks the triggers for the writes it
+// made.
+func checkReadySet(t testing.TB, db wq.Store) {
+	pg, ok := db.(*postgres.Store)
+	if !ok {
+		return
+	}
+	var bad []string
+	rows, err := pg.Pool().Query(context.Background(), `SELECT coalesce(w.id, r.id)::text FROM work_items w
+		FULL JOIN work_item_ready r ON r.id = w.id
+		WHERE (w.id IS NOT NULL AND w.actionable AND w.phase = 'active') IS DISTINCT FROM (r.id IS NOT NULL)
+		OR (r.id IS NOT NULL AND (r.item_type IS DISTINCT FROM w.item_type OR r.retry_after IS DISTINCT FROM w.retry_after))`)
+	if err == nil {
+		bad, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil {
+		t.Errorf("check work_item_ready: %v", err)
+		return
+	}
+	if len(bad) > 0 {
+		t.Errorf("work_item_ready disagrees with work_items for %d items: %v", len(bad), bad)
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // CountItems counts items by type and phase (over work_items_type_phase)
-// and the actionable backlog by type (over the sweep's partial index).
+// and the actionable backlog by type (over work_item_ready, the sweep's set).
 func (s *Store) CountItems(ctx context.Context, now time.Time) (wq.ItemCounts, error) {
 	var out wq.ItemCounts
 	rows, err := s.pool.Query(ctx, `SELECT item_type, phase, count(*) FROM work_items
@@ -29,9 +29,9 @@ func (s *Store) CountItems(ctx context.Context, now time.Time) (wq.ItemCounts, e
 	if err != nil {
 		return out, fmt.Errorf("count items: %w", translate(err))
 	}
-	rows, err = s.pool.Query(ctx, `SELECT item_type, count(*), min(updated_at) FROM work_items
-		WHERE actionable AND phase = 'active' AND (retry_after IS NULL OR retry_after <= $1)
-		GROUP BY item_type ORDER BY item_type`, now.UTC())
+	rows, err = s.pool.Query(ctx, `SELECT r.item_type, count(*), min(w.updated_at) FROM work_item_ready r JOIN work_items w ON w.id = r.id
+		WHERE r.retry_after IS NULL OR r.retry_after <= $1
+		GROUP BY r.item_type ORDER BY r.item_type`, now.UTC())
 	if err != nil {
 		return out, fmt.Errorf("count actionable items: %w", translate(err))
 	}

@@ -464,10 +464,14 @@ func (s *Store) DueItems(ctx context.Context, types []string, now time.Time, lim
 // return a thousand. The other two paths start from small sets (pending
 // events, deferred rows) and keep no limit of their own: one would let
 // the planner prefer a plan that walks the items to find a first row.
+// That path reads work_item_ready (the actionable active items, kept by
+// triggers: migration 8) and looks up each one's lease; the lateral
+// subquery, kept apart by OFFSET 0, makes that a lookup per ready item
+// whatever the statistics (a merge join walked every item's key).
 const dueItemsSQL = `
-	(SELECT id FROM work_items
-		WHERE actionable AND phase = 'active' AND item_type = ANY($1)
-		AND (retry_after IS NULL OR retry_after <= $2) AND (leased_until IS NULL OR leased_until < $2)
+	(SELECT r.id FROM work_item_ready r,
+		LATERAL (SELECT 1 FROM work_items w WHERE w.id = r.id AND (w.leased_until IS NULL OR w.leased_until < $2) OFFSET 0) free
+		WHERE r.item_type = ANY($1) AND (r.retry_after IS NULL OR r.retry_after <= $2)
 		LIMIT $3)
 	UNION
 	SELECT w.id FROM (SELECT DISTINCT work_item_id FROM pending_events) e JOIN work_items w ON w.id = e.work_item_id

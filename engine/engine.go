@@ -45,7 +45,7 @@ type Config struct {
 	GiveUpAfter   time.Duration
 	BackoffBase   time.Duration // backoff after the first failure; doubles per failure
 	BackoffMax    time.Duration // backoff cap
-	ShutdownGrace time.Duration // how long Stop lets in-flight items finish
+	ShutdownGrace time.Duration // how long Stop lets the actions in flight finish
 	HandledTypes  []string      // item types this instance processes; none means none (DDR-25)
 	// DeliveryRetention is how long a webhook delivery id is remembered,
 	// so that a redelivery within it is stored once. Forges retry for
@@ -277,9 +277,9 @@ func (e *Engine) Stats() Stats {
 	}
 }
 
-// Stop stops the sweep and the intake, lets in-flight items finish within
-// ShutdownGrace (or until ctx ends), then cancels them; every worker
-// releases its lease on the way out (DDR-36).
+// Stop stops the sweep and the intake, lets the actions in flight finish
+// within ShutdownGrace (or until ctx ends; no loop starts another), then
+// cancels them; every worker releases its lease on the way out (DDR-36).
 func (e *Engine) Stop(ctx context.Context) {
 	if !e.started.Load() {
 		return

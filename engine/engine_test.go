@@ -423,6 +423,47 @@ func TestStopReleasesLeasesOfAbandonedItems(t *testing.T) {
 	})
 }
 
+func TestStopEndsALoopOfManyStepsAfterTheActionInFlight(t *testing.T) {
+	forEachDB(t, func(t *testing.T, h *harness) {
+		var runs atomic.Int32
+		started, release := make(chan struct{}), make(chan struct{})
+		typ := oneAction(nil)
+		typ.Decide = func(it *wq.Item, now time.Time) string {
+			if len(it.Dimensions) < 5 {
+				return "act"
+			}
+			return ""
+		}
+		typ.Executors["act"] = func(ctx context.Context, x *wq.Execution) error {
+			if runs.Add(1) == 1 {
+				close(started)
+				<-release // the action in flight when Stop comes
+			}
+			return x.Writer.Apply(context.WithoutCancel(ctx), wq.Change{Dimensions: []wq.DimensionUpdate{
+				dim("needs_act", fmt.Sprint(len(x.Item.Dimensions)), wq.StatusFalse)}})
+		}
+		e := h.engine(testConfig("a"), typ)
+		it := h.create(wq.NewItem{})
+		h.start(e)
+		<-started
+		stopped := make(chan struct{})
+		go func() { e.Stop(context.Background()); close(stopped) }() // the grace is on the fake clock: it never ends
+		close(release)
+		select {
+		case <-stopped:
+		case <-time.After(20 * time.Second):
+			t.Fatal("Stop waited for the item's remaining steps")
+		}
+		got := h.get(it.ID)
+		if n := runs.Load(); n != 1 || len(got.Dimensions) != 1 {
+			t.Errorf("%d actions ran, %d steps written; want the one in flight only", n, len(got.Dimensions))
+		}
+		if !got.LeasedUntil.IsZero() || got.LeaseOwner != "" || !got.Actionable || got.Phase != wq.PhaseActive {
+			t.Errorf("the item was not released for the next instance: %+v", got)
+		}
+	})
+}
+
 func TestItemDeadlineYieldsTheWorker(t *testing.T) {
 	forEachDB(t, func(t *testing.T, h *harness) {
 		var runs atomic.Int32

@@ -178,7 +178,11 @@ func (w *worker) loop(ctx context.Context, item *wq.Item, noEvents bool) loopEnd
 		drainedAt = item.Revision // nothing to drain at this revision
 	}
 	for {
-		if ctx.Err() != nil {
+		// Stopping, the loop takes no new step: the action in flight
+		// finishes within the grace, and the item, still actionable, is
+		// released for the next instance (an item of many steps held
+		// every shutdown for the whole grace).
+		if ctx.Err() != nil || e.stopping.Load() {
 			return loopStopped
 		}
 		if e.clock.Now().After(deadline) {

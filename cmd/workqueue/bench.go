@@ -105,23 +105,21 @@ engine's and the database's. The items stay in the database, idle.`,
 				return usageError{fmt.Errorf("--claim-batch: want 1 to 1000 (processing.claim_batch), got %d", claimBatch)}
 			}
 			b.claimBatch = claimBatch
-			if cpuProfile != "" {
-				// Made now, so that a path that cannot be written fails
-				// before the seeding.
-				f, err := os.Create(cpuProfile)
+			// Profiles' files are made now, so that a path that cannot be
+			// written fails before the seeding.
+			for _, p := range []struct {
+				flag, path string
+				dst        **os.File
+			}{{"--cpuprofile", cpuProfile, &b.cpuProfile}, {"--memprofile", memProfile, &b.memProfile}} {
+				if p.path == "" {
+					continue
+				}
+				f, err := os.Create(p.path)
 				if err != nil {
-					return fmt.Errorf("--cpuprofile: %w", err)
+					return fmt.Errorf("%s: %w", p.flag, err)
 				}
 				defer f.Close()
-				b.cpuProfile = f
-			}
-			if memProfile != "" {
-				f, err := os.Create(memProfile)
-				if err != nil {
-					return fmt.Errorf("--memprofile: %w", err)
-				}
-				defer f.Close()
-				b.memProfile = f
+				*p.dst = f
 			}
 			r, err := b.engine(cmd.Context(), items, workers, instances)
 			if err != nil {
@@ -358,8 +356,9 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int) (engi
 		defer pprof.StopCPUProfile()
 	}
 	if b.memProfile != nil {
-		// Every allocation sampled, from here on: the profile is of the
-		// burn-down, not of the seeding.
+		// One sample per 4 KiB allocated (the default is per 512 KiB),
+		// from here on: the profile is of the burn-down, not of the
+		// seeding.
 		runtime.MemProfileRate = 4096
 		defer func() {
 			runtime.GC()

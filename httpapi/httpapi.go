@@ -31,6 +31,7 @@ type Server struct {
 	items    *service.Items
 	webhooks *service.Webhooks
 	auth     auth.Authenticator
+	limiter  *auth.FailureLimiter // nil: failed authentications are not limited
 	log      *slog.Logger
 	audit    wq.AuditSink
 	// proxyHeader carries an OAuth proxy's access token to GET /me (DDR-27).

@@ -53,13 +53,9 @@ func (s *Server) authenticatedEither(perm, alt auth.Permission, h http.HandlerFu
 			s.Error(w, r, wq.Errorf(wq.EUNAUTHORIZED, "a bearer token is required (Authorization: Bearer <token>)"))
 			return
 		}
-		caller, err := s.auth.Authenticate(r.Context(), token)
+		caller, err := s.authenticate(r, token)
 		if err != nil {
-			if wq.ErrorCode(err) == wq.EUNAUTHORIZED {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="workqueue", error="invalid_token"`)
-			}
-			s.decision(r, nil, perm, false, wq.ErrorMessage(err))
-			s.Error(w, r, err)
+			s.refuseToken(w, r, perm, err)
 			return
 		}
 		if perm != "" && !caller.Can(perm) && (alt == "" || !caller.Can(alt)) {

@@ -33,6 +33,7 @@ type Metrics struct {
 	auditFailed       *prometheus.CounterVec
 	auditDropped      *prometheus.CounterVec
 	storeErrors       *prometheus.CounterVec
+	authThrottled     prometheus.Counter
 }
 
 // Execution outcomes (Executed).
@@ -105,6 +106,8 @@ func New() *Metrics {
 			"Audit entries a sink gave up on and lost, by sink.", "sink"),
 		storeErrors: f.counter("workqueue_metrics_store_errors_total",
 			"Scrape-time store counts that failed (the last values are kept), by source (items, control_plane).", "source"),
+		authThrottled: f.plainCounter("workqueue_auth_throttled_total",
+			"Authentication attempts refused unvalidated (429) because their client address failed too often (auth.failure_limit)."),
 	}
 }
 
@@ -258,6 +261,15 @@ func (m *Metrics) AuditDropped(sink string, n int) {
 		return
 	}
 	m.auditDropped.WithLabelValues(sink).Add(float64(n))
+}
+
+// AuthThrottled counts one authentication attempt refused because its
+// client address failed too often (auth.FailureLimiter).
+func (m *Metrics) AuthThrottled() {
+	if m == nil {
+		return
+	}
+	m.authThrottled.Inc()
 }
 
 // statusClass is a response's status class, or "error" without one.

@@ -49,6 +49,7 @@ func TestANilMetricsDoesNothing(t *testing.T) {
 	m.AuditWritten("s3")
 	m.AuditFailed("s3")
 	m.AuditDropped("s3", 2)
+	m.AuthThrottled()
 	m.WatchItems(nil, nil, nil)
 	if rt := m.ForgeTransport("gitea", "gitea", http.DefaultTransport); rt != http.DefaultTransport {
 		t.Errorf("a nil Metrics wraps the transport: %T", rt)
@@ -96,6 +97,8 @@ func TestTypedMethodsMoveTheirSeries(t *testing.T) {
 	m.AuditWritten("s3")
 	m.AuditFailed("s3")
 	m.AuditDropped("s3", 5)
+	m.AuthThrottled()
+	m.AuthThrottled()
 	wantLines(t, exposition(t, m),
 		`workqueue_executions_total{action="ensure_mr",item_type="mr",outcome="succeeded"} 1`,
 		`workqueue_executions_total{action="ensure_mr",item_type="mr",outcome="transient"} 1`,
@@ -114,6 +117,7 @@ func TestTypedMethodsMoveTheirSeries(t *testing.T) {
 		`workqueue_audit_entries_written_total{sink="s3"} 1`,
 		`workqueue_audit_write_failures_total{sink="s3"} 1`,
 		`workqueue_audit_entries_dropped_total{sink="s3"} 5`,
+		`workqueue_auth_throttled_total 2`,
 	)
 }
 

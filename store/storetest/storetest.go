@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite every store driver passes
 // (the pattern of River's riverdrivertest), by area: items, leases,
-// events, admin, sweep, each a function of its own below. Add a store
+// events, admin, sweep, secrets, each a function of its own below. Add a store
 // method, add its test to its area in the same change.
 package storetest
 
@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 	t.Run("counts", func(t *testing.T) { counts(t, open) })
 	t.Run("writes together", func(t *testing.T) { together(t, open) })
 	t.Run("handlers", func(t *testing.T) { handlers(t, open) })
+	t.Run("secrets", func(t *testing.T) { secrets(t, open) })
 }
 
 // ctx is the suite's context.

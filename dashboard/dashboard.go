@@ -3,7 +3,8 @@
 // trail, and the control plane's sessions, work, leases and allocations,
 // under /ui/. It calls the same services as the API (service.Items,
 // controlplane.Service) with the same tokens and rules: a person logs in
-// with a bearer token, which an HttpOnly cookie carries from then on.
+// with a bearer token, which an HttpOnly cookie carries from then on,
+// sealed with authenticated encryption under the service's cookie key.
 // Every form is protected against cross-site requests twice: by
 // net/http's cross-origin protection and by a token bound to the session.
 // It names no item type: a type's detail is shown as the JSON it renders.
@@ -23,6 +24,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,13 +62,22 @@ type Options struct {
 	// ProxyAccessTokenHeader names the header in which an OAuth proxy
 	// passes the session's access token to GET /ui/login/proxy (DDR-27).
 	ProxyAccessTokenHeader string
-	Log                    *slog.Logger
-	Clock                  clockwork.Clock // nil: the real clock
+	// CookieKey is the secret the session cookies' key is derived from
+	// (at least MinCookieKeyBytes): configured, or StoredCookieKey's, so
+	// that every instance accepts every other's cookies. Empty: a random
+	// key of this process only (sessions end when it stops).
+	CookieKey []byte
+	// Limiter, when set, limits failed logins per client address, shared
+	// with the API (httpapi.Server.SetFailureLimiter).
+	Limiter *auth.FailureLimiter
+	Log     *slog.Logger
+	Clock   clockwork.Clock // nil: the real clock
 }
 
 // Dashboard serves the pages.
 type Dashboard struct {
 	o       Options
+	sealer  *sealer
 	log     *slog.Logger
 	pages   map[string]*template.Template
 	handler http.Handler
@@ -78,8 +89,9 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-// Cookie names. The session cookie holds a nonce and the bearer token;
-// it is HttpOnly, so no script reads it, and scoped to the dashboard.
+// Cookie names. The session cookie seals a login nonce, an expiry and
+// the bearer token (session.go); it is HttpOnly, so no script reads it,
+// and scoped to the dashboard.
 const (
 	sessionCookie = "wq_session"
 	loginCookie   = "wq_login" // the login form's own CSRF token, before there is a session
@@ -100,7 +112,15 @@ func New(o Options) (*Dashboard, error) {
 	if o.Clock == nil {
 		o.Clock = clockwork.NewRealClock()
 	}
-	d := &Dashboard{o: o, log: o.Log.With("component", "dashboard"), pages: map[string]*template.Template{}}
+	if len(o.CookieKey) == 0 {
+		o.CookieKey = make([]byte, 32)
+		rand.Read(o.CookieKey)
+	}
+	sealer, err := newSealer(o.CookieKey)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dashboard{o: o, sealer: sealer, log: o.Log.With("component", "dashboard"), pages: map[string]*template.Template{}}
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
@@ -200,29 +220,35 @@ func (d *Dashboard) setCookie(w http.ResponseWriter, r *http.Request, name, valu
 		HttpOnly: true, Secure: d.secure(r), SameSite: http.SameSiteStrictMode})
 }
 
-// sessionCookieValue encodes a login: nonce "." base64url(token).
-func sessionCookieValue(nonce, token string) string {
-	return nonce + "." + base64.RawURLEncoding.EncodeToString([]byte(token))
-}
-
-// readSession authenticates the session cookie's token as the API would
-// authenticate it in a header. ok is false without a usable cookie.
+// readSession opens the session cookie and authenticates its token as
+// the API would authenticate it in a header. ok is false without a
+// cookie this service sealed, unexpired, whose token is still accepted.
+// The failure limiter is not asked: only the service makes these
+// cookies, so nobody guesses tokens through them.
 func (d *Dashboard) readSession(r *http.Request) (s *session, ok bool) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
 		return nil, false
 	}
-	nonce, encoded, found := strings.Cut(c.Value, ".")
-	raw, err := base64.RawURLEncoding.DecodeString(encoded)
-	if !found || nonce == "" || err != nil || len(raw) == 0 {
-		return nil, false
-	}
-	token := string(raw)
-	caller, err := d.o.Auth.Authenticate(r.Context(), token)
+	sealed, err := d.sealer.open(c.Value, d.o.Clock.Now())
 	if err != nil {
 		return nil, false
 	}
-	return &session{caller: caller, csrf: csrfToken(token, nonce)}, true
+	caller, err := d.o.Auth.Authenticate(r.Context(), sealed.token)
+	if err != nil {
+		return nil, false
+	}
+	return &session{caller: caller, csrf: csrfToken(sealed.token, sealed.nonce)}, true
+}
+
+// authenticate checks a token a person presents to log in, through the
+// failure limiter when there is one (the client address is
+// r.RemoteAddr's host, as for the API).
+func (d *Dashboard) authenticate(r *http.Request, token string) (*auth.Caller, error) {
+	if d.o.Limiter == nil {
+		return d.o.Auth.Authenticate(r.Context(), token)
+	}
+	return d.o.Limiter.Authenticate(r.Context(), d.o.Auth, r.RemoteAddr, token)
 }
 
 // get wraps a page: without a valid session, the person is sent to log in
@@ -265,7 +291,18 @@ func (d *Dashboard) refuse(r *http.Request, c *auth.Caller, why string) {
 	d.decision(r, c, false, why)
 }
 
+// refuseThrottled audits a login the failure limiter refused, with the
+// client address it counted.
+func (d *Dashboard) refuseThrottled(r *http.Request, th *auth.ThrottledError) {
+	d.audit(r, nil, false, auth.ReasonThrottled+": too many failed authentications from this address",
+		map[string]any{"client": th.Client, "retry_after_seconds": th.RetryAfterSeconds()})
+}
+
 func (d *Dashboard) decision(r *http.Request, c *auth.Caller, allowed bool, why string) {
+	d.audit(r, c, allowed, why, nil)
+}
+
+func (d *Dashboard) audit(r *http.Request, c *auth.Caller, allowed bool, why string, extra map[string]any) {
 	if d.o.Audit == nil {
 		return
 	}
@@ -280,6 +317,9 @@ func (d *Dashboard) decision(r *http.Request, c *auth.Caller, allowed bool, why 
 	if c != nil {
 		e.Actor = c.Identity
 		e.Metadata["kind"], e.Metadata["rules"] = c.Kind, c.Rules()
+	}
+	for k, v := range extra {
+		e.Metadata[k] = v
 	}
 	d.o.Audit.WriteAudit(r.Context(), e)
 }
@@ -346,7 +386,15 @@ func (d *Dashboard) startSession(w http.ResponseWriter, r *http.Request, token, 
 		d.showLogin(w, r, http.StatusUnauthorized, "Enter a token.")
 		return
 	}
-	caller, err := d.o.Auth.Authenticate(r.Context(), token)
+	caller, err := d.authenticate(r, token)
+	var throttled *auth.ThrottledError
+	if errors.As(err, &throttled) {
+		d.refuseThrottled(r, throttled)
+		w.Header().Set("Retry-After", strconv.Itoa(throttled.RetryAfterSeconds()))
+		d.showLogin(w, r, http.StatusTooManyRequests, fmt.Sprintf(
+			"Too many failed logins from your address: try again in %d seconds.", throttled.RetryAfterSeconds()))
+		return
+	}
 	if err != nil {
 		d.refuse(r, nil, wq.ErrorMessage(err))
 		msg := "That token is not accepted."
@@ -356,7 +404,7 @@ func (d *Dashboard) startSession(w http.ResponseWriter, r *http.Request, token, 
 		d.showLogin(w, r, http.StatusUnauthorized, msg)
 		return
 	}
-	value := sessionCookieValue(randomString(), token)
+	value := d.sealer.seal(token, d.o.Clock.Now().Add(sessionTTL))
 	if len(sessionCookie)+len(value) > maxCookieBytes {
 		d.showLogin(w, r, http.StatusUnprocessableEntity, "That token is too long for a browser cookie; use the API with it.")
 		return

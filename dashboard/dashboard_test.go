@@ -41,6 +41,7 @@ type world struct {
 	t      *testing.T
 	ctx    context.Context
 	base   string
+	server http.Handler // what base serves, for requests from other addresses
 	clock  *clockwork.FakeClock
 	store  wq.Store
 	cps    *cp.Service
@@ -87,6 +88,10 @@ func newWorldWith(t *testing.T, edit func(*dashboard.Options)) *world {
 		t.Fatal(err)
 	}
 	api.SetDashboard(dash)
+	if opts.Limiter != nil {
+		api.SetFailureLimiter(opts.Limiter) // as serve shares it
+	}
+	w.server = api
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	w.base = srv.URL

@@ -27,6 +27,15 @@ type Auth struct {
 	// GET /me sets to the session's access token (DDR-27), e.g.
 	// X-Forwarded-Access-Token. Empty: /me takes bearer tokens only.
 	ProxyAccessTokenHeader string `yaml:"proxy_access_token_header"`
+	// FailureLimit is how many failed authentications one client address
+	// (the connection's, an IPv6 address's /64) may make within the
+	// failure window before its further attempts are answered 429 with
+	// Retry-After, their tokens not looked at; a token that authenticated
+	// recently still passes. 0 turns the limit off.
+	FailureLimit int `yaml:"failure_limit"`
+	// FailureWindow is how long a failed authentication counts against
+	// the failure limit.
+	FailureWindow Duration `yaml:"failure_window"`
 }
 
 // Rule is one auth rule: groups, or issuer and claims.
@@ -81,6 +90,12 @@ func (c Config) validateAuth(bad func(field, format string, args ...any)) {
 	}
 	if a.Introspection.TTL < 0 || a.Introspection.TTL > Duration(time.Hour) {
 		bad("auth.introspection.ttl", "want between 0 and 1h (a revoked token is honoured this long), got %s", time.Duration(a.Introspection.TTL))
+	}
+	if a.FailureLimit < 0 || a.FailureLimit > 100000 {
+		bad("auth.failure_limit", "want between 0 (no limit) and 100000, got %d", a.FailureLimit)
+	}
+	if a.FailureWindow < Duration(time.Second) || a.FailureWindow > Duration(24*time.Hour) {
+		bad("auth.failure_window", "want between 1s and 24h, got %s", time.Duration(a.FailureWindow))
 	}
 	if h := a.ProxyAccessTokenHeader; h != "" && !headerName.MatchString(h) {
 		bad("auth.proxy_access_token_header", "want a header name, got %q", h)

@@ -34,6 +34,7 @@ func (c Config) Secrets() []SecretRef {
 	}
 	add("incidents.sentry.secret", c.Incidents.Sentry.SecretEnv, c.Incidents.Sentry.SecretFile, false)
 	add("incidents.glitchtip.secret", c.Incidents.GlitchTip.SecretEnv, c.Incidents.GlitchTip.SecretFile, false)
+	add("dashboard.cookie_key", c.Dashboard.CookieKeyEnv, c.Dashboard.CookieKeyFile, false)
 	for i, s := range c.Audit.Sinks {
 		if s.Kind == AuditS3 {
 			field := fmt.Sprintf("audit.sinks[%d]", i)

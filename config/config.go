@@ -20,6 +20,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/store"
 )
@@ -65,6 +66,8 @@ type Config struct {
 	Herder Herder `yaml:"herder"`
 	// Metrics configures the Prometheus metrics (config/metrics.go).
 	Metrics Metrics `yaml:"metrics"`
+	// Dashboard configures the web dashboard (config/dashboard.go).
+	Dashboard Dashboard `yaml:"dashboard"`
 }
 
 // Processing tunes the engine; see engine.Config for each field's meaning.
@@ -155,7 +158,8 @@ func Default() Config {
 		Log:   Log{Level: "info", Format: "text"},
 		Audit: defaultAudit(),
 		Auth: Auth{JWT: JWT{Leeway: Duration(30 * time.Second), MinRefresh: Duration(time.Minute)},
-			Introspection: Introspection{TTL: Duration(5 * time.Minute)}},
+			Introspection: Introspection{TTL: Duration(5 * time.Minute)},
+			FailureLimit:  auth.DefaultFailureLimit, FailureWindow: Duration(auth.DefaultFailureWindow)},
 		MR: MR{
 			ReconcileInterval:    Duration(30 * time.Minute),
 			MergeRecheckInterval: Duration(time.Minute),
@@ -360,6 +364,7 @@ func (c Config) Validate() error {
 	c.validateIncidents(bad)
 	c.Herder.validate(bad)
 	c.validateMetrics(bad)
+	c.validateDashboard(bad)
 	return errors.Join(errs...)
 }
 

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"fmt"
+
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/auth"
@@ -25,11 +28,16 @@ func (m *Main) withDashboardTrail(sink wq.AuditSink) wq.AuditSink {
 }
 
 // serveDashboard mounts the web dashboard at /ui/ on api, with the API's
-// authenticator and services.
-func (m *Main) serveDashboard(api *httpapi.Server, items *service.Items, cps *controlplane.Service, authn auth.Authenticator, sink wq.AuditSink) error {
+// authenticator, failure limiter and services.
+func (m *Main) serveDashboard(ctx context.Context, api *httpapi.Server, items *service.Items, cps *controlplane.Service,
+	authn auth.Authenticator, limiter *auth.FailureLimiter, sink wq.AuditSink) error {
+	key, err := m.cookieKey(ctx)
+	if err != nil {
+		return err
+	}
 	opts := dashboard.Options{Items: items, ControlPlane: cps, Auth: authn, Audit: audit.Safe(sink, m.Log),
 		PublicURL: m.Config.PublicURL, ProxyAccessTokenHeader: m.Config.Auth.ProxyAccessTokenHeader,
-		Log: m.Log, Clock: m.Clock}
+		CookieKey: key, Limiter: limiter, Log: m.Log, Clock: m.Clock}
 	if m.dashboardTrail != nil {
 		opts.Trail = m.dashboardTrail
 	}
@@ -39,4 +47,23 @@ func (m *Main) serveDashboard(api *httpapi.Server, items *service.Items, cps *co
 	}
 	api.SetDashboard(d)
 	return nil
+}
+
+// cookieKey is the secret the dashboard seals its session cookies under:
+// the configured one (dashboard.cookie_key_env or _file), else the one
+// kept in the database, made by the first instance that starts, so that
+// every instance on the database accepts the others' cookies.
+func (m *Main) cookieKey(ctx context.Context) ([]byte, error) {
+	key, err := m.Config.Dashboard.CookieKey()
+	if err != nil || key != nil {
+		if err != nil {
+			err = fmt.Errorf("config: %w", err)
+		}
+		return key, err
+	}
+	secrets, ok := m.Store.(wq.SecretStore)
+	if !ok {
+		return nil, fmt.Errorf("dashboard: the %T store keeps no secrets: configure dashboard.cookie_key_env or cookie_key_file", m.Store)
+	}
+	return dashboard.StoredCookieKey(ctx, secrets, m.Clock.Now())
 }

@@ -195,7 +195,15 @@ func (m *Main) Run(ctx context.Context) error {
 	api.SetAudit(audit.Safe(sink, m.Log))
 	api.SetClock(m.Clock)
 	api.SetControlPlane(cps)
-	if err := m.serveDashboard(api, items, cps, authn, sink); err != nil {
+	// One limiter of failed authentications for the API and the
+	// dashboard, so that a guesser's failures on either count together.
+	var limiter *auth.FailureLimiter
+	if a := m.Config.Auth; a.FailureLimit > 0 {
+		limiter = auth.NewFailureLimiter(auth.LimiterOptions{Limit: a.FailureLimit, Window: time.Duration(a.FailureWindow),
+			Clock: m.Clock, Metrics: m.Metrics})
+	}
+	api.SetFailureLimiter(limiter)
+	if err := m.serveDashboard(ctx, api, items, cps, authn, limiter, sink); err != nil {
 		return err
 	}
 	// The same tools for agents over MCP at /mcp, each call made on api

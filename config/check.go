@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -63,6 +64,28 @@ func (r SecretRef) Status() (status string, ok bool) {
 		return fmt.Sprintf("file %s: readable", r.File), true
 	}
 	return "not configured", !r.Required
+}
+
+// Notes say in words what some settings allow, for config check to
+// print beside the resolved file: who may write without the control
+// plane's say, and whether token guessing is limited.
+func (c Config) Notes() []string {
+	var out []string
+	switch {
+	case !c.ControlPlane.RequireAssignment:
+		out = append(out, "agent-only tokens may submit changes without an assignment (control_plane.require_assignment: false): nothing binds their writes to work the control plane gave them")
+	case len(c.ControlPlane.Repos) == 0:
+		out = append(out, "agent-only tokens submit changes only for an assignment (control_plane.require_assignment: true, the default), and with no control_plane.repos there is no work to assign: they cannot submit")
+	default:
+		out = append(out, "agent-only tokens submit changes only for an assignment (control_plane.require_assignment: true, the default)")
+	}
+	if c.Auth.FailureLimit == 0 {
+		out = append(out, "failed authentications are not limited (auth.failure_limit: 0): tokens may be guessed as fast as the service answers")
+	} else {
+		out = append(out, fmt.Sprintf("a client address with %d failed authentications within %s is answered 429 until they age out (auth.failure_limit, auth.failure_window)",
+			c.Auth.FailureLimit, time.Duration(c.Auth.FailureWindow)))
+	}
+	return out
 }
 
 // ItemTypes are the item types this build can process: serve registers

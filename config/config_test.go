@@ -322,10 +322,35 @@ func TestControlPlaneDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Agent-only callers need an assignment unless the file says
+	// otherwise (issue 25).
 	want := config.ControlPlane{SyncInterval: config.Duration(10 * time.Minute), LeaseTTL: config.Duration(30 * time.Minute),
-		SessionTTL: config.Duration(15 * time.Minute)}
+		SessionTTL: config.Duration(15 * time.Minute), RequireAssignment: true}
 	if diff := cmp.Diff(want, cfg.ControlPlane); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestAnExplicitFalseLetsAgentsSubmitWithoutAnAssignmentAndSaysSo(t *testing.T) {
+	for _, tc := range []struct {
+		doc     string
+		require bool
+		note    string
+	}{
+		{"", true, "agent-only tokens submit changes only for an assignment (control_plane.require_assignment: true, the default), and with no control_plane.repos"},
+		{"control_plane: {require_assignment: true}", true, "only for an assignment"},
+		{"control_plane: {require_assignment: false}", false, "agent-only tokens may submit changes without an assignment (control_plane.require_assignment: false)"},
+	} {
+		cfg, err := config.Parse(strings.NewReader(tc.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.ControlPlane.RequireAssignment != tc.require {
+			t.Errorf("%q: require_assignment %v, want %v", tc.doc, cfg.ControlPlane.RequireAssignment, tc.require)
+		}
+		if notes := strings.Join(cfg.Notes(), "\n"); !strings.Contains(notes, tc.note) {
+			t.Errorf("%q: the notes do not say %q:\n%s", tc.doc, tc.note, notes)
+		}
 	}
 }
 
@@ -380,7 +405,7 @@ func TestTheExamplesControlPlaneSectionLoadsUncommented(t *testing.T) {
 	want := config.ControlPlane{Repos: []config.ControlPlaneRepo{{Forge: "gitea", Match: "demo/**"}},
 		SyncInterval: config.Duration(10 * time.Minute), LeaseTTL: config.Duration(30 * time.Minute),
 		SessionTTL: config.Duration(15 * time.Minute), BlockedLabels: []string{"do-not-automate"},
-		PriorityLabels: []string{"priority/high", "priority/medium"}}
+		PriorityLabels: []string{"priority/high", "priority/medium"}, RequireAssignment: true}
 	if diff := cmp.Diff(want, cfg.ControlPlane); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

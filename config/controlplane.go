@@ -30,7 +30,8 @@ type ControlPlane struct {
 	PriorityLabels []string `yaml:"priority_labels"`
 	// RequireAssignment makes a caller whose only way to submit is its
 	// permission agent name an assignment in every change it submits, so
-	// that no agent writes to a repository outside the work it was given.
+	// that no agent writes to a repository outside the work it was given
+	// (default true; false lets agent-only tokens submit any change).
 	RequireAssignment bool `yaml:"require_assignment"`
 }
 
@@ -51,7 +52,7 @@ const minTTL = time.Minute
 
 func defaultControlPlane() ControlPlane {
 	return ControlPlane{SyncInterval: Duration(10 * time.Minute), LeaseTTL: Duration(30 * time.Minute),
-		SessionTTL: Duration(15 * time.Minute)}
+		SessionTTL: Duration(15 * time.Minute), RequireAssignment: true}
 }
 
 func (c Config) validateControlPlane(bad func(field, format string, args ...any)) {

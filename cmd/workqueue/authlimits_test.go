@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -35,6 +37,61 @@ func serveYAML(t *testing.T, doc string) string {
 	}
 	t.Cleanup(func() { m.Close() })
 	return "http://" + m.Addr()
+}
+
+// postJSON sends body as JSON with a bearer token and decodes the answer.
+func postJSON(t *testing.T, u, token string, body any) (int, map[string]any, http.Header) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", u, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out, resp.Header
+}
+
+const unreachedForge = `forges: [{name: gitea, kind: gitea, url: 'http://127.0.0.1:1', token_env: WQ_TEST_UNREACHED_TOKEN}]
+projects: [{match: 'team/**', forge: gitea}]
+control_plane: {repos: [{forge: gitea, match: 'team/**'}], sync_interval: 1h%s}
+`
+
+// Issue 25: with the control plane configured, an agent-only token
+// submits only for an assignment unless the file says
+// require_assignment: false, and config check says which.
+func TestAgentOnlyTokensSubmitOnlyForAnAssignmentUnlessTheFileSaysOtherwise(t *testing.T) {
+	agent, agentHash, _ := auth.NewToken()
+	tokens := "auth: {tokens: [{name: agents, sha256: " + agentHash + ", permissions: [agent]}]}\n"
+	sub := map[string]any{"item_type": "mr", "forge": "gitea", "project": "team/app", "source_branch": "workqueue/unassigned",
+		"target_branch": "main", "title": "T", "file_actions": []map[string]any{{"action": "create", "file_path": "a.txt", "content": "a\n"}}}
+	for _, tc := range []struct {
+		name, setting string
+		status        int
+		reason, note  string
+	}{
+		{"by default", "", http.StatusForbidden, "assignment_required",
+			"agent-only tokens submit changes only for an assignment (control_plane.require_assignment: true, the default)"},
+		{"with an explicit false", ", require_assignment: false", http.StatusCreated, "",
+			"agent-only tokens may submit changes without an assignment (control_plane.require_assignment: false)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := tokens + strings.Replace(unreachedForge, "%s", tc.setting, 1)
+			base := serveYAML(t, doc)
+			status, out, _ := postJSON(t, base+"/api/v1/items", agent, sub)
+			if status != tc.status || (tc.reason != "" && out["reason"] != tc.reason) {
+				t.Errorf("an agent-only submission without assignment_id: %d %v; want %d %q", status, out, tc.status, tc.reason)
+			}
+			printed, _, _ := runCLI(t, "config", "check", writeConfig(t, doc))
+			if !strings.Contains(printed, tc.note) {
+				t.Errorf("config check does not say %q:\n%s", tc.note, printed)
+			}
+		})
+	}
 }
 
 var loginCSRF = regexp.MustCompile(`name="csrf" value="([^"]+)"`)

@@ -31,7 +31,10 @@ Every problem is reported at once, before anything touches a database,
 each naming its field and the line of the file: unknown keys (with the
 key you probably meant), values of the wrong shape, invalid values,
 secrets that are unset or unreadable, handled_types this build cannot
-process, projects whose forge is not configured. Warnings (items the API
+process, projects whose forge is not configured. It also says what the
+file allows: whether agent-only tokens may submit changes without an
+assignment (control_plane.require_assignment: false), and how failed
+authentications are limited. Warnings (items the API
 takes that no instance here processes) do not fail the check. With
 --online it also calls each forge: whether it answers, whether the
 token is accepted, and whether the token can reach a project each
@@ -66,8 +69,12 @@ FILE defaults to $WORKQUEUE_CONFIG.`,
 				if problems == nil {
 					problems = config.Problems{}
 				}
-				err := printOutput(out, output, map[string]any{"file": file, "ok": len(problems.Errors()) == 0,
-					"problems": problems, "secrets": secrets}, nil)
+				report := map[string]any{"file": file, "ok": len(problems.Errors()) == 0,
+					"problems": problems, "secrets": secrets}
+				if len(cfg.Listen) > 0 {
+					report["notes"] = cfg.Notes()
+				}
+				err := printOutput(out, output, report, nil)
 				if err == nil && len(problems.Errors()) > 0 {
 					err = exitError{code: exitFailed}
 				}
@@ -84,6 +91,10 @@ FILE defaults to $WORKQUEUE_CONFIG.`,
 						status, _ := r.Status()
 						fmt.Fprintf(out, "#   %s: %s\n", r.Field, status)
 					}
+				}
+				fmt.Fprintln(out, "\n# what it allows")
+				for _, n := range cfg.Notes() {
+					fmt.Fprintf(out, "#   %s\n", n)
 				}
 			}
 			if warnings := problems.Warnings(); len(warnings) > 0 {

@@ -51,6 +51,7 @@ const (
 	AuditItemCancelRequested = "item_cancel_requested" // the type winds the item down itself (ItemType.CancelDimension)
 	AuditAuthAllowed         = "auth_allowed"
 	AuditAuthRefused         = "auth_refused"
+	AuditSubmitRefused       = "submit_refused" // a submission refused for whose item it would change (owner_conflict)
 
 	// The webhook receiver.
 	AuditWebhookStored = "webhook_stored"

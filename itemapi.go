@@ -20,10 +20,13 @@ type ItemAPI interface {
 	Decode(body []byte) (Submission, error)
 
 	// Submit validates s against its scope's configuration, inspects it,
-	// and upserts its item for caller: it returns the item and the result
+	// and upserts its item for by: it returns the item and the result
 	// (SubmitCreated, SubmitUnchanged, SubmitUpdated, SubmitRetried).
-	// Nothing is stored on an error.
-	Submit(ctx context.Context, s Submission, caller string, now time.Time) (*Item, SubmitResult, error)
+	// Nothing is stored on an error. An item that is not finished belongs
+	// to the identity that created it: a submission of another identity
+	// for its key is refused (ECONFLICT, ReasonOwnerConflict) unless the type finds it
+	// entitled (an admin, say).
+	Submit(ctx context.Context, s Submission, by Submitter, now time.Time) (*Item, SubmitResult, error)
 
 	// Detail returns the API's view of an item's detail, encoded as the
 	// item's "detail" member; nil for a type without one.
@@ -33,6 +36,17 @@ type ItemAPI interface {
 	// that the type starts over where it must.
 	RetryDimensions(it *Item) []DimensionUpdate
 }
+
+// Submitter is who submits: the authenticated caller's identity, and
+// whether it is an admin (who may change any caller's item).
+type Submitter struct {
+	Identity string
+	Admin    bool
+}
+
+// ReasonOwnerConflict is the reason of a submission refused because an
+// unfinished item of its key belongs to another identity.
+const ReasonOwnerConflict = "owner_conflict"
 
 // Summarizer is an optional part of an ItemAPI: a short view of many
 // items at once (a title and a link, say), which item lists

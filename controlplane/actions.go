@@ -73,8 +73,23 @@ func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*Action
 	if (req.Action == ActReview || req.Action == ActMerge) && w.Kind != KindPR || req.Action == ActClose && w.Kind != KindIssue {
 		return nil, conflict(ActionWrongKind, "%s does not apply to %s %s#%d", req.Action, w.Kind, w.Repo, w.Number)
 	}
-	if req.Action == ActReview && w.AuthorSession == req.SessionID {
-		return nil, conflict(ActionOwnPullRequest, "session %s wrote pull request %s#%d and may not review it", req.SessionID, w.Repo, w.Number)
+	if req.Action == ActReview || req.Action == ActMerge {
+		// Sessions of one identity are one actor: none of them judges
+		// or merges what another of them wrote.
+		sess, err := s.session(ctx, c, req.SessionID)
+		if err != nil && wq.ErrorCode(err) != wq.ENOTFOUND {
+			return nil, err
+		}
+		if sess != nil {
+			own, err := s.authoredByIdentity(ctx, w, sess.Identity)
+			if err != nil {
+				return nil, err
+			}
+			if own {
+				return nil, conflict(ActionOwnPullRequest, "%s wrote pull request %s#%d and may not %s it, whichever of its sessions asks",
+					sess.Identity, w.Repo, w.Number, req.Action)
+			}
+		}
 	}
 	f, ok := s.Forges[w.Forge]
 	if !ok {
@@ -93,6 +108,9 @@ func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*Action
 		return nil, err
 	}
 	if !d.Allowed {
+		if d.Reason == GateHeadMoved && live != "" {
+			s.headMoved(ctx, c, a.LeaseID, live)
+		}
 		return nil, conflict(d.Reason, "the gate refuses %s on %s %s#%d", req.Action, w.Kind, w.Repo, w.Number)
 	}
 	out := &ActionResult{Action: req.Action, Work: w, HeadSHA: live}
@@ -112,8 +130,13 @@ func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*Action
 	}
 	if err != nil {
 		err = forgeRefusal(string(req.Action), err)
-		if req.Action == ActMerge && wq.ErrorReason(err) == ActionForgeRefused {
-			s.notMergeable(ctx, w.WorkKey, live)
+		switch wq.ErrorReason(err) {
+		case ActionForgeRefused:
+			if req.Action == ActMerge {
+				s.notMergeable(ctx, w.WorkKey, live)
+			}
+		case GateHeadMoved:
+			s.headMoved(ctx, c, a.LeaseID, "")
 		}
 		return nil, err
 	}
@@ -144,6 +167,46 @@ func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*Action
 	}
 	out.Released = true
 	return out, nil
+}
+
+// authoredByIdentity reports whether identity wrote pull request w: the
+// session the inventory names as its author is one of identity's, or,
+// while its author is unknown, a session of identity holds an issue it
+// closes (its author may be that session, whose record is on its way).
+func (s *Service) authoredByIdentity(ctx context.Context, w *Work, identity string) (bool, error) {
+	if w.Kind != KindPR {
+		return false, nil
+	}
+	if w.AuthorSession != "" {
+		author, err := s.Store.GetSession(ctx, w.AuthorSession)
+		if wq.ErrorCode(err) == wq.ENOTFOUND {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return author.Identity == identity, nil
+	}
+	for _, n := range w.LinkedIssues {
+		issue, err := s.Store.FindWork(ctx, WorkKey{Forge: w.Forge, Repo: w.Repo, Kind: KindIssue, Number: n})
+		if wq.ErrorCode(err) == wq.ENOTFOUND {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		leases, err := s.Store.ListLeases(ctx, LeaseFilter{WorkID: issue.ID, Limit: 1})
+		if err != nil {
+			return false, err
+		}
+		if len(leases) == 1 && leases[0].Live(s.now()) {
+			holder, err := s.Store.GetSession(ctx, leases[0].SessionID)
+			if err == nil && holder.Identity == identity {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // applyAction is what a review, merge or close done on the forge changes

@@ -29,8 +29,13 @@ type actionForge struct {
 	mergeErr    error
 	duringMerge func()
 	// mergeable is what the forge says of each pull request's
-	// mergeability when read (GetWork).
+	// mergeability when read (GetWork): true when absent.
 	mergeable map[int64]bool
+	// verdicts are the pull requests' review verdicts, as
+	// ReviewPullRequest leaves them: approved when absent; one given at a
+	// head (verdictAt) counts only while the pull request is at it.
+	verdicts  map[int64]string
+	verdictAt map[int64]string
 }
 
 func (f *actionForge) GetWork(_ context.Context, _, kind string, n int64) (*wq.WorkInfo, error) {
@@ -38,7 +43,15 @@ func (f *actionForge) GetWork(_ context.Context, _, kind string, n int64) (*wq.W
 	defer f.mu.Unlock()
 	info := &wq.WorkInfo{Kind: kind, Number: n, State: wq.MergeRequestOpen, Title: "t", UpdatedAt: now}
 	if kind == string(cp.KindPR) {
-		info.HeadSHA, info.Mergeable, info.ReviewState = f.heads[n], f.mergeable[n], wq.ReviewApproved
+		mergeable, ok := f.mergeable[n]
+		verdict, judged := f.verdicts[n]
+		if !judged {
+			verdict = wq.ReviewApproved
+		}
+		if at, ok := f.verdictAt[n]; ok && at != f.heads[n] {
+			verdict = wq.ReviewNone
+		}
+		info.HeadSHA, info.Mergeable, info.ReviewState = f.heads[n], mergeable || !ok, verdict
 	}
 	if f.closed[n] {
 		info.State, info.UpdatedAt = wq.MergeRequestClosed, now.Add(time.Minute)
@@ -63,6 +76,15 @@ func (f *actionForge) CommentOnWork(_ context.Context, _, kind string, n int64, 
 
 func (f *actionForge) ReviewPullRequest(_ context.Context, _ string, n int64, verdict, _, head string) error {
 	f.record("review %d %s at %s", n, verdict, head)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.verdicts == nil {
+		f.verdicts = map[int64]string{}
+	}
+	if f.verdictAt == nil {
+		f.verdictAt = map[int64]string{}
+	}
+	f.verdicts[n], f.verdictAt[n] = verdict, head
 	return nil
 }
 
@@ -98,7 +120,7 @@ func (f *actionForge) written() []string { return f.writes.Lines() }
 func TestReviewThenMergeThroughTheGate(t *testing.T) {
 	testdb.EachKind(t, func(t *testing.T, kind string) {
 		w := newWorld(t, kind)
-		forge := &actionForge{heads: map[int64]string{5: "1111111"}}
+		forge := &actionForge{heads: map[int64]string{5: "1111111"}, verdicts: map[int64]string{5: wq.ReviewNone}}
 		w.svc.Forges = map[string]wq.Forge{"f": forge}
 		_, as := w.session("alice", cp.RoleAuthor)
 		pr := openPR(5, "1111111")
@@ -129,9 +151,22 @@ func TestReviewThenMergeThroughTheGate(t *testing.T) {
 		forge.mu.Unlock()
 		_, err = act(merger, ms, toMerge, cp.ActMerge, "", "")
 		wantReason(t, err, cp.GateHeadMoved)
+		// The moved head ended the merger's right to merge, and the
+		// approval was for the old head: nothing is left to merge.
+		if l, _ := w.svc.Store.GetLease(w.ctx, toMerge.Lease.ID); l.State == cp.LeaseActive {
+			t.Errorf("the merger's lease is still %s after the head moved", l.State)
+		}
+		if dry, err := w.svc.Allocate(w.ctx, merger, ms, "", true); err != nil || dry.Outcome != cp.OutcomeNoSafeWork {
+			t.Fatalf("after a push past the approval the merger is offered %+v, %v", dry, err)
+		}
+		// The push is undone: the approved head is back, and so is the merge.
 		forge.mu.Lock()
 		forge.heads[5] = "1111111"
 		forge.mu.Unlock()
+		w.clock.Advance(time.Second)
+		pr.HeadSHA, pr.ReviewState, pr.UpdatedAt = "1111111", cp.ReviewApproved, w.clock.Now() // as the forge's event says
+		w.work(pr)
+		toMerge = w.assign(merger, ms)
 		res, err = act(merger, ms, toMerge, cp.ActMerge, "", "")
 		if err != nil || res.Work.State != cp.StateMerged || !res.Released {
 			t.Fatalf("merge: %+v, %v", res, err)
@@ -148,7 +183,7 @@ func TestReviewThenMergeThroughTheGate(t *testing.T) {
 
 func TestAnAuthorMayNotReviewItsOwnPullRequest(t *testing.T) {
 	w := newWorld(t, "sqlite")
-	forge := &actionForge{heads: map[int64]string{4: "1111111"}}
+	forge := &actionForge{heads: map[int64]string{4: "1111111"}, verdicts: map[int64]string{4: wq.ReviewChangesRequested}}
 	w.svc.Forges = map[string]wq.Forge{"f": forge}
 	alice, s := w.session("alice", cp.RoleAuthor)
 	pr := openPR(4, "1111111")
@@ -158,7 +193,7 @@ func TestAnAuthorMayNotReviewItsOwnPullRequest(t *testing.T) {
 	_, err := w.svc.Act(w.ctx, alice, cp.ActionRequest{SessionID: s, AssignmentID: a.Assignment.ID, Action: cp.ActReview, Verdict: cp.VerdictApprove})
 	wantReason(t, err, cp.ActionOwnPullRequest)
 	_, err = w.svc.Act(w.ctx, alice, cp.ActionRequest{SessionID: s, AssignmentID: a.Assignment.ID, Action: cp.ActMerge})
-	wantReason(t, err, cp.GateActionNotAllowed)
+	wantReason(t, err, cp.ActionOwnPullRequest)
 	res, err := w.svc.Act(w.ctx, alice, cp.ActionRequest{SessionID: s, AssignmentID: a.Assignment.ID, Action: cp.ActComment, Body: "On it."})
 	if err != nil || res.CommentID != 99 || res.Released {
 		t.Errorf("a comment: %+v, %v", res, err)
@@ -256,7 +291,7 @@ func TestAMergeHoldsAgainstDeliveriesDuringAndAfterIt(t *testing.T) {
 func TestARefusedMergeWaitsForTheForgeToSayItCanMerge(t *testing.T) {
 	testdb.EachKind(t, func(t *testing.T, kind string) {
 		w := newWorld(t, kind)
-		forge := &actionForge{heads: map[int64]string{5: "1111111"}, mergeable: map[int64]bool{5: false},
+		forge := &actionForge{heads: map[int64]string{5: "1111111"},
 			mergeErr: &wq.ForgeError{Kind: wq.ForgeUnprocessable, Status: 405, Op: "merge", Message: "Please try again later"}}
 		w.svc.Forges = map[string]wq.Forge{"f": forge}
 		pr := openPR(5, "1111111")
@@ -266,6 +301,9 @@ func TestARefusedMergeWaitsForTheForgeToSayItCanMerge(t *testing.T) {
 		a := w.assign(merger, ms)
 		_, err := w.svc.Act(w.ctx, merger, cp.ActionRequest{SessionID: ms, AssignmentID: a.Assignment.ID, Action: cp.ActMerge})
 		wantReason(t, err, cp.ActionForgeRefused)
+		forge.mu.Lock()
+		forge.mergeable = map[int64]bool{5: false} // it was still checking, and says so now
+		forge.mu.Unlock()
 		if _, err := w.svc.ReleaseLease(w.ctx, merger, a.Lease.ID, ms); err != nil {
 			t.Fatal(err)
 		}

@@ -107,7 +107,7 @@ func Choose(s *Session, cands []Candidate, repoGlob string, p Policy, now time.T
 	c := Choice{Skipped: make([]Pick, 0, len(cands))}
 	var eligible []Pick
 	openPRFor := map[WorkKey]bool{}     // issues an open pull request works on
-	issueHolder := map[WorkKey]string{} // the session holding each leased issue
+	issueHolder := map[WorkKey]string{} // the identity holding each leased issue
 	for _, cand := range cands {
 		switch {
 		case cand.Kind == KindPR && cand.State == StateOpen:
@@ -115,7 +115,7 @@ func Choose(s *Session, cands []Candidate, repoGlob string, p Policy, now time.T
 				openPRFor[WorkKey{Forge: cand.Forge, Repo: cand.Repo, Kind: KindIssue, Number: n}] = true
 			}
 		case cand.Kind == KindIssue && cand.LeaseSession != "":
-			issueHolder[cand.WorkKey] = cand.LeaseSession
+			issueHolder[cand.WorkKey] = cand.LeaseIdentity
 		}
 	}
 	waiting := false
@@ -126,7 +126,7 @@ func Choose(s *Session, cands []Candidate, repoGlob string, p Policy, now time.T
 				continue
 			}
 		}
-		route, reason := routeFor(s, cand, authoredBy(s, cand, issueHolder), openPRFor, p)
+		route, reason := routeFor(s, cand, authoredBy(s, cand), !mayJudge(s, cand, issueHolder), openPRFor, p)
 		switch {
 		case reason != "":
 		case cand.LeaseSession == s.ID:
@@ -169,29 +169,42 @@ func Choose(s *Session, cands []Candidate, repoGlob string, p Policy, now time.T
 	return c
 }
 
-// authoredBy reports whether session s wrote pull request cand: the
-// inventory says so (AuthorSession), or s holds the lease of an issue the
-// pull request closes — the author keeps its issue while its pull request
-// is reviewed, which is how a pull request a session opened comes back to
-// it when changes are requested.
-func authoredBy(s *Session, cand *Candidate, issueHolder map[WorkKey]string) bool {
-	if cand.Kind != KindPR {
+// authoredBy reports whether session s's identity wrote pull request
+// cand, for routing: the inventory names the session that opened it
+// under an assignment (AuthorSession, with its identity), and the
+// sessions of one identity are one actor. A "Closes #N" line is never
+// authorship; but while a pull request's author is unknown, one that
+// closes an issue a session of s's identity holds is not s's to review
+// or merge (see mayJudge), since its author may be that session.
+func authoredBy(s *Session, cand *Candidate) bool {
+	if cand.Kind != KindPR || cand.AuthorSession == "" {
+		return false
+	}
+	return cand.AuthorSession == s.ID || cand.AuthorIdentity != "" && cand.AuthorIdentity == s.Identity
+}
+
+// mayJudge reports whether s may review or merge pull request cand: it
+// did not write it, and, while its author is unknown, no session of its
+// identity holds an issue it closes.
+func mayJudge(s *Session, cand *Candidate, issueHolder map[WorkKey]string) bool {
+	if authoredBy(s, cand) {
 		return false
 	}
 	if cand.AuthorSession != "" {
-		return cand.AuthorSession == s.ID
+		return true
 	}
 	for _, n := range cand.LinkedIssues {
-		if issueHolder[WorkKey{Forge: cand.Forge, Repo: cand.Repo, Kind: KindIssue, Number: n}] == s.ID {
-			return true
+		if issueHolder[WorkKey{Forge: cand.Forge, Repo: cand.Repo, Kind: KindIssue, Number: n}] == s.Identity {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // routeFor is the route cand is on and whether s's role may take it; a
-// non-empty reason says why not. own says s wrote it.
-func routeFor(s *Session, cand *Candidate, own bool, openPRFor map[WorkKey]bool, p Policy) (Route, string) {
+// non-empty reason says why not. own says s's identity wrote it;
+// mayBeOwn that it may have (it may review or merge it only if not).
+func routeFor(s *Session, cand *Candidate, own, mayBeOwn bool, openPRFor map[WorkKey]bool, p Policy) (Route, string) {
 	if cand.State.Terminal() {
 		return routeNone, SkipTerminal
 	}
@@ -214,7 +227,7 @@ func routeFor(s *Session, cand *Candidate, own bool, openPRFor map[WorkKey]bool,
 		switch {
 		case s.Role != RoleMerger:
 			return RouteMerge, SkipWrongRole
-		case own:
+		case mayBeOwn:
 			return RouteMerge, SkipOwnPR
 		case !cand.Mergeable:
 			return RouteMerge, SkipNotMergeable
@@ -232,10 +245,37 @@ func routeFor(s *Session, cand *Candidate, own bool, openPRFor map[WorkKey]bool,
 	switch {
 	case s.Role != RoleReviewer:
 		return RouteReview, SkipWrongRole
-	case own:
+	case mayBeOwn:
 		return RouteReview, SkipOwnPR
 	}
 	return RouteReview, ""
+}
+
+// Role is the role whose sessions take work on the route.
+func (r Route) Role() Role {
+	switch r {
+	case RouteMerge:
+		return RoleMerger
+	case RouteReview:
+		return RoleReviewer
+	}
+	return RoleAuthor
+}
+
+// RouteOf is the route an assignment allowing actions was made on (the
+// inverse of ActionsFor).
+func RouteOf(actions []Action) Route {
+	switch {
+	case slices.Contains(actions, ActMerge):
+		return RouteMerge
+	case slices.Contains(actions, ActReview):
+		return RouteReview
+	case slices.Contains(actions, ActOpenPR):
+		return RouteIssue
+	case slices.Contains(actions, ActPush):
+		return RouteChangesAnswered
+	}
+	return routeNone
 }
 
 // ActionsFor is what an assignment on route allows.

@@ -34,10 +34,17 @@ func pr(n int64, review cp.ReviewState, edit ...func(*cp.Candidate)) cp.Candidat
 }
 
 func heldBy(s string) func(*cp.Candidate) {
-	return func(c *cp.Candidate) { c.LeaseSession, c.LeaseID = s, "lease-"+s }
+	return func(c *cp.Candidate) { c.LeaseSession, c.LeaseID, c.LeaseIdentity = s, "lease-"+s, "agent:"+s }
 }
-func lockedBy(s string) func(*cp.Candidate)   { return func(c *cp.Candidate) { c.LockSession = s } }
-func authoredBy(s string) func(*cp.Candidate) { return func(c *cp.Candidate) { c.AuthorSession = s } }
+func lockedBy(s string) func(*cp.Candidate) { return func(c *cp.Candidate) { c.LockSession = s } }
+func authoredBy(s string) func(*cp.Candidate) {
+	return func(c *cp.Candidate) { c.AuthorSession, c.AuthorIdentity = s, "agent:"+s }
+}
+
+// bySibling: a pull request another session of s's identity wrote.
+func bySibling(s string) func(*cp.Candidate) {
+	return func(c *cp.Candidate) { c.AuthorSession, c.AuthorIdentity = s+"-sibling", "agent:"+s }
+}
 func labelled(l ...string) func(*cp.Candidate) {
 	return func(c *cp.Candidate) { c.Labels = l }
 }
@@ -86,8 +93,10 @@ func TestChooseRoutesWorkByRoleAndPath(t *testing.T) {
 			[]cp.Candidate{pr(2, cp.ReviewApproved, lockedBy("m2"))}, "", cp.OutcomeWait, "", nil, "", false},
 		{"merged and closed work is no safe work", session("a", cp.RoleAuthor),
 			[]cp.Candidate{issue(1, state(cp.StateClosed)), pr(2, cp.ReviewApproved, state(cp.StateMerged))}, "", cp.OutcomeNoSafeWork, "", nil, "", false},
-		{"changes requested on a pull request closing the issue this author holds come back to it", session("a", cp.RoleAuthor),
-			[]cp.Candidate{issue(7, heldBy("a")), pr(8, cp.ReviewChangesRequested, links(7))}, "", cp.OutcomePreview, "p8", []cp.Action{cp.ActPush, cp.ActComment}, "sha8", false},
+		{"changes requested on a pull request that only says it closes the issue this author holds are not its to push", session("a", cp.RoleAuthor),
+			[]cp.Candidate{issue(7, heldBy("a")), pr(8, cp.ReviewChangesRequested, links(7))}, "", cp.OutcomeNoSafeWork, "", nil, "", false},
+		{"changes requested of another session of the author's identity come back to this one", session("a", cp.RoleAuthor),
+			[]cp.Candidate{pr(8, cp.ReviewChangesRequested, bySibling("a"))}, "", cp.OutcomePreview, "p8", []cp.Action{cp.ActPush, cp.ActComment}, "sha8", false},
 		{"nothing for the role is no safe work, not wait", session("r", cp.RoleReviewer),
 			[]cp.Candidate{issue(1), issue(2, heldBy("b"))}, "", cp.OutcomeNoSafeWork, "", nil, "", false},
 	} {
@@ -150,6 +159,8 @@ func TestChooseSaysWhyEachCandidateWasPassedOver(t *testing.T) {
 		{cp.SkipOwnPR, session("r", cp.RoleReviewer), pr(9, cp.ReviewNone, authoredBy("r"))},
 		{cp.SkipOwnPR, session("m", cp.RoleMerger), pr(9, cp.ReviewApproved, authoredBy("m"))},
 		{cp.SkipOwnPR, session("r", cp.RoleReviewer), pr(9, cp.ReviewNone, links(6))}, // r holds issue 6, which it closes
+		{cp.SkipOwnPR, session("r", cp.RoleReviewer), pr(9, cp.ReviewNone, bySibling("r"))},
+		{cp.SkipOwnPR, session("m", cp.RoleMerger), pr(9, cp.ReviewApproved, bySibling("m"))},
 		{cp.SkipBlockedLabel, session("a", cp.RoleAuthor), issue(9, labelled("do-not-touch"))},
 		{cp.SkipHasOpenPR, session("a", cp.RoleAuthor), issue(7)},
 		{cp.SkipNotMergeable, session("m", cp.RoleMerger), pr(9, cp.ReviewApproved, notMergeable())},

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"slices"
+	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
 )
@@ -81,15 +82,19 @@ func (s *Service) AuthorizeChange(ctx context.Context, c Caller, req ChangeReque
 		return nil, err
 	}
 	if !d.Allowed {
+		if d.Reason == GateHeadMoved && live != "" {
+			s.headMoved(ctx, c, lease.ID, live)
+		}
 		return nil, conflict(d.Reason, "the gate refuses %s on %s %s#%d for assignment %s", g.Action, w.Kind, w.Repo, w.Number, a.ID)
 	}
 	return g, nil
 }
 
 // ChangePushed records that the service pushed head for the owner of a
-// pull request assignment: its lease declares it, so that the gate
-// expects the owner's own push from now on (as a heartbeat with head_sha
-// does). Nothing for an issue assignment.
+// pull request assignment: its lease is pinned to it, so that the gate
+// expects the owner's own push from now on and a stranger's push after
+// it still reads head_moved. Nothing for an issue assignment. Only the
+// service calls it: an agent never names the head its lease is pinned to.
 func (s *Service) ChangePushed(ctx context.Context, c Caller, assignmentID, head string) error {
 	a, w, err := s.assignedWork(ctx, assignmentID)
 	if err != nil || w.Kind != KindPR {
@@ -99,7 +104,47 @@ func (s *Service) ChangePushed(ctx context.Context, c Caller, assignmentID, head
 	if err != nil {
 		return err
 	}
-	_, err = s.HeartbeatLease(ctx, c, lease.ID, lease.SessionID, head)
+	return s.declarePush(ctx, c, lease, head)
+}
+
+// ChangeOpened records that the service opened (or found) pull request
+// number of repo for an issue assignment: the assignment's session wrote
+// it, for good. This is how the inventory knows a pull request's author
+// (never from a "Closes #N" line): its review and merge go to other
+// identities, and requested changes come back to it. A pull request
+// whose author is already known keeps it; the row is written ahead of
+// the forge's webhook when the inventory does not hold it yet (with no
+// forge time, so the forge's own data still applies over it).
+func (s *Service) ChangeOpened(ctx context.Context, c Caller, assignmentID string, number int64, head string) error {
+	a, w, err := s.assignedWork(ctx, assignmentID)
+	if err != nil || w.Kind != KindIssue || number <= 0 {
+		return err
+	}
+	key := WorkKey{Forge: w.Forge, Repo: w.Repo, Kind: KindPR, Number: number}
+	_, err = s.Store.ReviseWork(ctx, key, func(cur *Work) bool {
+		if cur.AuthorSession != "" {
+			return false
+		}
+		cur.AuthorSession = a.SessionID
+		return true
+	}, s.now())
+	if wq.ErrorCode(err) != wq.ENOTFOUND {
+		return err
+	}
+	pr := Work{ID: wq.NewItemID().String(), WorkKey: key, State: StateOpen, Title: w.Title, Labels: []string{}, HeadSHA: head,
+		ReviewState: ReviewNone, LinkedIssues: []int64{w.Number}, AuthorSession: a.SessionID, UpdatedAt: time.Unix(0, 0).UTC()}
+	if err := s.Store.UpsertWork(ctx, []Work{pr}, s.now()); err != nil {
+		return err
+	}
+	// A delivery may have written the row between the two calls: the
+	// upsert then kept its state, and the author is set on it now.
+	_, err = s.Store.ReviseWork(ctx, key, func(cur *Work) bool {
+		if cur.AuthorSession != "" {
+			return false
+		}
+		cur.AuthorSession = a.SessionID
+		return true
+	}, s.now())
 	return err
 }
 

@@ -90,35 +90,60 @@ func TestAChangeForAPullRequestGoesOntoItsBranchAtThePinnedHead(t *testing.T) {
 	})
 }
 
-// An author's pull request is its own from the moment the inventory sees
-// it close the issue the author holds, and stays so after the issue's
-// lease ends: requested changes come back to it.
-func TestThePullRequestClosingAHeldIssueIsItsHoldersForGood(t *testing.T) {
+// The pull request the service opened for an issue assignment is its
+// session's for good, recorded when the service opened it (before or
+// after the forge's webhook), never because a pull request says
+// "Closes #N": a person's pull request closing the held issue is nobody's
+// to push, and requested changes on the service's come back to its
+// author after the issue's lease ended.
+func TestThePullRequestOpenedForAnAssignmentIsItsSessionsForGood(t *testing.T) {
 	testdb.EachKind(t, func(t *testing.T, kind string) {
-		w := newWorld(t, kind)
-		w.work(openIssue(1))
-		alice, s := w.session("alice", cp.RoleAuthor)
-		a := w.assign(alice, s)
-		inv := &cp.Inventory{Store: w.svc.Store, Repos: []cp.RepoMatch{{Forge: "f", Match: "o/*"}}, Clock: w.clock}
-		pr := wq.WorkInfo{Kind: wq.WorkPR, Number: 2, State: wq.MergeRequestOpen, Title: "Fix 1", Author: "workqueue", HeadSHA: "abc1234",
-			ReviewState: wq.ReviewNone, LinkedIssues: []int64{1}, UpdatedAt: now}
-		if _, err := inv.Apply(w.ctx, "f", &webhook.Delivery{Project: "o/r", Work: &pr}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.svc.ReleaseLease(w.ctx, alice, a.Lease.ID, s); err != nil {
-			t.Fatal(err)
-		}
-		pr.ReviewState, pr.UpdatedAt = wq.ReviewChangesRequested, now.Add(time.Minute)
-		if _, err := inv.Apply(w.ctx, "f", &webhook.Delivery{Project: "o/r", Work: &pr}); err != nil {
-			t.Fatal(err)
-		}
-		got, err := w.svc.Store.FindWork(w.ctx, cp.WorkKey{Forge: "f", Repo: "o/r", Kind: cp.KindPR, Number: 2})
-		if err != nil || got.AuthorSession != s {
-			t.Fatalf("the pull request's author session: %+v, %v; want %s", got, err, s)
-		}
-		next, err := w.svc.Allocate(w.ctx, alice, s, "", true)
-		if err != nil || next.Outcome != cp.OutcomeAssigned || next.Work.Number != 2 {
-			t.Errorf("changes requested go back to the author: %+v, %v", next, err)
+		for _, webhookFirst := range []bool{false, true} {
+			w := newWorld(t, kind)
+			w.work(openIssue(1))
+			alice, s := w.session("alice", cp.RoleAuthor)
+			a := w.assign(alice, s)
+			inv := &cp.Inventory{Store: w.svc.Store, Repos: []cp.RepoMatch{{Forge: "f", Match: "o/*"}}, Clock: w.clock}
+			deliver := func(pr wq.WorkInfo) {
+				t.Helper()
+				if _, err := inv.Apply(w.ctx, "f", &webhook.Delivery{Project: "o/r", Work: &pr}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ours := wq.WorkInfo{Kind: wq.WorkPR, Number: 2, State: wq.MergeRequestOpen, Title: "Fix 1", Author: "workqueue", HeadSHA: "abc1234",
+				ReviewState: wq.ReviewNone, LinkedIssues: []int64{1}, UpdatedAt: now}
+			theirs := ours
+			theirs.Number, theirs.Author, theirs.HeadSHA = 3, "mallory", "def5678"
+			deliver(theirs) // a person's pull request, saying "Closes #1"
+			if webhookFirst {
+				deliver(ours)
+			}
+			if err := w.svc.ChangeOpened(w.ctx, alice, a.Assignment.ID, 2, "abc1234"); err != nil {
+				t.Fatal(err)
+			}
+			if !webhookFirst {
+				deliver(ours)
+			}
+			if _, err := w.svc.ReleaseLease(w.ctx, alice, a.Lease.ID, s); err != nil {
+				t.Fatal(err)
+			}
+			for _, pr := range []*wq.WorkInfo{&ours, &theirs} {
+				pr.ReviewState, pr.UpdatedAt = wq.ReviewChangesRequested, now.Add(time.Minute)
+				deliver(*pr)
+			}
+			for n, want := range map[int64]string{2: s, 3: ""} {
+				got, err := w.svc.Store.FindWork(w.ctx, cp.WorkKey{Forge: "f", Repo: "o/r", Kind: cp.KindPR, Number: n})
+				if err != nil || got.AuthorSession != want {
+					t.Fatalf("webhook first %v: #%d's author session: %+v, %v; want %q", webhookFirst, n, got, err, want)
+				}
+			}
+			next, err := w.svc.Allocate(w.ctx, alice, s, "", true)
+			if err != nil || next.Outcome != cp.OutcomeAssigned || next.Work.Number != 2 {
+				t.Errorf("webhook first %v: changes requested go back to the author: %+v, %v", webhookFirst, next, err)
+			}
+			if again, err := w.svc.Allocate(w.ctx, alice, s, "", false); err != nil || again.Outcome != cp.OutcomeNoSafeWork {
+				t.Errorf("webhook first %v: the person's pull request was offered: %+v, %v", webhookFirst, again, err)
+			}
 		}
 	})
 }

@@ -74,7 +74,8 @@ func TestInspectSaysTheSafeNextAction(t *testing.T) {
 	}{
 		{"the owner with time left continues", nil, owner, cp.NextContinue},
 		{"the owner near the end heartbeats", func(l *cp.Lease) { l.ExpiresAt = now.Add(time.Minute) }, owner, cp.NextHeartbeat},
-		{"the owner's identity in a new session adopts", nil, sameIdentity, cp.NextAdopt},
+		{"the owner's identity in a new session waits while the owner is live", nil, sameIdentity, cp.NextWaitForeignActive},
+		{"the owner's identity in a new session adopts from a quiet owner", func(l *cp.Lease) { l.HeartbeatAt = now.Add(-2 * time.Hour) }, sameIdentity, cp.NextAdopt},
 		{"a stranger waits on a live lease", nil, stranger, cp.NextWaitForeignActive},
 		{"anyone may reclaim an expired lease", func(l *cp.Lease) { l.ExpiresAt = now }, stranger, cp.NextReclaim},
 		{"an ended lease leaves allocating", func(l *cp.Lease) { l.State = cp.LeaseReleased }, owner, cp.NextAllocate},
@@ -84,33 +85,48 @@ func TestInspectSaysTheSafeNextAction(t *testing.T) {
 			if tc.lease != nil {
 				tc.lease(l)
 			}
-			if _, got := cp.Inspect(l, owner, tc.caller, now, 2*time.Minute); got != tc.want {
+			o := *owner
+			if l.HeartbeatAt.Before(now.Add(-time.Hour)) {
+				o.HeartbeatAt = l.HeartbeatAt // the owner went quiet with its lease
+			}
+			if _, got := cp.Inspect(l, &o, tc.caller, now, 2*time.Minute, time.Hour); got != tc.want {
 				t.Errorf("safe next action %q, want %q", got, tc.want)
 			}
 		})
 	}
 }
 
-// #601 hard rule 2: a live foreign lease is never stolen; its owner's
-// identity may resume it, and an expired one may be reclaimed.
+// #601 hard rule 2: a live foreign lease is never stolen; the session
+// holding it resumes it, another session of its identity adopts it only
+// from a quiet holder, and an expired one may be adopted by anyone (the
+// service then checks the role's routing).
 func TestAdoptionNeverStealsALiveForeignLease(t *testing.T) {
 	owner := session("o", cp.RoleAuthor)
 	l := &cp.Lease{ID: "l", SessionID: "o", State: cp.LeaseActive, ExpiresAt: now.Add(time.Minute)}
-	if got := cp.Adoption(l, owner, session("x", cp.RoleAuthor), now); got != cp.RefuseWaitForeignActive {
-		t.Errorf("a stranger adopting a live lease: %q, want %q", got, cp.RefuseWaitForeignActive)
+	sibling := &cp.Session{ID: "o2", Identity: owner.Identity}
+	for _, quiet := range []bool{false, true} {
+		if got := cp.Adoption(l, owner, session("x", cp.RoleAuthor), now, quiet); got != cp.RefuseWaitForeignActive {
+			t.Errorf("a stranger adopting a live lease (holder quiet %v): %q, want %q", quiet, got, cp.RefuseWaitForeignActive)
+		}
+		if got := cp.Adoption(l, nil, session("x", cp.RoleAuthor), now, quiet); got != cp.RefuseWaitForeignActive {
+			t.Errorf("a live lease of an unknown session (holder quiet %v): %q, want %q", quiet, got, cp.RefuseWaitForeignActive)
+		}
+		if got := cp.Adoption(l, owner, owner, now, quiet); got != "" {
+			t.Errorf("the holding session resuming: %q, want allowed", got)
+		}
 	}
-	if got := cp.Adoption(l, nil, session("x", cp.RoleAuthor), now); got != cp.RefuseWaitForeignActive {
-		t.Errorf("a live lease of an unknown session: %q, want %q", got, cp.RefuseWaitForeignActive)
+	if got := cp.Adoption(l, owner, sibling, now, false); got != cp.RefuseWaitForeignActive {
+		t.Errorf("another session of the owner's identity taking a live holder's lease: %q, want %q", got, cp.RefuseWaitForeignActive)
 	}
-	if got := cp.Adoption(l, owner, &cp.Session{ID: "o2", Identity: owner.Identity}, now); got != "" {
-		t.Errorf("the owner's identity resuming: %q, want allowed", got)
+	if got := cp.Adoption(l, owner, sibling, now, true); got != "" {
+		t.Errorf("another session of the owner's identity adopting from a quiet holder: %q, want allowed", got)
 	}
 	l.ExpiresAt = now
-	if got := cp.Adoption(l, owner, session("x", cp.RoleAuthor), now); got != "" {
-		t.Errorf("reclaiming an expired lease: %q, want allowed", got)
+	if got := cp.Adoption(l, owner, session("x", cp.RoleAuthor), now, false); got != "" {
+		t.Errorf("adopting an expired lease: %q, want allowed", got)
 	}
 	l.State = cp.LeaseReleased
-	if got := cp.Adoption(l, owner, owner, now); got != cp.RefuseNotActive {
+	if got := cp.Adoption(l, owner, owner, now, true); got != cp.RefuseNotActive {
 		t.Errorf("adopting a released lease: %q, want %q", got, cp.RefuseNotActive)
 	}
 }
@@ -124,18 +140,24 @@ func TestAbandonNeedsItsProof(t *testing.T) {
 		admin  bool
 		proof  cp.AbandonProof
 		ok     bool
+		live   bool // the holder heartbeated within the session TTL
+		openPR bool // the inventory holds an open pull request for the work
 	}{
-		{"own: dead process, no risk", "o", false, cp.AbandonProof{DeadProcess: true, NoLiveMutationRisk: true}, true},
-		{"own: missing worktree, no risk", "o", false, cp.AbandonProof{MissingWorktree: true, NoLiveMutationRisk: true}, true},
-		{"own: risk not ruled out", "o", false, cp.AbandonProof{DeadProcess: true, MissingWorktree: true}, false},
-		{"own: neither dead nor missing", "o", false, cp.AbandonProof{NoLiveMutationRisk: true, NoOpenPR: true}, false},
-		{"foreign: operator authorized by an admin", "x", true, cp.AbandonProof{DeadProcess: true, NoLiveMutationRisk: true, OperatorAuthorized: true}, true},
-		{"foreign: operator authorized claimed by a non-admin", "x", false, cp.AbandonProof{DeadProcess: true, NoLiveMutationRisk: true, OperatorAuthorized: true}, false},
-		{"foreign: the full proof", "x", false, cp.AbandonProof{DeadProcess: true, MissingWorktree: true, NoOpenPR: true, NoLiveMutationRisk: true}, true},
-		{"foreign: the full proof but an open pull request", "x", false, cp.AbandonProof{DeadProcess: true, MissingWorktree: true, NoLiveMutationRisk: true}, false},
+		{"own: dead process, no risk", "o", false, cp.AbandonProof{DeadProcess: true, NoLiveMutationRisk: true}, true, false, false},
+		{"own: missing worktree, no risk", "o", false, cp.AbandonProof{MissingWorktree: true, NoLiveMutationRisk: true}, true, false, false},
+		{"own: risk not ruled out", "o", false, cp.AbandonProof{DeadProcess: true, MissingWorktree: true}, false, false, false},
+		{"own: neither dead nor missing", "o", false, cp.AbandonProof{NoLiveMutationRisk: true, NoOpenPR: true}, false, false, false},
+		{"foreign: operator authorized by an admin", "x", true, cp.AbandonProof{DeadProcess: true, NoLiveMutationRisk: true, OperatorAuthorized: true}, true, false, false},
+		{"foreign: operator authorized claimed by a non-admin", "x", false, cp.AbandonProof{DeadProcess: true, NoLiveMutationRisk: true, OperatorAuthorized: true}, false, false, false},
+		{"foreign: the full proof", "x", false, cp.AbandonProof{DeadProcess: true, MissingWorktree: true, NoOpenPR: true, NoLiveMutationRisk: true}, true, false, false},
+		{"foreign: the full proof but an open pull request", "x", false, cp.AbandonProof{DeadProcess: true, MissingWorktree: true, NoLiveMutationRisk: true}, false, false, false},
+		{"foreign: the full proof while the holder heartbeats", "x", false, cp.AbandonProof{DeadProcess: true, MissingWorktree: true, NoOpenPR: true, NoLiveMutationRisk: true}, false, true, false},
+		{"foreign: no_open_pr the inventory contradicts", "x", false, cp.AbandonProof{DeadProcess: true, MissingWorktree: true, NoOpenPR: true, NoLiveMutationRisk: true}, false, false, true},
+		{"own: no_open_pr the inventory contradicts", "o", false, cp.AbandonProof{DeadProcess: true, NoOpenPR: true, NoLiveMutationRisk: true}, false, false, true},
+		{"foreign: an admin's operator authorization while the holder heartbeats", "x", true, cp.AbandonProof{DeadProcess: true, NoLiveMutationRisk: true, OperatorAuthorized: true}, true, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := cp.Abandonment(l, tc.caller, tc.admin, tc.proof)
+			got := cp.Abandonment(l, tc.caller, tc.admin, tc.proof, !tc.live, tc.openPR)
 			if (got == "") != tc.ok {
 				t.Errorf("%q, want allowed %v", got, tc.ok)
 			}

@@ -298,42 +298,7 @@ func (inv *Inventory) upsert(ctx context.Context, ws []Work) error {
 	if len(ws) == 0 {
 		return nil
 	}
-	now := inv.now()
-	for i := range ws {
-		if err := inv.attribute(ctx, &ws[i], now); err != nil {
-			return err
-		}
-	}
-	return inv.Store.UpsertWork(ctx, ws, now)
-}
-
-// attribute names the session that wrote pull request w, when the
-// inventory does not know it yet: the session holding a live lease on an
-// issue w closes (an author submits its change for its issue, and the
-// pull request says "Closes #N"). Stored once, it outlives that lease, so
-// that requested changes still come back to their author.
-func (inv *Inventory) attribute(ctx context.Context, w *Work, now time.Time) error {
-	if w.Kind != KindPR || w.AuthorSession != "" || w.State != StateOpen {
-		return nil
-	}
-	for _, n := range w.LinkedIssues {
-		issue, err := inv.Store.FindWork(ctx, WorkKey{Forge: w.Forge, Repo: w.Repo, Kind: KindIssue, Number: n})
-		if wq.ErrorCode(err) == wq.ENOTFOUND {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		leases, err := inv.Store.ListLeases(ctx, LeaseFilter{WorkID: issue.ID, Limit: 1})
-		if err != nil {
-			return err
-		}
-		if len(leases) == 1 && leases[0].Live(now) {
-			w.AuthorSession = leases[0].SessionID
-			return nil
-		}
-	}
-	return nil
+	return inv.Store.UpsertWork(ctx, ws, inv.now())
 }
 
 // withIdentity gives w the ID and author session of the stored row of its
@@ -417,7 +382,9 @@ func (inv *Inventory) Apply(ctx context.Context, forge string, d *webhook.Delive
 		if w.Author == "" {
 			w.Author = stored.Author
 		}
-		if w.Kind == KindPR && w.ReviewState == "" {
+		if w.Kind == KindPR && w.ReviewState == "" && (w.HeadSHA == "" || w.HeadSHA == stored.HeadSHA) {
+			// A verdict counts for the commit it was given on: a new head
+			// the payload does not judge has none.
 			w.ReviewState = stored.ReviewState
 		}
 		if w.UpdatedAt.IsZero() {
@@ -583,7 +550,9 @@ func (inv *Inventory) applyPush(ctx context.Context, forge, repo string, p *webh
 	var moved []Work
 	for _, w := range open {
 		if w.HeadSHA == p.Before {
-			w.HeadSHA = p.After
+			// A verdict counts for the commit it was given on: the new
+			// head has none until the forge says otherwise.
+			w.HeadSHA, w.ReviewState = p.After, ReviewNone
 			w.UpdatedAt = w.UpdatedAt.Add(time.Microsecond)
 			moved = append(moved, w)
 		}

@@ -22,11 +22,13 @@ type Freshness struct {
 }
 
 // Inspect is a lease's freshness at now and the safe next action for the
-// caller: session caller (nil when the caller has none), of identity
-// callerIdentity, where owner is the session holding the lease (nil if it
-// is gone). heartbeatWithin is how close to the expiry a heartbeat is due.
-func Inspect(l *Lease, owner, caller *Session, now time.Time, heartbeatWithin time.Duration) (Freshness, string) {
+// caller: session caller (nil when the caller has none), where owner is
+// the session holding the lease (nil if it is gone). heartbeatWithin is
+// how close to the expiry a heartbeat is due; sessionTTL how long a
+// holder may be quiet before another session of its identity may adopt.
+func Inspect(l *Lease, owner, caller *Session, now time.Time, heartbeatWithin, sessionTTL time.Duration) (Freshness, string) {
 	f := Freshness{Live: l.Live(now), ExpiresIn: l.ExpiresAt.Sub(now), SinceBeat: now.Sub(l.HeartbeatAt)}
+	quiet := (owner == nil || owner.Status(now, sessionTTL) != SessionActive) && f.SinceBeat > sessionTTL
 	switch {
 	case l.State != LeaseActive:
 		return f, NextAllocate
@@ -37,7 +39,7 @@ func Inspect(l *Lease, owner, caller *Session, now time.Time, heartbeatWithin ti
 			return f, NextHeartbeat
 		}
 		return f, NextContinue
-	case caller != nil && owner != nil && caller.Identity == owner.Identity:
+	case caller != nil && owner != nil && caller.Identity == owner.Identity && quiet:
 		return f, NextAdopt
 	}
 	return f, NextWaitForeignActive
@@ -52,14 +54,18 @@ const (
 )
 
 // Adoption decides whether session by may adopt l (held by owner, nil if
-// gone) at now: its owner identity resuming in a new session, or anyone
-// reclaiming an expired lease with provenance. A live lease of another
-// identity is never taken. "" allows.
-func Adoption(l *Lease, owner, by *Session, now time.Time) string {
+// gone) at now; holderQuiet says the holder went quiet (its session not
+// active and no heartbeat on the lease for the session TTL). The holding
+// session itself resumes it. Another session takes a live lease only
+// from a quiet holder of its own identity, and an expired one from any
+// holder; what its role may take is the service's to check. "" allows.
+func Adoption(l *Lease, owner, by *Session, now time.Time, holderQuiet bool) string {
 	switch {
 	case l.State != LeaseActive && l.State != LeaseExpired:
 		return RefuseNotActive
-	case l.Live(now) && (owner == nil || owner.Identity != by.Identity):
+	case by.ID == l.SessionID:
+		return ""
+	case l.Live(now) && (owner == nil || owner.Identity != by.Identity || !holderQuiet):
 		return RefuseWaitForeignActive
 	}
 	return ""
@@ -79,16 +85,18 @@ type AbandonProof struct {
 // (dead_process or missing_worktree) and no_live_mutation_risk; a caller
 // whose session does not hold the lease (foreign) also needs either
 // operator_authorized from an admin, or the full dead_process,
-// missing_worktree and no_open_pr proof. "" allows.
-func Abandonment(l *Lease, callerSession string, admin bool, p AbandonProof) string {
+// missing_worktree and no_open_pr proof while the holder is quiet
+// (holderQuiet: the service's own record of its heartbeats). A
+// no_open_pr the inventory contradicts (openPR) is no proof. "" allows.
+func Abandonment(l *Lease, callerSession string, admin bool, p AbandonProof, holderQuiet, openPR bool) string {
 	if l.State != LeaseActive {
 		return RefuseNotActive
 	}
-	if !(p.DeadProcess || p.MissingWorktree) || !p.NoLiveMutationRisk {
+	if !(p.DeadProcess || p.MissingWorktree) || !p.NoLiveMutationRisk || p.NoOpenPR && openPR {
 		return RefuseProof
 	}
 	if callerSession != l.SessionID {
-		full := p.DeadProcess && p.MissingWorktree && p.NoOpenPR
+		full := p.DeadProcess && p.MissingWorktree && p.NoOpenPR && holderQuiet
 		if !(p.OperatorAuthorized && admin) && !full {
 			return RefuseProof
 		}

@@ -262,8 +262,11 @@ func (s *Service) allocate(ctx context.Context, c Caller, sessionID, repoGlob st
 	if err != nil {
 		return nil, err
 	}
+	if err := s.identify(ctx, cands); err != nil {
+		return nil, err
+	}
 	var lost []CandidateSkip // races lost while applying
-	for {
+	for rereads := 0; ; {
 		choice := Choose(sess, cands, repoGlob, s.Policy, now)
 		out := &Allocation{Outcome: choice.Outcome, Candidates: skips(choice.Skipped, lost)}
 		if choice.Outcome != OutcomePreview {
@@ -275,6 +278,23 @@ func (s *Service) allocate(ctx context.Context, c Caller, sessionID, repoGlob st
 		out.Work = choice.Work
 		if !apply {
 			return out, nil
+		}
+		if choice.Work.Kind == KindPR {
+			// The head an assignment pins comes from the forge, read now:
+			// a verdict the inventory holds counts only at the head it was
+			// given on, so a pull request that moved is chosen again as
+			// the forge has it.
+			fresh, moved, err := s.readLive(ctx, choice.Work)
+			if err != nil {
+				return nil, err
+			}
+			if moved {
+				if rereads++; rereads > maxRereads {
+					return nil, wq.Errorf(wq.EUNAVAILABLE, "the forge's pull requests keep moving while this session is assigned one; try again")
+				}
+				cands = replaced(cands, fresh)
+				continue
+			}
 		}
 		a := Assignment{ID: wq.NewItemID().String(), SessionID: sess.ID, WorkID: choice.Work.ID, AllowedActions: choice.Actions,
 			ExpectedHeadSHA: choice.Head, Terminal: choice.Terminal, CreatedAt: now}
@@ -299,6 +319,85 @@ func (s *Service) allocate(ctx context.Context, c Caller, sessionID, repoGlob st
 		}
 		cands = without(cands, choice.Work.ID)
 	}
+}
+
+// maxRereads bounds how often one allocation reads moved pull requests
+// again before it gives up for now.
+const maxRereads = 8
+
+// identify fills the identities of the sessions each candidate names.
+func (s *Service) identify(ctx context.Context, cands []Candidate) error {
+	ids := map[string]string{}
+	of := func(session string) (string, error) {
+		if session == "" {
+			return "", nil
+		}
+		if id, ok := ids[session]; ok {
+			return id, nil
+		}
+		sess, err := s.Store.GetSession(ctx, session)
+		switch {
+		case wq.ErrorCode(err) == wq.ENOTFOUND:
+			sess = &Session{}
+		case err != nil:
+			return "", err
+		}
+		ids[session] = sess.Identity
+		return sess.Identity, nil
+	}
+	for i := range cands {
+		var err error
+		if cands[i].AuthorIdentity, err = of(cands[i].AuthorSession); err != nil {
+			return err
+		}
+		if cands[i].LeaseIdentity, err = of(cands[i].LeaseSession); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readLive reads pull request w from its forge and, when the forge's head
+// or verdict is not the inventory's, writes what the forge says and
+// returns it with moved true. Without a forge of that name here the
+// inventory stands.
+func (s *Service) readLive(ctx context.Context, w *Work) (*Work, bool, error) {
+	f, ok := s.Forges[w.Forge]
+	if !ok {
+		return w, false, nil
+	}
+	info, err := f.GetWork(ctx, w.Repo, string(KindPR), w.Number)
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s#%d before pinning its head: %w", w.Repo, w.Number, err)
+	}
+	fresh, err := toWork(w.Forge, w.Repo, *info)
+	if err != nil {
+		return nil, false, err
+	}
+	if fresh.HeadSHA == w.HeadSHA && fresh.ReviewState == w.ReviewState && fresh.State == w.State && fresh.Mergeable == w.Mergeable {
+		return w, false, nil
+	}
+	got, err := s.Store.ReviseWork(ctx, w.WorkKey, func(cur *Work) bool {
+		cur.HeadSHA, cur.ReviewState, cur.State, cur.Mergeable = fresh.HeadSHA, fresh.ReviewState, fresh.State, fresh.Mergeable
+		if fresh.UpdatedAt.After(cur.UpdatedAt) {
+			cur.UpdatedAt = fresh.UpdatedAt
+		}
+		return true
+	}, s.now())
+	if err != nil {
+		return nil, false, err
+	}
+	return got, true, nil
+}
+
+// replaced is cands with the candidate of w's key holding w.
+func replaced(cands []Candidate, w *Work) []Candidate {
+	for i := range cands {
+		if cands[i].ID == w.ID {
+			cands[i].Work = *w
+		}
+	}
+	return cands
 }
 
 func without(cands []Candidate, id string) []Candidate {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -142,8 +143,11 @@ func TestALiveForeignLeaseCannotBeStolen(t *testing.T) {
 		if _, err := w.svc.HeartbeatLease(w.ctx, bob, lease, bs, ""); reasonOf(err) != cp.RefuseNotOwner {
 			t.Errorf("heartbeat: %v, want %s", err, cp.RefuseNotOwner)
 		}
-		if v, err := w.svc.InspectLease(w.ctx, bob, lease, bs); err != nil || v.SafeNextAction != cp.NextWaitForeignActive {
-			t.Errorf("inspect: %+v, %v, want %s", v, err, cp.NextWaitForeignActive)
+		if v, err := w.svc.InspectLease(w.ctx, bob, lease, bs); wq.ErrorCode(err) != wq.ENOTFOUND {
+			t.Errorf("bob inspected alice's lease: %+v, %v, want not found", v, err)
+		}
+		if v, err := w.svc.InspectLease(w.ctx, cp.Caller{Identity: "ops", Admin: true}, lease, ""); err != nil || v.SessionID != as {
+			t.Errorf("an admin inspects any lease: %+v, %v", v, err)
 		}
 		if _, err := w.svc.Session(w.ctx, bob, as); wq.ErrorCode(err) != wq.ENOTFOUND {
 			t.Errorf("bob read alice's session: %v", err)
@@ -152,21 +156,42 @@ func TestALiveForeignLeaseCannotBeStolen(t *testing.T) {
 }
 
 // #601 hard rule 4: adopt and reclaim record where the lease came from.
+// Another session of the holder's identity adopts only once the holder
+// went quiet; the head it reports is recorded as a claim, never pinned.
 func TestAdoptAndReclaimRecordProvenance(t *testing.T) {
 	testdb.EachKind(t, func(t *testing.T, kind string) {
 		w := newWorld(t, kind)
 		w.work(openIssue(1), openIssue(2))
 		alice, first := w.session("alice", cp.RoleAuthor)
 		lease := w.assign(alice, first).Lease.ID
-		// Alice restarts: a new session of the same identity resumes.
 		_, second := w.session("alice", cp.RoleAuthor)
-		v, err := w.svc.AdoptLease(w.ctx, alice, lease, second, "/work/alice", "abc123")
+		if _, err := w.svc.AdoptLease(w.ctx, alice, lease, second, "/work/alice", ""); reasonOf(err) != cp.RefuseWaitForeignActive {
+			t.Fatalf("a sibling session adopting a live holder's lease: %v", err)
+		}
+		if _, err := w.svc.AdoptLease(w.ctx, alice, lease, second, "/work/alice", "abc123"); wq.ErrorCode(err) != wq.EINVALID {
+			t.Fatalf("a head that is not a commit id: %v", err)
+		}
+		// Alice's first process dies: its session and lease go quiet for
+		// the session TTL (an hour here), and the lease's own TTL is 10m,
+		// so the sibling keeps heartbeating itself meanwhile.
+		for range 7 {
+			w.clock.Advance(9 * time.Minute)
+			if _, err := w.svc.HeartbeatSession(w.ctx, alice, second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const head = "0123456789abcdef0123456789abcdef01234567"
+		v, err := w.svc.AdoptLease(w.ctx, alice, lease, second, "/work/alice", head)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if v.SessionID != second || v.AdoptedFromSessionID != first || v.AdoptedBySessionID != second ||
-			v.WorktreePath != "/work/alice" || v.HeadSHA != "abc123" || v.WorkID == "" || !v.Freshness.Live {
+			v.WorktreePath != "/work/alice" || v.HeadSHA != "" || v.WorkID == "" || !v.Freshness.Live {
 			t.Errorf("after adopt: %+v", v)
+		}
+		events, _ := w.svc.Store.ListEvents(w.ctx, cp.EventFilter{LeaseID: lease, Limit: 10})
+		if len(events) == 0 || events[0].Type != cp.EventAdopted || !strings.Contains(string(events[0].Detail), head) {
+			t.Errorf("the adoption's event does not record the reported head: %+v", events)
 		}
 		// Bob reclaims the lease once it expired.
 		bob, bs := w.session("bob", cp.RoleAuthor)
@@ -235,11 +260,20 @@ func TestTheGateFollowsTheInventory(t *testing.T) {
 		if d := gate(); d.Reason != cp.GateHeadMoved {
 			t.Fatalf("after a foreign push: %+v", d)
 		}
-		if _, err := w.svc.HeartbeatLease(w.ctx, alice, a.Lease.ID, as, "h2"); err != nil { // it was alice's own push
+		if _, err := w.svc.HeartbeatLease(w.ctx, alice, a.Lease.ID, as, "h2"); wq.ErrorCode(err) != wq.EINVALID {
+			t.Fatalf("a heartbeat naming a head that is no commit id: %v", err)
+		}
+		if _, err := w.svc.HeartbeatLease(w.ctx, alice, a.Lease.ID, as, strings.Repeat("b", 40)); reasonOf(err) != cp.GateHeadMoved {
+			t.Fatalf("a heartbeat naming another head: %v, want %s", err, cp.GateHeadMoved)
+		}
+		if d := gate(); d.Reason != cp.GateHeadMoved {
+			t.Fatalf("an agent's claim moved the pinned head: %+v", d)
+		}
+		if err := w.svc.ChangePushed(w.ctx, alice, a.Assignment.ID, "h2"); err != nil { // the service pushed h2 for alice
 			t.Fatal(err)
 		}
 		if d := gate(); !d.Allowed {
-			t.Fatalf("after the owner declared its push: %+v", d)
+			t.Fatalf("after the service's own push for the owner: %+v", d)
 		}
 		w.clock.Advance(time.Second)
 		pr.State, pr.UpdatedAt = cp.StateMerged, w.clock.Now()
@@ -247,8 +281,8 @@ func TestTheGateFollowsTheInventory(t *testing.T) {
 		if d := gate(); d.Reason != cp.GateWorkTerminal {
 			t.Fatalf("after the merge: %+v", d)
 		}
-		if refused := w.countEvents(cp.EventFilter{SessionID: as, Limit: 50}, cp.EventRefused); refused != 2 {
-			t.Errorf("%d refusals in the event log, want 2", refused)
+		if refused := w.countEvents(cp.EventFilter{SessionID: as, Limit: 50}, cp.EventRefused); refused != 3 {
+			t.Errorf("%d refusals in the event log, want 3", refused)
 		}
 	})
 }
@@ -788,14 +822,28 @@ func TestApplyKeepsOrRechecksAPullRequestsVerdict(t *testing.T) {
 		return &w
 	}
 
-	t.Run("an event that says nothing of reviews keeps the verdict, without a forge call", func(t *testing.T) {
+	t.Run("an event that says nothing of reviews keeps the verdict at the same head, without a forge call", func(t *testing.T) {
 		inv, store, forge := stored(t, wq.ReviewChangesRequested)
-		if _, err := inv.Apply(ctx, "g", &webhook.Delivery{Project: "org/a", Number: 2, Work: delivered("")}); err != nil {
+		same := delivered("")
+		same.HeadSHA = aPR(2, "").HeadSHA
+		if _, err := inv.Apply(ctx, "g", &webhook.Delivery{Project: "org/a", Number: 2, Work: same}); err != nil {
 			t.Fatal(err)
 		}
 		w, _ := store.get("org/a", cp.KindPR, 2)
-		if w.ReviewState != cp.ReviewChangesRequested || w.HeadSHA != "sha-new" || w.AuthorSession != "s1" || forge.count("GetWork") != 0 {
+		if w.ReviewState != cp.ReviewChangesRequested || w.AuthorSession != "s1" || forge.count("GetWork") != 0 {
 			t.Errorf("%+v, %d reads", w, forge.count("GetWork"))
+		}
+	})
+	t.Run("a verdict counts only for the head it was given on: a new head the event does not judge has none", func(t *testing.T) {
+		for _, verdict := range []string{wq.ReviewApproved, wq.ReviewChangesRequested} {
+			inv, store, _ := stored(t, verdict)
+			if _, err := inv.Apply(ctx, "g", &webhook.Delivery{Project: "org/a", Number: 2, Work: delivered("")}); err != nil {
+				t.Fatal(err)
+			}
+			w, _ := store.get("org/a", cp.KindPR, 2)
+			if w.ReviewState != cp.ReviewNone || w.HeadSHA != "sha-new" || w.AuthorSession != "s1" {
+				t.Errorf("%s before the push: %+v", verdict, w)
+			}
 		}
 	})
 	t.Run("a verdict the payload settles is written", func(t *testing.T) {
@@ -820,14 +868,16 @@ func TestApplyKeepsOrRechecksAPullRequestsVerdict(t *testing.T) {
 			t.Errorf("%+v after %d reads, want approved after one", w, forge.count("GetWork"))
 		}
 	})
-	t.Run("a recheck the forge cannot answer keeps the verdict and writes the rest", func(t *testing.T) {
+	t.Run("a recheck the forge cannot answer keeps the verdict of the same head and writes the rest", func(t *testing.T) {
 		inv, store, forge := stored(t, wq.ReviewChangesRequested)
 		forge.fail["GetWork org/a"] = &wq.ForgeError{Kind: wq.ForgeTransient, Op: "fake", Status: 503}
-		ok, err := inv.Apply(ctx, "g", &webhook.Delivery{Project: "org/a", Work: delivered(""), RecheckReview: true})
+		same := delivered("")
+		same.HeadSHA, same.Title = aPR(2, "").HeadSHA, "renamed"
+		ok, err := inv.Apply(ctx, "g", &webhook.Delivery{Project: "org/a", Work: same, RecheckReview: true})
 		if !ok || err != nil {
 			t.Fatalf("Apply = %v, %v", ok, err)
 		}
-		if w, _ := store.get("org/a", cp.KindPR, 2); w.ReviewState != cp.ReviewChangesRequested || w.HeadSHA != "sha-new" {
+		if w, _ := store.get("org/a", cp.KindPR, 2); w.ReviewState != cp.ReviewChangesRequested || w.Title != "renamed" {
 			t.Errorf("%+v", w)
 		}
 	})

@@ -16,6 +16,11 @@ type Candidate struct {
 	// LockSession is the session holding the work's terminal lock, if
 	// any: the work is on its way to being merged by that session.
 	LockSession string
+	// AuthorIdentity and LeaseIdentity are the identities of the
+	// sessions AuthorSession and LeaseSession name, filled by the
+	// service (the store leaves them ""): an identity is one actor.
+	AuthorIdentity string
+	LeaseIdentity  string
 }
 
 // WorkFilter selects work for ListWork. Zero fields do not filter.

@@ -48,13 +48,13 @@ func (typeAPI) Decode(body []byte) (wq.Submission, error) {
 	return r, nil
 }
 
-func (a typeAPI) Submit(ctx context.Context, s wq.Submission, caller string, now time.Time) (*wq.Item, wq.SubmitResult, error) {
+func (a typeAPI) Submit(ctx context.Context, s wq.Submission, by wq.Submitter, now time.Time) (*wq.Item, wq.SubmitResult, error) {
 	r, ok := s.(request)
 	if !ok {
 		return nil, "", fmt.Errorf("example: submission of type %T", s)
 	}
 	n := New(r.Steps)
-	n.CallerIdentity = caller
+	n.CallerIdentity = by.Identity
 	it, err := a.store.CreateItem(ctx, n, now)
 	if err != nil {
 		return nil, "", err

@@ -73,7 +73,7 @@ func (a *TypeAPI) Decode(body []byte) (wq.Submission, error) {
 
 // Submit checks that the project is configured for changes, then
 // validates, inspects and upserts the submission (see Submit).
-func (a *TypeAPI) Submit(ctx context.Context, s wq.Submission, caller string, now time.Time) (*wq.Item, wq.SubmitResult, error) {
+func (a *TypeAPI) Submit(ctx context.Context, s wq.Submission, by wq.Submitter, now time.Time) (*wq.Item, wq.SubmitResult, error) {
 	r, ok := s.(*request)
 	if !ok {
 		return nil, "", fmt.Errorf("mr: submission of type %T", s)
@@ -83,18 +83,23 @@ func (a *TypeAPI) Submit(ctx context.Context, s wq.Submission, caller string, no
 		return nil, "", wq.Errorf(wq.EINVALID, "project: %q on forge %q is not configured for changes", r.Project, r.Forge)
 	}
 	sub := r.Submission
+	takeover := by.Admin
 	if sub.AssignmentID != "" {
 		// Validated first, so that the gate is asked about a well-formed
 		// change only.
 		if err := sub.validate(); err != nil {
 			return nil, "", err
 		}
-		var err error
-		if sub, err = forAssignment(ctx, a.opts.Assignments, sub, caller); err != nil {
+		var (
+			g   AssignmentGrant
+			err error
+		)
+		if sub, g, err = forAssignment(ctx, a.opts.Assignments, sub, by.Identity); err != nil {
 			return nil, "", err
 		}
+		takeover = takeover || g.Push
 	}
-	return Submit(ctx, a.opts.Store, sub, project, caller, now)
+	return submit(ctx, a.opts.Store, sub, project, by.Identity, takeover, now)
 }
 
 // Detail is the item's desired merge request and what the forge holds of

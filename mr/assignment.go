@@ -23,6 +23,9 @@ type Assignments interface {
 	Authorize(ctx context.Context, caller, assignmentID, forge, project, branch string) (AssignmentGrant, error)
 	// Pushed says that the service pushed head for the assignment.
 	Pushed(ctx context.Context, caller, assignmentID, head string) error
+	// Opened says that the service opened (or found) merge request
+	// number, at head, for the assignment: its session wrote it.
+	Opened(ctx context.Context, caller, assignmentID string, number int64, head string) error
 }
 
 // AssignmentGrant is what an allowed change is for.
@@ -33,23 +36,27 @@ type AssignmentGrant struct {
 	// Merge says whether the assignment allows merging: without it the
 	// service never merges the change on its own.
 	Merge bool
+	// Push says the assignment allows pushing onto the merge request of
+	// the change's very branch: its holder may change that branch's item
+	// even when another identity submitted it.
+	Push bool
 }
 
 // forAssignment checks sub against its assignment and completes it: the
 // merge request closes the assigned issue, and is merged by the service
 // only when the assignment allows merging.
-func forAssignment(ctx context.Context, as Assignments, sub Submission, caller string) (Submission, error) {
+func forAssignment(ctx context.Context, as Assignments, sub Submission, caller string) (Submission, AssignmentGrant, error) {
 	if as == nil {
-		return sub, wq.Errorf(wq.EUNAVAILABLE, "assignment_id: this instance runs no control plane to check it against")
+		return sub, AssignmentGrant{}, wq.Errorf(wq.EUNAVAILABLE, "assignment_id: this instance runs no control plane to check it against")
 	}
 	g, err := as.Authorize(ctx, caller, sub.AssignmentID, sub.Forge, sub.Project, sub.SourceBranch)
 	if err != nil {
-		return sub, err
+		return sub, g, err
 	}
 	if sub.AutoMerge == nil {
 		sub.AutoMerge = new(bool)
 	} else if *sub.AutoMerge && !g.Merge {
-		return sub, wq.Errorf(wq.EINVALID, "auto_merge: assignment %s does not allow merging; its pull request is reviewed and merged through the allocator", sub.AssignmentID)
+		return sub, g, wq.Errorf(wq.EINVALID, "auto_merge: assignment %s does not allow merging; its pull request is reviewed and merged through the allocator", sub.AssignmentID)
 	}
 	if g.Issue > 0 && !slices.Contains(forge.ClosingIssues(sub.Description), g.Issue) {
 		if sub.Description != "" {
@@ -57,7 +64,7 @@ func forAssignment(ctx context.Context, as Assignments, sub Submission, caller s
 		}
 		sub.Description += fmt.Sprintf("Closes #%d", g.Issue)
 	}
-	return sub, nil
+	return sub, g, nil
 }
 
 // gateStopped asks the control plane again, before a forge write of an

@@ -21,6 +21,7 @@ type fakeGate struct {
 	refuse string // a reason: every Authorize refuses with it
 	asked  []string
 	pushed []string
+	opened []int64
 }
 
 func (g *fakeGate) Authorize(_ context.Context, caller, assignmentID, forge, project, branch string) (mr.AssignmentGrant, error) {
@@ -37,6 +38,13 @@ func (g *fakeGate) Pushed(_ context.Context, _, _, head string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.pushed = append(g.pushed, head)
+	return nil
+}
+
+func (g *fakeGate) Opened(_ context.Context, _, _ string, number int64, _ string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.opened = append(g.opened, number)
 	return nil
 }
 
@@ -57,7 +65,7 @@ func TestASubmissionForAnAssignmentPassesTheGateAndClosesItsIssue(t *testing.T) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		it, _, err := api.Submit(ctx, sub, "alice", t0)
+		it, _, err := api.Submit(ctx, sub, wq.Submitter{Identity: "alice"}, t0)
 		return it, err
 	}
 	const base = `{"item_type": "mr", "forge": "gitea", "project": "o/r", "source_branch": "wq/fix-7", "target_branch": "main",
@@ -94,7 +102,7 @@ func TestASubmissionForAnAssignmentPassesTheGateAndClosesItsIssue(t *testing.T) 
 	}
 	none := mr.API(mr.APIOptions{Store: s, Project: func(string, string) (mr.Project, bool) { return project, true }})
 	sub, _ := none.Decode([]byte(base + `}`))
-	if _, _, err := none.Submit(ctx, sub, "alice", t0); wq.ErrorCode(err) != wq.EUNAVAILABLE {
+	if _, _, err := none.Submit(ctx, sub, wq.Submitter{Identity: "alice"}, t0); wq.ErrorCode(err) != wq.EUNAVAILABLE {
 		t.Errorf("an assignment on an instance without a control plane: %v", err)
 	}
 }
@@ -126,5 +134,57 @@ func TestEnsureMRPassesTheGateBeforeEveryForgeWrite(t *testing.T) {
 			t.Errorf("%d forge writes after the gate refused", n)
 		}
 		h.wantBranchGone(sub.SourceBranch, "after the refusal")
+	})
+}
+
+// An unfinished item belongs to the identity that created it (issue 25):
+// another identity's submission for its branch is refused with reason
+// owner_conflict and changes nothing, whether it names no assignment or
+// an issue assignment of its own; an admin, or the holder of an
+// assignment allowing push on that branch's pull request, may change it,
+// and the item is then theirs.
+func TestAnotherCallersItemIsNotRewritten(t *testing.T) {
+	forEachDB(t, func(t *testing.T, s mr.Store, ws wq.Store) {
+		ctx := context.Background()
+		gate := &fakeGate{}
+		api := mr.API(mr.APIOptions{Store: s, Project: func(string, string) (mr.Project, bool) { return project, true }, Assignments: gate})
+		submit := func(by wq.Submitter, content, assignment string) (*wq.Item, wq.SubmitResult, error) {
+			t.Helper()
+			body := `{"item_type": "mr", "forge": "gitea", "project": "o/r", "source_branch": "wq/fix-7", "target_branch": "main",
+				"title": "Fix 7 by ` + by.Identity + `", "assignment_id": "` + assignment + `",
+				"file_actions": [{"action": "create", "file_path": "a.txt", "content": "` + content + `"}]}`
+			sub, err := api.Decode([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return api.Submit(ctx, sub, by, t0)
+		}
+		first, _, err := submit(wq.Submitter{Identity: "alice"}, "alice's", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gate.grant = mr.AssignmentGrant{Issue: 9} // mallory's own issue assignment
+		for _, assignment := range []string{"", "mallory-issue"} {
+			_, _, err := submit(wq.Submitter{Identity: "mallory"}, "mallory's", assignment)
+			if wq.ErrorCode(err) != wq.ECONFLICT || wq.ErrorReason(err) != wq.ReasonOwnerConflict || !strings.Contains(wq.ErrorMessage(err), "alice") {
+				t.Errorf("assignment %q: another identity's submission: %v, want a conflict naming the owner", assignment, err)
+			}
+		}
+		d, _ := s.GetMRDetail(ctx, first.ID)
+		if it, _ := ws.GetItem(ctx, first.ID); it.Revision != first.Revision || it.CallerIdentity != "alice" || d.Title != "Fix 7 by alice" || d.AssignmentID != "" {
+			t.Fatalf("the refused submissions changed the item: %+v, %+v", it, d)
+		}
+		if _, result, err := submit(wq.Submitter{Identity: "alice"}, "alice's v2", ""); err != nil || result != mr.ResultUpdated {
+			t.Errorf("the owner's own resubmission: %q, %v", result, err)
+		}
+		gate.grant = mr.AssignmentGrant{Push: true}
+		it, result, err := submit(wq.Submitter{Identity: "bob"}, "bob's", "bob-push")
+		if err != nil || result != mr.ResultUpdated || it.CallerIdentity != "bob" {
+			t.Errorf("a push assignment's holder: %q, %+v, %v; want it updated and bob's", result, it, err)
+		}
+		it, result, err = submit(wq.Submitter{Identity: "ops", Admin: true}, "ops'", "")
+		if err != nil || result != mr.ResultUpdated || it.CallerIdentity != "ops" {
+			t.Errorf("an admin: %q, %+v, %v; want it updated and the admin's", result, it, err)
+		}
 	})
 }

@@ -109,7 +109,7 @@ type Store interface {
 	// actionable and bumps its revision; a failed item becomes active with
 	// its attempts, error and backoff cleared (DDR-40). ECONFLICT if the
 	// revision moved or the item is no longer active or failed.
-	ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d Detail, contentHash string, now time.Time) (*wq.Item, error)
+	ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d Detail, contentHash, caller string, now time.Time) (*wq.Item, error)
 
 	// FindActiveMR resolves a forge event to the active item it concerns
 	// (DDR-32). An event that names a merge request (ref.Number) resolves

@@ -293,6 +293,13 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 	if err := x.recordState(ctx, ex, state); err != nil {
 		return err
 	}
+	if d.AssignmentID != "" {
+		// The assignment's session wrote this merge request: its review
+		// and merge go to other identities.
+		if err := x.Assignments.Opened(ctx, ex.Item.CallerIdentity, d.AssignmentID, mr.Number, d.HeadSHA); err != nil {
+			return fmt.Errorf("record merge request !%d as assignment %s's: %w", mr.Number, d.AssignmentID, err)
+		}
+	}
 	now := ex.Now
 	return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{
 		dim(DimMR, wq.StatusFalse, time.Time{}),

@@ -77,7 +77,19 @@ const (
 // validation or inspection refuses: a refusal is a *Refusal, a bad field
 // an EINVALID error naming it. A race with a concurrent submission for the
 // same branch is caught by the store and the upsert is run again.
+//
+// An unfinished item belongs to the identity that created it: a
+// submission of another caller for its branch is refused (ECONFLICT,
+// reason wq.ReasonOwnerConflict), so that nobody rewrites another's
+// change while the item still names its first caller.
 func Submit(ctx context.Context, store Store, sub Submission, project Project, caller string, now time.Time) (*wq.Item, wq.SubmitResult, error) {
+	return submit(ctx, store, sub, project, caller, false, now)
+}
+
+// submit is Submit; takeover lets caller change an unfinished item of
+// another identity (an admin, or an assignment's holder pushing onto
+// that item's pull request), which then becomes caller's.
+func submit(ctx context.Context, store Store, sub Submission, project Project, caller string, takeover bool, now time.Time) (*wq.Item, wq.SubmitResult, error) {
 	if err := sub.validate(); err != nil {
 		return nil, "", err
 	}
@@ -149,6 +161,11 @@ func Submit(ctx context.Context, store Store, sub Submission, project Project, c
 			}
 			return created, ResultCreated, nil
 		}
+		if item.CallerIdentity != caller && !takeover {
+			return nil, "", &wq.Error{Code: wq.ECONFLICT, Reason: wq.ReasonOwnerConflict, Message: fmt.Sprintf(
+				"%s: item %s for branch %q of %s belongs to %s, who submitted it; another caller changes it only with an assignment "+
+					"allowing push on its pull request, or as an admin", wq.ReasonOwnerConflict, item.ID, d.SourceBranch, d.Project, item.CallerIdentity)}
+		}
 		if item.Phase == wq.PhaseActive && item.ContentHash == hash && sameDesired(*current, d) {
 			return item, ResultUnchanged, nil
 		}
@@ -156,7 +173,7 @@ func Submit(ctx context.Context, store Store, sub Submission, project Project, c
 		if item.Phase == wq.PhaseFailed {
 			result = ResultRetried
 		}
-		updated, err := store.ResubmitMR(ctx, item.ID, item.Revision, d, hash, now)
+		updated, err := store.ResubmitMR(ctx, item.ID, item.Revision, d, hash, caller, now)
 		if wq.ErrorCode(err) == wq.ECONFLICT {
 			continue // the item changed meanwhile: decide again
 		}

@@ -127,7 +127,12 @@ func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*
 		defer unlock()
 	}
 	now := s.now()
-	it, result, err := t.api.Submit(ctx, sub, caller.Identity, now)
+	it, result, err := t.api.Submit(ctx, sub, wq.Submitter{Identity: caller.Identity, Admin: caller.CanOn(auth.Admin, scope.Project)}, now)
+	if wq.ErrorReason(err) == wq.ReasonOwnerConflict && s.Audit != nil {
+		s.Audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditSubmitRefused, Actor: caller.Identity, ItemType: name,
+			Trigger:  map[string]any{"source": "api", "rules": caller.Rules()},
+			Metadata: map[string]any{"forge": scope.Forge, "project": scope.Project, "key": sub.Key(), "reason": wq.ReasonOwnerConflict, "message": wq.ErrorMessage(err)}})
+	}
 	if err != nil {
 		return nil, "", err
 	}

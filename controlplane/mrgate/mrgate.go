@@ -34,8 +34,13 @@ func (g *assignmentGate) Authorize(ctx context.Context, caller, assignmentID, fo
 		return mr.AssignmentGrant{}, err
 	}
 	out := mr.AssignmentGrant{Merge: grant.Merge}
-	if grant.Work.Kind == controlplane.KindIssue {
+	switch grant.Work.Kind {
+	case controlplane.KindIssue:
 		out.Issue = grant.Work.Number
+	case controlplane.KindPR:
+		// AuthorizeChange allowed push onto this very branch: the
+		// pull request's.
+		out.Push = grant.Action == controlplane.ActPush
 	}
 	return out, nil
 }
@@ -43,6 +48,11 @@ func (g *assignmentGate) Authorize(ctx context.Context, caller, assignmentID, fo
 // Pushed declares the service's push on the assignment's lease.
 func (g *assignmentGate) Pushed(ctx context.Context, caller, assignmentID, head string) error {
 	return g.cp.ChangePushed(ctx, controlplane.Caller{Identity: caller}, assignmentID, head)
+}
+
+// Opened records the merge request the service opened for the assignment.
+func (g *assignmentGate) Opened(ctx context.Context, caller, assignmentID string, number int64, head string) error {
+	return g.cp.ChangeOpened(ctx, controlplane.Caller{Identity: caller}, assignmentID, number, head)
 }
 
 func (g *assignmentGate) pullRequest(ctx context.Context, forge, repo string, number int64) (string, string, error) {

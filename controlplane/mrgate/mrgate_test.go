@@ -59,7 +59,7 @@ func TestALeaseThatExpiredBeforeThePushCancelsTheChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it, _, err := api.Submit(ctx, sub, "agent", clock.Now())
+	it, _, err := api.Submit(ctx, sub, wq.Submitter{Identity: "agent"}, clock.Now())
 	if err != nil {
 		t.Fatalf("a submission under a live lease: %v", err)
 	}

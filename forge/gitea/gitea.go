@@ -1164,7 +1164,7 @@ func (f *Forge) pullWork(ctx context.Context, owner, repo string, pr *sdk.PullRe
 	if err != nil {
 		return wq.WorkInfo{}, err
 	}
-	w.ReviewState = ReviewVerdict(reviews)
+	w.ReviewState = ReviewVerdict(reviews, mr.HeadSHA)
 	return w, nil
 }
 
@@ -1196,16 +1196,23 @@ func listCounted[T any](ctx context.Context, f *Forge, what string, list func(c 
 // changes; a comment leaves the verdict before it standing, a new request
 // for review withdraws it), dismissed reviews and pending ones do not.
 // Changes requested by anyone win over approvals; an approval by anyone
-// else is approved; otherwise none. Gitea's own required-approvals count
-// (official reviews only) stays the forge's business: an approved pull
-// request it would not merge is not Mergeable.
-func ReviewVerdict(reviews []*sdk.PullReview) string {
+// else is approved; otherwise none. A verdict counts only for the commit
+// it was given on: a review Gitea marks stale, or whose commit_id is not
+// head, is left out, so a push leaves the pull request with no verdict
+// until it is reviewed again ("" head: not checked, for callers that do
+// not know it). Gitea's own required-approvals count (official reviews
+// only) stays the forge's business: an approved pull request it would not
+// merge is not Mergeable.
+func ReviewVerdict(reviews []*sdk.PullReview, head string) string {
 	reviews = slices.Clone(reviews)
 	slices.SortFunc(reviews, func(a, b *sdk.PullReview) int { return cmp.Compare(a.ID, b.ID) })
 	latest := map[int64]sdk.ReviewStateType{}
 	for _, r := range reviews {
 		if r.Reviewer == nil || r.Dismissed {
 			continue
+		}
+		if r.State != sdk.ReviewStateRequestReview && (r.Stale || head != "" && r.CommitID != head) {
+			continue // a verdict on another commit
 		}
 		switch r.State {
 		case sdk.ReviewStateApproved, sdk.ReviewStateRequestChanges, sdk.ReviewStateRequestReview:

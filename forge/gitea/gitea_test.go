@@ -147,8 +147,11 @@ func TestReviewVerdictIsEachReviewersLatest(t *testing.T) {
 	t.Parallel()
 	alice, bob := &sdk.User{ID: 1, UserName: "alice"}, &sdk.User{ID: 2, UserName: "bob"}
 	r := func(id int64, who *sdk.User, state sdk.ReviewStateType) *sdk.PullReview {
-		return &sdk.PullReview{ID: id, Reviewer: who, State: state}
+		return &sdk.PullReview{ID: id, Reviewer: who, State: state, CommitID: "h2"}
 	}
+	at := func(commit string, rv *sdk.PullReview) *sdk.PullReview { rv.CommitID = commit; return rv }
+	stale := r(1, alice, sdk.ReviewStateApproved)
+	stale.Stale = true
 	dismissed := r(3, bob, sdk.ReviewStateRequestChanges)
 	dismissed.Dismissed = true
 	for _, tc := range []struct {
@@ -166,8 +169,12 @@ func TestReviewVerdictIsEachReviewersLatest(t *testing.T) {
 		{"a dismissed review does not count", []*sdk.PullReview{r(1, alice, sdk.ReviewStateApproved), dismissed}, wq.ReviewApproved},
 		{"a pending review does not count", []*sdk.PullReview{r(1, alice, sdk.ReviewStatePending)}, wq.ReviewNone},
 		{"a team's request names no reviewer", []*sdk.PullReview{{ID: 1, State: sdk.ReviewStateRequestChanges}}, wq.ReviewNone},
+		{"an approval of an older commit does not count", []*sdk.PullReview{at("h1", r(1, alice, sdk.ReviewStateApproved))}, wq.ReviewNone},
+		{"changes requested on an older commit do not count", []*sdk.PullReview{r(1, alice, sdk.ReviewStateApproved), at("h1", r(2, bob, sdk.ReviewStateRequestChanges))}, wq.ReviewApproved},
+		{"a review Gitea marks stale does not count", []*sdk.PullReview{stale}, wq.ReviewNone},
+		{"a request for review withdraws a verdict at any commit", []*sdk.PullReview{r(1, alice, sdk.ReviewStateApproved), at("", r(2, alice, sdk.ReviewStateRequestReview))}, wq.ReviewNone},
 	} {
-		if got := gitea.ReviewVerdict(tc.reviews); got != tc.want {
+		if got := gitea.ReviewVerdict(tc.reviews, "h2"); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}

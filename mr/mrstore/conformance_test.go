@@ -144,7 +144,7 @@ func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 		}
 		changed := detail
 		changed.Title, changed.TargetBranch = "T2", "develop"
-		got, err := s.ResubmitMR(ctx, it.ID, it.Revision, changed, "h2", T0.Add(time.Second))
+		got, err := s.ResubmitMR(ctx, it.ID, it.Revision, changed, "h2", it.CallerIdentity, T0.Add(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 		if d, _ := s.GetMRDetail(ctx, it.ID); d.Title != "T2" || d.TargetBranch != "develop" {
 			t.Errorf("detail after resubmit: %+v", d)
 		}
-		if _, err := s.ResubmitMR(ctx, it.ID, it.Revision, changed, "h3", T0); wq.ErrorCode(err) != wq.ECONFLICT {
+		if _, err := s.ResubmitMR(ctx, it.ID, it.Revision, changed, "h3", it.CallerIdentity, T0); wq.ErrorCode(err) != wq.ECONFLICT {
 			t.Errorf("resubmit at a stale revision: %v, want conflict", err)
 		}
 	})
@@ -168,7 +168,7 @@ func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 		}
 		_ = s.ReleaseLease(ctx, l)
 		failed, _ := s.GetItem(ctx, it.ID)
-		got, err := s.ResubmitMR(ctx, it.ID, failed.Revision, detail, "h1", T0)
+		got, err := s.ResubmitMR(ctx, it.ID, failed.Revision, detail, "h1", it.CallerIdentity, T0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -134,7 +134,7 @@ func (s postgresStore) LatestMRGeneration(ctx context.Context, forge, project, s
 }
 
 // ResubmitMR replaces an active or failed item's desired state.
-func (s postgresStore) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.Detail, hash string, now time.Time) (*wq.Item, error) {
+func (s postgresStore) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.Detail, hash, caller string, now time.Time) (*wq.Item, error) {
 	labels, actions, err := d.EncodeColumns()
 	if err != nil {
 		return nil, err
@@ -146,6 +146,12 @@ func (s postgresStore) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64,
 		_, err := tx.Exec(ctx, `UPDATE mr_details SET target_branch = $2, title = $3, description = $4, commit_message = $5,
 			labels = $6::jsonb, file_actions = $7::jsonb, auto_merge = $8, assignment_id = $9 WHERE work_item_id = $1`,
 			id, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge, d.AssignmentID)
+		if err != nil {
+			return postgres.Translate(err)
+		}
+		// The caller whose desired state it now is (a takeover the type
+		// allowed; the same caller otherwise).
+		_, err = tx.Exec(ctx, `UPDATE work_items SET caller_identity = $2 WHERE id = $1 AND caller_identity <> $2`, id, caller)
 		return postgres.Translate(err)
 	})
 	if err != nil {

@@ -146,7 +146,7 @@ func (s sqliteStore) LatestMRGeneration(ctx context.Context, forge, project, sou
 }
 
 // ResubmitMR replaces an active or failed item's desired state.
-func (s sqliteStore) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.Detail, hash string, now time.Time) (*wq.Item, error) {
+func (s sqliteStore) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.Detail, hash, caller string, now time.Time) (*wq.Item, error) {
 	labels, actions, err := d.EncodeColumns()
 	if err != nil {
 		return nil, err
@@ -158,6 +158,12 @@ func (s sqliteStore) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d
 		_, err := tx.ExecContext(ctx, `UPDATE mr_details SET target_branch = ?, title = ?, description = ?, commit_message = ?,
 			labels = ?, file_actions = ?, auto_merge = ?, assignment_id = ? WHERE work_item_id = ?`,
 			d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge, d.AssignmentID, id.String())
+		if err != nil {
+			return sqlite.Translate(err)
+		}
+		// The caller whose desired state it now is (a takeover the type
+		// allowed; the same caller otherwise).
+		_, err = tx.ExecContext(ctx, `UPDATE work_items SET caller_identity = ? WHERE id = ? AND caller_identity <> ?`, caller, id.String(), caller)
 		return sqlite.Translate(err)
 	})
 	if err != nil {

@@ -276,12 +276,12 @@ func TestChangesForAssignmentsPassTheGate(t *testing.T) {
 
 	// The author is handed its pull request back (changes requested), and
 	// someone else pushes to its branch before the author's change.
-	store := testdb.ControlPlaneURL(t, dbURL)
-	prWork := work.Work[0]
-	prWork.ReviewState, prWork.UpdatedAt = cp.ReviewChangesRequested, time.Now()
-	if err := store.UpsertWork(ctx, []cp.Work{prWork}, time.Now()); err != nil {
+	reviewer, _ := sdk.NewClient(srv.URL, sdk.SetToken(srv.Reviewer(t, w.repo)))
+	if _, _, err := reviewer.CreatePullReview(owner, name, number, sdk.CreatePullReviewOptions{State: sdk.ReviewStateRequestChanges,
+		Body: "Say it twice.", CommitID: pr.HeadSHA}); err != nil {
 		t.Fatal(err)
 	}
+	sync()
 	var released map[string]any
 	if err := agents.Call(ctx, "POST", "/api/v1/leases/"+held.Lease.ID+"/release", nil, map[string]any{"session_id": author.ID}, &released); err != nil {
 		t.Fatal(err)

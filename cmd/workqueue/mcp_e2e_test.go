@@ -357,12 +357,14 @@ func (a *agentsWorld) mergeAfterAPushIsRefused() {
 	if mainAfter, err := a.forge.BranchHead(t.Context(), a.repo, "main"); err != nil || mainAfter != mainBefore {
 		t.Errorf("main moved from %s to %s (%v): something was merged", mainBefore, mainAfter, err)
 	}
+	// The moved head ended the merger's right to merge: its lease is
+	// released, and the approval, given at the old head, counts no more.
 	l := mcptest.Call[cp.LeaseView](t, merger, "inspect_lease", map[string]any{"lease_id": toMerge.Lease.ID, "session_id": ms.ID})
-	if l.State != cp.LeaseActive || l.SafeNextAction != cp.NextContinue {
-		t.Errorf("the merger's lease after the refusal: %+v; want active, still its own", l)
+	if l.State != cp.LeaseReleased || l.SafeNextAction != cp.NextAllocate {
+		t.Errorf("the merger's lease after the refusal: %+v; want released, to allocate again", l)
 	}
-	if l := mcptest.Call[cp.LeaseView](t, merger, "release_lease", toolArgs(map[string]any{"session_id": ms.ID}, "lease_id", toMerge.Lease.ID)); l.State != cp.LeaseReleased {
-		t.Errorf("the merger's release: %+v", l)
+	if again := mcptest.Call[cp.Allocation](t, merger, "allocate_work", map[string]any{"session_id": ms.ID, "apply": true}); again.Outcome == cp.OutcomeAssigned {
+		t.Errorf("after a push past its approval the pull request was handed to a merger again: %+v", again)
 	}
 	for cs, id := range map[*mcp.ClientSession]string{reviewer: rs.ID, merger: ms.ID} {
 		if s := mcptest.Call[cp.SessionView](t, cs, "end_session", map[string]any{"session_id": id}); s.Status != cp.SessionEnded {

@@ -2,6 +2,7 @@ package controlplane_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -1089,4 +1090,99 @@ func TestAPushMovesTheHeadOfThePullRequestItHeads(t *testing.T) {
 	if w, _ := store.get("org/a", cp.KindPR, 2); w.State != cp.StateMerged {
 		t.Errorf("after the forge's event: %s, want merged", w.State)
 	}
+}
+
+// Reclaim and adoption follow the allocator's routing for the taker's
+// role, and keep the pinned head (issue 25): an author cannot take a
+// merger's expired lease, the pull request's own author identity cannot
+// take its review, and once the head moved there is nothing to take at
+// the pinned head; a merger of another identity takes it at that head.
+func TestReclaimFollowsTheRoutingAndKeepsThePinnedHead(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		w := newWorld(t, kind)
+		forge := &actionForge{heads: map[int64]string{5: "1111111"}}
+		w.svc.Forges = map[string]wq.Forge{"f": forge}
+		alice, as := w.session("alice", cp.RoleAuthor)
+		pr := openPR(5, "1111111")
+		pr.ReviewState, pr.AuthorSession, pr.Mergeable = cp.ReviewApproved, as, true
+		w.work(pr)
+		meg, ms := w.session("meg", cp.RoleMerger)
+		held := w.assign(meg, ms)
+		w.clock.Advance(11 * time.Minute) // past the lease TTL
+		if _, err := w.svc.HeartbeatSession(w.ctx, alice, as); err != nil {
+			t.Fatal(err)
+		}
+		_, err := w.svc.ReclaimLease(w.ctx, alice, held.Lease.ID, as)
+		wantReason(t, err, cp.SkipWrongRole)
+		_, aliceMerger := w.session("alice", cp.RoleMerger)
+		_, err = w.svc.ReclaimLease(w.ctx, alice, held.Lease.ID, aliceMerger)
+		wantReason(t, err, cp.SkipOwnPR)
+		_, err = w.svc.AdoptLease(w.ctx, alice, held.Lease.ID, aliceMerger, "", "")
+		wantReason(t, err, cp.SkipOwnPR)
+
+		forge.mu.Lock()
+		forge.heads[5] = "2222222"
+		forge.mu.Unlock()
+		max, mx := w.session("max", cp.RoleMerger)
+		_, err = w.svc.ReclaimLease(w.ctx, max, held.Lease.ID, mx)
+		wantReason(t, err, cp.GateHeadMoved)
+
+		forge.mu.Lock()
+		forge.heads[5] = "1111111"
+		forge.mu.Unlock()
+		got, err := w.svc.ReclaimLease(w.ctx, max, held.Lease.ID, mx)
+		if err != nil || got.Assignment.ExpectedHeadSHA != "1111111" || !slices.Contains(got.Assignment.AllowedActions, cp.ActMerge) {
+			t.Fatalf("a merger of another identity reclaims: %+v, %v", got, err)
+		}
+	})
+}
+
+// A foreign abandon needs the holder quiet and a no_open_pr the
+// inventory agrees with; every proof given is in the lease's events.
+func TestAbandonChecksWhatTheServiceCanKnow(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		w := newWorld(t, kind)
+		w.work(openIssue(1))
+		alice, as := w.session("alice", cp.RoleAuthor)
+		lease := w.assign(alice, as).Lease.ID
+		pr := openPR(2, "1111111")
+		pr.ReviewState, pr.LinkedIssues = cp.ReviewNone, []int64{1}
+		w.work(pr)
+		bob, bs := w.session("bob", cp.RoleAuthor)
+		full := cp.AbandonProof{DeadProcess: true, MissingWorktree: true, NoOpenPR: true, NoLiveMutationRisk: true}
+		_, err := w.svc.AbandonLease(w.ctx, bob, lease, bs, full)
+		wantReason(t, err, cp.RefuseProof) // alice heartbeated a moment ago
+		// Alice goes quiet for longer than the session TTL (an hour here);
+		// bob keeps his own session alive.
+		for range 7 {
+			w.clock.Advance(9 * time.Minute)
+			if _, err := w.svc.HeartbeatSession(w.ctx, bob, bs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err = w.svc.AbandonLease(w.ctx, bob, lease, bs, full)
+		wantReason(t, err, cp.RefuseProof) // pull request #2 closes issue 1: no_open_pr is false
+		if !strings.Contains(wq.ErrorMessage(err), "#2") {
+			t.Errorf("the refusal does not name the open pull request: %v", err)
+		}
+		w.clock.Advance(time.Second)
+		pr.State, pr.UpdatedAt = cp.StateClosed, w.clock.Now()
+		w.work(pr)
+		if v, err := w.svc.AbandonLease(w.ctx, bob, lease, bs, full); err != nil || v.State != cp.LeaseAbandoned {
+			t.Fatalf("abandon of a quiet holder's lease with a true proof: %+v, %v", v, err)
+		}
+		events, _ := w.svc.Store.ListEvents(w.ctx, cp.EventFilter{LeaseID: lease, Limit: 20})
+		proofs := 0
+		for _, e := range events {
+			var d struct {
+				Proof cp.AbandonProof `json:"proof"`
+			}
+			if json.Unmarshal(e.Detail, &d) == nil && d.Proof == full {
+				proofs++
+			}
+		}
+		if proofs != 3 {
+			t.Errorf("%d events record the proof, want the two refusals and the abandon: %+v", proofs, events)
+		}
+	})
 }

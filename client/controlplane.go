@@ -111,13 +111,14 @@ func (c *Client) InspectLease(ctx context.Context, leaseID, sessionID string) (*
 // acting, and what the call takes of the rest.
 type LeaseRequest struct {
 	SessionID    string           `json:"session_id"`
-	HeadSHA      string           `json:"head_sha,omitempty"`      // heartbeat: a head the session pushed; adopt: its worktree's
+	HeadSHA      string           `json:"head_sha,omitempty"`      // heartbeat: the head the session believes is pinned (checked); adopt: its worktree's (recorded)
 	WorktreePath string           `json:"worktree_path,omitempty"` // adopt: where the session resumes
 	Proof        *cp.AbandonProof `json:"proof,omitempty"`         // abandon
 }
 
-// HeartbeatLease extends a lease the session holds; r.HeadSHA declares a
-// head the session pushed, so that the gate expects it.
+// HeartbeatLease extends a lease the session holds; r.HeadSHA, if set,
+// must be the head the lease is pinned to (else head_moved): a pinned
+// head is the forge's, never declared.
 func (c *Client) HeartbeatLease(ctx context.Context, leaseID string, r LeaseRequest) (*cp.LeaseView, error) {
 	return leaseCall[cp.LeaseView](ctx, c, leaseID, "heartbeat", r)
 }

@@ -138,13 +138,13 @@ type leaseAct struct {
 
 type leaseHeartbeat struct {
 	leaseAct
-	HeadSHA string `json:"head_sha,omitempty" jsonschema:"a head you pushed yourself, for the gate to expect"`
+	HeadSHA string `json:"head_sha,omitempty" jsonschema:"the head you believe the lease is at (a commit id): refused with head_moved if it is not the pinned one"`
 }
 
 type leaseAdoption struct {
 	leaseAct
 	WorktreePath string `json:"worktree_path,omitempty" jsonschema:"the worktree you resume the work in"`
-	HeadSHA      string `json:"head_sha,omitempty" jsonschema:"your worktree's head commit"`
+	HeadSHA      string `json:"head_sha,omitempty" jsonschema:"your worktree's head commit, recorded as your report"`
 }
 
 type leaseAbandonment struct {

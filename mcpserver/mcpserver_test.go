@@ -50,7 +50,8 @@ func newService(t *testing.T) *service {
 	s := &service{tokens: map[string]string{}, cp: testdb.ControlPlane(t, store.KindSQLite), clock: clockwork.NewFakeClockAt(time.Now()),
 		forge: &actionForge{heads: map[int64]string{}}}
 	var tokens []auth.Token
-	for name, perms := range map[string][]auth.Permission{"agent": {auth.Agent}, "submit": {auth.Submit, auth.Read}, "incidents": {auth.Incidents}} {
+	for name, perms := range map[string][]auth.Permission{"agent": {auth.Agent}, "reviewing-agent": {auth.Agent}, "merging-agent": {auth.Agent},
+		"submit": {auth.Submit, auth.Read}, "incidents": {auth.Incidents}} {
 		tok, hash, _ := auth.NewToken()
 		s.tokens[name] = tok
 		tokens = append(tokens, auth.Token{Name: name, SHA256: hash, Permissions: perms})
@@ -191,8 +192,9 @@ func TestAnAgentWorksThroughTheTools(t *testing.T) {
 	}
 }
 
-// The lease's lifecycle through the tools: a heartbeat that declares a
-// head, an adoption by another session of the same identity, an abandon
+// The lease's lifecycle through the tools: a heartbeat whose head is
+// checked, never declared; an adoption by another session of the same
+// identity once the first went quiet, an abandon
 // refused for want of proof, the expiry after time moves, a reclaim, and
 // an abandon with proof.
 func TestTheLeaseLifecycleThroughTheTools(t *testing.T) {
@@ -216,9 +218,18 @@ func TestTheLeaseLifecycleThroughTheTools(t *testing.T) {
 		return args
 	}
 	s.clock.Advance(10 * time.Minute)
-	if l := mcptest.Call[cp.LeaseView](t, agent, "heartbeat_lease", lease(first.ID, map[string]any{"head_sha": "abc1234"})); l.HeadSHA != "abc1234" || !l.ExpiresAt.After(a.Lease.ExpiresAt) {
-		t.Errorf("heartbeat_lease: %+v", l)
+	const head = "0123456789abcdef0123456789abcdef01234567"
+	if l := mcptest.Call[cp.LeaseView](t, agent, "heartbeat_lease", lease(first.ID, map[string]any{"head_sha": head})); l.HeadSHA != "" || !l.ExpiresAt.After(a.Lease.ExpiresAt) {
+		t.Errorf("heartbeat_lease: %+v, want it extended and no head declared", l)
 	}
+	if text := mcptest.Refused(t, agent, "heartbeat_lease", lease(first.ID, map[string]any{"head_sha": "abc1234"})); !strings.Contains(text, "code invalid") {
+		t.Errorf("heartbeat_lease naming no commit id: %q", text)
+	}
+	if text := mcptest.Refused(t, agent, "adopt_lease", lease(second.ID, map[string]any{"worktree_path": "/work/resumed"})); !strings.Contains(text, "reason wait_foreign_active") {
+		t.Errorf("adopt_lease of a sibling session's lease while it heartbeats: %q", text)
+	}
+	s.clock.Advance(20 * time.Minute) // the first session goes quiet: no heartbeat for longer than the session TTL
+	mcptest.Call[cp.SessionView](t, agent, "heartbeat_session", map[string]any{"session_id": second.ID})
 	if l := mcptest.Call[cp.LeaseView](t, agent, "adopt_lease", lease(second.ID, map[string]any{"worktree_path": "/work/resumed"})); l.SessionID != second.ID || l.AdoptedFromSessionID != first.ID || l.WorktreePath != "/work/resumed" {
 		t.Errorf("adopt_lease: %+v", l)
 	}
@@ -350,6 +361,21 @@ type actionForge struct {
 	mu       sync.Mutex
 	heads    map[int64]string
 	writes   []string
+	// approvedAt is the head each pull request was approved at.
+	approvedAt map[int64]string
+}
+
+// GetWork is a pull request as the forge has it: approved only at the
+// head its approval was given on.
+func (f *actionForge) GetWork(_ context.Context, _, kind string, n int64) (*wq.WorkInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	info := &wq.WorkInfo{Kind: kind, Number: n, State: wq.MergeRequestOpen, Title: "the author's change", HeadSHA: f.heads[n],
+		ReviewState: wq.ReviewNone, Mergeable: true, UpdatedAt: time.Unix(1, 0)}
+	if at, ok := f.approvedAt[n]; ok && at == f.heads[n] {
+		info.ReviewState = wq.ReviewApproved
+	}
+	return info, nil
 }
 
 func (f *actionForge) setHead(n int64, head string) {
@@ -377,6 +403,14 @@ func (f *actionForge) CommentOnWork(_ context.Context, _, kind string, n int64, 
 }
 
 func (f *actionForge) ReviewPullRequest(_ context.Context, _ string, n int64, verdict, _, head string) error {
+	f.mu.Lock()
+	if verdict == wq.ReviewApproved {
+		if f.approvedAt == nil {
+			f.approvedAt = map[int64]string{}
+		}
+		f.approvedAt[n] = head
+	}
+	f.mu.Unlock()
 	return f.write("review %d %s at %s", n, verdict, head)
 }
 
@@ -405,10 +439,13 @@ func (f *actionForge) written() []string {
 func TestTheGatedActionsThroughTheTools(t *testing.T) {
 	s := newService(t)
 	s.seedIssues(t, 1)
-	agent := s.inMemory(t, "agent")
+	// Three identities: the sessions of one are one actor, and never
+	// judge what another of them wrote.
+	agent, reviewing, merging := s.inMemory(t, "agent"), s.inMemory(t, "reviewing-agent"), s.inMemory(t, "merging-agent")
 	author := mcptest.Call[cp.SessionView](t, agent, "start_session", map[string]any{"role": "author"})
-	reviewer := mcptest.Call[cp.SessionView](t, agent, "start_session", map[string]any{"role": "reviewer"})
-	merger := mcptest.Call[cp.SessionView](t, agent, "start_session", map[string]any{"role": "merger"})
+	ownReviewer := mcptest.Call[cp.SessionView](t, agent, "start_session", map[string]any{"role": "reviewer"})
+	reviewer := mcptest.Call[cp.SessionView](t, reviewing, "start_session", map[string]any{"role": "reviewer"})
+	merger := mcptest.Call[cp.SessionView](t, merging, "start_session", map[string]any{"role": "merger"})
 	issue := mcptest.Call[cp.Allocation](t, agent, "allocate_work", map[string]any{"session_id": author.ID, "apply": true})
 	if issue.Assignment == nil || issue.Work.Kind != cp.KindIssue {
 		t.Fatalf("the author's allocation: %+v", issue)
@@ -438,35 +475,52 @@ func TestTheGatedActionsThroughTheTools(t *testing.T) {
 		t.Errorf("review_pull_request with an issue's assignment: %q", text)
 	}
 
-	review := mcptest.Call[cp.Allocation](t, agent, "allocate_work", map[string]any{"session_id": reviewer.ID, "apply": true})
+	if own := mcptest.Call[cp.Allocation](t, agent, "allocate_work", map[string]any{"session_id": ownReviewer.ID, "apply": true}); own.Work != nil {
+		t.Fatalf("a reviewer session of the author's own identity was handed %+v", own)
+	}
+	review := mcptest.Call[cp.Allocation](t, reviewing, "allocate_work", map[string]any{"session_id": reviewer.ID, "apply": true})
 	if review.Work == nil || review.Work.Number != 2 {
 		t.Fatalf("the reviewer's allocation: %+v", review)
 	}
 	if text := mcptest.Refused(t, agent, "review_pull_request", act(author.ID, review, map[string]any{"verdict": "approve"})); !strings.Contains(text, "reason own_pull_request") {
 		t.Errorf("a review by the pull request's author: %q", text)
 	}
-	if text := mcptest.Refused(t, agent, "review_pull_request", act(reviewer.ID, review, map[string]any{"verdict": "request_changes"})); !strings.Contains(text, "code invalid") || !strings.Contains(text, "body") {
+	if text := mcptest.Refused(t, reviewing, "review_pull_request", act(reviewer.ID, review, map[string]any{"verdict": "request_changes"})); !strings.Contains(text, "code invalid") || !strings.Contains(text, "body") {
 		t.Errorf("request_changes without a body: %q", text)
 	}
-	approved := mcptest.Call[cp.ActionResult](t, agent, "review_pull_request", act(reviewer.ID, review, map[string]any{"verdict": "approve", "body": "Right."}))
+	approved := mcptest.Call[cp.ActionResult](t, reviewing, "review_pull_request", act(reviewer.ID, review, map[string]any{"verdict": "approve", "body": "Right."}))
 	if !approved.Released || approved.HeadSHA != "1111111" || approved.Work.ReviewState != cp.ReviewApproved {
 		t.Errorf("approve: %+v, want the lease released at head 1111111, approved", approved)
 	}
 
-	merge := mcptest.Call[cp.Allocation](t, agent, "allocate_work", map[string]any{"session_id": merger.ID, "apply": true})
-	if merge.Work == nil || merge.Work.Number != 2 || !slices.Contains(merge.Assignment.AllowedActions, cp.ActMerge) {
-		t.Fatalf("the merger's allocation: %+v", merge)
+	allocateMerge := func() cp.Allocation {
+		t.Helper()
+		merge := mcptest.Call[cp.Allocation](t, merging, "allocate_work", map[string]any{"session_id": merger.ID, "apply": true})
+		if merge.Work == nil || merge.Work.Number != 2 || !slices.Contains(merge.Assignment.AllowedActions, cp.ActMerge) {
+			t.Fatalf("the merger's allocation: %+v", merge)
+		}
+		return merge
 	}
+	merge := allocateMerge()
 	s.forge.setHead(2, "2222222") // someone pushes
-	if text := mcptest.Refused(t, agent, "merge_pull_request", act(merger.ID, merge, nil)); !strings.Contains(text, "reason head_moved") {
+	if text := mcptest.Refused(t, merging, "merge_pull_request", act(merger.ID, merge, nil)); !strings.Contains(text, "reason head_moved") {
 		t.Errorf("a merge after a push: %q", text)
 	}
-	s.forge.setHead(2, "1111111")
-	merged := mcptest.Call[cp.ActionResult](t, agent, "merge_pull_request", act(merger.ID, merge, nil))
+	if again := mcptest.Call[cp.Allocation](t, merging, "allocate_work", map[string]any{"session_id": merger.ID, "apply": true}); again.Work != nil {
+		t.Errorf("after a push past the approval the merger was handed %+v", again)
+	}
+	s.forge.setHead(2, "1111111") // the push undone: the approved head is back
+	if err := s.cp.UpsertWork(t.Context(), []cp.Work{{ID: "pr2", State: cp.StateOpen, Title: "the author's change", HeadSHA: "1111111",
+		ReviewState: cp.ReviewApproved, Mergeable: true, UpdatedAt: now.Add(2 * time.Minute),
+		WorkKey: cp.WorkKey{Forge: "gitea", Repo: "team/app", Kind: cp.KindPR, Number: 2}}}, now); err != nil {
+		t.Fatal(err)
+	}
+	merge = allocateMerge()
+	merged := mcptest.Call[cp.ActionResult](t, merging, "merge_pull_request", act(merger.ID, merge, nil))
 	if !merged.Released || merged.HeadSHA != "1111111" || merged.Work.State != cp.StateMerged {
 		t.Errorf("merge: %+v, want merged at 1111111 and the lease released", merged)
 	}
-	if text := mcptest.Refused(t, agent, "close_issue", act(merger.ID, merge, nil)); !strings.Contains(text, "reason wrong_kind") {
+	if text := mcptest.Refused(t, merging, "close_issue", act(merger.ID, merge, nil)); !strings.Contains(text, "reason wrong_kind") {
 		t.Errorf("close_issue with a pull request's assignment: %q", text)
 	}
 	// The author's issue needed no more (its pull request is merged): the

@@ -99,7 +99,7 @@ var tools = []func(*mcp.Server, Clients){
 		true, func(ctx context.Context, c *client.Client, in leaseInspection) (*cp.LeaseView, error) {
 			return c.InspectLease(ctx, in.LeaseID, in.SessionID)
 		}),
-	tool("heartbeat_lease", `Extend a live lease your session holds, before it expires (within a third of its TTL is safe). When you pushed a new head yourself, give it as head_sha so that the gate expects it from then on.`,
+	tool("heartbeat_lease", `Extend a live lease your session holds, before it expires (within a third of its TTL is safe). head_sha, if you give it, is checked, never declared: the head your lease is pinned to comes from the forge (and the service's own pushes for you), so a head_sha that is not it is refused with reason head_moved; someone else pushed, and the work goes back to the allocator.`,
 		false, func(ctx context.Context, c *client.Client, in leaseHeartbeat) (*cp.LeaseView, error) {
 			return c.HeartbeatLease(ctx, in.LeaseID, client.LeaseRequest{SessionID: in.SessionID, HeadSHA: in.HeadSHA})
 		}),
@@ -107,11 +107,11 @@ var tools = []func(*mcp.Server, Clients){
 		false, func(ctx context.Context, c *client.Client, in leaseAct) (*cp.LeaseView, error) {
 			return c.ReleaseLease(ctx, in.LeaseID, client.LeaseRequest{SessionID: in.SessionID})
 		}),
-	tool("adopt_lease", `Move a lease to your session: one of your own identity's (a restarted agent resuming its work), or one that expired. A live lease of another identity is never taken (reason wait_foreign_active). Give the worktree you resume in and its head.`,
+	tool("adopt_lease", `Resume a lease after a restart: your own session's (the same session_id), or, once its holder has gone quiet for the session TTL, another session of your identity's; or take over one that expired. A live lease whose holder still heartbeats is never taken (reason wait_foreign_active). Taking over another session's lease follows the allocator's routing for your role (reasons wrong_role, own_pr, not_author) at the head the assignment pinned (reason head_moved if it moved). Give the worktree you resume in and its head: both are recorded as your report, the pinned head does not change.`,
 		false, func(ctx context.Context, c *client.Client, in leaseAdoption) (*cp.LeaseView, error) {
 			return c.AdoptLease(ctx, in.LeaseID, client.LeaseRequest{SessionID: in.SessionID, WorktreePath: in.WorktreePath, HeadSHA: in.HeadSHA})
 		}),
-	tool("abandon_lease", `End a lease whose holder is gone, with proof: dead_process or missing_worktree, and no_live_mutation_risk. Another session's lease also needs operator_authorized (admin tokens only) or all of dead_process, missing_worktree and no_open_pr. Refused without enough proof (reason insufficient_proof).`,
+	tool("abandon_lease", `End a lease whose holder is gone, with proof: dead_process or missing_worktree, and no_live_mutation_risk. Another session's lease also needs operator_authorized (admin tokens only) or all of dead_process, missing_worktree and no_open_pr, and its holder must have gone quiet (no heartbeat for the session TTL). no_open_pr is checked against the inventory, and every proof is recorded in the lease's events. Refused without enough proof (reason insufficient_proof).`,
 		false, func(ctx context.Context, c *client.Client, in leaseAbandonment) (*cp.LeaseView, error) {
 			proof, err := convert[cp.AbandonProof](in.Proof)
 			if err != nil {
@@ -119,7 +119,7 @@ var tools = []func(*mcp.Server, Clients){
 			}
 			return c.AbandonLease(ctx, in.LeaseID, client.LeaseRequest{SessionID: in.SessionID, Proof: &proof})
 		}),
-	tool("reclaim_lease", `Assign the work of an expired lease to your session under a new lease; the answer is an allocation, as allocate_work's. A live lease is never reclaimed (reason wait_foreign_active).`,
+	tool("reclaim_lease", `Assign the work of an expired lease to your session under a new lease; the answer is an allocation, as allocate_work's. A live lease is never reclaimed (reason wait_foreign_active). The allocator's routing for your role applies (reasons wrong_role, own_pr, not_author), and the new assignment keeps the old one's pinned head: if the pull request moved, there is nothing to reclaim (reason head_moved); allocate instead.`,
 		false, func(ctx context.Context, c *client.Client, in leaseAct) (*cp.Allocation, error) {
 			return c.ReclaimLease(ctx, in.LeaseID, client.LeaseRequest{SessionID: in.SessionID})
 		}),

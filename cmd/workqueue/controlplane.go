@@ -231,7 +231,7 @@ also --operator-authorized as an admin, or --dead-process,
 					fmt.Fprintf(w, "%d leases expired\n", len(out.Expired))
 				})
 			}}
-		return []*cobra.Command{list, show, expire, leaseVerb(f, "heartbeat", "Extend your live lease"), leaseVerb(f, "adopt", "Resume a lease of your identity, or take an expired one"),
+		return []*cobra.Command{list, show, expire, leaseVerb(f, "heartbeat", "Extend your live lease"), leaseVerb(f, "adopt", "Resume your session's lease, a quiet sibling session's, or take an expired one"),
 			leaseVerb(f, "release", "End your lease"), leaseVerb(f, "abandon", "End a lease whose holder is gone, with proof"),
 			leaseVerb(f, "reclaim", "Reassign an expired lease's work to your session")}
 	})
@@ -257,9 +257,9 @@ func leaseVerb(f *clientFlags, verb, short string) *cobra.Command {
 	cmd.MarkFlagRequired("session")
 	switch verb {
 	case "heartbeat":
-		cmd.Flags().StringVar(&head, "head", "", "the head you pushed yourself, so that the gate expects it")
+		cmd.Flags().StringVar(&head, "head", "", "the head you believe the lease is pinned to, checked (refused head_moved if it is not)")
 	case "adopt":
-		cmd.Flags().StringVar(&head, "head", "", "the head of your worktree")
+		cmd.Flags().StringVar(&head, "head", "", "the head of your worktree, recorded as your report")
 		cmd.Flags().StringVar(&worktree, "worktree", "", "the worktree you resume in")
 	case "abandon":
 		cmd.Flags().BoolVar(&proof.DeadProcess, "dead-process", false, "the holder's process is gone")

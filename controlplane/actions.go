@@ -103,7 +103,7 @@ func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*Action
 		}
 		live = pr.HeadSHA
 	}
-	d, err := s.Gate(ctx, c, req.SessionID, a.ID, req.Action, live)
+	d, err := s.gateAt(ctx, c, req.SessionID, a.ID, req.Action, live, live != "")
 	if err != nil {
 		return nil, err
 	}

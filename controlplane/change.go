@@ -77,7 +77,7 @@ func (s *Service) AuthorizeChange(ctx context.Context, c Caller, req ChangeReque
 		}
 		live = head
 	}
-	d, err := s.Gate(ctx, c, lease.SessionID, a.ID, g.Action, live)
+	d, err := s.gateAt(ctx, c, lease.SessionID, a.ID, g.Action, live, live != "")
 	if err != nil {
 		return nil, err
 	}

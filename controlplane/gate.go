@@ -24,10 +24,13 @@ type GateInput struct {
 	Lease      *Lease
 	Work       *Work
 	Action     Action
-	// LiveHead is the pull request head the caller sees now; "" when it
-	// did not look, and the inventory's head counts instead.
-	LiveHead string
-	Now      time.Time
+	// LiveHead is the pull request head seen now; "" when nobody looked,
+	// and the inventory's head counts instead. LiveFromForge says the
+	// service read it from the forge, and it alone counts; otherwise it
+	// is the caller's claim, checked beside the inventory's head.
+	LiveHead      string
+	LiveFromForge bool
+	Now           time.Time
 }
 
 // Decision is the gate's answer.
@@ -41,9 +44,9 @@ type Decision struct {
 
 // Check is the mutation gate (#613): a mutation passes only under a live
 // lease the session holds, for an action its assignment allows, on work
-// that is still open, at the head the assignment pinned (or the owner
-// declared since, on its lease). Every doubt fails closed, except an
-// unknown live head, which is not checked. It is pure.
+// that is still open, at the head the assignment pinned (or the service
+// pushed for the owner since, on its lease). Every doubt fails closed,
+// except an unknown live head, which is not checked. It is pure.
 func Check(in GateInput) Decision {
 	refuse := func(reason string) Decision { return Decision{Reason: reason} }
 	switch {
@@ -61,19 +64,23 @@ func Check(in GateInput) Decision {
 	case in.Work.State.Terminal():
 		return refuse(GateWorkTerminal)
 	}
-	expected := in.Assignment.ExpectedHeadSHA
-	if in.Lease.HeadSHA != "" {
-		expected = in.Lease.HeadSHA // the owner's own push, declared on its lease
+	expected := PinnedHead(in.Assignment, in.Lease) // the service's own push for the owner, else the head at assignment
+	heads := []string{in.LiveHead}
+	if !in.LiveFromForge || in.LiveHead == "" {
+		heads = append(heads, in.Work.HeadSHA) // a claim never outweighs the service's own record
 	}
-	live := in.LiveHead
-	if live == "" {
-		live = in.Work.HeadSHA
-	}
-	if in.Work.Kind != KindPR || expected == "" || live == "" {
+	if in.Work.Kind != KindPR || expected == "" {
 		return Decision{Allowed: true}
 	}
-	if live != expected {
-		return Decision{Reason: GateHeadMoved, HeadChecked: true}
+	checked := false
+	for _, h := range heads {
+		if h == "" {
+			continue
+		}
+		if h != expected {
+			return Decision{Reason: GateHeadMoved, HeadChecked: true}
+		}
+		checked = true
 	}
-	return Decision{Allowed: true, HeadChecked: true}
+	return Decision{Allowed: true, HeadChecked: checked}
 }

@@ -43,9 +43,11 @@ func TestGateRefusesEveryDoubtWithItsReason(t *testing.T) {
 		{"closed work", func(in *cp.GateInput) { in.Work.State = cp.StateClosed }, cp.GateWorkTerminal},
 		{"the inventory saw someone push", func(in *cp.GateInput) { in.Work.HeadSHA = "h2" }, cp.GateHeadMoved},
 		{"the caller sees another head", func(in *cp.GateInput) { in.LiveHead = "h2" }, cp.GateHeadMoved},
-		{"the caller's head wins over the inventory's", func(in *cp.GateInput) { in.Work.HeadSHA, in.LiveHead = "h2", "h1" }, ""},
+		{"a head read from the forge wins over the inventory's", func(in *cp.GateInput) { in.Work.HeadSHA, in.LiveHead, in.LiveFromForge = "h2", "h1", true }, ""},
+		{"a caller's claimed head never outweighs the inventory's", func(in *cp.GateInput) { in.Work.HeadSHA, in.LiveHead = "h2", "h1" }, cp.GateHeadMoved},
+		{"a caller's claimed head that moved is refused", func(in *cp.GateInput) { in.LiveHead = "h9" }, cp.GateHeadMoved},
 		{"a head nobody knows is not checked", func(in *cp.GateInput) { in.Work.HeadSHA = "" }, ""},
-		{"the owner's declared push is the expected head", func(in *cp.GateInput) { in.Lease.HeadSHA, in.Work.HeadSHA = "h2", "h2" }, ""},
+		{"the service's push for the owner is the expected head", func(in *cp.GateInput) { in.Lease.HeadSHA, in.Work.HeadSHA = "h2", "h2" }, ""},
 		{"an issue has no head to check", func(in *cp.GateInput) { in.Work.Kind, in.Work.HeadSHA = cp.KindIssue, "x" }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

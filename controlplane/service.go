@@ -421,9 +421,23 @@ func skips(picks []Pick, lost []CandidateSkip) []CandidateSkip {
 // Gate checks a mutation (#613) and logs a refusal. The caller must act
 // for the session; a session it may not act for is refused as not_owner,
 // never revealed.
+//
+// liveHead is the caller's claim: the gate refuses when either it or the
+// inventory's head is not the pinned one, and it is never taken over the
+// service's own record. The service's own writes pass the head they read
+// from the forge (gateAt).
 func (s *Service) Gate(ctx context.Context, c Caller, sessionID, assignmentID string, action Action, liveHead string) (Decision, error) {
+	if err := ValidateSHA("live_head_sha", liveHead); err != nil {
+		return Decision{}, err
+	}
+	return s.gateAt(ctx, c, sessionID, assignmentID, action, liveHead, false)
+}
+
+// gateAt is Gate; fromForge says liveHead was read from the forge just
+// now, and is the one head that counts.
+func (s *Service) gateAt(ctx context.Context, c Caller, sessionID, assignmentID string, action Action, liveHead string, fromForge bool) (Decision, error) {
 	now := s.now()
-	in := GateInput{SessionID: sessionID, Action: action, LiveHead: liveHead, Now: now}
+	in := GateInput{SessionID: sessionID, Action: action, LiveHead: liveHead, LiveFromForge: fromForge, Now: now}
 	var err error
 	if in.Session, err = s.Store.GetSession(ctx, sessionID); err != nil && wq.ErrorCode(err) != wq.ENOTFOUND {
 		return Decision{}, err

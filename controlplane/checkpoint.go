@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/controlplane/redact"
+	"github.com/workqueue-dev/workqueue/secrets"
 )
 
 // CheckpointSchemaVersion is the field set a checkpoint is written under,
@@ -234,7 +234,7 @@ func isCommitSHA(s string) bool {
 func (c Checkpoint) redacted() (Checkpoint, error) {
 	for _, f := range []*string{&c.ProviderIdentity, &c.WorktreePath, &c.Branch, &c.WorkflowStage,
 		&c.LastCompletedAction, &c.CurrentOperation, &c.Blocker, &c.NextValidAction, &c.RecoveryInstructions, &c.Status} {
-		*f = redact.Text(*f)
+		*f = secrets.Text(*f)
 	}
 	for _, f := range []struct {
 		name string
@@ -243,7 +243,7 @@ func (c Checkpoint) redacted() (Checkpoint, error) {
 		if len(*f.doc) == 0 {
 			continue
 		}
-		doc, err := redact.JSON(*f.doc)
+		doc, err := secrets.JSON(*f.doc)
 		if err != nil {
 			return c, wq.Errorf(wq.EINVALID, "%s: %v", f.name, err)
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/controlplane/redact"
+	"github.com/workqueue-dev/workqueue/secrets"
 )
 
 // The status note (DDR-45, DESIGN section 6): one note on the merge
@@ -111,7 +111,7 @@ const maxCell = 300
 // cell makes s safe in one markdown table cell: one line, no pipe, no
 // secret, bounded.
 func cell(s string) string {
-	s = redact.Text(s)
+	s = secrets.Text(s)
 	s = strings.NewReplacer("\r", " ", "\n", " ", "|", "\\|", "<", "&lt;", ">", "&gt;").Replace(s)
 	if len(s) > maxCell {
 		s = s[:maxCell] + "…"

@@ -11,7 +11,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/controlplane/redact"
+	"github.com/workqueue-dev/workqueue/secrets"
 )
 
 // ClaimTimeout is how old a claim without an issue must be before
@@ -263,10 +263,10 @@ func (b *Bridge) file(ctx context.Context, obs Observation, p Project, plan Issu
 		err = errors.New("the forge named no issue number")
 	}
 	if err != nil {
-		log.Warn("filing the incident issue failed; the claim stays until it is stale", "err", redact.Text(err.Error()))
+		log.Warn("filing the incident issue failed; the claim stays until it is stale", "err", secrets.Text(err.Error()))
 		return nil, fmt.Errorf("file the issue of incident %s in %s %s: %w", obs.Key, p.Forge, p.Repo, err)
 	}
-	issue := IssueRef{Number: info.Number, URL: redact.Text(info.URL)}
+	issue := IssueRef{Number: info.Number, URL: secrets.Text(info.URL)}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	link, err := b.store.FinishClaim(wctx, obs.Key, token, issue, b.now())

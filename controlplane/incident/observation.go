@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/controlplane/redact"
+	"github.com/workqueue-dev/workqueue/secrets"
 )
 
 // Providers the bridge reads.
@@ -175,14 +175,14 @@ func (o Observation) redacted() (Observation, error) {
 	for _, f := range []struct{ name, value string }{
 		{"organization", o.Organization}, {"project", o.Project}, {"environment", o.Environment}, {"fingerprint", o.Fingerprint},
 	} {
-		if redact.Text(f.value) != f.value {
+		if secrets.Text(f.value) != f.value {
 			return Observation{}, invalid(f.name, "looks like it holds a secret")
 		}
 	}
-	o.Title = truncate(redact.Text(o.Title), MaxTitle)
-	o.Culprit = truncate(redact.Text(o.Culprit), MaxField)
-	o.Level = truncate(redact.Text(o.Level), MaxField)
-	o.Status = truncate(redact.Text(o.Status), MaxField)
+	o.Title = truncate(secrets.Text(o.Title), MaxTitle)
+	o.Culprit = truncate(secrets.Text(o.Culprit), MaxField)
+	o.Level = truncate(secrets.Text(o.Level), MaxField)
+	o.Status = truncate(secrets.Text(o.Status), MaxField)
 	o.Permalink = safePermalink(o.Permalink)
 	o.FirstSeen, o.LastSeen = storedTime(o.FirstSeen), storedTime(o.LastSeen)
 	o.LinkedPRs = sortedPRs(o.LinkedPRs)
@@ -226,7 +226,7 @@ func safePermalink(raw string) string {
 	if err != nil {
 		return ""
 	}
-	return truncate(redact.Text(clean), MaxField)
+	return truncate(secrets.Text(clean), MaxField)
 }
 
 // resolved says whether a provider status means the issue needs no

@@ -1,4 +1,4 @@
-package redact_test
+package secrets_test
 
 import (
 	"encoding/json"
@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/workqueue-dev/workqueue/controlplane/redact"
+	"github.com/workqueue-dev/workqueue/secrets"
 )
 
 // secrets are one sample of each shape, as they appear in the wild.
-var secrets = []struct{ name, secret string }{
+var samples = []struct{ name, secret string }{
 	{"gitlab personal token", "glpat-Xk2LmN8pQrStUvWxYz01"},
 	{"gitlab deploy token", "gldt-aB3dE5fG7hI9jK1lM3nO"},
 	{"gitlab runner token", "glrt-t1_AbCdEfGhIjKlMnOpQrSt"},
@@ -41,16 +41,16 @@ var contexts = []struct{ name, text, gone string }{
 }
 
 func TestTextRemovesEveryShapeOfSecret(t *testing.T) {
-	for _, s := range secrets {
+	for _, s := range samples {
 		for _, around := range []string{"%s", "token was %s.", "(%s)", "x=%s&y=1", "\"%s\""} {
 			in := fmt.Sprintf(around, s.secret)
-			if out := redact.Text(in); strings.Contains(out, s.secret) || !strings.Contains(out, redact.Mask) {
+			if out := secrets.Text(in); strings.Contains(out, s.secret) || !strings.Contains(out, secrets.MaskPrefix) {
 				t.Errorf("%s in %q: %q", s.name, around, out)
 			}
 		}
 	}
 	for _, c := range contexts {
-		if out := redact.Text(c.text); strings.Contains(out, c.gone) {
+		if out := secrets.Text(c.text); strings.Contains(out, c.gone) {
 			t.Errorf("%s: %q still holds %q", c.name, out, c.gone)
 		}
 	}
@@ -63,7 +63,7 @@ func TestTextKeepsWhatIsNotSecret(t *testing.T) {
 		"https://gitea.example.com/o/r/pulls/3",
 		"next: run go test ./... and open the pull request",
 	} {
-		if out := redact.Text(s); out != s {
+		if out := secrets.Text(s); out != s {
 			t.Errorf("%q became %q", s, out)
 		}
 	}
@@ -72,7 +72,7 @@ func TestTextKeepsWhatIsNotSecret(t *testing.T) {
 func TestJSONMasksSecretMembersAndRedactsEveryString(t *testing.T) {
 	in := `{"note":"Authorization: Bearer abcdefghijklmnop","nested":{"password":12345,"list":["glpat-Xk2LmN8pQrStUvWxYz01",{"token":"opaque"}]},` +
 		`"glpat-Xk2LmN8pQrStUvWxYz01":"a key that is a token","ok":"keep me","count":3}`
-	out, err := redact.JSON(json.RawMessage(in))
+	out, err := secrets.JSON(json.RawMessage(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,13 +93,13 @@ func TestJSONMasksSecretMembersAndRedactsEveryString(t *testing.T) {
 func TestASecretPlantedAnywhereInJSONNeverSurvives(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for round := range 2000 {
-		s := secrets[r.IntN(len(secrets))].secret
+		s := samples[r.IntN(len(samples))].secret
 		doc := randomJSON(r, 4, s)
 		raw, _ := json.Marshal(doc)
 		if !strings.Contains(string(raw), s) {
 			continue // the secret landed nowhere this round
 		}
-		out, err := redact.JSON(raw)
+		out, err := secrets.JSON(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,13 +153,13 @@ func FuzzText(f *testing.F) {
 	}
 	f.Add("", uint8(3))
 	f.Fuzz(func(t *testing.T, s string, which uint8) {
-		secret := secrets[int(which)%len(secrets)].secret
+		secret := samples[int(which)%len(samples)].secret
 		in := s + " " + secret + " " + s
-		out := redact.Text(in)
+		out := secrets.Text(in)
 		if strings.Contains(out, secret) {
 			t.Fatalf("%q survived in %q", secret, out)
 		}
-		if again := redact.Text(out); again != out {
+		if again := secrets.Text(out); again != out {
 			t.Fatalf("not idempotent:\n%q\n%q", out, again)
 		}
 	})

@@ -1,0 +1,257 @@
+// Package secrets finds secrets in what callers send, to keep them out of
+// everything the service stores (session checkpoints, leases, sessions,
+// events, incident titles and bodies, audit metadata: hard rules 1 and 5
+// of seed 003's #660) and out of the changes it pushes (push protection,
+// Scan).
+//
+// It combines a maintained scanner's rule set, gitleaks v8's detector
+// (about 200 vendor rules with keywords, entropy and allowlists, and
+// decoding of base64, hex and percent-encoded text), with the service's
+// structural rules (rules.go): secret-named members at any depth, URL
+// userinfo, header lines, key = value assignments, command-line
+// passwords, key blocks, and vendor prefixes in any case or glued to a
+// word. Redaction keeps text readable: each secret becomes
+// "[REDACTED:rule]". It errs on the side of masking: a checkpoint that
+// loses a word is recoverable, a stored token is not.
+package secrets
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/zricethezav/gitleaks/v8/detect"
+)
+
+// MaskPrefix starts every mask: "[REDACTED:rule]".
+const MaskPrefix = "[REDACTED"
+
+// Mask is what replaces a secret found by rule.
+func Mask(rule string) string { return MaskPrefix + ":" + rule + "]" }
+
+// maxDecodeDepth is how many layers of encoding (base64 in percent
+// encoding, say) the scanner looks through.
+const maxDecodeDepth = 3
+
+// detector is gitleaks' detector with its default rule set, made once:
+// its configuration is read through a package-global viper, and the
+// detector itself is safe for concurrent scans (DetectString keeps no
+// findings of its own).
+var detector = sync.OnceValue(func() *detect.Detector {
+	d, err := detect.NewDetectorDefaultConfig()
+	if err != nil {
+		panic("secrets: gitleaks' default rules do not load: " + err.Error())
+	}
+	d.MaxDecodeDepth = maxDecodeDepth
+	return d
+})
+
+// span is a secret found in a text: bytes [start, end) and the rule that
+// found it.
+type span struct {
+	start, end int
+	rule       string
+	broad      bool
+}
+
+// find returns the secrets in s, sorted by start, overlaps merged (the
+// first rule's name kept).
+func find(s string, broad bool) []span {
+	if s == "" {
+		return nil
+	}
+	var out []span
+	for _, r := range rules {
+		if r.broad && !broad {
+			continue
+		}
+		for _, m := range r.re.FindAllStringSubmatchIndex(s, -1) {
+			start, end := m[2*r.group], m[2*r.group+1]
+			if start < 0 || end <= start || r.check != nil && !r.check(s[start:end]) {
+				continue
+			}
+			out = append(out, span{start: start, end: end, rule: r.id, broad: r.broad})
+		}
+	}
+	out = append(out, scanner(s)...)
+	return merge(out)
+}
+
+// scanner is gitleaks' findings in s as spans. A finding names the
+// secret it matched; every occurrence of it in s is a span. A secret
+// found in decoded text (base64, percent-encoded) does not occur in s as
+// such: the encoded word at the finding's place is the span.
+func scanner(s string) []span {
+	var out []span
+	lines := lineStarts(s)
+	for _, f := range detector().DetectString(s) {
+		secret := strings.TrimSpace(f.Secret)
+		if secret == "" {
+			secret = strings.TrimSpace(f.Match)
+		}
+		found := false
+		for i := 0; len(secret) >= 4 && i < len(s); {
+			j := strings.Index(s[i:], secret)
+			if j < 0 {
+				break
+			}
+			out = append(out, span{start: i + j, end: i + j + len(secret), rule: f.RuleID})
+			i += j + len(secret)
+			found = true
+		}
+		if found || f.StartLine < 0 || f.StartLine >= len(lines) {
+			continue
+		}
+		at := min(lines[f.StartLine]+max(f.StartColumn-1, 0), len(s))
+		if start, end := encodedWord(s, at); end > start {
+			out = append(out, span{start: start, end: end, rule: f.RuleID})
+		}
+	}
+	return out
+}
+
+// lineStarts is the byte offset of each line of s.
+func lineStarts(s string) []int {
+	starts := []int{0}
+	for i := range len(s) {
+		if s[i] == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+// encodedWord is the run of base64, hex and percent-encoding characters
+// around byte at of s.
+func encodedWord(s string, at int) (int, int) {
+	in := func(c byte) bool {
+		return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("+/=_-%", c) >= 0
+	}
+	start, end := at, at
+	for start > 0 && in(s[start-1]) {
+		start--
+	}
+	for end < len(s) && in(s[end]) {
+		end++
+	}
+	return start, end
+}
+
+func merge(spans []span) []span {
+	if len(spans) < 2 {
+		return spans
+	}
+	slices.SortStableFunc(spans, func(a, b span) int { return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(b.end, a.end)) })
+	out := spans[:1]
+	for _, sp := range spans[1:] {
+		last := &out[len(out)-1]
+		if sp.start < last.end {
+			last.end = max(last.end, sp.end)
+			last.broad = last.broad && sp.broad
+			continue
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// Text returns s with every secret found replaced by its mask. A mask is
+// never found again, so Text(Text(s)) == Text(s).
+func Text(s string) string {
+	spans := find(s, true)
+	if len(spans) == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	at := 0
+	for _, sp := range spans {
+		b.WriteString(s[at:sp.start])
+		b.WriteString(Mask(sp.rule))
+		at = sp.end
+	}
+	b.WriteString(s[at:])
+	return b.String()
+}
+
+// Contains reports whether s holds a secret Text would remove.
+func Contains(s string) bool { return len(find(s, true)) > 0 }
+
+// IsSecretName reports whether a JSON member or field named name holds a
+// secret whatever its value (password, token, api_key, authorization,
+// key, auth, ssh_key, signing_key, session, bearer, cookie, ...).
+func IsSecretName(name string) bool { return secretName.MatchString(name) }
+
+// JSON returns doc with every string (member names included) redacted as
+// Text does, and the value of every member whose name says secret
+// (IsSecretName) replaced by a mask whole, whatever it is: a string, a
+// number, an array or an object. doc must be valid JSON.
+func JSON(doc json.RawMessage) (json.RawMessage, error) {
+	if len(doc) == 0 {
+		return doc, nil
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(Value(v))
+}
+
+// Value redacts a decoded JSON value (as JSON does), in place where it
+// can.
+func Value(v any) any {
+	switch v := v.(type) {
+	case string:
+		return Text(v)
+	case []any:
+		for i := range v {
+			v[i] = Value(v[i])
+		}
+		return v
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			name := Text(k)
+			if IsSecretName(k) {
+				out[name] = Mask("secret-name")
+				continue
+			}
+			out[name] = Value(x)
+		}
+		return out
+	}
+	return v
+}
+
+// Finding is a secret found in a file by Scan: where, and by which rule;
+// never the secret itself.
+type Finding struct {
+	Rule   string `json:"rule"`
+	Line   int    `json:"line"`   // 1-based
+	Column int    `json:"column"` // 1-based, in bytes
+}
+
+// Scan returns the secrets in content, a file of a change about to be
+// pushed, by line and column: the scanner's rules and the structural
+// ones, without the broad rules that flag a word only for looking random
+// (a change is refused on a finding; a checkpoint merely loses a word).
+// Content that is not UTF-8 text is not scanned.
+func Scan(content []byte) []Finding {
+	if !utf8.Valid(content) || bytes.IndexByte(content, 0) >= 0 {
+		return nil
+	}
+	s := string(content)
+	lines := lineStarts(s)
+	var out []Finding
+	for _, sp := range find(s, false) {
+		line, _ := slices.BinarySearch(lines, sp.start+1)
+		out = append(out, Finding{Rule: sp.rule, Line: line, Column: sp.start - lines[line-1] + 1})
+	}
+	return out
+}

@@ -18,7 +18,10 @@ package secrets
 import (
 	"bytes"
 	"cmp"
+	"encoding/base64"
 	"encoding/json"
+	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -78,7 +81,88 @@ func find(s string, broad bool) []span {
 		}
 	}
 	out = append(out, scanner(s)...)
+	out = append(out, encoded(s, broad)...)
 	return merge(out)
+}
+
+// encodedText finds the words of a text that may hide one under an
+// encoding: base64 (standard or URL-safe) of at least 16 characters, and
+// any word holding a percent escape.
+var encodedText = regexp.MustCompile(`[A-Za-z0-9+/_-]{16,}={0,2}|[^\s"'<>]*%[0-9A-Fa-f]{2}[^\s"'<>]*`)
+
+// encoded is the words of s that decode (base64, percent-encoding) to
+// text holding a secret by the structural rules (the scanner decodes for
+// its own): the whole encoded word is the span. One layer of each
+// encoding is looked through, and within it one more.
+func encoded(s string, broad bool) []span {
+	return encodedAt(s, broad, 2)
+}
+
+func encodedAt(s string, broad bool, depth int) []span {
+	if depth == 0 {
+		return nil
+	}
+	var out []span
+	for _, m := range encodedText.FindAllStringIndex(s, -1) {
+		word := s[m[0]:m[1]]
+		for _, text := range decodings(word) {
+			if hasStructural(text, false) || len(encodedAt(text, false, depth-1)) > 0 {
+				out = append(out, span{start: m[0], end: m[1], rule: "encoded-secret"})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// decodings are the texts word decodes to, as base64 or percent-encoding,
+// that are printable text.
+func decodings(word string) []string {
+	var out []string
+	if strings.Contains(word, "%") {
+		if t, err := url.PathUnescape(word); err == nil && t != word {
+			out = append(out, t)
+		}
+	}
+	trimmed := strings.TrimRight(word, "=")
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(trimmed); err == nil && printable(b) {
+			out = append(out, string(b))
+			break
+		}
+	}
+	return out
+}
+
+// printable reports whether b is UTF-8 text without control characters
+// but line ends and tabs.
+func printable(b []byte) bool {
+	if len(b) == 0 || !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if r < ' ' && r != '\n' && r != '\r' && r != '\t' || r == 0x7f || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
+}
+
+// hasStructural reports whether one of the structural rules, or the
+// scanner, finds a secret in s.
+func hasStructural(s string, broad bool) bool {
+	for _, r := range rules {
+		if r.broad && !broad {
+			continue
+		}
+		for _, m := range r.re.FindAllStringSubmatchIndex(s, -1) {
+			start, end := m[2*r.group], m[2*r.group+1]
+			if start >= 0 && end > start && (r.check == nil || r.check(s[start:end])) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // scanner is gitleaks' findings in s as spans. A finding names the

@@ -48,7 +48,7 @@ func Decode(body []byte, v any, indexed string) error {
 	if rest := bytes.TrimLeft(body[end:], " \t\r\n"); len(rest) > 0 {
 		return wq.Errorf(wq.EINVALID, "body: data after the JSON object at byte %d: want one JSON object", len(body)-len(rest))
 	}
-	return checkMemberNames(body)
+	return checkMemberNames(body, reflect.TypeOf(v))
 }
 
 // checked holds the types checkType passed.
@@ -56,9 +56,9 @@ var checked sync.Map
 
 // checkType holds the assumption checkMemberNames rests on: a lowercase
 // ASCII name the decoder knows is exactly a field's name only if every
-// field's JSON name is lowercase ASCII, given explicitly; and a map's keys
-// are data, which checkMemberNames would refuse. A type that breaks it is
-// a programming error, reported as internal.
+// field's JSON name is lowercase ASCII, given explicitly (a map's keys are
+// data: checkMemberNames leaves them free). A type that breaks it is a
+// programming error, reported as internal.
 func checkType(typ reflect.Type) error {
 	if _, ok := checked.Load(typ); ok {
 		return nil
@@ -68,9 +68,6 @@ func checkType(typ reflect.Type) error {
 	check = func(typ reflect.Type) {
 		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice {
 			typ = typ.Elem()
-		}
-		if typ.Kind() == reflect.Map && problem == nil {
-			problem = fmt.Errorf("strictjson: %s: a map's keys would be refused as member names", typ)
 		}
 		if typ.Kind() != reflect.Struct {
 			return
@@ -200,10 +197,15 @@ func memberAt(body []byte, off int64, indexed string) (path string, index int, i
 // "ſource_branch" with a long s, which Go's case folding maps to s).
 // Every field of a submission is named in lowercase ASCII, so a name that
 // is lowercase ASCII and known to the decoder is the field's exact name.
-func checkMemberNames(body []byte) error {
+//
+// The members a schema leaves free (a json.RawMessage, a map, an
+// interface: evidence, capabilities, a pending mutation) hold the
+// caller's own JSON: its member names are data ("Authorization",
+// "Content-Type"), and only their text is checked, with the rest.
+func checkMemberNames(body []byte, typ reflect.Type) error {
 	var err error
 	walkStrings(body, func(s stringToken) bool {
-		if !s.isName || s.malformed {
+		if !s.isName || s.malformed || free(typ, s.levels[:len(s.levels)-1]) {
 			return true
 		}
 		for _, c := range []byte(s.text) {
@@ -219,6 +221,64 @@ func checkMemberNames(body []byte) error {
 		return true
 	})
 	return err
+}
+
+// rawMessage is the type of a member holding free JSON.
+var rawMessage = reflect.TypeOf(json.RawMessage(nil))
+
+// free reports whether the object the levels lead to, in a document
+// decoded into typ, is inside a member the schema leaves free.
+func free(typ reflect.Type, levels []level) bool {
+	t := typ
+	for _, l := range levels {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t == rawMessage || t.Kind() == reflect.Map || t.Kind() == reflect.Interface {
+			return true
+		}
+		switch {
+		case !l.object && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
+			t = t.Elem()
+		case l.object && t.Kind() == reflect.Struct:
+			f, ok := fieldByJSONName(t, l.name)
+			if !ok {
+				return false // an unknown member: the decoder refused it already
+			}
+			t = f
+		default:
+			return false
+		}
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t == rawMessage || t.Kind() == reflect.Map || t.Kind() == reflect.Interface
+}
+
+// fieldByJSONName is the type of typ's field (embedded ones included)
+// named name in JSON.
+func fieldByJSONName(typ reflect.Type, name string) (reflect.Type, bool) {
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && tag == "" {
+			t := f.Type
+			for t.Kind() == reflect.Pointer {
+				t = t.Elem()
+			}
+			if t.Kind() == reflect.Struct {
+				if ft, ok := fieldByJSONName(t, name); ok {
+					return ft, true
+				}
+			}
+			continue
+		}
+		if f.IsExported() && tag == name {
+			return f.Type, true
+		}
+	}
+	return nil, false
 }
 
 // stringToken is one string literal of a document, where it is.

@@ -120,9 +120,6 @@ func TestDecodeRefusesATargetWhoseNamesItCannotCheck(t *testing.T) {
 		&struct {
 			A string `json:"Name"`
 		}{},
-		&struct {
-			M map[string]string `json:"m"`
-		}{},
 		&struct{ Untagged string }{},
 	} {
 		if err := strictjson.Decode([]byte(`{}`), v, ""); wq.ErrorCode(err) != wq.EINTERNAL {
@@ -262,5 +259,29 @@ func TestTopLevelStringFindsTheMemberBeforeTheBodyIsChecked(t *testing.T) {
 	var r *wq.Refusal
 	if _, err := strictjson.TopLevelString([]byte("{\"t\":\"\xff\"}"), "item_type"); !errors.As(err, &r) || r.Rule != strictjson.RuleInvalidUTF8 {
 		t.Errorf("a body without the member and with invalid UTF-8: err %v, want an %s refusal", err, strictjson.RuleInvalidUTF8)
+	}
+}
+
+// The envelope's strictness is the schema's: a member the schema leaves
+// free (json.RawMessage, a map) holds the caller's JSON, whose member
+// names are data, at any depth; the schema's own names stay strict.
+func TestFreeMembersKeepTheirOwnNames(t *testing.T) {
+	type inner struct {
+		Note string `json:"note"`
+	}
+	type body struct {
+		Evidence json.RawMessage   `json:"evidence"`
+		Headers  map[string]string `json:"headers"`
+		Items    []inner           `json:"items"`
+	}
+	var b body
+	ok := `{"evidence": {"Authorization": "x", "Content-Type": "y", "nested": [{"X-Trace": 1, "X-Trace": 2}]}, "headers": {"Accept": "*/*"}, "items": [{"note": "n"}]}`
+	if err := strictjson.Decode([]byte(ok), &b, ""); err != nil {
+		t.Fatalf("free members refused: %v", err)
+	}
+	for _, bad := range []string{`{"Evidence": {}}`, `{"items": [{"Note": "n"}]}`, `{"evidence": {}, "evidence": {}}`} {
+		if err := strictjson.Decode([]byte(bad), &b, ""); wq.ErrorCode(err) != wq.EINVALID {
+			t.Errorf("%s: %v, want invalid", bad, err)
+		}
 	}
 }

@@ -6,7 +6,7 @@
 //
 // It combines a maintained scanner's rule set, gitleaks v8's detector
 // (about 200 vendor rules with keywords, entropy and allowlists, and
-// decoding of base64, hex and percent-encoded text), with the service's
+// the service's own decoding of base64 and percent-encoded words), with the service's
 // structural rules (rules.go): secret-named members at any depth, URL
 // userinfo, header lines, key = value assignments, command-line
 // passwords, key blocks, and vendor prefixes in any case or glued to a
@@ -21,7 +21,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -36,20 +35,22 @@ const MaskPrefix = "[REDACTED"
 // Mask is what replaces a secret found by rule.
 func Mask(rule string) string { return MaskPrefix + ":" + rule + "]" }
 
-// maxDecodeDepth is how many layers of encoding (base64 in percent
-// encoding, say) the scanner looks through.
-const maxDecodeDepth = 3
-
 // detector is gitleaks' detector with its default rule set, made once:
 // its configuration is read through a package-global viper, and the
 // detector itself is safe for concurrent scans (DetectString keeps no
-// findings of its own).
+// findings of its own). Two of its parts are left to this package, for
+// speed (they were nine tenths of its time on prose): its decoding
+// passes, which run every rule again on the whole text (encoded looks
+// through the encoded words alone, with both rule sets), and its
+// generic-api-key rule, whose ground the structural secret-assignment
+// rule covers.
 var detector = sync.OnceValue(func() *detect.Detector {
 	d, err := detect.NewDetectorDefaultConfig()
 	if err != nil {
 		panic("secrets: gitleaks' default rules do not load: " + err.Error())
 	}
-	d.MaxDecodeDepth = maxDecodeDepth
+	d.MaxDecodeDepth = 0
+	delete(d.Config.Rules, "generic-api-key")
 	return d
 })
 
@@ -68,27 +69,32 @@ func find(s string, broad bool) []span {
 		return nil
 	}
 	var out []span
-	for _, r := range rules {
-		if r.broad && !broad {
+	lower := asciiLower(s)
+	for i := range rules {
+		r := &rules[i]
+		if r.broad && !broad || !r.applies(lower) {
 			continue
 		}
-		for _, m := range r.re.FindAllStringSubmatchIndex(s, -1) {
-			start, end := m[2*r.group], m[2*r.group+1]
-			if start < 0 || end <= start || r.check != nil && !r.check(s[start:end]) {
-				continue
+		text := s
+		if r.fold {
+			text = lower
+		}
+		for _, w := range r.windows(lower) {
+			for _, m := range r.re.FindAllStringSubmatchIndex(text[w[0]:w[1]], -1) {
+				start, end := w[0]+m[2*r.group], w[0]+m[2*r.group+1]
+				if m[2*r.group] < 0 || end <= start || r.check != nil && !r.check(s[start:end]) {
+					continue
+				}
+				out = append(out, span{start: start, end: end, rule: r.id, broad: r.broad})
 			}
-			out = append(out, span{start: start, end: end, rule: r.id, broad: r.broad})
 		}
 	}
+	out = append(out, secretAssignments(s, lower)...)
+	out = append(out, wordRules(s, lower, broad)...)
 	out = append(out, scanner(s)...)
 	out = append(out, encoded(s, broad)...)
 	return merge(out)
 }
-
-// encodedText finds the words of a text that may hide one under an
-// encoding: base64 (standard or URL-safe) of at least 16 characters, and
-// any word holding a percent escape.
-var encodedText = regexp.MustCompile(`[A-Za-z0-9+/_-]{16,}={0,2}|[^\s"'<>]*%[0-9A-Fa-f]{2}[^\s"'<>]*`)
 
 // encoded is the words of s that decode (base64, percent-encoding) to
 // text holding a secret by the structural rules (the scanner decodes for
@@ -103,14 +109,54 @@ func encodedAt(s string, broad bool, depth int) []span {
 		return nil
 	}
 	var out []span
-	for _, m := range encodedText.FindAllStringIndex(s, -1) {
+	for _, m := range encodedWords(s) {
 		word := s[m[0]:m[1]]
 		for _, text := range decodings(word) {
-			if hasStructural(text, false) || len(encodedAt(text, false, depth-1)) > 0 {
+			if hasStructural(text, false) || len(detector().DetectString(text)) > 0 || len(encodedAt(text, false, depth-1)) > 0 {
 				out = append(out, span{start: m[0], end: m[1], rule: "encoded-secret"})
 				break
 			}
 		}
+	}
+	return out
+}
+
+// encodedWords are the words of s that may hide a secret under an
+// encoding: runs of base64's alphabets (standard or URL-safe) of at
+// least 16 characters, and words holding a percent escape.
+func encodedWords(s string) [][2]int {
+	var out [][2]int
+	b64 := func(c byte) bool { return nameByte(c) && c != '.' || c == '+' || c == '/' || c == '=' }
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '"' || c == '\'' || c == '<' || c == '>' {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && !strings.ContainsRune(" \t\n\r\"'<>", rune(s[j])) {
+			j++
+		}
+		word := s[i:j]
+		if strings.Contains(word, "%") {
+			out = append(out, [2]int{i, j})
+		} else {
+			for k := i; k < j; {
+				if !b64(s[k]) {
+					k++
+					continue
+				}
+				e := k
+				for e < j && b64(s[e]) {
+					e++
+				}
+				if e-k >= 16 {
+					out = append(out, [2]int{k, e})
+				}
+				k = e
+			}
+		}
+		i = j
 	}
 	return out
 }
@@ -151,18 +197,24 @@ func printable(b []byte) bool {
 // hasStructural reports whether one of the structural rules, or the
 // scanner, finds a secret in s.
 func hasStructural(s string, broad bool) bool {
-	for _, r := range rules {
-		if r.broad && !broad {
+	lower := asciiLower(s)
+	for i := range rules {
+		r := &rules[i]
+		if r.broad && !broad || !r.applies(lower) {
 			continue
 		}
-		for _, m := range r.re.FindAllStringSubmatchIndex(s, -1) {
+		text := s
+		if r.fold {
+			text = lower
+		}
+		for _, m := range r.re.FindAllStringSubmatchIndex(text, -1) {
 			start, end := m[2*r.group], m[2*r.group+1]
 			if start >= 0 && end > start && (r.check == nil || r.check(s[start:end])) {
 				return true
 			}
 		}
 	}
-	return false
+	return len(secretAssignments(s, lower)) > 0 || len(wordRules(s, lower, broad)) > 0
 }
 
 // scanner is gitleaks' findings in s as spans. A finding names the

@@ -7,12 +7,15 @@
 // the bound, 2 when the run could not be made. scripts/demo agents sets
 // it all up.
 //
-//	workqueue-swarm -repo OWNER/NAME -gitea URL -agent-tokens FILE [-issues 40] [-sessions 8]
+//	workqueue-swarm -repo OWNER/NAME -gitea URL -agent-tokens FILE -db URL [-issues 40] [-sessions 8]
 //
 // The environment holds the secrets: WORKQUEUE_URL (the service),
-// WORKQUEUE_TOKEN (permission admin: the stage reads the inventory and
-// the leases, and syncs), GITEA_TOKEN (the stage opens the issues and
-// reads the forge for the audit). Agents get only the agent tokens.
+// WORKQUEUE_TOKEN (permission admin: the stage reads the inventory, the
+// sessions, the leases and the items, and syncs), GITEA_TOKEN (the
+// stage opens the issues and reads the forge for the audit). Agents get
+// only the agent tokens. The audit reads the control plane's event log
+// from the service's database (-db), which the API does not list; it
+// writes nothing there.
 package main
 
 import (
@@ -24,7 +27,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
 	"github.com/workqueue-dev/workqueue/internal/swarm"
+	"github.com/workqueue-dev/workqueue/store"
 )
 
 func main() {
@@ -34,7 +39,7 @@ func main() {
 func run() int {
 	cfg := swarm.Config{Service: os.Getenv("WORKQUEUE_URL"), AdminToken: os.Getenv("WORKQUEUE_TOKEN"),
 		GiteaToken: os.Getenv("GITEA_TOKEN"), Out: os.Stdout}
-	var tokensFile string
+	var tokensFile, database string
 	flag.StringVar(&cfg.Service, "service", cfg.Service, "the workqueue service's base URL (default $WORKQUEUE_URL)")
 	flag.StringVar(&cfg.GiteaURL, "gitea", "", "the Gitea's base URL")
 	flag.StringVar(&cfg.Forge, "forge", "gitea", "the forge's name in the service's configuration")
@@ -42,14 +47,15 @@ func run() int {
 	flag.StringVar(&tokensFile, "agent-tokens", "", "a file of agent-only tokens, one a line, one per session (fewer are used round robin)")
 	flag.IntVar(&cfg.Issues, "issues", 40, "how many issues to open")
 	flag.IntVar(&cfg.Sessions, "sessions", 8, "how many agent sessions (at least 3): a merger per 8, a reviewer per 4, the rest authors")
+	flag.StringVar(&database, "db", "", "the service's database (sqlite://PATH or postgres://...), for the control plane's event log")
 	flag.DurationVar(&cfg.Timeout, "timeout", 0, "what is not merged by then is a failure (default 15m, or 2m and 30s an issue when longer)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "Usage: workqueue-swarm -repo OWNER/NAME -gitea URL -agent-tokens FILE [flags]\n"+
+		fmt.Fprintf(flag.CommandLine.Output(), "Usage: workqueue-swarm -repo OWNER/NAME -gitea URL -agent-tokens FILE -db URL [flags]\n"+
 			"Environment: WORKQUEUE_URL, WORKQUEUE_TOKEN (admin), GITEA_TOKEN.\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() > 0 || cfg.Service == "" || cfg.Repo == "" || cfg.GiteaURL == "" || tokensFile == "" {
+	if flag.NArg() > 0 || cfg.Service == "" || cfg.Repo == "" || cfg.GiteaURL == "" || tokensFile == "" || database == "" {
 		flag.Usage()
 		return 2
 	}
@@ -62,6 +68,16 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	db, err := store.Open(ctx, database)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workqueue-swarm: open the database:", err)
+		return 2
+	}
+	defer db.Close()
+	if cfg.Events, err = cpstore.New(db); err != nil {
+		fmt.Fprintln(os.Stderr, "workqueue-swarm: open the database:", err)
+		return 2
+	}
 	report, err := swarm.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "workqueue-swarm:", err)

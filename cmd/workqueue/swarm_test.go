@@ -19,7 +19,9 @@ import (
 // assignments, a reviewer approves through the review account, a merger
 // merges), the inventory following Gitea by webhook, and the audit finds
 // each issue closed by exactly one pull request, no work held twice at
-// once and every forge write under a lease of its role.
+// once, every forge write under a lease of its role, every merge at a
+// head another identity approved, no identity judging its own pull
+// request and no write on another's item.
 func TestASwarmOfAgentSessionsMergesEveryIssueSafely(t *testing.T) {
 	srv := testgitea.Get(t)
 	// The review account's token is made once per test process; the
@@ -28,6 +30,7 @@ func TestASwarmOfAgentSessionsMergesEveryIssueSafely(t *testing.T) {
 	t.Setenv("WQ_TEST_HOOK_SECRET", hookSecret)
 	adminTok, adminHash, _ := auth.NewToken()
 	var agentTokens []string
+	var database string
 	w := startAPI(t, "", func(c *config.Config) {
 		c.Forges[0].WebhookSecretEnv = "WQ_TEST_HOOK_SECRET"
 		c.Forges[0].ReviewTokenEnv = "WQ_TEST_REVIEW_TOKEN"
@@ -40,17 +43,25 @@ func TestASwarmOfAgentSessionsMergesEveryIssueSafely(t *testing.T) {
 		c.ControlPlane.Repos = []config.ControlPlaneRepo{{Forge: "gitea", Match: thisRepo}}
 		c.ControlPlane.SyncInterval = config.Duration(time.Hour) // webhooks carry every change
 		c.ControlPlane.RequireAssignment = true
+		database = c.Database
 	})
 	srv.Reviewer(t, w.repo)
 	if _, err := w.forge.EnsureWebhook(context.Background(), w.repo, w.base+"/webhooks/gitea", hookSecret); err != nil {
 		t.Fatal(err)
 	}
+	// The audit reads the control plane's event log from the database,
+	// as the demo's swarm does.
+	stores, err := openStores(t.Context(), database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stores.queue.Close() })
 
 	// Three issues for two authors: each author allocates again. A merge
 	// route stuck on Gitea's stale mergeability is synced after 15 s.
 	var out bytes.Buffer
 	report, err := swarm.Run(t.Context(), swarm.Config{Service: w.base, AgentTokens: agentTokens, AdminToken: adminTok,
-		Forge: "gitea", Repo: w.repo, GiteaURL: srv.URL, GiteaToken: srv.Token,
+		Forge: "gitea", Repo: w.repo, GiteaURL: srv.URL, GiteaToken: srv.Token, Events: stores.cp,
 		Issues: 3, Sessions: 4, Timeout: 2 * time.Minute, Stall: 15 * time.Second, Out: &out})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
@@ -71,8 +82,8 @@ func TestASwarmOfAgentSessionsMergesEveryIssueSafely(t *testing.T) {
 			t.Errorf("%d %s events, want 3: %v", report.Events[kind], kind, report.Events)
 		}
 	}
-	if len(report.Checks) != 3 {
-		t.Errorf("%d safety checks, want 3", len(report.Checks))
+	if len(report.Checks) != 6 {
+		t.Errorf("%d safety checks, want 6", len(report.Checks))
 	}
 	if !strings.Contains(out.String(), "reviewer-1  approved") {
 		t.Errorf("no progress line of an approval:\n%s", out.String())

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -21,13 +20,19 @@ import (
 // with its own agent-only token, acting in one role. It follows the loop
 // of docs/agents.md and nothing else: it never reads the forge.
 type agent struct {
-	run  *run
-	name string // role-i, in the progress lines
-	role cp.Role
-	mcp  *mcp.ClientSession
-	id   string // the control plane's session id
+	run      *run
+	name     string // role-i, in the progress lines
+	role     cp.Role
+	conn     *mcpConn
+	id       string // the control plane's session id
+	identity string // its token's caller identity, as the service names it
 
 	heartbeat time.Time // the session's last heartbeat
+	// The lease in hand: heartbeated within a third of its TTL while
+	// the work takes long (an author following its change).
+	lease     *cp.LeaseRef
+	leaseTTL  time.Duration
+	leaseBeat time.Time
 
 	// The work in hand, and the refusal last printed: the same refusal
 	// of the same work again (a merge the forge says to try later) is
@@ -58,23 +63,51 @@ func (r *run) startAgents(ctx context.Context, split Split) ([]*agent, error) {
 		for i := 1; i <= rr.n; i++ {
 			token := r.cfg.AgentTokens[len(agents)%len(r.cfg.AgentTokens)]
 			a := &agent{run: r, name: roleOf(rr.role, i), role: rr.role}
-			transport := &mcp.StreamableClientTransport{Endpoint: strings.TrimRight(r.cfg.Service, "/") + "/mcp",
-				HTTPClient: &http.Client{Transport: bearer(token), Timeout: time.Minute}, DisableStandaloneSSE: true}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "workqueue-swarm", Version: "1"}, nil).Connect(ctx, transport, nil)
+			conn, err := r.connect(ctx, token)
 			if err != nil {
-				return nil, fmt.Errorf("%s: connect to %s/mcp: %w", a.name, r.cfg.Service, err)
+				return nil, fmt.Errorf("%s: %w", a.name, err)
 			}
-			a.mcp = cs
-			var s cp.SessionView
-			if err := a.call(ctx, "start_session", map[string]any{"role": rr.role, "name": "swarm " + a.name}, &s); err != nil {
-				return nil, fmt.Errorf("%s: start_session: %w", a.name, err)
+			a.conn = conn
+			s, err := conn.startSession(ctx, rr.role, "swarm "+a.name)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", a.name, err)
 			}
-			a.id, a.heartbeat = s.ID, time.Now()
+			a.id, a.identity, a.heartbeat = s.ID, s.Identity, time.Now()
+			r.addSession(s.Session, a.name)
 			agents = append(agents, a)
 		}
 	}
 	r.printf("stage      %d sessions started over MCP", len(agents))
 	return agents, nil
+}
+
+// mcpConn is one MCP client session of the service's /mcp, with one
+// token.
+type mcpConn struct {
+	cs *mcp.ClientSession
+}
+
+// connect opens an MCP client session with token.
+func (r *run) connect(ctx context.Context, token string) (*mcpConn, error) {
+	transport := &mcp.StreamableClientTransport{Endpoint: strings.TrimRight(r.cfg.Service, "/") + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer(token), Timeout: time.Minute}, DisableStandaloneSSE: true}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "workqueue-swarm", Version: "1"}, nil).Connect(ctx, transport, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s/mcp: %w", r.cfg.Service, err)
+	}
+	return &mcpConn{cs: cs}, nil
+}
+
+// startSession starts a control-plane session of role.
+func (c *mcpConn) startSession(ctx context.Context, role cp.Role, name string) (*cp.SessionView, error) {
+	var s cp.SessionView
+	if err := c.call(ctx, "start_session", map[string]any{"role": role, "name": name}, &s); err != nil {
+		return nil, fmt.Errorf("start_session: %w", err)
+	}
+	if s.ID == "" || s.Identity == "" {
+		return nil, fmt.Errorf("start_session: answered no session id or identity: %+v", s)
+	}
+	return &s, nil
 }
 
 // bearer adds its token to each request.
@@ -106,8 +139,8 @@ var (
 // the run finishes (bounded by the client's timeout): cancelled mid-way,
 // a merge the forge made would go unrecorded, as an agent killed
 // mid-call would leave it; the loop stops between calls instead.
-func (a *agent) call(ctx context.Context, tool string, args, out any) error {
-	res, err := a.mcp.CallTool(context.WithoutCancel(ctx), &mcp.CallToolParams{Name: tool, Arguments: args})
+func (c *mcpConn) call(ctx context.Context, tool string, args, out any) error {
+	res, err := c.cs.CallTool(context.WithoutCancel(ctx), &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return fmt.Errorf("%s: %w", tool, err)
 	}
@@ -139,6 +172,11 @@ func (a *agent) call(ctx context.Context, tool string, args, out any) error {
 	return nil
 }
 
+// call is the agent's tool call (mcpConn.call).
+func (a *agent) call(ctx context.Context, tool string, args, out any) error {
+	return a.conn.call(ctx, tool, args, out)
+}
+
 // loop allocates work and does it until ctx ends.
 func (a *agent) loop(ctx context.Context) {
 	idle := time.Duration(0) // the pause while there is no work: Poll, doubling up to maxIdle
@@ -161,6 +199,7 @@ func (a *agent) loop(ctx context.Context) {
 		idle = 0
 		w := alloc.Work
 		a.work = w
+		a.lease, a.leaseTTL, a.leaseBeat = alloc.Lease, time.Until(alloc.Lease.ExpiresAt), time.Now()
 		done := ""
 		if pr, ok := a.run.prOf(w.Number); ok && w.Kind == cp.KindIssue {
 			done = fmt.Sprintf(": done already, pr #%d was opened for it", pr)
@@ -181,6 +220,7 @@ func (a *agent) loop(ctx context.Context) {
 			a.refuse("unexpected_assignment", "%s #%d with actions %v", w.Kind, w.Number, alloc.Assignment.AllowedActions)
 			a.release(ctx, alloc)
 		}
+		a.lease = nil
 		if a.backoff > 0 {
 			sleep(ctx, jitter(a.backoff))
 		}
@@ -239,6 +279,22 @@ func (a *agent) keepAlive(ctx context.Context) {
 	}
 }
 
+// keepLease heartbeats the lease in hand once a third of its TTL has
+// passed since the last: an author may follow its change for longer
+// than a short lease lasts. A refused heartbeat is said; the work goes
+// on, and the gate says whether the lease still holds.
+func (a *agent) keepLease(ctx context.Context) {
+	if a.lease == nil || time.Since(a.leaseBeat) < a.leaseTTL/3 {
+		return
+	}
+	var v cp.LeaseView
+	if err := a.call(ctx, "heartbeat_lease", map[string]any{"lease_id": a.lease.ID, "session_id": a.id}, &v); err != nil {
+		a.failed(ctx, "heartbeat_lease", err)
+		return
+	}
+	a.leaseBeat = time.Now()
+}
+
 // allocate asks for the next work under a lease: nil when there is none
 // now. Candidates lost to another session meanwhile are the conflicts
 // the allocator settled.
@@ -293,7 +349,7 @@ func (a *agent) author(ctx context.Context, alloc *cp.Allocation) {
 	if !a.gate(ctx, alloc, cp.ActOpenPR) {
 		return
 	}
-	content := fmt.Sprintf("# Issue %d\n\n%s: done by %s (session %s).\n", issue, alloc.Work.Title, a.name, a.id)
+	content := fmt.Sprintf("# Issue %d\n\n%s: done by %s (session %s).\n\n%s%s\n", issue, alloc.Work.Title, a.name, a.id, writtenBy, a.identity)
 	var sub api.Submitted
 	err := a.call(ctx, "submit_change", map[string]any{
 		"item_type": "mr", "forge": a.run.cfg.Forge, "project": a.run.cfg.Repo,
@@ -308,10 +364,11 @@ func (a *agent) author(ctx context.Context, alloc *cp.Allocation) {
 		a.release(ctx, alloc)
 		return
 	}
+	a.run.submitted(submission{ItemID: sub.ID, Identity: a.identity, Agent: a.name, Branch: branch})
 	a.say("submitted", "issue #%d as item %s (%s)", issue, short(sub.ID), sub.Result)
 	a.checkpoint(ctx, alloc, branch, "submitted", "follow item "+sub.ID+" until its pull request exists")
 
-	pr, err := a.followItem(ctx, sub.ID)
+	pr, err := followItem(ctx, a.conn, sub.ID, a.keepLease)
 	if err != nil {
 		if ctx.Err() == nil {
 			a.failed(ctx, "get_item", err)
@@ -319,7 +376,7 @@ func (a *agent) author(ctx context.Context, alloc *cp.Allocation) {
 		a.release(ctx, alloc)
 		return
 	}
-	if !a.run.recordPR(issue, pr) {
+	if !a.run.recordPR(issue, pr, a.identity, branch) {
 		// The item answered the pull request an earlier assignment of
 		// the issue opened: the issue was done already.
 		a.refuse("pr_exists", "issue #%d: submit_change answers pr #%d, opened for it before", issue, pr)
@@ -327,7 +384,7 @@ func (a *agent) author(ctx context.Context, alloc *cp.Allocation) {
 		return
 	}
 	a.say("opened", "pr #%d for issue #%d", pr, issue)
-	if !a.awaitOwnPR(ctx, pr) {
+	if !awaitOwnPR(ctx, a.conn, a.run.cfg.Repo, a.id, pr, a.keepLease) {
 		// Keep the issue: released, it could be handed to another author
 		// before the inventory knows its pull request. end_session
 		// releases it.
@@ -340,12 +397,14 @@ func (a *agent) author(ctx context.Context, alloc *cp.Allocation) {
 
 // followItem reads the item until its pull request exists, and returns
 // the pull request's number; an item that ended without one is a
-// refusal named by its reason.
-func (a *agent) followItem(ctx context.Context, id string) (int64, error) {
+// refusal named by its reason. between runs between reads (a lease's
+// heartbeat).
+func followItem(ctx context.Context, conn *mcpConn, id string, between func(context.Context)) (int64, error) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
+		between(ctx)
 		var item api.Item
-		if err := a.call(ctx, "get_item", map[string]any{"id": id}, &item); err != nil {
+		if err := conn.call(ctx, "get_item", map[string]any{"id": id}, &item); err != nil {
 			return 0, err
 		}
 		var d api.MRDetail
@@ -371,30 +430,40 @@ func (a *agent) followItem(ctx context.Context, id string) (int64, error) {
 	return 0, &refusal{reason: "item_slow", text: fmt.Sprintf("item %s has no pull request after 3 minutes", id)}
 }
 
-// awaitOwnPR waits until the inventory lists the pull request as this
-// session's (from then on it is never handed to this session to review
-// or merge, and requested changes come back here), or as merged or
-// closed already.
-func (a *agent) awaitOwnPR(ctx context.Context, number int64) bool {
+// awaitOwnPR waits until the inventory lists the pull request as
+// session's (from then on it is never handed to that identity to review
+// or merge, and requested changes come back to it), or as merged or
+// closed already. between runs between reads (a lease's heartbeat).
+func awaitOwnPR(ctx context.Context, conn *mcpConn, repo, session string, number int64, between func(context.Context)) bool {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		var list struct {
-			Work []cp.Work `json:"work"`
-		}
-		err := a.call(ctx, "list_work", map[string]any{"repo": a.run.cfg.Repo, "kind": cp.KindPR, "limit": 500}, &list)
-		if err == nil && slices.ContainsFunc(list.Work, func(w cp.Work) bool {
-			return w.Number == number && (w.AuthorSession == a.id || w.State != cp.StateOpen)
-		}) {
+		between(ctx)
+		w, err := prWork(ctx, conn, repo, number)
+		if err == nil && w != nil && (w.AuthorSession == session || w.State != cp.StateOpen) {
 			return true
-		}
-		if err != nil && ctx.Err() == nil {
-			a.failed(ctx, "list_work", err)
 		}
 		if sleep(ctx, 250*time.Millisecond) != nil {
 			return false
 		}
 	}
 	return false
+}
+
+// prWork is pull request number as the inventory has it (nil when it
+// does not list it).
+func prWork(ctx context.Context, conn *mcpConn, repo string, number int64) (*cp.Work, error) {
+	var list struct {
+		Work []cp.Work `json:"work"`
+	}
+	if err := conn.call(ctx, "list_work", map[string]any{"repo": repo, "kind": cp.KindPR, "limit": 500}, &list); err != nil {
+		return nil, err
+	}
+	for _, w := range list.Work {
+		if w.Number == number {
+			return &w, nil
+		}
+	}
+	return nil, nil
 }
 
 // review approves the pull request (the service gives the verdict with
@@ -478,7 +547,7 @@ func (a *agent) end() {
 	if err := a.call(ctx, "end_session", map[string]any{"session_id": a.id}, nil); err != nil {
 		a.run.printf("%-11s end_session: %v", a.name, err)
 	}
-	a.mcp.Close()
+	a.conn.cs.Close()
 }
 
 // short is a commit's first 8 characters, or an id's last 8 (ids are

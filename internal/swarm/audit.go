@@ -1,7 +1,9 @@
 package swarm
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +12,7 @@ import (
 
 	sdk "code.gitea.io/sdk/gitea"
 
+	"github.com/workqueue-dev/workqueue/api"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/forge"
 )
@@ -49,7 +52,10 @@ func (r *run) audit(ctx context.Context, issues []int64) error {
 	}
 	var pulls []pull
 	for _, pr := range prs {
-		p := pull{number: pr.Index, closes: forge.ClosingIssues(pr.Body), merged: pr.HasMerged}
+		p := pull{number: pr.Index, closes: forge.ClosingIssues(pr.Body), merged: pr.HasMerged, approved: map[string]bool{}}
+		if pr.Head != nil {
+			p.head = pr.Head.Sha
+		}
 		if pr.Created != nil {
 			p.opened = *pr.Created
 		}
@@ -64,6 +70,12 @@ func (r *run) audit(ctx context.Context, issues []int64) error {
 			if rv.State == sdk.ReviewStateApproved || rv.State == sdk.ReviewStateRequestChanges {
 				p.reviews = append(p.reviews, rv.Submitted)
 			}
+			if rv.State == sdk.ReviewStateApproved && !rv.Dismissed && rv.CommitID != "" {
+				p.approved[rv.CommitID] = true
+			}
+		}
+		if p.files, err = r.headFiles(owner, name, pr.Index, p.head); err != nil {
+			return err
 		}
 		pulls = append(pulls, p)
 	}
@@ -139,11 +151,141 @@ func (r *run) audit(ctx context.Context, issues []int64) error {
 		return fmt.Errorf("%d sessions or more: the audit would read only some", maxList)
 	}
 	roles := map[string]cp.Role{}
+	identities := map[string]string{}
 	for _, s := range sessions.Sessions {
-		roles[s.ID] = s.Role
+		roles[s.ID], identities[s.ID] = s.Role, s.Identity
 	}
+	rep.Leases = len(leases)
 	rep.Checks = append(rep.Checks, heldOnce(leases, work), underLeases(pulls, leases, work, roles))
+
+	// Who wrote each pull request, and who judged and merged it, at
+	// which head: the inventory names the session that opened it for an
+	// assignment, the event log every review and merge the service made
+	// (the forge names only the service's accounts).
+	judgments, err := r.judgments(ctx, leases, work, identities)
+	if err != nil {
+		return err
+	}
+	inventory := map[int64]string{}
+	for _, w := range work {
+		if w.Kind == cp.KindPR && w.AuthorSession != "" {
+			inventory[w.Number] = cmp.Or(identities[w.AuthorSession], "session "+w.AuthorSession)
+		}
+	}
+	r.mu.Lock()
+	recorded := maps.Clone(r.authors)
+	subs := slices.Clone(r.submissions)
+	r.mu.Unlock()
+	authors, disputes := authorship(pulls, inventory, recorded)
+	items, err := r.items(ctx)
+	if err != nil {
+		return err
+	}
+	rep.Checks = append(rep.Checks, mergedApproved(pulls, judgments, authors), ownJudgments(judgments, authors, disputes),
+		ownWrites(items, subs, pulls, authors))
 	return nil
+}
+
+// writtenBy starts the line of every file the swarm writes that names
+// the identity that wrote it, so that the audit can read from the forge
+// whose content a pull request holds.
+const writtenBy = "written-by: "
+
+// headFiles reads the files pull request number changes, at its head,
+// and whom each says wrote it.
+func (r *run) headFiles(owner, name string, number int64, head string) ([]headFile, error) {
+	changed, err := listAll(func(page int) ([]*sdk.ChangedFile, error) {
+		list, _, err := r.gitea.ListPullRequestFiles(owner, name, number, sdk.ListPullRequestFilesOptions{ListOptions: sdk.ListOptions{Page: page, PageSize: 50}})
+		return list, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the files of pull request %d: %w", number, err)
+	}
+	var out []headFile
+	for _, f := range changed {
+		if f.Status == "removed" || f.Status == "deleted" {
+			continue
+		}
+		content, _, err := r.gitea.GetFile(owner, name, head, f.Filename)
+		if err != nil {
+			return nil, fmt.Errorf("read %s of pull request %d at %s: %w", f.Filename, number, head, err)
+		}
+		hf := headFile{path: f.Filename}
+		for line := range strings.Lines(string(content)) {
+			if by, ok := strings.CutPrefix(strings.TrimSpace(line), writtenBy); ok {
+				hf.writtenBy = by
+			}
+		}
+		out = append(out, hf)
+	}
+	return out, nil
+}
+
+// judgments reads the reviews and merges of pull requests from the event
+// log: the action events of every lease of a pull request.
+func (r *run) judgments(ctx context.Context, leases []cp.Lease, work map[string]cp.Work, identities map[string]string) ([]judgment, error) {
+	var out []judgment
+	for _, l := range leases {
+		w, ok := work[l.WorkID]
+		if !ok || w.Kind != cp.KindPR {
+			continue
+		}
+		events, err := r.cfg.Events.ListEvents(ctx, cp.EventFilter{LeaseID: l.ID, Limit: maxList})
+		if err != nil {
+			return nil, fmt.Errorf("read the events of lease %s: %w", l.ID, err)
+		}
+		if len(events) == maxList {
+			return nil, fmt.Errorf("lease %s has %d events or more: the audit would read only some", l.ID, maxList)
+		}
+		for _, e := range events {
+			if e.Type != cp.EventAction || (e.Reason != string(cp.ActReview) && e.Reason != string(cp.ActMerge)) {
+				continue
+			}
+			var d struct {
+				Verdict string `json:"verdict"`
+				HeadSHA string `json:"head_sha"`
+			}
+			if err := json.Unmarshal(e.Detail, &d); err != nil {
+				return nil, fmt.Errorf("event %d: decode its detail: %w", e.ID, err)
+			}
+			out = append(out, judgment{pr: w.Number, action: cp.Action(e.Reason), verdict: d.Verdict, head: d.HeadSHA,
+				session: e.SessionID, identity: identities[e.SessionID], actor: e.Actor})
+		}
+	}
+	return out, nil
+}
+
+// items reads every mr item of the repository: whose each is, and its
+// branch.
+func (r *run) items(ctx context.Context) ([]itemOwner, error) {
+	var out []itemOwner
+	for cursor := ""; ; {
+		q := map[string][]string{"item_type": {"mr"}, "project": {r.cfg.Repo}, "limit": {fmt.Sprint(maxList)}}
+		if cursor != "" {
+			q["cursor"] = []string{cursor}
+		}
+		page, next, err := r.admin.List(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("list the items of %s: %w", r.cfg.Repo, err)
+		}
+		for _, it := range page {
+			item, err := r.admin.Get(ctx, it.ID)
+			if err != nil {
+				return nil, fmt.Errorf("read item %s: %w", it.ID, err)
+			}
+			var d api.MRDetail
+			if len(item.Detail) > 0 {
+				if err := json.Unmarshal(item.Detail, &d); err != nil {
+					return nil, fmt.Errorf("item %s: decode its detail: %w", it.ID, err)
+				}
+			}
+			out = append(out, itemOwner{id: item.ID, caller: item.CallerIdentity, branch: d.SourceBranch, pr: d.MRIID})
+		}
+		if next == "" {
+			return out, nil
+		}
+		cursor = next
+	}
 }
 
 // pull is a pull request as the forge has it.
@@ -151,9 +293,161 @@ type pull struct {
 	number   int64
 	closes   []int64 // the issues its description closes
 	merged   bool
+	head     string // its head commit (the one merged, once merged)
 	opened   time.Time
 	mergedAt time.Time
-	reviews  []time.Time // when each verdict was given
+	reviews  []time.Time     // when each verdict was given
+	approved map[string]bool // the commits an approval (not dismissed) was given on
+	files    []headFile      // what it changes, at its head
+}
+
+// headFile is a file a pull request changes, and whom its content says
+// wrote it ("" when it does not say).
+type headFile struct {
+	path      string
+	writtenBy string
+}
+
+// judgment is a review or merge the service made for a session, as the
+// event log has it.
+type judgment struct {
+	pr       int64
+	action   cp.Action // review or merge
+	verdict  string    // a review's: approve or request_changes
+	head     string    // the head it was made at
+	session  string
+	identity string // the session's identity
+	actor    string // the caller identity the event names
+}
+
+// itemOwner is an mr item: whose it is, its branch and its pull request.
+type itemOwner struct {
+	id, caller, branch string
+	pr                 int64
+}
+
+// authorship is the identity that wrote each pull request: the one the
+// inventory names (whose session opened it for an assignment), which
+// must be the one the swarm saw open it. A pull request the inventory
+// names no author of, or another than the swarm saw, is disputed.
+func authorship(pulls []pull, inventory, recorded map[int64]string) (map[int64]string, []string) {
+	authors := map[int64]string{}
+	var disputes []string
+	for _, p := range pulls {
+		inv, rec := inventory[p.number], recorded[p.number]
+		switch {
+		case inv == "" && rec == "":
+			disputes = append(disputes, fmt.Sprintf("pr #%d: nobody is known to have written it", p.number))
+		case inv != "" && rec != "" && inv != rec:
+			disputes = append(disputes, fmt.Sprintf("pr #%d: the inventory says %s wrote it, the swarm saw %s open it", p.number, inv, rec))
+			authors[p.number] = inv // the service's, by which it routed
+		case inv == "":
+			disputes = append(disputes, fmt.Sprintf("pr #%d: the inventory names no author (the swarm saw %s open it)", p.number, rec))
+		default:
+			authors[p.number] = inv
+		}
+	}
+	return authors, disputes
+}
+
+// mergedApproved checks that every pull request was merged at a head
+// that an identity other than its author approved: the event log has
+// the merge at the head the forge merged and an approval at that head
+// by another identity, and the forge holds an approval of that commit.
+func mergedApproved(pulls []pull, judgments []judgment, authors map[int64]string) Check {
+	c := Check{Name: "no pull request merged at a head no other identity approved (the event log, and the forge's reviews)"}
+	merges := 0
+	for _, p := range pulls {
+		if !p.merged {
+			continue
+		}
+		merges++
+		var merged, approvedBy []string
+		for _, j := range judgments {
+			switch {
+			case j.pr != p.number:
+			case j.action == cp.ActMerge:
+				merged = append(merged, j.head)
+			case j.action == cp.ActReview && j.verdict == cp.VerdictApprove && j.head == p.head && j.identity != "" && j.identity != authors[p.number]:
+				approvedBy = append(approvedBy, j.identity)
+			}
+		}
+		switch {
+		case len(merged) == 0:
+			c.Failed = append(c.Failed, fmt.Sprintf("pr #%d was merged on the forge at %s, by no merge in the event log", p.number, short(p.head)))
+		case slices.ContainsFunc(merged, func(h string) bool { return h != p.head }):
+			c.Failed = append(c.Failed, fmt.Sprintf("pr #%d: the event log merged it at %v, the forge at %s", p.number, merged, short(p.head)))
+		case len(approvedBy) == 0:
+			c.Failed = append(c.Failed, fmt.Sprintf("pr #%d was merged at %s, which no identity but its author (%s) approved", p.number, short(p.head), authors[p.number]))
+		case !p.approved[p.head]:
+			c.Failed = append(c.Failed, fmt.Sprintf("pr #%d was merged at %s, and the forge holds no approval of that commit", p.number, short(p.head)))
+		}
+	}
+	c.Detail = fmt.Sprintf("%d merges, %d reviews and merges in the event log", merges, len(judgments))
+	return c
+}
+
+// ownJudgments checks that no identity reviewed or merged a pull
+// request it wrote, whichever of its sessions acted, and that every
+// pull request's author is known and undisputed.
+func ownJudgments(judgments []judgment, authors map[int64]string, disputes []string) Check {
+	c := Check{Name: "no identity approved or merged its own pull request", Failed: slices.Clone(disputes)}
+	for _, j := range judgments {
+		author := authors[j.pr]
+		switch {
+		case j.identity == "":
+			c.Failed = append(c.Failed, fmt.Sprintf("pr #%d: %s by session %s, which the service does not list", j.pr, j.action, j.session))
+		case j.actor != j.identity:
+			c.Failed = append(c.Failed, fmt.Sprintf("pr #%d: %s by %s for session %s of %s", j.pr, j.action, j.actor, j.session, j.identity))
+		case author != "" && j.identity == author:
+			c.Failed = append(c.Failed, fmt.Sprintf("pr #%d: %s by %s (session %s), which wrote it", j.pr, j.action, j.identity, j.session))
+		}
+	}
+	c.Detail = fmt.Sprintf("%d reviews and merges of %d pull requests with known authors", len(judgments), len(authors))
+	return c
+}
+
+// ownWrites checks that no identity wrote onto another's item: every mr
+// item is its creator's (the identity of the first submission the
+// service accepted for it, as the swarm saw it), no other identity's
+// submission was accepted for it, and every file a pull request holds at
+// its head was written by the pull request's author.
+func ownWrites(items []itemOwner, subs []submission, pulls []pull, authors map[int64]string) Check {
+	c := Check{Name: "no write by one identity on another's item (the items, the submissions, the forge's heads)"}
+	byItem := map[string][]submission{}
+	for _, s := range subs {
+		byItem[s.ItemID] = append(byItem[s.ItemID], s)
+	}
+	for _, it := range items {
+		list := byItem[it.id]
+		if len(list) == 0 {
+			c.Failed = append(c.Failed, fmt.Sprintf("item %s (branch %s) of %s: no submission the swarm saw accepted made it", it.id, it.branch, it.caller))
+			continue
+		}
+		creator := list[0].Identity
+		for _, s := range list[1:] {
+			if s.Identity != creator {
+				c.Failed = append(c.Failed, fmt.Sprintf("item %s (branch %s) of %s: %s's submission was accepted too (%s)", it.id, it.branch, creator, s.Identity, s.Agent))
+			}
+		}
+		if it.caller != creator {
+			c.Failed = append(c.Failed, fmt.Sprintf("item %s (branch %s) names %s, but %s created it", it.id, it.branch, it.caller, creator))
+		}
+	}
+	files := 0
+	for _, p := range pulls {
+		for _, f := range p.files {
+			files++
+			switch author := authors[p.number]; {
+			case f.writtenBy == "":
+				c.Failed = append(c.Failed, fmt.Sprintf("pr #%d holds %s at %s, which says no one wrote it", p.number, f.path, short(p.head)))
+			case author != "" && f.writtenBy != author:
+				c.Failed = append(c.Failed, fmt.Sprintf("pr #%d, %s's, holds %s at %s, written by %s", p.number, author, f.path, short(p.head), f.writtenBy))
+			}
+		}
+	}
+	c.Detail = fmt.Sprintf("%d items, %d accepted submissions, %d files at the heads of %d pull requests", len(items), len(subs), files, len(pulls))
+	return c
 }
 
 // closedOnce checks that every issue was closed by exactly one pull

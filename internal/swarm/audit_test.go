@@ -1,6 +1,8 @@
 package swarm
 
 import (
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +134,142 @@ func TestClosedOnceWantsEachIssueClosedByOneMergedPullRequest(t *testing.T) {
 				if !strings.Contains(c.Failed[i], w) {
 					t.Errorf("violation %d is %q, want it to say %q", i, c.Failed[i], w)
 				}
+			}
+		})
+	}
+}
+
+func TestAuthorshipWantsTheInventoryAndTheSwarmToAgree(t *testing.T) {
+	t.Parallel()
+	pulls := []pull{{number: 1}, {number: 2}, {number: 3}, {number: 4}}
+	inventory := map[int64]string{1: "a", 2: "b", 4: "d"}
+	recorded := map[int64]string{1: "a", 2: "c", 3: "c"}
+	authors, disputes := authorship(pulls, inventory, recorded)
+	if want := map[int64]string{1: "a", 2: "b", 4: "d"}; !maps.Equal(authors, want) {
+		t.Errorf("authors %v, want %v", authors, want)
+	}
+	for i, want := range []string{"pr #2: the inventory says b wrote it, the swarm saw c", "pr #3: the inventory names no author"} {
+		if i >= len(disputes) || !strings.Contains(disputes[i], want) {
+			t.Errorf("disputes %q, want %d saying %q", disputes, i, want)
+		}
+	}
+	if len(disputes) != 2 {
+		t.Errorf("disputes %q, want 2 (pr #4 the swarm did not see opened is the inventory's)", disputes)
+	}
+}
+
+const h1, h2 = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+
+func approve(pr int64, head, identity string) judgment {
+	return judgment{pr: pr, action: cp.ActReview, verdict: cp.VerdictApprove, head: head, session: identity + "-s", identity: identity, actor: identity}
+}
+
+func merge(pr int64, head, identity string) judgment {
+	return judgment{pr: pr, action: cp.ActMerge, head: head, session: identity + "-s", identity: identity, actor: identity}
+}
+
+func TestMergedApprovedWantsEveryMergeAtAHeadAnotherIdentityApproved(t *testing.T) {
+	t.Parallel()
+	authors := map[int64]string{2: "author"}
+	merged := func(head string, approvedOnForge ...string) pull {
+		p := pull{number: 2, merged: true, head: head, approved: map[string]bool{}}
+		for _, c := range approvedOnForge {
+			p.approved[c] = true
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name      string
+		pr        pull
+		judgments []judgment
+		want      string // a violation's words; "" for none
+	}{
+		{"a merge at the approved head passes", merged(h1, h1), []judgment{approve(2, h1, "reviewer"), merge(2, h1, "merger")}, ""},
+		{"an approval at another head does not count", merged(h2, h1, h2), []judgment{approve(2, h1, "reviewer"), merge(2, h2, "merger")}, "which no identity but its author"},
+		{"the author's own approval does not count", merged(h1, h1), []judgment{approve(2, h1, "author"), merge(2, h1, "merger")}, "which no identity but its author"},
+		{"a request for changes is no approval", merged(h1, h1), []judgment{{pr: 2, action: cp.ActReview, verdict: cp.VerdictRequestChanges, head: h1, identity: "reviewer", actor: "reviewer"}, merge(2, h1, "merger")}, "which no identity"},
+		{"a merge the log does not have fails", merged(h1, h1), []judgment{approve(2, h1, "reviewer")}, "by no merge in the event log"},
+		{"a merge logged at another head than the forge's fails", merged(h2, h1, h2), []judgment{approve(2, h1, "reviewer"), approve(2, h2, "reviewer"), merge(2, h1, "merger")}, "the event log merged it at"},
+		{"a merge the forge holds no approval of fails", merged(h1), []judgment{approve(2, h1, "reviewer"), merge(2, h1, "merger")}, "the forge holds no approval"},
+		{"an open pull request has no merge to check", pull{number: 2, head: h2, approved: map[string]bool{}}, []judgment{approve(2, h1, "reviewer")}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mergedApproved([]pull{tc.pr}, tc.judgments, authors)
+			switch {
+			case tc.want == "" && len(c.Failed) > 0:
+				t.Errorf("violations %q, want none", c.Failed)
+			case tc.want != "" && (len(c.Failed) != 1 || !strings.Contains(c.Failed[0], tc.want)):
+				t.Errorf("violations %q, want one saying %q", c.Failed, tc.want)
+			}
+		})
+	}
+}
+
+func TestOwnJudgmentsFindsAnIdentityJudgingWhatItWrote(t *testing.T) {
+	t.Parallel()
+	authors := map[int64]string{2: "author"}
+	for _, tc := range []struct {
+		name     string
+		judgment judgment
+		want     string
+	}{
+		{"another identity's review passes", approve(2, h1, "reviewer"), ""},
+		{"another identity's merge passes", merge(2, h1, "merger"), ""},
+		{"the author's approval through another session fails", approve(2, h1, "author"), "which wrote it"},
+		{"the author's merge fails", merge(2, h1, "author"), "which wrote it"},
+		{"an action for another identity's session fails", judgment{pr: 2, action: cp.ActMerge, head: h1, session: "s", identity: "merger", actor: "author"}, "by author for session s of merger"},
+		{"an action of an unknown session fails", judgment{pr: 2, action: cp.ActMerge, head: h1, session: "s", actor: "x"}, "which the service does not list"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ownJudgments([]judgment{tc.judgment}, authors, nil)
+			switch {
+			case tc.want == "" && len(c.Failed) > 0:
+				t.Errorf("violations %q, want none", c.Failed)
+			case tc.want != "" && (len(c.Failed) != 1 || !strings.Contains(c.Failed[0], tc.want)):
+				t.Errorf("violations %q, want one saying %q", c.Failed, tc.want)
+			}
+		})
+	}
+	if c := ownJudgments(nil, authors, []string{"pr #3: nobody is known to have written it"}); len(c.Failed) != 1 {
+		t.Errorf("violations %q, want the dispute", c.Failed)
+	}
+}
+
+func TestOwnWritesFindsAWriteOnAnotherIdentitysItem(t *testing.T) {
+	t.Parallel()
+	authors := map[int64]string{2: "a"}
+	item := itemOwner{id: "i1", caller: "a", branch: "workqueue/swarm-issue-1", pr: 2}
+	sub := func(identity string) submission {
+		return submission{ItemID: "i1", Identity: identity, Agent: identity + "-agent", Branch: item.branch}
+	}
+	head := func(by ...string) pull {
+		p := pull{number: 2, head: h1}
+		for i, b := range by {
+			p.files = append(p.files, headFile{path: fmt.Sprintf("f%d", i), writtenBy: b})
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name  string
+		items []itemOwner
+		subs  []submission
+		pr    pull
+		want  string
+	}{
+		{"an item its creator wrote again passes", []itemOwner{item}, []submission{sub("a"), sub("a")}, head("a"), ""},
+		{"another identity's accepted submission fails", []itemOwner{item}, []submission{sub("a"), sub("b")}, head("a"), "b's submission was accepted too"},
+		{"an item that names another caller than its creator fails", []itemOwner{{id: "i1", caller: "b", branch: item.branch}}, []submission{sub("a")}, head("a"), "names b, but a created it"},
+		{"an item no accepted submission made fails", []itemOwner{item}, nil, head("a"), "no submission the swarm saw accepted"},
+		{"a file another identity wrote at the head fails", []itemOwner{item}, []submission{sub("a")}, head("a", "b"), "written by b"},
+		{"a file that names no writer fails", []itemOwner{item}, []submission{sub("a")}, head(""), "says no one wrote it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ownWrites(tc.items, tc.subs, []pull{tc.pr}, authors)
+			switch {
+			case tc.want == "" && len(c.Failed) > 0:
+				t.Errorf("violations %q, want none", c.Failed)
+			case tc.want != "" && (len(c.Failed) != 1 || !strings.Contains(c.Failed[0], tc.want)):
+				t.Errorf("violations %q, want one saying %q", c.Failed, tc.want)
 			}
 		})
 	}

@@ -40,6 +40,10 @@ type Config struct {
 	// Issues is how many issues to open; Sessions how many agent sessions
 	// to run (at least 3: see Roles).
 	Issues, Sessions int
+	// Events reads the control plane's event log, which the API does not
+	// list (controlplane.Store does it): the audit reads from it which
+	// session reviewed and merged what, at which head. Required.
+	Events EventLog
 	// Timeout bounds the run: what is not merged by then is a failure
 	// (default DefaultTimeout).
 	Timeout time.Duration
@@ -54,6 +58,11 @@ type Config struct {
 	Stall time.Duration
 	// Out receives one line per event and the summary; nil discards them.
 	Out io.Writer
+}
+
+// EventLog reads the control plane's event log, newest first.
+type EventLog interface {
+	ListEvents(ctx context.Context, f cp.EventFilter) ([]cp.Event, error)
 }
 
 // DefaultTimeout is the bound of a run of n issues: generous, because
@@ -114,6 +123,8 @@ type Report struct {
 	// Findings counts what the swarm saw the service do that it should
 	// not, although the gate or the engine stopped it before harm.
 	Findings map[string]int
+	// Leases is how many leases the control plane made in the run.
+	Leases int
 	// LeftBranches are the branches left on the forge besides main.
 	LeftBranches []string
 	// Syncs counts the inventory syncs the stage asked for because
@@ -156,6 +167,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(cfg.AgentTokens) == 0 || cfg.AdminToken == "" {
 		return nil, errors.New("tokens: the agents' (permission agent) and the stage's (permission admin) are required")
 	}
+	if cfg.Events == nil {
+		return nil, errors.New("events: the audit reads the control plane's event log")
+	}
 	if cfg.Issues < 1 {
 		return nil, fmt.Errorf("issues: at least 1, got %d", cfg.Issues)
 	}
@@ -181,7 +195,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	r := &run{cfg: cfg, admin: admin, gitea: gitea, start: time.Now(), report: &Report{Split: split,
 		Events: map[string]int{}, Allocations: map[string]int{}, Conflicts: map[string]int{}, Refusals: map[string]int{}, Findings: map[string]int{}},
-		prs: map[int64]int64{}}
+		prs: map[int64]int64{}, authors: map[int64]string{}, branches: map[int64]string{}, sessions: map[string]sessionRecord{}}
 	r.progress = r.start
 	r.printf("swarm: %d issues in %s, %d sessions (%s), at most %v", cfg.Issues, cfg.Repo, cfg.Sessions, split, cfg.Timeout)
 
@@ -232,6 +246,49 @@ type run struct {
 	report   *Report
 	progress time.Time       // the last event's time
 	prs      map[int64]int64 // issue → the pull request opened for it
+
+	// What the swarm saw, for the audit to check the service's record
+	// against.
+	authors     map[int64]string         // pull request → the identity whose session opened it
+	branches    map[int64]string         // pull request → its source branch
+	sessions    map[string]sessionRecord // every session the swarm started, by id
+	submissions []submission             // every submission the service accepted
+}
+
+// sessionRecord is a session the swarm started.
+type sessionRecord struct {
+	cp.Session
+	Agent string // who in the progress lines
+}
+
+// submission is a change the service accepted, and for whom.
+type submission struct {
+	ItemID   string
+	Identity string
+	Agent    string
+	Branch   string
+}
+
+// addSession records a session the swarm started.
+func (r *run) addSession(s cp.Session, agent string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sessions[s.ID] = sessionRecord{Session: s, Agent: agent}
+}
+
+// submitted records a submission the service accepted.
+func (r *run) submitted(s submission) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.submissions = append(r.submissions, s)
+}
+
+// authorOf is the identity that opened pull request pr, as the swarm
+// saw it, and its branch.
+func (r *run) authorOf(pr int64) (identity, branch string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.authors[pr], r.branches[pr]
 }
 
 // prOf is the pull request an author opened for issue, if any.
@@ -242,15 +299,16 @@ func (r *run) prOf(issue int64) (int64, bool) {
 	return pr, ok
 }
 
-// recordPR records the pull request opened for issue, and reports
-// whether it is new.
-func (r *run) recordPR(issue, pr int64) bool {
+// recordPR records the pull request identity opened for issue from
+// branch, and reports whether it is new.
+func (r *run) recordPR(issue, pr int64, identity, branch string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.prs[issue] == pr {
 		return false
 	}
 	r.prs[issue] = pr
+	r.authors[pr], r.branches[pr] = identity, branch
 	return true
 }
 
@@ -462,9 +520,10 @@ func jitter(d time.Duration) time.Duration {
 func (r *Report) Summary(w io.Writer) {
 	fmt.Fprintf(w, "\nsummary\n")
 	fmt.Fprintf(w, "  sessions        %s\n", r.Split)
-	fmt.Fprintf(w, "  duration        %v\n", r.Duration.Round(100*time.Millisecond))
+	fmt.Fprintf(w, "  wall time       %v\n", r.Duration.Round(100*time.Millisecond))
 	fmt.Fprintf(w, "  issues closed   %d of %d\n", r.IssuesClosed, r.IssuesOpened)
 	fmt.Fprintf(w, "  PRs merged      %d of %d opened\n", r.PRsMerged, r.PRsOpened)
+	fmt.Fprintf(w, "  leases          %d\n", r.Leases)
 	fmt.Fprintf(w, "  events          %s\n", counts(r.Events))
 	fmt.Fprintf(w, "  allocations     %s\n", counts(r.Allocations))
 	fmt.Fprintf(w, "  conflicts       %s\n", counts(r.Conflicts))
@@ -474,19 +533,19 @@ func (r *Report) Summary(w io.Writer) {
 		fmt.Fprintf(w, "  branches left   %s\n", strings.Join(r.LeftBranches, ", "))
 	}
 	fmt.Fprintf(w, "  inventory syncs %d (the rest came by webhook)\n", r.Syncs)
-	fmt.Fprintf(w, "safety\n")
+	fmt.Fprintf(w, "safety (violations found)\n")
 	for _, c := range r.Checks {
 		status := "ok  "
 		if len(c.Failed) > 0 {
 			status = "FAIL"
 		}
-		fmt.Fprintf(w, "  %s %s: %s\n", status, c.Name, c.Detail)
+		fmt.Fprintf(w, "  %s %d  %s: %s\n", status, len(c.Failed), c.Name, c.Detail)
 		for i, f := range c.Failed {
 			if i == 10 {
-				fmt.Fprintf(w, "         ... and %d more\n", len(c.Failed)-i)
+				fmt.Fprintf(w, "           ... and %d more\n", len(c.Failed)-i)
 				break
 			}
-			fmt.Fprintf(w, "         %s\n", f)
+			fmt.Fprintf(w, "           %s\n", f)
 		}
 	}
 	switch {

@@ -325,7 +325,7 @@ func TestControlPlaneDefaults(t *testing.T) {
 	// Agent-only callers need an assignment unless the file says
 	// otherwise (issue 25).
 	want := config.ControlPlane{SyncInterval: config.Duration(10 * time.Minute), LeaseTTL: config.Duration(30 * time.Minute),
-		SessionTTL: config.Duration(15 * time.Minute), RequireAssignment: true}
+		SessionTTL: config.Duration(15 * time.Minute), RequireAssignment: true, MaxCheckpointsPerSession: 50}
 	if diff := cmp.Diff(want, cfg.ControlPlane); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -405,7 +405,7 @@ func TestTheExamplesControlPlaneSectionLoadsUncommented(t *testing.T) {
 	want := config.ControlPlane{Repos: []config.ControlPlaneRepo{{Forge: "gitea", Match: "demo/**"}},
 		SyncInterval: config.Duration(10 * time.Minute), LeaseTTL: config.Duration(30 * time.Minute),
 		SessionTTL: config.Duration(15 * time.Minute), BlockedLabels: []string{"do-not-automate"},
-		PriorityLabels: []string{"priority/high", "priority/medium"}, RequireAssignment: true}
+		PriorityLabels: []string{"priority/high", "priority/medium"}, RequireAssignment: true, MaxCheckpointsPerSession: 50}
 	if diff := cmp.Diff(want, cfg.ControlPlane); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -33,6 +33,9 @@ type ControlPlane struct {
 	// that no agent writes to a repository outside the work it was given
 	// (default true; false lets agent-only tokens submit any change).
 	RequireAssignment bool `yaml:"require_assignment"`
+	// MaxCheckpointsPerSession bounds how many checkpoints (one per work
+	// unit) one session keeps: resume state, not a history (default 50).
+	MaxCheckpointsPerSession int `yaml:"max_checkpoints_per_session"`
 }
 
 // ControlPlaneRepo names repositories of one forge by a glob over their
@@ -52,7 +55,8 @@ const minTTL = time.Minute
 
 func defaultControlPlane() ControlPlane {
 	return ControlPlane{SyncInterval: Duration(10 * time.Minute), LeaseTTL: Duration(30 * time.Minute),
-		SessionTTL: Duration(15 * time.Minute), RequireAssignment: true}
+		SessionTTL: Duration(15 * time.Minute), RequireAssignment: true,
+		MaxCheckpointsPerSession: 50}
 }
 
 func (c Config) validateControlPlane(bad func(field, format string, args ...any)) {
@@ -65,6 +69,9 @@ func (c Config) validateControlPlane(bad func(field, format string, args ...any)
 		if r.Match == "" || !doublestar.ValidatePattern(r.Match) {
 			bad(field+".match", "want a glob such as org/* or group/**, got %q", r.Match)
 		}
+	}
+	if cp.MaxCheckpointsPerSession < 1 || cp.MaxCheckpointsPerSession > 500 {
+		bad("control_plane.max_checkpoints_per_session", "want 1 to 500, got %d", cp.MaxCheckpointsPerSession)
 	}
 	if cp.SyncInterval < Duration(minSyncInterval) {
 		bad("control_plane.sync_interval", "must be at least %s, got %s", minSyncInterval, time.Duration(cp.SyncInterval))

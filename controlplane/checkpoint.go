@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -175,6 +176,18 @@ func (c *Checkpoint) validate() error {
 		return wq.Errorf(wq.EINVALID, "head_sha: want a commit SHA (7 to 64 hex digits), got %q", c.HeadSHA)
 	}
 	for _, f := range []struct {
+		name  string
+		check error
+	}{
+		{"session_id", ValidateID("session_id", c.SessionID, true)}, {"lease_id", ValidateID("lease_id", c.LeaseID, false)},
+		{"assignment_id", ValidateID("assignment_id", c.AssignmentID, false)}, {"forge", ValidateName("forge", c.Forge)},
+		{"repo", ValidateRepo("repo", c.Repo)}, {"branch", validateBranch("branch", c.Branch)},
+	} {
+		if f.check != nil {
+			return f.check
+		}
+	}
+	for _, f := range []struct {
 		name, value string
 		max         int
 		required    bool
@@ -197,6 +210,9 @@ func (c *Checkpoint) validate() error {
 		case !utf8.ValidString(f.value) || strings.IndexByte(f.value, 0) >= 0:
 			return wq.Errorf(wq.EINVALID, "%s: want UTF-8 text without NUL characters", f.name)
 		}
+		if err := refuseTranscriptText(f.name, f.value); err != nil {
+			return err
+		}
 	}
 	for _, f := range []struct {
 		name string
@@ -210,6 +226,23 @@ func (c *Checkpoint) validate() error {
 		case bytes.Contains(f.doc, []byte(`\u0000`)):
 			return wq.Errorf(wq.EINVALID, "%s: JSON strings may not hold NUL characters", f.name)
 		}
+		if err := refuseTranscript(f.name, f.doc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateBranch refuses, naming field, a value that is not a branch
+// name git would take (check-ref-format's rules, in short): printable,
+// no blanks, no "..", none of ~^:?*[\, at most 255 bytes. "" passes.
+func validateBranch(field, v string) error {
+	if v == "" {
+		return nil
+	}
+	if len(v) > 255 || strings.Contains(v, "..") || strings.ContainsAny(v, "~^:?*[\\ \t") || strings.HasPrefix(v, "-") ||
+		strings.HasSuffix(v, "/") || strings.HasSuffix(v, ".lock") || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return wq.Errorf(wq.EINVALID, "%s: want a branch name, got %q", field, clip(v))
 	}
 	return nil
 }
@@ -275,12 +308,45 @@ func (s *Service) WriteCheckpoint(ctx context.Context, caller Caller, c Checkpoi
 	if c, err = c.redacted(); err != nil {
 		return nil, err
 	}
+	if err := s.checkpointRoom(ctx, c.Key()); err != nil {
+		return nil, err
+	}
 	if missing := c.Missing(); requireComplete && len(missing) > 0 {
 		return nil, &wq.Error{Code: wq.EINVALID, Reason: ReasonIncomplete,
 			Message: "require_complete: a drain checkpoint must say how to resume; missing or blank: " + strings.Join(missing, ", ")}
 	}
 	c.SchemaVersion = CheckpointSchemaVersion
 	return s.Store.PutCheckpoint(ctx, c, s.now())
+}
+
+// DefaultMaxCheckpoints is how many checkpoints one session keeps
+// unless configured (control_plane.max_checkpoints_per_session).
+const DefaultMaxCheckpoints = 50
+
+// ReasonTooManyCheckpoints refuses a session's checkpoint past the bound.
+const ReasonTooManyCheckpoints = "too_many_checkpoints"
+
+// checkpointRoom refuses a new checkpoint (a key the session has none
+// for) once the session holds the bound: one per work unit is resume
+// state; hundreds are a history. Replacing one is always allowed.
+func (s *Service) checkpointRoom(ctx context.Context, k CheckpointKey) error {
+	limit := s.MaxCheckpoints
+	if limit <= 0 {
+		limit = DefaultMaxCheckpoints
+	}
+	if _, err := s.Store.GetCheckpoint(ctx, k); err == nil || wq.ErrorCode(err) != wq.ENOTFOUND {
+		return err
+	}
+	held, err := s.Store.ListCheckpoints(ctx, CheckpointFilter{SessionID: k.SessionID, Limit: limit})
+	if err != nil {
+		return err
+	}
+	if len(held) >= limit {
+		return &wq.Error{Code: wq.EINVALID, Reason: ReasonTooManyCheckpoints, Message: fmt.Sprintf(
+			"%s: session %s holds %d checkpoints, the most it may (control_plane.max_checkpoints_per_session): "+
+				"replace one of its work units' checkpoints instead of writing a new one", ReasonTooManyCheckpoints, k.SessionID, len(held))}
+	}
+	return nil
 }
 
 // GetCheckpoint returns one checkpoint of the caller's sessions.

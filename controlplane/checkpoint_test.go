@@ -149,6 +149,13 @@ func TestCheckpointInputIsRefusedByName(t *testing.T) {
 		{"evidence", func(c *cp.Checkpoint) { c.Evidence = json.RawMessage(`{"a": "\u0000"}`) }},
 		{"pending_mutation", func(c *cp.Checkpoint) { c.PendingMutation = json.RawMessage(`{`) }},
 		{"blocker", func(c *cp.Checkpoint) { c.Blocker = "nul\x00byte" }},
+		{"lease_id", func(c *cp.Checkpoint) { c.LeaseID = "lease; DROP TABLE cp_leases" }},
+		{"assignment_id", func(c *cp.Checkpoint) { c.AssignmentID = strings.Repeat("a", 65) }},
+		{"forge", func(c *cp.Checkpoint) { c.Forge = "Gitea Prod" }},
+		{"repo", func(c *cp.Checkpoint) { c.Repo = "../../etc/passwd" }},
+		{"repo", func(c *cp.Checkpoint) { c.Repo = "o/r x" }},
+		{"branch", func(c *cp.Checkpoint) { c.Branch = "feature/..weird" }},
+		{"session_id", func(c *cp.Checkpoint) { c.SessionID = "s p a c e" }},
 	} {
 		c := plantedCheckpoint(s)
 		tc.edit(&c)
@@ -220,6 +227,66 @@ func TestReconcileCheckpointChecksTheLeaseAndTheHeadItCan(t *testing.T) {
 		}
 		if _, err := w.svc.ReconcileCheckpoint(w.ctx, alice, c.Key(), &[]string{"HEAD"}[0]); wq.ErrorCode(err) != wq.EINVALID {
 			t.Errorf("a head that is not a SHA: %v", err)
+		}
+	})
+}
+
+// Checkpoints hold resume state, never a conversation (hard rule 5 of
+// #660): chat turns in any text field, or role/content messages at any
+// depth of a JSON field, are refused naming the field; one session keeps
+// a bounded number of checkpoints, replacing one is always allowed.
+func TestTranscriptsAndHistoriesAreRefused(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		w := newWorld(t, kind)
+		w.svc.MaxCheckpoints = 3
+		alice, s := w.session("alice", cp.RoleAuthor)
+		for _, tc := range []struct {
+			field string
+			edit  func(*cp.Checkpoint)
+		}{
+			{"recovery_instructions", func(c *cp.Checkpoint) {
+				c.RecoveryInstructions = "Human: fix the build\n\nAssistant: I ran go test and it passed.\nHuman: now open the PR"
+			}},
+			{"current_operation", func(c *cp.Checkpoint) { c.CurrentOperation = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nhello" }},
+			{"evidence", func(c *cp.Checkpoint) {
+				c.Evidence = json.RawMessage(`{"log": [{"role": "user", "content": "fix it"}, {"role": "assistant", "content": [{"type": "text", "text": "done"}]}]}`)
+			}},
+			{"pending_mutation", func(c *cp.Checkpoint) {
+				c.PendingMutation = json.RawMessage(`{"messages": [{"author": "human", "text": "a"}, {"author": "model", "text": "b"}]}`)
+			}},
+			{"evidence", func(c *cp.Checkpoint) { c.Evidence = json.RawMessage(`{"note": "User: why?\nAssistant: because"}`) }},
+		} {
+			c := plantedCheckpoint(s)
+			tc.edit(&c)
+			_, err := w.svc.WriteCheckpoint(w.ctx, alice, c, false)
+			if wq.ErrorReason(err) != cp.ReasonTranscript || !strings.Contains(wq.ErrorMessage(err), tc.field+":") {
+				t.Errorf("%s: want %s naming it, got %v", tc.field, cp.ReasonTranscript, err)
+			}
+		}
+		if _, err := w.svc.RegisterSession(w.ctx, alice, cp.RoleAuthor, "x",
+			json.RawMessage(`{"history": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}`)); wq.ErrorReason(err) != cp.ReasonTranscript {
+			t.Errorf("a session's capabilities holding a conversation: %v", err)
+		}
+		// Not transcripts: one role/content pair, prose naming a user.
+		ok := plantedCheckpoint(s)
+		ok.Evidence = json.RawMessage(`{"request": {"role": "reviewer", "content": "the diff"}, "note": "the user asked for a retry"}`)
+		if _, err := w.svc.WriteCheckpoint(w.ctx, alice, ok, false); err != nil {
+			t.Fatalf("resume state refused: %v", err)
+		}
+		for n := int64(5); n <= 6; n++ {
+			c := plantedCheckpoint(s)
+			c.WorkKind, c.WorkNumber = cp.KindIssue, n
+			if _, err := w.svc.WriteCheckpoint(w.ctx, alice, c, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		over := plantedCheckpoint(s)
+		over.WorkKind, over.WorkNumber = cp.KindIssue, 7
+		if _, err := w.svc.WriteCheckpoint(w.ctx, alice, over, false); wq.ErrorReason(err) != cp.ReasonTooManyCheckpoints {
+			t.Errorf("a fourth checkpoint past the bound of 3: %v", err)
+		}
+		if _, err := w.svc.WriteCheckpoint(w.ctx, alice, ok, false); err != nil {
+			t.Errorf("replacing a checkpoint at the bound: %v", err)
 		}
 	})
 }

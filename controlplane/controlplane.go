@@ -72,6 +72,15 @@ const (
 // Valid reports whether r is a known role.
 func (r Role) Valid() bool { return r == RoleAuthor || r == RoleReviewer || r == RoleMerger }
 
+// Valid reports whether a is a known action.
+func (a Action) Valid() bool {
+	switch a {
+	case ActComment, ActPush, ActOpenPR, ActReview, ActMerge, ActClose:
+		return true
+	}
+	return false
+}
+
 // Valid reports whether k is an assignable kind.
 func (k Kind) Valid() bool { return k == KindIssue || k == KindPR }
 

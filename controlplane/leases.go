@@ -7,6 +7,7 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/secrets"
 )
 
 // LeaseView is a lease with its freshness and the safe next action for
@@ -254,8 +255,8 @@ func (s *Service) AdoptLease(ctx context.Context, c Caller, id, sessionID, workt
 	next.State, next.EndedAt = LeaseActive, time.Time{}
 	next.AdoptedFromSessionID, next.AdoptedBySessionID, next.SessionID = l.SessionID, by.ID, by.ID
 	next.HeartbeatAt, next.ExpiresAt = now, now.Add(s.leaseTTL())
-	next.WorktreePath = worktree
-	detail, _ := json.Marshal(map[string]string{"reported_head_sha": headSHA, "worktree_path": worktree, "pinned_head_sha": l.HeadSHA})
+	next.WorktreePath = secrets.Text(worktree)
+	detail, _ := json.Marshal(map[string]string{"reported_head_sha": headSHA, "worktree_path": next.WorktreePath, "pinned_head_sha": l.HeadSHA})
 	if err := s.Store.UpdateLease(ctx, *l, next, Event{Time: now, Type: EventAdopted, Actor: c.Identity, SessionID: by.ID,
 		WorkID: l.WorkID, LeaseID: l.ID, AssignmentID: l.AssignmentID, Reason: "adopted from session " + l.SessionID, Detail: detail}); err != nil {
 		return nil, err

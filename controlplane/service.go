@@ -13,6 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/secrets"
 )
 
 // Caller is who asks: the identity of the authenticated token, and
@@ -33,6 +34,9 @@ type Service struct {
 	// 15m).
 	LeaseTTL   time.Duration
 	SessionTTL time.Duration
+	// MaxCheckpoints bounds the checkpoints one session keeps (default
+	// DefaultMaxCheckpoints).
+	MaxCheckpoints int
 	// Inventory syncs the work on demand (Sync); nil when no repositories
 	// are configured.
 	Inventory *Inventory
@@ -105,13 +109,24 @@ func (s *Service) RegisterSession(ctx context.Context, c Caller, role Role, name
 	if !role.Valid() {
 		return nil, wq.Errorf(wq.EINVALID, "role: want author, reviewer or merger, got %q", role)
 	}
-	if len(name) > 200 {
-		return nil, wq.Errorf(wq.EINVALID, "name: at most 200 bytes")
+	if err := validateText("name", name, maxSessionName); err != nil {
+		return nil, err
 	}
+	name = secrets.Text(name)
 	if len(capabilities) > 0 {
 		var obj map[string]any
-		if json.Unmarshal(capabilities, &obj) != nil || obj == nil {
+		switch {
+		case len(capabilities) > MaxCheckpointJSON:
+			return nil, wq.Errorf(wq.EINVALID, "capabilities: at most %d bytes of JSON, got %d", MaxCheckpointJSON, len(capabilities))
+		case json.Unmarshal(capabilities, &obj) != nil || obj == nil:
 			return nil, wq.Errorf(wq.EINVALID, "capabilities: want a JSON object")
+		}
+		if err := refuseTranscript("capabilities", capabilities); err != nil {
+			return nil, err
+		}
+		var err error
+		if capabilities, err = secrets.JSON(capabilities); err != nil {
+			return nil, wq.Errorf(wq.EINVALID, "capabilities: %v", err)
 		}
 	}
 	now := s.now()
@@ -429,6 +444,9 @@ func skips(picks []Pick, lost []CandidateSkip) []CandidateSkip {
 func (s *Service) Gate(ctx context.Context, c Caller, sessionID, assignmentID string, action Action, liveHead string) (Decision, error) {
 	if err := ValidateSHA("live_head_sha", liveHead); err != nil {
 		return Decision{}, err
+	}
+	if !action.Valid() {
+		return Decision{}, wq.Errorf(wq.EINVALID, "action: want one of comment, push, open_pr, review, merge or close, got %q", clip(string(action)))
 	}
 	return s.gateAt(ctx, c, sessionID, assignmentID, action, liveHead, false)
 }

@@ -8,8 +8,11 @@ import (
 )
 
 // maxWorktreePath bounds the worktree path a session reports: a path,
-// not a document.
-const maxWorktreePath = 1024
+// not a document; maxSessionName a session's name.
+const (
+	maxWorktreePath = 1024
+	maxSessionName  = 200
+)
 
 // ValidateSHA refuses, naming field, a value that is not a commit id (40
 // or 64 lowercase hexadecimal digits, SHA-1 or SHA-256); "" passes (not
@@ -42,4 +45,44 @@ func clip(v string) string {
 		return v[:80] + "…"
 	}
 	return v
+}
+
+// ValidateID refuses, naming field, a value that is not an id as the
+// service makes them (a UUID) or a name an agent may choose for one: 1 to
+// 64 of letters, digits, '.', '_', ':' and '-'. "" passes when not
+// required.
+func ValidateID(field, v string, required bool) error {
+	switch {
+	case v == "" && !required:
+		return nil
+	case v == "" || len(v) > 64 || strings.Trim(v, idChars) != "":
+		return wq.Errorf(wq.EINVALID, "%s: want an id of 1 to 64 letters, digits, '.', '_', ':' or '-', got %q", field, clip(v))
+	}
+	return nil
+}
+
+const idChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-"
+
+// ValidateRepo refuses, naming field, a value that is not a repository's
+// full path on a forge: group/name or deeper, of letters, digits, '.',
+// '_' and '-', at most 255 bytes, no empty, '.' or '..' segment.
+func ValidateRepo(field, v string) error {
+	bad := len(v) == 0 || len(v) > 255 || !strings.Contains(v, "/")
+	for _, seg := range strings.Split(v, "/") {
+		bad = bad || seg == "" || seg == "." || seg == ".." || strings.Trim(seg, idChars) != "" || strings.Contains(seg, ":")
+	}
+	if bad {
+		return wq.Errorf(wq.EINVALID, "%s: want a repository's full path such as group/name, got %q", field, clip(v))
+	}
+	return nil
+}
+
+// ValidateName refuses, naming field, a value that is not a configured
+// name (a forge's): 1 to 64 of lowercase letters, digits, '_' and '-',
+// starting with a letter or digit.
+func ValidateName(field, v string) error {
+	if v == "" || len(v) > 64 || strings.Trim(v, "abcdefghijklmnopqrstuvwxyz0123456789_-") != "" || v[0] == '-' || v[0] == '_' {
+		return wq.Errorf(wq.EINVALID, "%s: want a name of 1 to 64 lowercase letters, digits, '_' or '-', got %q", field, clip(v))
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/secrets"
 )
 
 // faultHooks let tests stop a worker at a chosen point as if the process
@@ -436,7 +437,9 @@ func (w *worker) recordFailure(ctx context.Context, item *wq.Item, action string
 		fail = fail || attempts >= e.cfg.MaxAttempts
 		delay = e.backoff(attempts)
 	}
-	f := wq.Failure{Error: fmt.Sprintf("%s: %v", action, cause), Fail: fail, Transient: transient}
+	// A forge's error can carry what it was sent (a URL with its
+	// credentials): the item and the audit keep it redacted.
+	f := wq.Failure{Error: secrets.Text(fmt.Sprintf("%s: %v", action, cause)), Fail: fail, Transient: transient}
 	if !fail {
 		f.RetryAfter = now.Add(delay)
 	}

@@ -50,6 +50,15 @@ type Project struct {
 	// diff or merge drivers. Off by default: both decide what runs or is
 	// fetched when someone clones or checks out (mr.Policy).
 	AllowGitConfigFiles bool `yaml:"allow_git_config_files"`
+	// AllowSecrets turns push protection off for the projects: a change
+	// whose files hold a secret (a token, a key, a password line) is
+	// pushed as submitted. Off by default: such a change is refused with
+	// the file, line and rule of every finding.
+	AllowSecrets bool `yaml:"allow_secrets"`
+	// SecretAllowlist lets push protection's findings through for some
+	// paths (doublestar globs), of some rules (all when none are given):
+	// test fixtures holding example keys, say.
+	SecretAllowlist []SecretAllow `yaml:"secret_allowlist"`
 	// BranchPrefix is the prefix every source branch must start with:
 	// the service only writes branches it owns. Unset: DefaultBranchPrefix;
 	// "" is an explicit opt-out (any branch name the service did not
@@ -136,6 +145,22 @@ func (c Config) validateForges(bad func(field, format string, args ...any)) {
 		if p.MaxFileBytes < 0 || p.MaxTotalBytes < 0 {
 			bad(field, "max_file_bytes and max_total_bytes must not be negative")
 		}
+		for j, a := range p.SecretAllowlist {
+			entry := fmt.Sprintf("%s.secret_allowlist[%d]", field, j)
+			if len(a.Paths) == 0 {
+				bad(entry+".paths", "want at least one glob: an allowlist entry is for some paths, never all (that is allow_secrets)")
+			}
+			for k, g := range a.Paths {
+				if g == "" || !doublestar.ValidatePattern(g) {
+					bad(fmt.Sprintf("%s.paths[%d]", entry, k), "invalid glob %q", g)
+				}
+			}
+			for k, r := range a.Rules {
+				if strings.TrimSpace(r) == "" {
+					bad(fmt.Sprintf("%s.rules[%d]", entry, k), "want a rule name such as github-token, got %q", r)
+				}
+			}
+		}
 	}
 	if c.MR.ReconcileInterval < Duration(minInterval) || c.MR.MergeRecheckInterval < Duration(minInterval) || c.MR.EmptyCheckInterval < Duration(minInterval) {
 		bad("mr", "reconcile_interval, merge_recheck_interval and empty_check_interval must be at least %s", minInterval)
@@ -213,6 +238,12 @@ func secret(env, file, field string) (string, error) {
 	return v, nil
 }
 
+// SecretAllow is one entry of a project's secret_allowlist.
+type SecretAllow struct {
+	Paths []string `yaml:"paths"`
+	Rules []string `yaml:"rules"`
+}
+
 // MRProject is how a project on a forge is configured for the mr item
 // type's changes, and false when no project entry covers it.
 func (c Config) MRProject(forgeName, project string) (mr.Project, bool) {
@@ -223,10 +254,19 @@ func (c Config) MRProject(forgeName, project string) (mr.Project, bool) {
 	forge, _ := c.ForgeNamed(forgeName)
 	return mr.Project{
 		Policy: mr.Policy{BlockedPaths: p.BlockedPaths, MaxFileBytes: p.MaxFileBytes, MaxTotalBytes: p.MaxTotalBytes,
-			AllowBinary: p.AllowBinary, AllowGitConfigFiles: p.AllowGitConfigFiles},
+			AllowBinary: p.AllowBinary, AllowGitConfigFiles: p.AllowGitConfigFiles, AllowSecrets: p.AllowSecrets,
+			SecretAllowlist: secretAllowlist(p.SecretAllowlist)},
 		AutoMerge:    p.AutoMerge,
 		Label:        c.MR.ManagedLabel,
 		BranchPrefix: p.SourceBranchPrefix(),
 		FileModes:    wq.ForgeSetsFileModes(forge.Kind),
 	}, true
+}
+
+func secretAllowlist(list []SecretAllow) []mr.SecretAllow {
+	out := make([]mr.SecretAllow, len(list))
+	for i, a := range list {
+		out[i] = mr.SecretAllow{Paths: a.Paths, Rules: a.Rules}
+	}
+	return out
 }

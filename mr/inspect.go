@@ -87,6 +87,11 @@ type Policy struct {
 	// system reads as it: a submodule makes a clone fetch from where the
 	// submitter says, and a driver picks which program runs on checkout.
 	AllowGitConfigFiles bool
+	// AllowSecrets turns push protection off: file contents holding a
+	// secret are pushed as submitted. SecretAllowlist lets findings
+	// through by path and rule instead.
+	AllowSecrets    bool
+	SecretAllowlist []SecretAllow
 }
 
 // Refusal says which action broke which rule, and why.

@@ -31,6 +31,7 @@ var Rules = []string{
 	RuleBinary,
 	RuleFileTooLarge,
 	RuleTotalTooLarge,
+	RuleSecret,
 	RulePathColon,
 	RulePathReservedChar,
 	RulePathTrailingDotOrSpace,

@@ -2,7 +2,9 @@ package mr_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -221,6 +223,67 @@ func TestSubmitRefusesBranchesOutsideThePrefixAndModesTheForgeCannotSet(t *testi
 		withModes.FileModes = true
 		if _, result, err := mr.Submit(ctx, s, chmod, withModes, "alice", t0); err != nil || result != mr.ResultCreated {
 			t.Errorf("a chmod on a forge with modes: %q %v, want created", result, err)
+		}
+	})
+}
+
+// Push protection (issue 26): a change whose file holds a secret is
+// refused before anything is stored, one refusal per finding with its
+// file, line, column and rule and never the secret; a base64 content is
+// scanned decoded; the project's opt-out and an allowlist entry for the
+// path (and rule) let it through.
+func TestAChangeHoldingASecretIsRefusedWithItsFindings(t *testing.T) {
+	forEachDB(t, func(t *testing.T, s mr.Store, _ wq.Store) {
+		ctx := context.Background()
+		token := "ghp_" + "R4nd0mL00k1ngT0k3nV4lu3AbCdEfGh1234"
+		key := "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx1y2b3c4d5e6f7g8h9i0jKlMnOpQrStUvWxYz\n-----END RSA PRIVATE KEY-----\n"
+		sub := submission("x")
+		sub.SourceBranch = "wq/leak"
+		sub.FileActions = []mr.FileAction{
+			{Action: mr.ActionCreate, FilePath: "deploy/ci.env", Content: text("REGION=eu\nGITHUB_TOKEN=" + token + "\n")},
+			{Action: mr.ActionCreate, FilePath: "testdata/key.pem", Content: text(key)},
+			{Action: mr.ActionCreate, FilePath: "docs/readme.md", Content: text("# nothing secret here\nrun `make test`\n")},
+			{Action: mr.ActionUpdate, FilePath: "b64.txt", Encoding: mr.EncodingBase64, Content: text(base64.StdEncoding.EncodeToString([]byte("password: " + "hunter2hunter2\n")))},
+		}
+		_, _, err := mr.Submit(ctx, s, sub, project, "alice", t0)
+		var refusals wq.Refusals
+		if !errors.As(err, &refusals) {
+			t.Fatalf("want refusals, got %v", err)
+		}
+		var where []string
+		for _, r := range refusals {
+			if r.Rule != mr.RuleSecret {
+				t.Errorf("refusal %+v, want rule %s", r, mr.RuleSecret)
+			}
+			if strings.Contains(r.Message, token) || strings.Contains(r.Message, "hunter2") || strings.Contains(r.Message, "MIIE") {
+				t.Errorf("a refusal names the secret: %+v", r)
+			}
+			where = append(where, fmt.Sprintf("%d %s %s", r.Index, r.Path, strings.SplitN(r.Message, ":", 2)[0]))
+		}
+		want := []string{"0 deploy/ci.env line 2, column 14", "1 testdata/key.pem line 1, column 1", "3 b64.txt line 1, column 11"}
+		if strings.Join(where, "; ") != strings.Join(want, "; ") {
+			t.Errorf("findings %q, want %q", where, want)
+		}
+		if it, _, _ := s.FindMRItem(ctx, "gitea", "o/r", "wq/leak"); it != nil {
+			t.Errorf("a refused change stored item %s", it.ID)
+		}
+		allowed := project
+		allowed.Policy.SecretAllowlist = []mr.SecretAllow{{Paths: []string{"testdata/**"}, Rules: []string{"private-key"}},
+			{Paths: []string{"deploy/*.env", "b64.txt"}}}
+		if _, result, err := mr.Submit(ctx, s, sub, allowed, "alice", t0); err != nil || result != mr.ResultCreated {
+			t.Errorf("with every finding allowlisted: %q, %v", result, err)
+		}
+		narrow := project
+		narrow.Policy.SecretAllowlist = []mr.SecretAllow{{Paths: []string{"testdata/**"}, Rules: []string{"github-token"}}}
+		sub.SourceBranch = "wq/leak-2"
+		if _, _, err := mr.Submit(ctx, s, sub, narrow, "alice", t0); !errors.As(err, &refusals) || len(refusals) != 3 {
+			t.Errorf("an allowlist entry of another rule lets the key through: %v", err)
+		}
+		optOut := project
+		optOut.Policy.AllowSecrets = true
+		sub.SourceBranch = "wq/leak-3"
+		if _, result, err := mr.Submit(ctx, s, sub, optOut, "alice", t0); err != nil || result != mr.ResultCreated {
+			t.Errorf("a project that opted out: %q, %v", result, err)
 		}
 	})
 }

@@ -1,0 +1,72 @@
+package mr
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/workqueue-dev/workqueue/secrets"
+)
+
+// RuleSecret refuses a change whose file holds a secret (push
+// protection): one refusal per finding, naming the file, the line, the
+// column and the scanner's rule, never the secret itself.
+const RuleSecret = "secret_detected"
+
+// SecretAllow lets findings through push protection: those in files
+// matching one of Paths (doublestar globs), of one of Rules (all rules
+// when empty).
+type SecretAllow struct {
+	Paths []string
+	Rules []string
+}
+
+// allows reports whether a finding of rule in file path is allowed.
+func (a SecretAllow) allows(path, rule string) bool {
+	if len(a.Rules) > 0 && !slices.Contains(a.Rules, rule) {
+		return false
+	}
+	for _, g := range a.Paths {
+		if ok, _ := doublestar.Match(g, path); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// scanSecrets is push protection for a change (seed 000's content
+// validation, GitHub's push protection as users know it): the content
+// of every file a create or update writes is scanned with the rules the
+// service redacts what it stores with (package secrets, without the
+// broad ones that flag a word only for looking random), before anything
+// is stored or pushed. A project opts out with AllowSecrets; an
+// allowlist entry lets a finding through for its paths and rules. A
+// content that does not decode is inspection's to refuse, not this.
+func scanSecrets(actions []FileAction, p Policy) []*Refusal {
+	if p.AllowSecrets {
+		return nil
+	}
+	var out []*Refusal
+	for i, a := range actions {
+		if a.Action != ActionCreate && a.Action != ActionUpdate || a.Content == nil {
+			continue
+		}
+		content, err := decodedContent(a)
+		if err != nil {
+			continue
+		}
+		for _, f := range secrets.Scan(content) {
+			if slices.ContainsFunc(p.SecretAllowlist, func(al SecretAllow) bool { return al.allows(a.FilePath, f.Rule) }) {
+				continue
+			}
+			out = append(out, &Refusal{Index: i, Path: a.FilePath, Rule: RuleSecret, Message: fmt.Sprintf(
+				"line %d, column %d: a secret (rule %s); remove it, or allow it for this path in the project's secret_allowlist (or allow_secrets)",
+				f.Line, f.Column, f.Rule)})
+			if len(out) == MaxRefusals {
+				return out
+			}
+		}
+	}
+	return out
+}

@@ -1,11 +1,13 @@
 package secrets_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/workqueue-dev/workqueue/secrets"
 )
@@ -161,6 +163,52 @@ func FuzzText(f *testing.F) {
 		}
 		if again := secrets.Text(out); again != out {
 			t.Fatalf("not idempotent:\n%q\n%q", out, again)
+		}
+	})
+}
+
+// FuzzScan holds push protection to its promise on any file: it never
+// panics, every finding is inside the file, and a planted token is found
+// wherever it lands.
+func FuzzScan(f *testing.F) {
+	for _, c := range contexts {
+		f.Add([]byte(c.text), uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, content []byte, which uint8) {
+		lines := bytes.Count(content, []byte("\n")) + 1
+		for _, fd := range secrets.Scan(content) {
+			if fd.Line < 1 || fd.Line > lines || fd.Column < 1 || fd.Rule == "" {
+				t.Fatalf("finding %+v outside a file of %d lines", fd, lines)
+			}
+		}
+		if !utf8.Valid(content) || bytes.IndexByte(content, 0) >= 0 {
+			return
+		}
+		secret := samples[int(which)%len(samples)].secret
+		planted := append(append(append([]byte{}, content...), []byte("\ntoken = "+secret+"\n")...), content...)
+		if len(secrets.Scan(planted)) == 0 {
+			t.Fatalf("%q planted and not found", secret)
+		}
+	})
+}
+
+// FuzzJSON holds JSON redaction to its promise: valid JSON in, valid JSON
+// out, with no planted secret left.
+func FuzzJSON(f *testing.F) {
+	f.Add(`{"a": ["b", {"c": 1}]}`, uint8(1))
+	f.Add(`"x"`, uint8(2))
+	f.Fuzz(func(t *testing.T, doc string, which uint8) {
+		if !json.Valid([]byte(doc)) {
+			return
+		}
+		secret := samples[int(which)%len(samples)].secret
+		wrapped := `{"doc": ` + doc + `, "note": "saw ` + secret + `"}`
+		out, err := secrets.JSON(json.RawMessage(wrapped))
+		if err != nil {
+			t.Fatalf("valid JSON refused: %v", err)
+		}
+		if !json.Valid(out) || strings.Contains(string(out), secret) {
+			t.Fatalf("%s -> %s", wrapped, out)
 		}
 	})
 }

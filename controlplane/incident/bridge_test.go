@@ -23,6 +23,7 @@ import (
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore/cpstoretest"
 	"github.com/workqueue-dev/workqueue/controlplane/incident"
+	"github.com/workqueue-dev/workqueue/internal/secretcorpus"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/store"
 )
@@ -686,4 +687,26 @@ func (f *fakeForge) calls() []wq.IssueCreate {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.requests)
+}
+
+// Every secret of the corpus in a provider's issue title or culprit is in
+// neither the forge issue's title nor its body, nor the link (issue 26).
+func TestNoSecretOfTheCorpusReachesTheForgeIssue(t *testing.T) {
+	for i, s := range secretcorpus.Corpus(9, 1) {
+		obs := sentryObs()
+		obs.Fingerprint = fmt.Sprintf("fp-%d", i)
+		obs.Title = strings.ReplaceAll("crash: "+s.Text, "\n", " ")
+		obs.Culprit = strings.ReplaceAll(s.Text, "\n", " ")
+		if len(obs.Title) > 200 {
+			obs.Title = obs.Title[:200]
+		}
+		w := newWorld(t, newMemStore())
+		res := w.reconcile(obs, true)
+		links, _ := json.Marshal(w.links())
+		for where, text := range map[string]string{"issue": mustJSON(t, res.Issue), "forge request": mustJSON(t, w.forge.calls()), "link": string(links)} {
+			if secret := strings.ReplaceAll(s.Secret, "\n", " "); strings.Contains(text, secret) && strings.Contains(obs.Title+obs.Culprit, secret) {
+				t.Errorf("%s/%s: the %s holds %q", s.Class, s.Shape, where, secret)
+			}
+		}
+	}
 }

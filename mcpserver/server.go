@@ -79,7 +79,7 @@ func version() string {
 // Out (their jsonschema tags describe the fields), and call makes its REST
 // call with the caller's client. An error of call is the tool's error.
 func tool[In, Out any](name, description string, readOnly bool, call func(ctx context.Context, c *client.Client, in In) (Out, error)) func(*mcp.Server, Clients) {
-	t := &mcp.Tool{Name: name, Description: description, InputSchema: schemaFor[In](), OutputSchema: schemaFor[Out]()}
+	t := &mcp.Tool{Name: name, Description: description, InputSchema: objectSchema(schemaFor[In]()), OutputSchema: objectSchema(schemaFor[Out]())}
 	if readOnly {
 		t.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: true}
 	}

@@ -313,8 +313,8 @@ func TestLifecycleAMergeRequestClosedByAPersonCancelsAndARetryReopensIt(t *testi
 }
 
 // A change the forge refuses for good (creating a file the target already
-// has with other content) fails the item at the first attempt with the
-// forge's message, instead of being tried max_attempts times.
+// has with other content) fails the item at the first attempt, naming the
+// path and saying to update it, instead of being tried max_attempts times.
 func TestLifecycleAChangeTheForgeRefusesFailsAtOnceWithItsMessage(t *testing.T) {
 	testforge.Each(t, func(t *testing.T, fx testforge.Fixture) {
 		w := newWorld(t, fx, mr.Options{})
@@ -322,8 +322,8 @@ func TestLifecycleAChangeTheForgeRefusesFailsAtOnceWithItsMessage(t *testing.T) 
 		sub.FileActions[0].FilePath = "README.md"
 		it := w.submit(sub, mr.ResultCreated)
 		got, _ := w.waitTerminal(it.ID)
-		if got.Phase != wq.PhaseFailed || got.Attempts != 1 || !strings.Contains(got.Error, "commit") {
-			t.Errorf("item %s after %d attempts, error %q; want failed after 1 with the forge's refusal", got.Phase, got.Attempts, got.Error)
+		if got.Phase != wq.PhaseFailed || got.Attempts != 1 || !strings.Contains(got.Error, "create README.md") || !strings.Contains(got.Error, "update") {
+			t.Errorf("item %s after %d attempts, error %q; want failed after 1 naming the path and update", got.Phase, got.Attempts, got.Error)
 		}
 		if head := fx.BranchHead(t, w.repo, sub.SourceBranch); head != "" {
 			t.Errorf("a branch was written for a refused change: %s", head)

@@ -42,62 +42,90 @@ func targetMatches(ctx context.Context, f wq.Forge, project, target, commit stri
 	return true, nil
 }
 
-// targetHoldsByReading reads every path the change touches at the target:
-// create and update hold when the content is there, delete when the path
-// is absent, move when the previous path is absent and the new one
-// present. A mode cannot be read back, so a chmod counts as not held. It
-// is one call per path; only a commit the forge refused needs it, when no
-// commit holds the change to compare the target with.
+// targetHoldsByReading reads every path the change touches at the target
+// (see holdsAt): whether the whole change holds there. It is one call per
+// path; only a commit the forge refused needs it, when no commit holds
+// the change to compare the target with.
 func targetHoldsByReading(ctx context.Context, f wq.Forge, project, target string, chs []wq.FileChange) (bool, error) {
 	for _, c := range chs {
-		switch c.Action {
-		case ActionChmod:
-			return false, nil
-		case ActionDelete, ActionMove:
-			gone := c.Path
-			if c.Action == ActionMove {
-				gone = c.PreviousPath
-			}
-			if _, found, err := f.ReadFile(ctx, project, target, gone); err != nil || found {
-				return false, err
-			}
-			if c.Action == ActionDelete {
-				continue
-			}
-		}
-		content, found, err := f.ReadFile(ctx, project, target, c.Path)
-		if err != nil || !found {
+		held, _, err := holdsAt(ctx, f, project, target, c)
+		if err != nil || !held {
 			return false, err
-		}
-		if c.Content != nil && !bytes.Equal(content, c.Content) {
-			return false, nil
 		}
 	}
 	return true, nil
 }
 
+// holdsAt reports whether change c's effect already holds at the target:
+// create and update hold when the content is there, delete when the path
+// is absent, move when the previous path is absent and the new one
+// present. A mode cannot be read back, so a chmod counts as not held.
+// occupied says c creates a path the target holds with other content.
+func holdsAt(ctx context.Context, f wq.Forge, project, target string, c wq.FileChange) (held, occupied bool, err error) {
+	switch c.Action {
+	case ActionChmod:
+		return false, false, nil
+	case ActionDelete, ActionMove:
+		gone := c.Path
+		if c.Action == ActionMove {
+			gone = c.PreviousPath
+		}
+		if _, found, err := f.ReadFile(ctx, project, target, gone); err != nil || found {
+			return false, false, err
+		}
+		if c.Action == ActionDelete {
+			return true, false, nil
+		}
+	}
+	content, found, err := f.ReadFile(ctx, project, target, c.Path)
+	if err != nil || !found {
+		return false, false, err
+	}
+	if c.Content != nil && !bytes.Equal(content, c.Content) {
+		return false, c.Action == ActionCreate, nil
+	}
+	return true, false, nil
+}
+
 // commitRefused handles a commit the forge refused for good: a file to
 // create exists, one to update, delete or move does not (409, 422, 404),
-// which the same request would meet again. When the target already holds
-// the change (it received it another way) the item is done; otherwise the
-// change no longer applies to the target (a rebuild on a target that
-// moved, or a first push), and the item fails with the forge's message.
-func (x *executors) commitRefused(ctx context.Context, ex *wq.Execution, d *Detail, f wq.Forge, chs []wq.FileChange, refusal error) error {
+// which the same request would meet again. A desired state the target
+// already holds is no change: each action whose effect holds there is
+// dropped, and the rest is returned to commit again; when all hold (the
+// target received the change another way, or a recurring caller
+// resubmitted what was merged) the item is done, empty. A create over a
+// path the target holds with other content fails, naming the path: a
+// create never overwrites. Otherwise the change no longer applies to the
+// target (a rebuild on a target that moved, or a first push), and the
+// item fails with the forge's message.
+func (x *executors) commitRefused(ctx context.Context, ex *wq.Execution, d *Detail, f wq.Forge, chs []wq.FileChange, refusal error) ([]wq.FileChange, error) {
 	refused := fmt.Errorf("%w: commit on %s: %w", wq.ErrPermanent, d.TargetBranch, refusal)
 	// A missing target would hold every delete: read it first.
 	if _, err := f.BranchHead(ctx, d.Project, d.TargetBranch); wq.IsForgeError(err, wq.ForgeNotFound) {
-		return refused
+		return nil, refused
 	} else if err != nil {
-		return forgeFailure("read the target", err)
+		return nil, forgeFailure("read the target", err)
 	}
-	holds, err := targetHoldsByReading(ctx, f, d.Project, d.TargetBranch, chs)
-	if err != nil {
-		return forgeFailure("read the target", err)
+	var rest []wq.FileChange
+	for _, c := range chs {
+		held, occupied, err := holdsAt(ctx, f, d.Project, d.TargetBranch, c)
+		switch {
+		case err != nil:
+			return nil, forgeFailure("read the target", err)
+		case occupied:
+			return nil, fmt.Errorf("%w: create %s: %s already holds this path with other content, and a create never overwrites: "+
+				"submit it as update to replace it", wq.ErrPermanent, c.Path, d.TargetBranch)
+		case !held:
+			rest = append(rest, c)
+		}
 	}
-	if !holds {
-		return refused
+	switch {
+	case len(rest) == 0:
+		return nil, x.targetHolds(ctx, ex, d, f)
+	case len(rest) == len(chs):
+		return nil, refused
 	}
-	return x.targetHolds(ctx, ex, d, f)
+	return rest, nil
 }
 
 // targetHolds ends an item whose target already holds its change. Without

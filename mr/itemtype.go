@@ -234,10 +234,21 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		if err := x.recordState(ctx, ex, state); err != nil {
 			return err
 		}
-		c, err := f.CommitFiles(ctx, wq.CommitRequest{Project: d.Project, Base: d.TargetBranch, Branch: d.SourceBranch,
-			Message: d.CommitMessage, Changes: chs})
-		if kind, ok := wq.ForgeErrorOf(err); ok && (kind == wq.ForgeUnprocessable || kind == wq.ForgeConflict || kind == wq.ForgeNotFound) {
-			return x.commitRefused(ctx, ex, d, f, chs, err)
+		commit := func(chs []wq.FileChange) (wq.Commit, error) {
+			return f.CommitFiles(ctx, wq.CommitRequest{Project: d.Project, Base: d.TargetBranch, Branch: d.SourceBranch,
+				Message: d.CommitMessage, Changes: chs})
+		}
+		c, err := commit(chs)
+		if commitRefusedForGood(err) {
+			// What the target already holds is no change: the rest is
+			// committed again, once.
+			rest, rerr := x.commitRefused(ctx, ex, d, f, chs, err)
+			if rest == nil {
+				return rerr
+			}
+			if c, err = commit(rest); commitRefusedForGood(err) {
+				return fmt.Errorf("%w: commit on %s: %w", wq.ErrPermanent, d.TargetBranch, err)
+			}
 		}
 		if err != nil {
 			return forgeFailure("commit", err)
@@ -306,6 +317,14 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		dim(DimReconcile, wq.StatusTrue, time.Time{}), // look at it now: merge when mergeable
 		dim(DimEmptyCheck, wq.StatusTrue, now.Add(x.EmptyCheckInterval)),
 	}})
+}
+
+// commitRefusedForGood reports whether the forge refused a commit in a
+// way the same request meets again: a path to create exists, one to
+// change does not (409, 422, 404, or a refusal it calls permanent).
+func commitRefusedForGood(err error) bool {
+	kind, ok := wq.ForgeErrorOf(err)
+	return ok && (kind == wq.ForgeUnprocessable || kind == wq.ForgeConflict || kind == wq.ForgeNotFound || kind == wq.ForgePermanent)
 }
 
 // checkOwnership refuses, permanently, to write a branch that exists and

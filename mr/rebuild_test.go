@@ -97,8 +97,8 @@ func TestAConflictARebuildCannotSolveFailsTheItem(t *testing.T) {
 		h.advance(10*time.Minute, time.Minute)
 
 		got, _ := h.get(it.ID)
-		if got.Phase != wq.PhaseFailed || !strings.Contains(got.Error, "commit on main") || !strings.Contains(got.Error, "already exists") {
-			t.Errorf("item %s, error %q; want failed with the forge's refusal", got.Phase, got.Error)
+		if got.Phase != wq.PhaseFailed || !strings.Contains(got.Error, "create a.txt") || !strings.Contains(got.Error, "submit it as update") {
+			t.Errorf("item %s, error %q; want failed naming the path the target holds and saying to update it", got.Phase, got.Error)
 		}
 		if n := h.forge.count("CommitFiles"); n != 2 {
 			t.Errorf("%d commits, want the first and one rebuild", n)

@@ -15,6 +15,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -94,8 +95,13 @@ type BranchPush struct {
 
 // Parse verifies and reads a delivery from a forge of the given kind. It
 // returns EUNAUTHORIZED if the signature or token does not match (or no
-// secret is configured), EINVALID for a malformed delivery, and a nil
-// Delivery for a valid delivery of an event workqueue does not use. A
+// secret is configured), EINVALID for a delivery of an event workqueue
+// reads whose body is not JSON or that has no delivery id, and a nil
+// Delivery for every other verified delivery it does not use: an event it
+// does not read (a wiki page, a release, a GitLab work item under Issue
+// Hook), or one that names nothing it could act on. Those must be
+// acknowledged: GitLab disables a hook after four failed deliveries in a
+// row, and then sends nothing at all, merges and pipelines included. A
 // merge request from a fork gives a Delivery with its Work only: a fork's
 // branch can carry the name of one of ours, and workqueue only opens merge
 // requests within a project, so it must never resolve to an item; it is
@@ -117,11 +123,9 @@ func Parse(kind, secret string, h http.Header, body []byte) (*Delivery, error) {
 	if err != nil || d == nil {
 		return nil, err
 	}
-	if d.Project == "" || (d.Number <= 0 && d.PipelineID <= 0 && d.SourceBranch == "" && d.HeadSHA == "" && d.Work == nil && d.Push == nil) {
-		return nil, wq.Errorf(wq.EINVALID, "body: a %s event needs its project and a merge request, pipeline, branch, commit or issue", d.EventType)
-	}
-	if d.Number < 0 || d.PipelineID < 0 {
-		return nil, wq.Errorf(wq.EINVALID, "body: negative number or pipeline id")
+	if d.Project == "" || (d.Number <= 0 && d.PipelineID <= 0 && d.SourceBranch == "" && d.HeadSHA == "" && d.Work == nil && d.Push == nil) ||
+		d.Number < 0 || d.PipelineID < 0 {
+		return nil, nil // names no project, or nothing in it: nothing to act on
 	}
 	d.Body = body
 	return d, nil
@@ -144,11 +148,15 @@ func parseGitea(secret string, h http.Header, body []byte) (*Delivery, error) {
 	if !VerifyHMAC(body, h.Get("X-Gitea-Signature"), secret) {
 		return nil, wq.Errorf(wq.EUNAUTHORIZED, "X-Gitea-Signature does not match the body")
 	}
+	parse, ok := giteaParsers[h.Get("X-Gitea-Event")]
+	if !ok {
+		return nil, nil
+	}
 	id := h.Get("X-Gitea-Delivery")
 	if id == "" || len(id) > 200 {
 		return nil, wq.Errorf(wq.EINVALID, "X-Gitea-Delivery: missing or too long")
 	}
-	return parseWith(giteaParsers, h.Get("X-Gitea-Event"), id, body)
+	return parseWith(parse, id, body)
 }
 
 // A parser reads one event's body; the table maps each forge's event
@@ -197,19 +205,17 @@ func branchPush(body []byte) (*Delivery, error) {
 		project = p.Project.PathWithNamespace
 	}
 	if project == "" || p.Before == "" || p.After == "" {
-		return nil, wq.Errorf(wq.EINVALID, "body: a push needs the project, before and after")
+		return nil, nil // names no move
 	}
 	return &Delivery{EventType: Push, Project: project, Push: &BranchPush{Branch: branch, Before: p.Before, After: p.After}}, nil
 }
 
-// parseWith reads a delivery with the parser for its event; nil for an
-// event not used.
-func parseWith(parsers map[string]parser, event, deliveryID string, body []byte) (*Delivery, error) {
-	parse, ok := parsers[event]
-	if !ok {
+// parseWith reads a delivery with the parser for its event.
+func parseWith(parse parser, deliveryID string, body []byte) (*Delivery, error) {
+	d, err := parse(body)
+	if errors.Is(err, errNotUsed) {
 		return nil, nil
 	}
-	d, err := parse(body)
 	if err != nil || d == nil {
 		return nil, err
 	}
@@ -273,7 +279,7 @@ func giteaPullRequest(eventType, verdict string, body []byte) (*Delivery, error)
 	}
 	pr := p.PullRequest
 	if pr == nil || pr.Number <= 0 {
-		return nil, wq.Errorf(wq.EINVALID, "body: a %s event needs pull_request.number", eventType)
+		return nil, nil // names no pull request
 	}
 	w := &wq.WorkInfo{Kind: wq.WorkPR, Number: pr.Number, State: wq.MergeRequestOpen, Title: pr.Title, Labels: labelNames(pr.Labels),
 		HeadSHA: pr.Head.SHA, LinkedIssues: forge.ClosingIssues(pr.Body)}
@@ -334,7 +340,7 @@ func giteaIssue(body []byte) (*Delivery, error) {
 	}
 	is := p.Issue
 	if is == nil || is.Number <= 0 {
-		return nil, wq.Errorf(wq.EINVALID, "body: an issues event needs issue.number")
+		return nil, nil // names no issue
 	}
 	if is.PullRequest != nil {
 		return nil, nil // a pull request's issue side: its pull_request events carry it
@@ -391,7 +397,7 @@ func giteaWorkflow(event string, body []byte) (*Delivery, error) {
 	case event == GiteaWorkflowJob && p.Job != nil:
 		d.PipelineID, d.HeadSHA, d.SourceBranch = p.Job.RunID, p.Job.HeadSHA, p.Job.HeadBranch
 	default:
-		return nil, wq.Errorf(wq.EINVALID, "body: a %s event needs %s", event, event)
+		return nil, nil // names no run or job
 	}
 	if p.PullRequest != nil {
 		d.Number = p.PullRequest.Number
@@ -404,11 +410,15 @@ func parseGitLab(secret string, h http.Header, body []byte) (*Delivery, error) {
 	if subtle.ConstantTimeCompare([]byte(secret), []byte(got)) != 1 {
 		return nil, wq.Errorf(wq.EUNAUTHORIZED, "X-Gitlab-Token does not match")
 	}
+	parse, ok := gitlabParsers[h.Get("X-Gitlab-Event")]
+	if !ok {
+		return nil, nil
+	}
 	id, err := gitlabDeliveryID(h, body)
 	if err != nil {
 		return nil, err
 	}
-	return parseWith(gitlabParsers, h.Get("X-Gitlab-Event"), id, body)
+	return parseWith(parse, id, body)
 }
 
 // gitlabDeliveryID is what deduplicates a GitLab delivery. Idempotency-Key
@@ -454,11 +464,15 @@ func (b gitlabBranches) fromFork() bool {
 }
 
 // gitlabMergeRequest reads a Merge Request Hook. Its reviewers carry each
-// reviewer's state (GitLab 16.x and later), which settles whether changes
-// are requested; action "approved" says the approvals are enough. Other
-// approval actions (approval: one more, not yet enough; unapproval,
-// unapproved), a reviewer's new state without changes requested, and a
-// push (oldrev: approvals may be reset) leave the verdict to a recheck.
+// reviewer's state in recent GitLab (18.x: state and re_requested came
+// to the hook's reviewers with gitlab-org/gitlab!205274), which settles
+// whether changes are requested; action "approved" says the approvals are
+// enough. Other approval actions (approval: one more, not yet enough;
+// unapproval, unapproved), a reviewer's new state without changes
+// requested, a push (oldrev: approvals may be reset), and reviewers
+// without a state (older GitLab, whose hook names reviewers only) leave
+// the verdict to a recheck: the inventory reads the merge request's
+// approvals and reviewers from the forge.
 func gitlabMergeRequest(body []byte) (*Delivery, error) {
 	var p struct {
 		ObjectKind string        `json:"object_kind"`
@@ -480,7 +494,7 @@ func gitlabMergeRequest(body []byte) (*Delivery, error) {
 		} `json:"object_attributes"`
 		Labels    []label `json:"labels"`
 		Reviewers []struct {
-			State string `json:"state"` // unreviewed, review_started, reviewed, requested_changes, approved, unapproved
+			State *string `json:"state"` // unreviewed, review_started, reviewed, requested_changes, approved, unapproved; absent before 18.x
 		} `json:"reviewers"`
 		Changes struct {
 			Reviewers *json.RawMessage `json:"reviewers"`
@@ -491,7 +505,7 @@ func gitlabMergeRequest(body []byte) (*Delivery, error) {
 	}
 	a := p.Attrs
 	if p.ObjectKind != "merge_request" || a == nil || a.IID <= 0 {
-		return nil, wq.Errorf(wq.EINVALID, "body: a merge request event needs object_kind merge_request and object_attributes.iid")
+		return nil, nil // not a merge request's
 	}
 	labels := p.Labels
 	if labels == nil {
@@ -509,16 +523,17 @@ func gitlabMergeRequest(body []byte) (*Delivery, error) {
 	}
 	w.Mergeable = a.State == "opened" && a.DetailedMergeStatus == "mergeable"
 	d := &Delivery{EventType: GitLabMergeRequest, Project: p.Project.PathWithNamespace, Work: w}
-	requested := false
+	requested, stateless := false, false
 	for _, r := range p.Reviewers {
-		requested = requested || r.State == "requested_changes"
+		requested = requested || r.State != nil && *r.State == "requested_changes"
+		stateless = stateless || r.State == nil
 	}
 	switch {
 	case requested:
 		w.ReviewState = wq.ReviewChangesRequested
 	case a.Action == "approved":
 		w.ReviewState = wq.ReviewApproved
-	case a.Action == "approval", a.Action == "unapproval", a.Action == "unapproved", a.OldRev != "", p.Changes.Reviewers != nil:
+	case a.Action == "approval", a.Action == "unapproval", a.Action == "unapproved", a.OldRev != "", p.Changes.Reviewers != nil, stateless:
 		d.RecheckReview = true
 	}
 	if a.fromFork() {
@@ -530,7 +545,9 @@ func gitlabMergeRequest(body []byte) (*Delivery, error) {
 
 // gitlabIssue reads an Issue Hook: work only, its number is an issue's.
 // GitLab sends confidential issues as Confidential Issue Hook, which is
-// not read (nor subscribed); incidents and tasks are not work.
+// not read (nor subscribed); incidents and tasks are not work. GitLab
+// also sends work items other than issues (tasks, OKRs, epics) under
+// Issue Hook, with object_kind work_item: not work either, acknowledged.
 func gitlabIssue(body []byte) (*Delivery, error) {
 	var p struct {
 		ObjectKind string        `json:"object_kind"`
@@ -551,7 +568,7 @@ func gitlabIssue(body []byte) (*Delivery, error) {
 	}
 	a := p.Attrs
 	if p.ObjectKind != "issue" || a == nil || a.IID <= 0 {
-		return nil, wq.Errorf(wq.EINVALID, "body: an issue event needs object_kind issue and object_attributes.iid")
+		return nil, nil // a work item of another type, or no issue
 	}
 	if a.Confidential || (a.Type != "" && a.Type != "Issue") {
 		return nil, nil
@@ -592,7 +609,7 @@ func gitlabPipeline(body []byte) (*Delivery, error) {
 		return nil, err
 	}
 	if p.ObjectKind != "pipeline" || p.Attrs == nil || p.Attrs.ID <= 0 {
-		return nil, wq.Errorf(wq.EINVALID, "body: a pipeline event needs object_kind pipeline and object_attributes.id")
+		return nil, nil // names no pipeline
 	}
 	d := &Delivery{EventType: GitLabPipeline, Project: p.Project.PathWithNamespace, PipelineID: p.Attrs.ID, HeadSHA: p.Attrs.SHA}
 	if !p.Attrs.Tag {
@@ -625,7 +642,7 @@ func gitlabJob(body []byte) (*Delivery, error) {
 		return nil, err
 	}
 	if p.ObjectKind != "build" {
-		return nil, wq.Errorf(wq.EINVALID, "body: a job event needs object_kind build")
+		return nil, nil // not a job's
 	}
 	d := &Delivery{EventType: GitLabJob, Project: p.Project.PathWithNamespace, PipelineID: p.PipelineID, HeadSHA: p.SHA}
 	if !p.Tag {
@@ -634,12 +651,23 @@ func gitlabJob(body []byte) (*Delivery, error) {
 	return d, nil
 }
 
+// unmarshal reads a delivery's body into v. A body that is not JSON is
+// EINVALID, the forge's request is broken; a member of another type than
+// v's is a payload workqueue does not know, acknowledged and not used
+// (errNotUsed), never a reason for the forge to count a failure.
 func unmarshal(body []byte, v any) error {
+	if !json.Valid(body) {
+		return wq.Errorf(wq.EINVALID, "body: not JSON")
+	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return wq.Errorf(wq.EINVALID, "body: %v", err)
+		return errNotUsed
 	}
 	return nil
 }
+
+// errNotUsed is a body unmarshal could not read into the event's shape;
+// parseWith answers it as an event not used.
+var errNotUsed = errors.New("a payload of another shape")
 
 // gitlabTime reads GitLab's webhook timestamps: RFC 3339, or the older
 // "2006-01-02 15:04:05 UTC".

@@ -2,7 +2,9 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +36,9 @@ type Metrics struct {
 	auditDropped      *prometheus.CounterVec
 	storeErrors       *prometheus.CounterVec
 	authThrottled     prometheus.Counter
+
+	mu        sync.Mutex
+	itemTypes []string // ItemTypes: reported with zeros before any item of theirs exists
 }
 
 // Execution outcomes (Executed).
@@ -62,7 +67,7 @@ func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	f := factory{reg}
-	return &Metrics{
+	m := &Metrics{
 		reg: reg,
 		executions: f.counter("workqueue_executions_total",
 			"Actions executed, by item type, action and outcome (succeeded, failed, transient, superseded, lease_lost).",
@@ -109,6 +114,49 @@ func New() *Metrics {
 		authThrottled: f.plainCounter("workqueue_auth_throttled_total",
 			"Authentication attempts refused unvalidated (429) because their client address failed too often (auth.failure_limit)."),
 	}
+	// Every family with a known label set is on the first scrape, at
+	// zero: an alert on a rate or an increase sees no series, and so never
+	// fires, until the first event would have created it.
+	for _, outcome := range []string{"ok", "error"} {
+		m.jwksFetches.WithLabelValues(outcome)
+	}
+	for _, source := range []string{"items", "control_plane"} {
+		m.storeErrors.WithLabelValues(source)
+	}
+	for _, sink := range AuditSinks {
+		m.auditWritten.WithLabelValues(sink)
+		m.auditFailed.WithLabelValues(sink)
+		m.auditDropped.WithLabelValues(sink)
+	}
+	return m
+}
+
+// AuditSinks are the audit sinks' names (audit.ArchiveOptions.Name), the
+// sink label's values.
+var AuditSinks = []string{"s3", "dir"}
+
+// ItemTypes names the item types this process registered: their lease
+// losses, queue sizes and backlog are reported (at zero) from the first
+// scrape, before any item of theirs exists.
+func (m *Metrics) ItemTypes(types ...string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range types {
+		if !slices.Contains(m.itemTypes, t) {
+			m.itemTypes = append(m.itemTypes, t)
+			m.leaseLosses.WithLabelValues(t)
+		}
+	}
+}
+
+// knownItemTypes is a copy of what ItemTypes named.
+func (m *Metrics) knownItemTypes() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.itemTypes)
 }
 
 // Bucket sets in seconds. forgeBuckets suit calls and actions (5ms..60s);
@@ -151,7 +199,10 @@ func (m *Metrics) Handler() http.Handler {
 	if m == nil {
 		return http.NotFoundHandler()
 	}
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, MaxRequestsInFlight: 4, Timeout: 30 * time.Second})
+	// EnableOpenMetrics: a scrape that asks for OpenMetrics (Accept:
+	// application/openmetrics-text) gets it; others get the text format.
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, MaxRequestsInFlight: 4, Timeout: 30 * time.Second,
+		EnableOpenMetrics: true})
 }
 
 // Executed counts one executed action and observes how long it ran.

@@ -191,3 +191,56 @@ func TestItemCountsAreReadAtScrapeAtMostEvery15s(t *testing.T) {
 		t.Errorf("two scrapes within 15s read the store %d times, want 1", counter.reads)
 	}
 }
+
+// TestEveryDocumentedFamilyIsOnTheFirstScrape: an alert on a family that
+// has no series never fires, so every family of docs/metrics.md with a
+// known label set is on a fresh process's first scrape, at zero, the
+// backlog of every registered item type included.
+func TestEveryDocumentedFamilyIsOnTheFirstScrape(t *testing.T) {
+	t.Parallel()
+	m := New()
+	m.ItemTypes("mr", "example")
+	m.WatchItems(emptyCounter{}, nil, nil)
+	wantLines(t, exposition(t, m),
+		`workqueue_audit_entries_written_total{sink="s3"} 0`,
+		`workqueue_audit_write_failures_total{sink="dir"} 0`,
+		`workqueue_audit_entries_dropped_total{sink="s3"} 0`,
+		`workqueue_jwks_fetches_total{outcome="ok"} 0`,
+		`workqueue_jwks_fetches_total{outcome="error"} 0`,
+		`workqueue_lease_losses_total{item_type="mr"} 0`,
+		`workqueue_lease_losses_total{item_type="example"} 0`,
+		`workqueue_metrics_store_errors_total{source="items"} 0`,
+		`workqueue_metrics_store_errors_total{source="control_plane"} 0`,
+		`workqueue_items_actionable{item_type="mr"} 0`,
+		`workqueue_items_oldest_actionable_age_seconds{item_type="example"} 0`,
+		`workqueue_items{item_type="mr",phase="active"} 0`,
+	)
+}
+
+type emptyCounter struct{}
+
+func (emptyCounter) CountItems(context.Context, time.Time) (wq.ItemCounts, error) {
+	return wq.ItemCounts{}, nil
+}
+
+// TestAnOpenMetricsScrapeGetsOpenMetrics: docs/metrics.md promises
+// OpenMetrics to a scraper that asks for it.
+func TestAnOpenMetricsScrapeGetsOpenMetrics(t *testing.T) {
+	t.Parallel()
+	m := New()
+	for accept, want := range map[string]string{
+		"application/openmetrics-text; version=1.0.0; charset=utf-8,text/plain;version=0.0.4;q=0.5": "application/openmetrics-text",
+		"text/plain": "text/plain; version=0.0.4",
+	} {
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		req.Header.Set("Accept", accept)
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, req)
+		if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, want) {
+			t.Errorf("Accept %s: Content-Type %q, want %s", accept, ct, want)
+		}
+		if strings.HasPrefix(want, "application/openmetrics") && !strings.HasSuffix(rec.Body.String(), "# EOF\n") {
+			t.Errorf("an OpenMetrics exposition ends with # EOF; got …%s", rec.Body.String()[max(0, rec.Body.Len()-40):])
+		}
+	}
+}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,13 +54,37 @@ func (m *Metrics) WatchItems(counter wq.ItemCounter, now func() time.Time, log *
 		descs: []*prometheus.Desc{itemsDesc, backlogDesc, oldestDesc},
 		read:  func(ctx context.Context) (wq.ItemCounts, error) { return counter.CountItems(ctx, now()) },
 		emit: func(c wq.ItemCounts, ch chan<- prometheus.Metric) {
+			// Counts name only what exists: every known type (and every
+			// type with items) is reported in every phase and in the
+			// backlog, at zero where there is nothing, so that an alert
+			// on them has a series to fire on.
+			types := m.knownItemTypes()
+			phases := map[[2]string]int64{}
 			for _, p := range c.Phases {
-				ch <- prometheus.MustNewConstMetric(itemsDesc, prometheus.GaugeValue, float64(p.Count), p.ItemType, string(p.Phase))
+				phases[[2]string{p.ItemType, string(p.Phase)}] += p.Count
+				if !slices.Contains(types, p.ItemType) {
+					types = append(types, p.ItemType)
+				}
+			}
+			backlog := map[string]wq.ActionableCount{}
+			for _, a := range c.Actionable {
+				backlog[a.ItemType] = a
+				if !slices.Contains(types, a.ItemType) {
+					types = append(types, a.ItemType)
+				}
 			}
 			t := now()
-			for _, a := range c.Actionable {
-				ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(a.Count), a.ItemType)
-				ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, max(t.Sub(a.Oldest), 0).Seconds(), a.ItemType)
+			for _, typ := range types {
+				for _, phase := range []wq.Phase{wq.PhaseActive, wq.PhaseCompleted, wq.PhaseFailed, wq.PhaseCancelled} {
+					ch <- prometheus.MustNewConstMetric(itemsDesc, prometheus.GaugeValue, float64(phases[[2]string{typ, string(phase)}]), typ, string(phase))
+				}
+				a, ok := backlog[typ]
+				age := 0.0
+				if ok {
+					age = max(t.Sub(a.Oldest), 0).Seconds()
+				}
+				ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(a.Count), typ)
+				ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, age, typ)
 			}
 		},
 		failed: func() { m.storeErrors.WithLabelValues("items").Inc() },

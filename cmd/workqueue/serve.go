@@ -162,6 +162,9 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Engine.Register(exampleType)
 		items.Register(exampleType, example.API(s))
 	}
+	for _, t := range items.Types() {
+		m.Metrics.ItemTypes(t.Type()) // their series from the first scrape
+	}
 	if err := m.Engine.Start(ctx); err != nil {
 		return err
 	}

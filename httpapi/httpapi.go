@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -58,10 +59,30 @@ func NewServerWithWebhooks(store wq.Store, items *service.Items, webhooks *servi
 	s := &Server{store: store, items: items, webhooks: webhooks, auth: authn, log: log.With("component", "http"),
 		clock: clockwork.NewRealClock(), mux: http.NewServeMux()}
 	s.handle(s.routes())
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.Error(w, r, wq.Errorf(wq.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))
-	})
+	s.mux.HandleFunc("/", s.noRoute)
 	return s
+}
+
+// routeMethods are the methods a route may take.
+var routeMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"}
+
+// noRoute answers a request no route takes: 405 with Allow when the path
+// is a route's with another method (the catch-all would otherwise hide
+// the mux's own 405), else 404.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range routeMethods {
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) == 0 {
+		s.Error(w, r, wq.Errorf(wq.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	s.problem(w, r, http.StatusMethodNotAllowed, wq.EINVALID, fmt.Sprintf("%s takes %s, not %s", r.URL.Path, strings.Join(allowed, ", "), r.Method))
 }
 
 // SetAudit makes every authentication and authorisation decision an audit

@@ -21,17 +21,30 @@ type IncidentSecrets struct {
 // webhook receiver, which feeds the same path with apply.
 func (s *Server) SetIncidents(b *incident.Bridge, secrets IncidentSecrets) {
 	s.incidents, s.incidentSecrets = b, secrets
-	s.handle(s.incidentRoutes())
+	s.handle(s.incidentWebhookRoutes())
 }
 
+// incidentRoutes are the incident bridge's routes. POST
+// /api/v1/incidents/reconcile is served whether or not the bridge is on,
+// answering 503 (code unavailable) while it is off, a status its
+// description declares, rather than the catch-all's undeclared 404.
 func (s *Server) incidentRoutes() []route {
+	return append([]route{{"POST", "/api/v1/incidents/reconcile", s.authenticated(auth.Incidents, jsonAction(s, http.StatusOK,
+		func(r *http.Request, _ cp.Caller, body *incidentBody) (any, error) {
+			if s.incidents == nil {
+				return nil, wq.Errorf(wq.EUNAVAILABLE, "the incident bridge is off: configure incidents to reconcile observations")
+			}
+			return s.incidents.Reconcile(r.Context(), body.Observation, body.Apply)
+		}))}}, s.incidentWebhookRoutes()...)
+}
+
+// incidentWebhookRoutes are the providers' webhook receivers: with the
+// bridge, for each provider with a secret.
+func (s *Server) incidentWebhookRoutes() []route {
 	if s.incidents == nil {
 		return nil
 	}
-	rs := []route{{"POST", "/api/v1/incidents/reconcile", s.authenticated(auth.Incidents, jsonAction(s, http.StatusOK,
-		func(r *http.Request, _ cp.Caller, body *incidentBody) (any, error) {
-			return s.incidents.Reconcile(r.Context(), body.Observation, body.Apply)
-		}))}}
+	var rs []route
 	if secret := s.incidentSecrets.Sentry; secret != "" {
 		rs = append(rs, route{"POST", "/webhooks/incidents/sentry", s.incidentWebhook(func(r *http.Request, body []byte) (incident.Delivery, error) {
 			return incident.ParseSentry(body, r.Header.Get("Sentry-Hook-Resource"), r.Header.Get("Sentry-Hook-Signature"), secret)

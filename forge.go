@@ -51,6 +51,12 @@ type Forge interface {
 	// from a branch of the same name is never returned.
 	FindMergeRequest(ctx context.Context, project, source, target string) (*MergeRequest, error)
 
+	// OpenMergeRequestsFrom returns every open merge request whose source
+	// is branch of project, into any target (forks' excluded): before a
+	// branch is deleted, those that are not the caller's would be closed
+	// with it.
+	OpenMergeRequestsFrom(ctx context.Context, project, branch string) ([]MergeRequest, error)
+
 	// CreateMergeRequest opens a merge request. Conflict if one is open
 	// for the same branches.
 	CreateMergeRequest(ctx context.Context, req MergeRequestCreate) (*MergeRequest, error)

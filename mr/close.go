@@ -55,8 +55,12 @@ func (x *executors) closeMR(ctx context.Context, ex *wq.Execution) error {
 		return err
 	}
 	if x.deletesSourceBranch(d) {
-		if err := x.deleteOwnBranch(ctx, ex, f, d); err != nil {
+		kept, err := x.keptOrDeleted(ctx, ex, f, d)
+		if err != nil {
 			return err
+		}
+		if kept != "" {
+			cancelled.Reason += "; " + kept
 		}
 	}
 	return ex.Writer.Apply(ctx, cancelled)
@@ -89,8 +93,17 @@ func (x *executors) deletesSourceBranch(d *Detail) bool {
 // refusal a retry cannot change (a protected branch) is logged and leaves
 // the branch; a transient failure is returned, to be tried again.
 func (x *executors) deleteOwnBranch(ctx context.Context, ex *wq.Execution, f wq.Forge, d *Detail) error {
+	_, err := x.keptOrDeleted(ctx, ex, f, d)
+	return err
+}
+
+// keptOrDeleted is deleteOwnBranch, saying why it kept a branch the
+// service pushed: a merge request the service does not own is open from
+// it (a person's, into another target), and deleting its head would make
+// the forge close it. "" when the branch was deleted, or was not ours to.
+func (x *executors) keptOrDeleted(ctx context.Context, ex *wq.Execution, f wq.Forge, d *Detail) (string, error) {
 	if d.HeadSHA == "" {
-		return nil
+		return "", nil
 	}
 	leave := func(op string, err error) error {
 		if wq.IsTransient(err) {
@@ -102,13 +115,25 @@ func (x *executors) deleteOwnBranch(ctx context.Context, ex *wq.Execution, f wq.
 	}
 	head, err := f.BranchHead(ctx, d.Project, d.SourceBranch)
 	if wq.IsForgeError(err, wq.ForgeNotFound) || (err == nil && head != d.HeadSHA) {
-		return nil
+		return "", nil
 	}
 	if err != nil {
-		return leave("read the branch", err)
+		return "", leave("read the branch", err)
+	}
+	open, err := f.OpenMergeRequestsFrom(ctx, d.Project, d.SourceBranch)
+	if err != nil {
+		return "", leave("list the merge requests from the branch", err)
+	}
+	for _, m := range open {
+		if m.Number != d.MRNumber {
+			kept := fmt.Sprintf("source branch %s kept: merge request !%d into %s, not workqueue's, uses it", d.SourceBranch, m.Number, m.TargetBranch)
+			x.Log.Info("kept the source branch: another merge request uses it", "item", ex.Item.ID, "project", d.Project,
+				"branch", d.SourceBranch, "merge_request", m.Number)
+			return kept, nil
+		}
 	}
 	if err := f.DeleteBranch(ctx, d.Project, d.SourceBranch); err != nil {
-		return leave("delete the branch", err)
+		return "", leave("delete the branch", err)
 	}
-	return nil
+	return "", nil
 }

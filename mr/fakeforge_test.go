@@ -257,6 +257,17 @@ func (f *fakeForge) FindMergeRequest(_ context.Context, _, source, target string
 	return nil, nil
 }
 
+func (f *fakeForge) OpenMergeRequestsFrom(_ context.Context, _, branch string) ([]wq.MergeRequest, error) {
+	defer f.call("OpenMergeRequestsFrom")()
+	var out []wq.MergeRequest
+	for _, m := range f.mrs {
+		if v := f.view(m); v.SourceBranch == branch && v.State == wq.MergeRequestOpen {
+			out = append(out, *v)
+		}
+	}
+	return out, nil
+}
+
 func (f *fakeForge) CreateMergeRequest(_ context.Context, req wq.MergeRequestCreate) (*wq.MergeRequest, error) {
 	defer f.call("CreateMergeRequest")()
 	if _, ok := f.branches[req.SourceBranch]; !ok {

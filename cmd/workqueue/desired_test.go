@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -53,5 +54,36 @@ func TestADesiredStateTheTargetHoldsIsNoChange(t *testing.T) {
 	if it := submit("workqueue/other", other); it["phase"] != "failed" || !strings.Contains(it["error"].(string), "existing.txt") ||
 		!strings.Contains(it["error"].(string), "update") {
 		t.Errorf("a create over other content: %v/%v, want failed naming the path and update", it["phase"], it["error"])
+	}
+}
+
+// Cancelling never closes a person's pull request (issue 28, defect 3):
+// a person opens a pull request from the item's branch into another
+// target; the item is cancelled, its own pull request closed, and the
+// branch kept, the item saying why; the person's pull request stays open.
+func TestCancellingKeepsABranchAPersonsPullRequestUses(t *testing.T) {
+	w := startAPI(t, "", func(c *config.Config) { c.Projects[0].AutoMerge = false })
+	status, out, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("workqueue/shared"))
+	if status != http.StatusCreated {
+		t.Fatalf("submit: %d %v", status, out)
+	}
+	id := out["id"].(string)
+	if _, number := w.waitPR(id); number == 0 {
+		t.Fatal("no pull request")
+	}
+	w.personCommits("release", "release-notes.txt")
+	theirs := w.personOpensPR("workqueue/shared", "release", "Take it into the release", "by hand")
+	if status, body, _ := w.do("POST", "/api/v1/items/"+id+"/cancel", w.tokens["retry"], nil); status != http.StatusOK {
+		t.Fatalf("cancel: %d %v", status, body)
+	}
+	done := w.waitItem(id, "cancellation", func(it map[string]any) bool { return it["phase"] != "active" })
+	if done["phase"] != "cancelled" || !strings.Contains(done["reason"].(string), "kept") || !strings.Contains(done["reason"].(string), "!"+strconv.FormatInt(theirs.Number, 10)) {
+		t.Errorf("after cancel: %v/%v, want cancelled saying the branch was kept for the person's pull request", done["phase"], done["reason"])
+	}
+	if head, err := w.forge.BranchHead(context.Background(), w.repo, "workqueue/shared"); err != nil || head == "" {
+		t.Errorf("the branch was deleted: %q, %v", head, err)
+	}
+	if pr, err := w.forge.GetMergeRequest(context.Background(), w.repo, theirs.Number); err != nil || pr.State != wq.MergeRequestOpen {
+		t.Errorf("the person's pull request: %+v, %v; want open", pr, err)
 	}
 }

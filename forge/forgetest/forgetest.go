@@ -216,6 +216,12 @@ func Run(t *testing.T, newProject func(t *testing.T) Project) {
 		if err != nil || found == nil || found.Number != mr.Number {
 			t.Fatalf("FindMergeRequest = %+v, %v", found, err)
 		}
+		if from, err := p.Forge.OpenMergeRequestsFrom(ctx, p.Path, "wq/mr"); err != nil || len(from) != 1 || from[0].Number != mr.Number || from[0].TargetBranch != "main" {
+			t.Errorf("OpenMergeRequestsFrom = %+v, %v; want the one open merge request", from, err)
+		}
+		if from, err := p.Forge.OpenMergeRequestsFrom(ctx, p.Path, "no-such-branch"); err != nil || len(from) != 0 {
+			t.Errorf("OpenMergeRequestsFrom a branch without one = %+v, %v", from, err)
+		}
 		title, desc, closed, open := "Add a, better", "Because, really.", wq.MergeRequestClosed, wq.MergeRequestOpen
 		if got, err = p.Forge.UpdateMergeRequest(ctx, p.Path, mr.Number, wq.MergeRequestUpdate{Title: &title, Description: &desc}); err != nil ||
 			got.Title != title || got.Description != desc {

@@ -391,6 +391,29 @@ func (f *Forge) FindMergeRequest(ctx context.Context, project, source, target st
 	return out, err
 }
 
+// OpenMergeRequestsFrom lists the open pull requests whose head is branch
+// of the repository itself (GET /repos/{o}/{r}/pulls?state=open, every
+// page: Gitea cannot filter by head branch alone).
+func (f *Forge) OpenMergeRequestsFrom(ctx context.Context, project, branch string) ([]wq.MergeRequest, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return nil, err
+	}
+	prs, err := listAll(ctx, f, "list open pulls of "+project+" from "+branch, func(c *sdk.Client, page sdk.ListOptions) ([]*sdk.PullRequest, *sdk.Response, error) {
+		return c.ListRepoPullRequests(owner, repo, sdk.ListPullRequestsOptions{ListOptions: page, State: sdk.StateOpen})
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []wq.MergeRequest
+	for _, pr := range prs {
+		if pr.Head != nil && pr.Head.Ref == branch && (pr.Base == nil || pr.Head.RepoID == pr.Base.RepoID) {
+			out = append(out, *toMergeRequest(pr))
+		}
+	}
+	return out, nil
+}
+
 // CreateMergeRequest opens a PR, creating its labels on the repository if
 // they are missing (Gitea takes label ids).
 func (f *Forge) CreateMergeRequest(ctx context.Context, req wq.MergeRequestCreate) (*wq.MergeRequest, error) {

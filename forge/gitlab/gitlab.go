@@ -269,6 +269,34 @@ func (f *Forge) FindMergeRequest(ctx context.Context, project, source, target st
 	return f.GetMergeRequest(ctx, project, iid)
 }
 
+// OpenMergeRequestsFrom lists the opened merge requests from branch (GET
+// /projects/:id/merge_requests?source_branch=&state=opened, every page),
+// forks' left out.
+func (f *Forge) OpenMergeRequestsFrom(ctx context.Context, project, branch string) ([]wq.MergeRequest, error) {
+	var out []wq.MergeRequest
+	opt := &gl.ListProjectMergeRequestsOptions{SourceBranch: &branch, State: gl.Ptr("opened"), ListOptions: gl.ListOptions{PerPage: 100}}
+	for page := int64(1); page > 0; {
+		opt.Page = page
+		err := f.call(ctx, "list open merge requests of "+project+" from "+branch, func(o gl.RequestOptionFunc) error {
+			list, resp, err := f.client.MergeRequests.ListProjectMergeRequests(project, opt, o)
+			for _, mr := range list {
+				if mr.SourceProjectID == mr.TargetProjectID {
+					out = append(out, *toMergeRequest(&gl.MergeRequest{BasicMergeRequest: *mr}))
+				}
+			}
+			page = 0
+			if err == nil && resp != nil && resp.NextPage > opt.Page {
+				page = resp.NextPage
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // CreateMergeRequest opens a merge request; labels are names on GitLab.
 func (f *Forge) CreateMergeRequest(ctx context.Context, req wq.MergeRequestCreate) (*wq.MergeRequest, error) {
 	opt := &gl.CreateMergeRequestOptions{Title: &req.Title, Description: &req.Description, SourceBranch: &req.SourceBranch, TargetBranch: &req.TargetBranch}

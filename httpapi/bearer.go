@@ -68,7 +68,7 @@ func (s *Server) refuseToken(w http.ResponseWriter, r *http.Request, perm auth.P
 		return
 	}
 	if wq.ErrorCode(err) == wq.EUNAUTHORIZED {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="workqueue", error="invalid_token"`)
+		w.Header().Set("WWW-Authenticate", s.bearerChallenge(r, "invalid_token"))
 	}
 	s.decision(r, nil, perm, false, wq.ErrorMessage(err))
 	s.Error(w, r, err)

@@ -43,6 +43,7 @@ type Server struct {
 	incidents       *incident.Bridge
 	incidentSecrets IncidentSecrets
 	mcp             http.Handler // the MCP transport at /mcp; nil: none
+	publicURL       string       // public_url without its trailing slash; "": each request's host
 	metrics         http.Handler // the Prometheus exposition at /metrics; nil: none
 	mux             *http.ServeMux
 }

@@ -48,7 +48,7 @@ func (s *Server) authenticatedEither(perm, alt auth.Permission, h http.HandlerFu
 			token, ok = r.Header.Get(s.proxyHeader), true // DDR-27: the proxy's session token
 		}
 		if !ok || s.auth == nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="workqueue"`)
+			w.Header().Set("WWW-Authenticate", s.bearerChallenge(r, ""))
 			s.decision(r, nil, perm, false, "no bearer token")
 			s.Error(w, r, wq.Errorf(wq.EUNAUTHORIZED, "a bearer token is required (Authorization: Bearer <token>)"))
 			return

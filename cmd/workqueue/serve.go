@@ -212,6 +212,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	// The same tools for agents over MCP at /mcp, each call made on api
 	// with the caller's token; a submission as large as REST takes fits.
+	api.SetPublicURL(m.Config.PublicURL) // the base the OAuth protected-resource metadata of /mcp names
 	api.SetMCP(mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Log: m.Log.With("component", "mcp"), MaxRequestBytes: httpapi.MaxSubmitBytes + 1<<20}))
 	if err := m.serveIncidents(ctx, api, all.cp, forges); err != nil {
 		return err

@@ -94,7 +94,18 @@ func (x *executors) onMergeRequestEvent(ctx context.Context, item *wq.Item, e pr
 	if err != nil {
 		return wq.EventResult{}, err
 	}
-	if !e.merged && !e.closed && e.headSHA != "" && d.HeadSHA != "" && e.headSHA != d.HeadSHA {
+	foreign := !e.merged && !e.closed && e.headSHA != "" && d.HeadSHA != "" && e.headSHA != d.HeadSHA
+	if foreign {
+		// A head the service pushed itself, for any generation or any
+		// resubmission of this branch's item, is its own history
+		// arriving late, never someone else's push.
+		owned, err := x.Store.OwnsBranchHead(ctx, d.Forge, d.Project, d.SourceBranch, e.headSHA)
+		if err != nil {
+			return wq.EventResult{}, err
+		}
+		foreign = !owned
+	}
+	if foreign {
 		detail, _ := json.Marshal(map[string]string{"foreign_head": e.headSHA, "our_head": d.HeadSHA})
 		dims = append(dims, wq.DimensionUpdate{DimensionKey: wq.DimensionKey{Dimension: DimMR}, Status: wq.StatusTrue, Detail: detail})
 		trigger["reason"] = "foreign_push"

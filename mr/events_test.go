@@ -30,8 +30,12 @@ func TestEventHandlersReadEventsIntoResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RecordForgeState(ctx, l, mr.ForgeState{MRNumber: 3, HeadSHA: "ours", HeadPipelineID: 77}, time.Now()); err != nil {
-		t.Fatal(err)
+	// An earlier head of ours, pushed before a resubmission, then the
+	// current one.
+	for _, head := range []string{"ours-before", "ours"} {
+		if err := s.RecordForgeState(ctx, l, mr.ForgeState{MRNumber: 3, HeadSHA: head, HeadPipelineID: 77}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	handlers := mr.Type(mr.Options{Store: s}).EventHandlers
 
@@ -55,6 +59,10 @@ func TestEventHandlersReadEventsIntoResults(t *testing.T) {
 			`{"action":"closed","pull_request":{"merged":true,"state":"closed","head":{"sha":"theirs"}}}`, "", "", reconcile, false, 0},
 		{"gitea reopened reconciles", webhook.GiteaPullRequest,
 			`{"action":"reopened","pull_request":{"state":"open","head":{"sha":"ours"}}}`, "", "", reconcile, false, 0},
+		{"gitea late event with our own earlier head is not a foreign push", webhook.GiteaPullRequest,
+			`{"action":"synchronized","pull_request":{"state":"open","head":{"sha":"ours-before"}}}`, "", "", reconcile, false, 0},
+		{"gitlab late event with our own earlier head is not a foreign push", webhook.GitLabMergeRequest,
+			`{"object_attributes":{"action":"update","state":"opened","last_commit":{"id":"ours-before"}}}`, "", "", reconcile, false, 0},
 		{"gitea push by someone else is recorded on needs_mr", webhook.GiteaPullRequest,
 			`{"action":"synchronized","pull_request":{"state":"open","head":{"sha":"theirs"}}}`, "", "", reconcile, true, 0},
 		{"gitea approval reconciles", webhook.GiteaReview,

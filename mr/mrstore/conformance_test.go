@@ -295,8 +295,10 @@ func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 		s := open(t)
 		old := create(t, s)
 		l, _ := s.ClaimItem(ctx, old.ID, "w", T0, time.Minute)
-		if err := s.RecordForgeState(ctx, l, mr.ForgeState{HeadSHA: "abc", PushedHash: "h1"}, T0); err != nil {
-			t.Fatal(err)
+		for _, head := range []string{"abb", "abc"} { // a push, then the push of a resubmission
+			if err := s.RecordForgeState(ctx, l, mr.ForgeState{HeadSHA: head, PushedHash: "h1"}, T0); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted}, T0); err != nil {
 			t.Fatal(err)
@@ -307,6 +309,8 @@ func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 			want                        bool
 		}{
 			{"gitea", "o/r", "wq/a", "abc", true}, // an earlier generation's push
+			{"gitea", "o/r", "wq/a", "abb", true}, // and the head it pushed before a resubmission
+			{"gitea", "o/r", "wq/b", "abb", false},
 			{"gitea", "o/r", "wq/a", "def", false},
 			{"gitea", "o/r", "wq/b", "abc", false},
 			{"gitea", "o/x", "wq/a", "abc", false},

@@ -169,6 +169,12 @@ func (s postgresStore) RecordForgeState(ctx context.Context, l wq.Lease, st mr.F
 		if err != nil {
 			return postgres.Translate(err)
 		}
+		if st.HeadSHA != "" {
+			if _, err := tx.Exec(ctx, `INSERT INTO mr_pushed_heads (forge, project, source_branch, head_sha)
+				SELECT forge, project, source_branch, $2 FROM mr_details WHERE work_item_id = $1 ON CONFLICT DO NOTHING`, l.ItemID, st.HeadSHA); err != nil {
+				return postgres.Translate(err)
+			}
+		}
 		_, err = tx.Exec(ctx, `UPDATE work_items SET updated_at = $2 WHERE id = $1`, l.ItemID, now.UTC())
 		return postgres.Translate(err)
 	})
@@ -214,7 +220,8 @@ func (s postgresStore) FindActiveMR(ctx context.Context, forge, project string, 
 func (s postgresStore) OwnsBranchHead(ctx context.Context, forge, project, branch, sha string) (bool, error) {
 	var owned bool
 	err := s.db.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mr_details WHERE forge = $1 AND project = $2
-		AND source_branch = $3 AND head_sha = $4 AND head_sha <> '')`, forge, project, branch, sha).Scan(&owned)
+		AND source_branch = $3 AND head_sha = $4 AND head_sha <> '') OR EXISTS (SELECT 1 FROM mr_pushed_heads WHERE forge = $1
+		AND project = $2 AND source_branch = $3 AND head_sha = $4)`, forge, project, branch, sha).Scan(&owned)
 	if err != nil {
 		return false, fmt.Errorf("owns branch head: %w", postgres.Translate(err))
 	}

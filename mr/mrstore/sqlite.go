@@ -180,6 +180,13 @@ func (s sqliteStore) RecordForgeState(ctx context.Context, l wq.Lease, st mr.For
 			st.PushedHash, nonZero(st.HeadPipelineID), nonZero(st.NoteID), st.PushingHash, st.CIRetried, l.ItemID.String()); err != nil {
 			return sqlite.Translate(err)
 		}
+		if st.HeadSHA != "" {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO mr_pushed_heads (forge, project, source_branch, head_sha)
+				SELECT forge, project, source_branch, ? FROM mr_details WHERE work_item_id = ? ON CONFLICT DO NOTHING`,
+				st.HeadSHA, l.ItemID.String()); err != nil {
+				return sqlite.Translate(err)
+			}
+		}
 		_, err := tx.ExecContext(ctx, `UPDATE work_items SET updated_at = ? WHERE id = ?`, sqlite.Time(now), l.ItemID.String())
 		return sqlite.Translate(err)
 	})
@@ -227,8 +234,9 @@ func (s sqliteStore) FindActiveMR(ctx context.Context, forge, project string, re
 // recorded sha as the head it pushed.
 func (s sqliteStore) OwnsBranchHead(ctx context.Context, forge, project, branch, sha string) (bool, error) {
 	var n int
-	err := s.db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM mr_details WHERE forge = ? AND project = ? AND source_branch = ?
-		AND head_sha = ? AND head_sha <> ''`, forge, project, branch, sha).Scan(&n)
+	err := s.db.Reader().QueryRowContext(ctx, `SELECT (SELECT count(*) FROM mr_details WHERE forge = ? AND project = ? AND source_branch = ?
+		AND head_sha = ? AND head_sha <> '') + (SELECT count(*) FROM mr_pushed_heads WHERE forge = ? AND project = ? AND source_branch = ?
+		AND head_sha = ?)`, forge, project, branch, sha, forge, project, branch, sha).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("owns branch head: %w", sqlite.Translate(err))
 	}

@@ -423,6 +423,7 @@ func (r *run) awaitDone(ctx context.Context, issues []int64) (bool, error) {
 		ours[n] = true
 	}
 	stall := r.cfg.Stall
+	var synced time.Time // the stage's last sync
 	var left []string
 	for time.Now().Before(deadline) {
 		if err := sleep(ctx, time.Second); err != nil {
@@ -455,11 +456,11 @@ func (r *run) awaitDone(ctx context.Context, issues []int64) (bool, error) {
 		if since < r.cfg.Stall {
 			stall = r.cfg.Stall
 		}
-		if since > stall {
+		if since > stall && time.Since(synced) > stall {
 			if err := r.sync(ctx, fmt.Sprintf("no progress for %v, %d open (%s)", since.Round(time.Second), len(left), cut(left, 5))); err != nil {
 				return false, err
 			}
-			stall = min(2*stall, 8*r.cfg.Stall)
+			synced, stall = time.Now(), min(2*stall, 8*r.cfg.Stall)
 		}
 	}
 	r.printf("stage      left open: %s", cut(left, 20))

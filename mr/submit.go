@@ -30,6 +30,10 @@ type Submission struct {
 	AssignmentID string `json:"assignment_id,omitempty"`
 }
 
+// ReasonCancelPending refuses a submission for an item whose cancel is
+// winding it down: the update would be lost when it ends cancelled.
+const ReasonCancelPending = "cancel_pending"
+
 // Submit results (DDR-40).
 const (
 	ResultCreated   = wq.SubmitCreated
@@ -169,6 +173,14 @@ func submit(ctx context.Context, store Store, sub Submission, project Project, c
 			return nil, "", &wq.Error{Code: wq.ECONFLICT, Reason: wq.ReasonOwnerConflict, Message: fmt.Sprintf(
 				"%s: item %s for branch %q of %s belongs to %s, who submitted it; another caller changes it only with an assignment "+
 					"allowing push on its pull request, or as an admin", wq.ReasonOwnerConflict, item.ID, d.SourceBranch, d.Project, item.CallerIdentity)}
+		}
+		if row, ok := item.Dimensions[wq.DimensionKey{Dimension: DimClose}]; ok && row.Status == wq.StatusTrue && item.Phase == wq.PhaseActive {
+			// The item is winding down: an update now would be lost
+			// when it ends cancelled. Say so; a submission after the
+			// cancel ends starts a new generation.
+			return nil, "", &wq.Error{Code: wq.ECONFLICT, Reason: ReasonCancelPending, Message: fmt.Sprintf(
+				"%s: item %s for branch %q is being cancelled; submit again once it has ended (it starts a new item)",
+				ReasonCancelPending, item.ID, d.SourceBranch)}
 		}
 		if item.Phase == wq.PhaseActive && item.ContentHash == hash && sameDesired(*current, d) {
 			return item, ResultUnchanged, nil

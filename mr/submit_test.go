@@ -287,3 +287,30 @@ func TestAChangeHoldingASecretIsRefusedWithItsFindings(t *testing.T) {
 		}
 	})
 }
+
+// A resubmission while a cancel winds the item down is refused 409
+// cancel_pending, not answered updated and then lost when the item ends
+// cancelled (issue 28, defect 7); once it ended, a submission starts a
+// new item.
+func TestAResubmissionDuringACancelIsRefused(t *testing.T) {
+	forEachDB(t, func(t *testing.T, s mr.Store, ws wq.Store) {
+		ctx := context.Background()
+		it, _, err := mr.Submit(ctx, s, submission("v1"), project, "alice", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ws.RequestCancel(ctx, it.ID, []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: mr.DimClose}, Status: wq.StatusTrue}}, t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := mr.Submit(ctx, s, submission("v2"), project, "alice", t0); wq.ErrorReason(err) != mr.ReasonCancelPending {
+			t.Fatalf("a resubmission during the cancel: %v, want %s", err, mr.ReasonCancelPending)
+		}
+		if _, err := ws.CancelItem(ctx, it.ID, "cancelled", t0); err != nil {
+			t.Fatal(err)
+		}
+		next, result, err := mr.Submit(ctx, s, submission("v2"), project, "alice", t0)
+		if err != nil || result != mr.ResultCreated || next.Generation != it.Generation+1 {
+			t.Errorf("after the cancel ended: %q %+v %v, want a new generation", result, next, err)
+		}
+	})
+}

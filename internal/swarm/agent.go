@@ -349,7 +349,7 @@ func (a *agent) author(ctx context.Context, alloc *cp.Allocation) {
 	if !a.gate(ctx, alloc, cp.ActOpenPR) {
 		return
 	}
-	content := fmt.Sprintf("# Issue %d\n\n%s: done by %s (session %s).\n\n%s%s\n", issue, alloc.Work.Title, a.name, a.id, writtenBy, a.identity)
+	content := fmt.Sprintf("# Issue %d\n\n%s: done by %s (session %s).\n\n%s\n", issue, alloc.Work.Title, a.name, a.id, markWriter(a.id))
 	var sub api.Submitted
 	err := a.call(ctx, "submit_change", map[string]any{
 		"item_type": "mr", "forge": a.run.cfg.Forge, "project": a.run.cfg.Repo,

@@ -177,6 +177,11 @@ func (r *run) audit(ctx context.Context, issues []int64) error {
 	subs := slices.Clone(r.submissions)
 	r.mu.Unlock()
 	authors, disputes := authorship(pulls, inventory, recorded)
+	for _, p := range pulls {
+		for i, f := range p.files {
+			p.files[i].writtenBy = identities[f.session]
+		}
+	}
 	items, err := r.items(ctx)
 	if err != nil {
 		return err
@@ -187,9 +192,16 @@ func (r *run) audit(ctx context.Context, issues []int64) error {
 }
 
 // writtenBy starts the line of every file the swarm writes that names
-// the identity that wrote it, so that the audit can read from the forge
-// whose content a pull request holds.
-const writtenBy = "written-by: "
+// the session that wrote it, so that the audit can read from the forge
+// whose content a pull request holds (the identity is the session's, as
+// the service lists it). Not the identity itself, and no "name: value":
+// push protection takes "token:NAME", as static tokens' identities read,
+// in any encoding, and any name ending in "session" followed by a colon,
+// for a secret assignment.
+const writtenBy = "Written by session "
+
+// markWriter is that line for session.
+func markWriter(session string) string { return writtenBy + session }
 
 // headFiles reads the files pull request number changes, at its head,
 // and whom each says wrote it.
@@ -213,7 +225,7 @@ func (r *run) headFiles(owner, name string, number int64, head string) ([]headFi
 		hf := headFile{path: f.Filename}
 		for line := range strings.Lines(string(content)) {
 			if by, ok := strings.CutPrefix(strings.TrimSpace(line), writtenBy); ok {
-				hf.writtenBy = by
+				hf.session = by
 			}
 		}
 		out = append(out, hf)
@@ -302,9 +314,11 @@ type pull struct {
 }
 
 // headFile is a file a pull request changes, and whom its content says
-// wrote it ("" when it does not say).
+// wrote it: a session, and its identity ("" when it does not say, or the
+// service lists no such session).
 type headFile struct {
 	path      string
+	session   string
 	writtenBy string
 }
 
@@ -440,7 +454,7 @@ func ownWrites(items []itemOwner, subs []submission, pulls []pull, authors map[i
 			files++
 			switch author := authors[p.number]; {
 			case f.writtenBy == "":
-				c.Failed = append(c.Failed, fmt.Sprintf("pr #%d holds %s at %s, which says no one wrote it", p.number, f.path, short(p.head)))
+				c.Failed = append(c.Failed, fmt.Sprintf("pr #%d holds %s at %s, which names no session the service lists (%q)", p.number, f.path, short(p.head), f.session))
 			case author != "" && f.writtenBy != author:
 				c.Failed = append(c.Failed, fmt.Sprintf("pr #%d, %s's, holds %s at %s, written by %s", p.number, author, f.path, short(p.head), f.writtenBy))
 			}

@@ -261,7 +261,7 @@ func TestOwnWritesFindsAWriteOnAnotherIdentitysItem(t *testing.T) {
 		{"an item that names another caller than its creator fails", []itemOwner{{id: "i1", caller: "b", branch: item.branch}}, []submission{sub("a")}, head("a"), "names b, but a created it"},
 		{"an item no accepted submission made fails", []itemOwner{item}, nil, head("a"), "no submission the swarm saw accepted"},
 		{"a file another identity wrote at the head fails", []itemOwner{item}, []submission{sub("a")}, head("a", "b"), "written by b"},
-		{"a file that names no writer fails", []itemOwner{item}, []submission{sub("a")}, head(""), "says no one wrote it"},
+		{"a file that names no session the service lists fails", []itemOwner{item}, []submission{sub("a")}, head(""), "names no session the service lists"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ownWrites(tc.items, tc.subs, []pull{tc.pr}, authors)

@@ -1,13 +1,14 @@
 // Command workqueue-swarm runs a swarm of simulated agent sessions
-// against a running workqueue service and a Gitea (issue 13): it opens
-// issues, lets authors, reviewers and mergers work them to merged pull
-// requests over MCP, each session with its own agent-only token, prints
-// one line per event and a summary, and audits the run. The exit status
-// is 1 when a safety check failed or not everything was merged within
-// the bound, 2 when the run could not be made. scripts/demo agents sets
-// it all up.
+// against a running workqueue service and a Gitea (issues 13 and 25):
+// it opens issues, lets authors, reviewers and mergers work them to
+// merged pull requests over MCP, each session with its own agent-only
+// token, while hostile sessions try every way around the gate against
+// their work, prints one line per event and a summary, and audits the
+// run. The exit status is 1 when a safety check failed, a hostile
+// attempt got through or not everything was merged within the bound, 2
+// when the run could not be made. scripts/demo agents sets it all up.
 //
-//	workqueue-swarm -repo OWNER/NAME -gitea URL -agent-tokens FILE -db URL [-issues 40] [-sessions 8]
+//	workqueue-swarm -repo OWNER/NAME -gitea URL -agent-tokens FILE -db URL [-issues 40] [-sessions 8] [-hostile 2]
 //
 // The environment holds the secrets: WORKQUEUE_URL (the service),
 // WORKQUEUE_TOKEN (permission admin: the stage reads the inventory, the
@@ -46,7 +47,8 @@ func run() int {
 	flag.StringVar(&cfg.Repo, "repo", "", "the repository (owner/name) to open the issues in; control_plane.repos must cover it")
 	flag.StringVar(&tokensFile, "agent-tokens", "", "a file of agent-only tokens, one a line, one per session (fewer are used round robin)")
 	flag.IntVar(&cfg.Issues, "issues", 40, "how many issues to open")
-	flag.IntVar(&cfg.Sessions, "sessions", 8, "how many agent sessions (at least 3): a merger per 8, a reviewer per 4, the rest authors")
+	flag.IntVar(&cfg.Sessions, "sessions", 8, "how many agent sessions (at least 3 honest ones): of the honest ones a merger per 8, a reviewer per 4, the rest authors")
+	flag.IntVar(&cfg.Hostile, "hostile", 0, "how many of the sessions are hostile, each with an agent token of its own (the last ones of the file)")
 	flag.StringVar(&database, "db", "", "the service's database (sqlite://PATH or postgres://...), for the control plane's event log")
 	flag.DurationVar(&cfg.Timeout, "timeout", 0, "what is not merged by then is a failure (default 15m, or 2m and 30s an issue when longer)")
 	flag.Usage = func() {

@@ -51,17 +51,20 @@ const (
 	maxIdle    = 2 * time.Second
 )
 
-// startAgents connects one MCP client session per agent and starts its
-// control-plane session.
+// startAgents connects one MCP client session per honest agent and
+// starts its control-plane session. Honest sessions take the first of
+// the agent tokens (round robin when there are fewer), leaving one
+// apiece to the hostile sessions.
 func (r *run) startAgents(ctx context.Context, split Split) ([]*agent, error) {
 	var agents []*agent
 	roles := []struct {
 		role cp.Role
 		n    int
 	}{{cp.RoleAuthor, split.Authors}, {cp.RoleReviewer, split.Reviewers}, {cp.RoleMerger, split.Mergers}}
+	honest := r.cfg.AgentTokens[:len(r.cfg.AgentTokens)-split.Hostile]
 	for _, rr := range roles {
 		for i := 1; i <= rr.n; i++ {
-			token := r.cfg.AgentTokens[len(agents)%len(r.cfg.AgentTokens)]
+			token := honest[len(agents)%len(honest)]
 			a := &agent{run: r, name: roleOf(rr.role, i), role: rr.role}
 			conn, err := r.connect(ctx, token)
 			if err != nil {
@@ -73,7 +76,7 @@ func (r *run) startAgents(ctx context.Context, split Split) ([]*agent, error) {
 				return nil, fmt.Errorf("%s: %w", a.name, err)
 			}
 			a.id, a.identity, a.heartbeat = s.ID, s.Identity, time.Now()
-			r.addSession(s.Session, a.name)
+			r.addSession(s.Session, a.name, false)
 			agents = append(agents, a)
 		}
 	}
@@ -200,6 +203,7 @@ func (a *agent) loop(ctx context.Context) {
 		w := alloc.Work
 		a.work = w
 		a.lease, a.leaseTTL, a.leaseBeat = alloc.Lease, time.Until(alloc.Lease.ExpiresAt), time.Now()
+		a.run.hold(a, alloc)
 		done := ""
 		if pr, ok := a.run.prOf(w.Number); ok && w.Kind == cp.KindIssue {
 			done = fmt.Sprintf(": done already, pr #%d was opened for it", pr)
@@ -220,6 +224,7 @@ func (a *agent) loop(ctx context.Context) {
 			a.refuse("unexpected_assignment", "%s #%d with actions %v", w.Kind, w.Number, alloc.Assignment.AllowedActions)
 			a.release(ctx, alloc)
 		}
+		a.run.unhold(alloc.Lease.ID)
 		a.lease = nil
 		if a.backoff > 0 {
 			sleep(ctx, jitter(a.backoff))

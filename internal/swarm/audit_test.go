@@ -1,6 +1,7 @@
 package swarm
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"strings"
@@ -274,3 +275,30 @@ func TestOwnWritesFindsAWriteOnAnotherIdentitysItem(t *testing.T) {
 		})
 	}
 }
+
+func TestRunRefusesAHostileSplitItCannotFill(t *testing.T) {
+	t.Parallel()
+	base := Config{Service: "http://127.0.0.1:1", AdminToken: "admin", AgentTokens: []string{"a", "b", "c", "d"}, Issues: 1, Events: noEvents{}}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"hostile sessions leave fewer than 3 honest ones", func(c *Config) { c.Sessions, c.Hostile = 4, 2 }, "at least 3"},
+		{"every session hostile", func(c *Config) { c.Sessions, c.Hostile = 4, 4 }, "hostile: from 0"},
+		{"no token left for the honest sessions", func(c *Config) { c.Sessions, c.Hostile, c.AgentTokens = 4, 1, []string{"a"} }, "each needs one of its own"},
+		{"no event log", func(c *Config) { c.Sessions, c.Events = 3, nil }, "event log"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := base
+			tc.edit(&cfg)
+			if _, err := Run(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Run: %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+type noEvents struct{}
+
+func (noEvents) ListEvents(context.Context, cp.EventFilter) ([]cp.Event, error) { return nil, nil }

@@ -1,9 +1,9 @@
 // Package swarm runs a swarm of simulated agent sessions against a
-// workqueue service and audits what they did (issue 13): the
+// workqueue service and audits what they did (issues 13 and 25): the
 // demo behind `scripts/demo agents` (cmd/workqueue-swarm), and a test of
 // the whole agent loop on the real Gitea.
 //
-// Three parts, kept apart on purpose:
+// Four parts, kept apart on purpose:
 //
 //   - The stage opens the issues on the forge with the forge's own token
 //     and watches the forge to know when everything is done. It never
@@ -13,6 +13,10 @@
 //     forge token, and every write they make (a change, a review, a
 //     merge) is made by the service after the gate. Authors turn issues
 //     into pull requests, reviewers approve them, mergers merge them.
+//   - The hostile agents (hostile.go), MCP clients too, with agent-only
+//     tokens of their own and an honest author's, try every way around
+//     the gate against the others' work while they work. Every attempt
+//     must be refused; one that is not is a violation.
 //   - The audit reads the forge, the control plane's leases and items,
 //     and its event log afterwards, and says whether the safety
 //     properties held: each issue closed by exactly one merged pull

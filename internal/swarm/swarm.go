@@ -24,7 +24,9 @@ type Config struct {
 	// its /mcp.
 	Service string
 	// AgentTokens are tokens with permission agent only, one per session
-	// (used round robin when there are fewer).
+	// and each its own identity. The last Hostile of them are the hostile
+	// sessions'; the honest sessions use the others round robin when
+	// there are fewer.
 	AgentTokens []string
 	// AdminToken (permission admin) lets the stage read the inventory, sync
 	// it when no webhook carried a change, and lets the audit read every
@@ -38,8 +40,14 @@ type Config struct {
 	// read the forge for the audit. Agents never see them.
 	GiteaURL, GiteaToken string
 	// Issues is how many issues to open; Sessions how many agent sessions
-	// to run (at least 3: see Roles).
+	// to run (at least 3 honest ones: see Roles).
 	Issues, Sessions int
+	// Hostile is how many of the Sessions are hostile (see hostile.go):
+	// each with a token of its own, and sessions under an honest author's
+	// token too, it tries every way around the gate against the others'
+	// work while they work. Every attempt must be refused; one that is
+	// not is a violation the report counts.
+	Hostile int
 	// Events reads the control plane's event log, which the API does not
 	// list (controlplane.Store does it): the audit reads from it which
 	// session reviewed and merged what, at which head. Required.
@@ -72,9 +80,11 @@ func DefaultTimeout(n int) time.Duration {
 	return max(15*time.Minute, 2*time.Minute+time.Duration(n)*30*time.Second)
 }
 
-// Split is how many sessions of each role a swarm runs.
+// Split is how many honest sessions of each role a swarm runs, and how
+// many hostile ones.
 type Split struct {
 	Authors, Reviewers, Mergers int
+	Hostile                     int
 }
 
 // Roles splits n sessions between the roles: one merger for every eight
@@ -93,7 +103,11 @@ func Roles(n int) (Split, error) {
 }
 
 func (s Split) String() string {
-	return fmt.Sprintf("%d authors, %d reviewers, %d mergers", s.Authors, s.Reviewers, s.Mergers)
+	out := fmt.Sprintf("%d authors, %d reviewers, %d mergers", s.Authors, s.Reviewers, s.Mergers)
+	if s.Hostile > 0 {
+		out += fmt.Sprintf(", %d hostile", s.Hostile)
+	}
+	return out
 }
 
 // Report is what a run did and what the audit found.
@@ -123,6 +137,14 @@ type Report struct {
 	// Findings counts what the swarm saw the service do that it should
 	// not, although the gate or the engine stopped it before harm.
 	Findings map[string]int
+	// Attempts counts the hostile sessions' attempts by class (see
+	// hostile.go), HostileRefusals their refusals by reason, and
+	// NotTried the classes a hostile session could not try, and why (a
+	// race it lost to an honest session).
+	Attempts, HostileRefusals, NotTried map[string]int
+	// Violations are the hostile attempts the service let through: each
+	// is a safety violation.
+	Violations []string
 	// Leases is how many leases the control plane made in the run.
 	Leases int
 	// LeftBranches are the branches left on the forge besides main.
@@ -141,9 +163,10 @@ type Check struct {
 	Failed []string // each violation found; none when it passed
 }
 
-// OK reports whether every safety check passed and everything was done.
+// OK reports whether every safety check passed, no hostile attempt got
+// through and everything was done.
 func (r *Report) OK() bool {
-	if !r.Done {
+	if !r.Done || len(r.Violations) > 0 {
 		return false
 	}
 	for _, c := range r.Checks {
@@ -160,12 +183,19 @@ func (r *Report) OK() bool {
 // the forge unreachable); a run that was made but failed a check or did
 // not finish is a Report whose OK is false.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	split, err := Roles(cfg.Sessions)
-	if err != nil {
-		return nil, err
+	if cfg.Hostile < 0 || cfg.Hostile >= cfg.Sessions {
+		return nil, fmt.Errorf("hostile: from 0 to fewer than the %d sessions, got %d", cfg.Sessions, cfg.Hostile)
 	}
+	split, err := Roles(cfg.Sessions - cfg.Hostile)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%d of the %d are hostile)", err, cfg.Hostile, cfg.Sessions)
+	}
+	split.Hostile = cfg.Hostile
 	if len(cfg.AgentTokens) == 0 || cfg.AdminToken == "" {
 		return nil, errors.New("tokens: the agents' (permission agent) and the stage's (permission admin) are required")
+	}
+	if len(cfg.AgentTokens) <= cfg.Hostile {
+		return nil, fmt.Errorf("tokens: %d agent tokens for %d hostile sessions: each needs one of its own, and the honest ones at least one", len(cfg.AgentTokens), cfg.Hostile)
 	}
 	if cfg.Events == nil {
 		return nil, errors.New("events: the audit reads the control plane's event log")
@@ -194,8 +224,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("gitea client: %w", err)
 	}
 	r := &run{cfg: cfg, admin: admin, gitea: gitea, start: time.Now(), report: &Report{Split: split,
-		Events: map[string]int{}, Allocations: map[string]int{}, Conflicts: map[string]int{}, Refusals: map[string]int{}, Findings: map[string]int{}},
-		prs: map[int64]int64{}, authors: map[int64]string{}, branches: map[int64]string{}, sessions: map[string]sessionRecord{}}
+		Events: map[string]int{}, Allocations: map[string]int{}, Conflicts: map[string]int{}, Refusals: map[string]int{}, Findings: map[string]int{},
+		Attempts: map[string]int{}, HostileRefusals: map[string]int{}, NotTried: map[string]int{}},
+		prs: map[int64]int64{}, authors: map[int64]string{}, branches: map[int64]string{}, held: map[string]heldLease{}, sessions: map[string]sessionRecord{}}
 	r.progress = r.start
 	r.printf("swarm: %d issues in %s, %d sessions (%s), at most %v", cfg.Issues, cfg.Repo, cfg.Sessions, split, cfg.Timeout)
 
@@ -211,16 +242,28 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	hostiles, err := r.startHostiles(ctx, split, agents)
+	if err != nil {
+		return nil, err
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, a := range agents {
 		wg.Go(func() { a.loop(runCtx) })
+	}
+	for _, h := range hostiles {
+		wg.Go(func() { h.sweep(runCtx) })
+		wg.Go(func() { h.campaigns(runCtx) })
+		wg.Go(func() { h.baits(runCtx) })
 	}
 	r.report.Done, err = r.awaitDone(ctx, issues)
 	stop()
 	wg.Wait()
 	for _, a := range agents {
 		a.end()
+	}
+	for _, h := range hostiles {
+		h.end()
 	}
 	r.report.Duration = time.Since(r.start)
 	if err != nil {
@@ -247,10 +290,14 @@ type run struct {
 	progress time.Time       // the last event's time
 	prs      map[int64]int64 // issue → the pull request opened for it
 
-	// What the swarm saw, for the audit to check the service's record
+	// What the swarm knows of the others' work, for the hostile sessions
+	// to aim at (ids leak, in logs and checkpoints; the hostile sessions
+	// are told them all) and for the audit to check the service's record
 	// against.
 	authors     map[int64]string         // pull request → the identity whose session opened it
 	branches    map[int64]string         // pull request → its source branch
+	held        map[string]heldLease     // honest sessions' live leases, by id
+	pastLeases  []string                 // leases honest sessions held once, the latest last
 	sessions    map[string]sessionRecord // every session the swarm started, by id
 	submissions []submission             // every submission the service accepted
 }
@@ -258,7 +305,18 @@ type run struct {
 // sessionRecord is a session the swarm started.
 type sessionRecord struct {
 	cp.Session
-	Agent string // who in the progress lines
+	Agent   string // who in the progress lines
+	Hostile bool   // started by a hostile session (under any token)
+}
+
+// heldLease is a lease an honest session holds now.
+type heldLease struct {
+	Lease      cp.LeaseRef
+	Assignment cp.AssignmentRef
+	Work       cp.Work
+	Session    string
+	Identity   string
+	Role       cp.Role
 }
 
 // submission is a change the service accepted, and for whom.
@@ -267,13 +325,46 @@ type submission struct {
 	Identity string
 	Agent    string
 	Branch   string
+	Hostile  bool
 }
 
 // addSession records a session the swarm started.
-func (r *run) addSession(s cp.Session, agent string) {
+func (r *run) addSession(s cp.Session, agent string, hostile bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.sessions[s.ID] = sessionRecord{Session: s, Agent: agent}
+	r.sessions[s.ID] = sessionRecord{Session: s, Agent: agent, Hostile: hostile}
+}
+
+// hold records the lease an honest agent was given; unhold its end.
+func (r *run) hold(a *agent, alloc *cp.Allocation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.held[alloc.Lease.ID] = heldLease{Lease: *alloc.Lease, Assignment: *alloc.Assignment, Work: *alloc.Work,
+		Session: a.id, Identity: a.identity, Role: a.role}
+}
+
+func (r *run) unhold(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.held, id)
+	r.pastLeases = append(r.pastLeases, id)
+	if len(r.pastLeases) > 64 {
+		r.pastLeases = r.pastLeases[1:]
+	}
+}
+
+// heldLeases are the honest sessions' live leases now, matching keep.
+func (r *run) heldLeases(keep func(heldLease) bool) []heldLease {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []heldLease
+	for _, l := range r.held {
+		if keep(l) {
+			out = append(out, l)
+		}
+	}
+	slices.SortFunc(out, func(a, b heldLease) int { return strings.Compare(a.Lease.ID, b.Lease.ID) })
+	return out
 }
 
 // submitted records a submission the service accepted.
@@ -281,6 +372,23 @@ func (r *run) submitted(s submission) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.submissions = append(r.submissions, s)
+}
+
+// itemOf is the item identity's accepted submission for branch made,
+// "" when none did.
+func (r *run) itemOf(branch, identity string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.itemOfLocked(branch, identity)
+}
+
+func (r *run) itemOfLocked(branch, identity string) string {
+	for _, s := range slices.Backward(r.submissions) {
+		if s.Branch == branch && s.Identity == identity {
+			return s.ItemID
+		}
+	}
+	return ""
 }
 
 // authorOf is the identity that opened pull request pr, as the swarm
@@ -530,6 +638,21 @@ func (r *Report) Summary(w io.Writer) {
 	fmt.Fprintf(w, "  conflicts       %s\n", counts(r.Conflicts))
 	fmt.Fprintf(w, "  refusals        %s\n", counts(r.Refusals))
 	fmt.Fprintf(w, "  findings        %s\n", counts(r.Findings))
+	if r.Split.Hostile > 0 {
+		fmt.Fprintf(w, "  hostile tries   %d: %s\n", total(r.Attempts), counts(r.Attempts))
+		fmt.Fprintf(w, "  hostile refused %d: %s\n", total(r.HostileRefusals), counts(r.HostileRefusals))
+		if len(r.NotTried) > 0 {
+			fmt.Fprintf(w, "  not tried       %s\n", counts(r.NotTried))
+		}
+		fmt.Fprintf(w, "  violations      %d\n", len(r.Violations))
+		for i, v := range r.Violations {
+			if i == 10 {
+				fmt.Fprintf(w, "         ... and %d more\n", len(r.Violations)-i)
+				break
+			}
+			fmt.Fprintf(w, "         %s\n", v)
+		}
+	}
 	if len(r.LeftBranches) > 0 {
 		fmt.Fprintf(w, "  branches left   %s\n", strings.Join(r.LeftBranches, ", "))
 	}
@@ -552,11 +675,22 @@ func (r *Report) Summary(w io.Writer) {
 	switch {
 	case !r.Done:
 		fmt.Fprintf(w, "FAILED: not everything was merged within the bound\n")
+	case len(r.Violations) > 0:
+		fmt.Fprintf(w, "FAILED: a hostile attempt got through\n")
 	case !r.OK():
 		fmt.Fprintf(w, "FAILED: a safety check failed\n")
 	default:
 		fmt.Fprintf(w, "OK\n")
 	}
+}
+
+// total is the sum of m's counts.
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // counts is "a 3, b 1" by key, or "none".

@@ -77,7 +77,7 @@ type ended struct {
 const (
 	ClassSubmitUnassigned        = "submit_unassigned"         // a change with no assignment
 	ClassSubmitForeignUnassigned = "submit_foreign_unassigned" // onto another identity's item, with no assignment
-	ClassSubmitForeignIssue      = "submit_foreign_issue"      // onto another identity's item, with an issue assignment of its own
+	ClassSubmitForeignIssue      = "submit_foreign_issue"      // onto another identity's open pull request's branch, with an issue assignment of its own
 	ClassSubmitForeignReview     = "submit_foreign_review"     // onto a pull request's branch with a review assignment
 	ClassHeartbeatForeign        = "heartbeat_foreign"         // heartbeat another session's lease
 	ClassHeartbeatMovedHead      = "heartbeat_moved_head"      // re-declare a pull request lease's head
@@ -285,7 +285,7 @@ func (h *hostile) round(ctx context.Context) {
 	// identity's item.
 	h.attempt(ClassSubmitUnassigned, h.submit(ctx, h.own, fmt.Sprintf("workqueue/swarm-%s-unassigned", h.name), 0, "", nil),
 		"a change of its own with no assignment")
-	if v := h.victim(ctx); v != nil {
+	if v := h.victim(ctx, h.own); v != nil {
 		h.submitForeign(ctx, h.own, *v, "", ClassSubmitForeignUnassigned)
 	}
 
@@ -449,8 +449,9 @@ func (h *hostile) judgeOwnAllocate(ctx context.Context, conn *mcpConn, session, 
 	}
 }
 
-// foreignItem is another identity's unfinished change: its pull
-// request, branch and identity.
+// foreignItem is another identity's change: its pull request, the
+// issue it closes, its branch, its identity and the item the swarm saw
+// made for it.
 type foreignItem struct {
 	pr       int64
 	issue    int64
@@ -459,13 +460,13 @@ type foreignItem struct {
 	itemID   string
 }
 
-// victim is an honest identity's pull request that is open and not
-// approved (its item unfinished, and not about to be), with its branch.
-func (h *hostile) victim(ctx context.Context) *foreignItem {
+// victim is another identity's pull request that is open and not
+// approved (not about to be merged), with its branch, read on conn.
+func (h *hostile) victim(ctx context.Context, conn *mcpConn) *foreignItem {
 	var list struct {
 		Work []cp.Work `json:"work"`
 	}
-	if err := h.own.call(ctx, "list_work", map[string]any{"repo": h.run.cfg.Repo, "kind": cp.KindPR, "state": cp.StateOpen, "limit": 500}, &list); err != nil {
+	if err := conn.call(ctx, "list_work", map[string]any{"repo": h.run.cfg.Repo, "kind": cp.KindPR, "state": cp.StateOpen, "limit": 500}, &list); err != nil {
 		return nil
 	}
 	r := h.run
@@ -682,7 +683,7 @@ func (h *hostile) campaign(ctx context.Context) bool {
 	deadline := time.Now().Add(30 * time.Second)
 	for own == nil && ctx.Err() == nil {
 		beat(ctx)
-		if v := h.victim(ctx); v != nil {
+		if v := h.victim(ctx, conn); v != nil {
 			own = h.submitForeign(ctx, conn, *v, alloc.Assignment.ID, ClassSubmitForeignIssue)
 			break
 		}
@@ -735,7 +736,7 @@ func (h *hostile) campaign(ctx context.Context) bool {
 		// (its author's lease released) while its pull request is open.
 		if time.Since(lastForeign) > 5*time.Second {
 			lastForeign = time.Now()
-			if v := h.victim(ctx); v != nil {
+			if v := h.victim(ctx, conn); v != nil {
 				h.submitForeign(ctx, conn, *v, alloc.Assignment.ID, ClassSubmitForeignIssue)
 			}
 		}

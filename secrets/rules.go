@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -288,6 +289,8 @@ func secretAssignments(s, lower string) []span {
 		k := i + 1
 		if k < len(s) && (c == ':' && s[k] == '=' || c == '=' && s[k] == '>') {
 			k++
+		} else if c == ':' && k < len(s) && !strings.ContainsRune(" \t\"'", rune(s[k])) {
+			continue // "token:alice", "auth:x" name a thing (an identity, a scheme), they assign nothing
 		}
 		for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
 			k++
@@ -308,7 +311,10 @@ func secretAssignments(s, lower string) []span {
 			}
 		}
 		if k > start {
-			out = append(out, span{start: start, end: k, rule: "secret-assignment"})
+			// A value that does not look like a key (a template, a word,
+			// an id, a few characters) is still masked when stored, but
+			// is no reason to refuse a change: broad.
+			out = append(out, span{start: start, end: k, rule: "secret-assignment", broad: !keyValue(strings.Trim(s[start:k], "\"'"))})
 			i = k - 1
 		}
 	}
@@ -401,4 +407,51 @@ func labelled(lower string, at int) bool {
 		}
 	}
 	return false
+}
+
+// keyValue reports whether an assigned value looks like a key or a
+// password rather than a placeholder: at least 8 bytes, no template or
+// variable syntax (${{ }}, {{ }}, $VAR, <value>, %s), not a UUID, not one
+// word of lowercase letters, and of some variety (at least 3 bits of
+// entropy per byte).
+func keyValue(v string) bool {
+	switch {
+	case len(v) < 8 || strings.ContainsAny(v, "${}<>% ") || isUUID(v):
+		return false
+	case strings.Trim(v, "abcdefghijklmnopqrstuvwxyz") == "":
+		return false
+	}
+	return entropy(v) >= 3
+}
+
+func isUUID(v string) bool {
+	if len(v) != 36 {
+		return false
+	}
+	for i, c := range []byte(v) {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+		} else if !strings.ContainsRune("0123456789abcdefABCDEF", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// entropy is v's Shannon entropy in bits per byte.
+func entropy(v string) float64 {
+	var counts [256]int
+	for i := range len(v) {
+		counts[v[i]]++
+	}
+	h := 0.0
+	for _, n := range counts {
+		if n > 0 {
+			p := float64(n) / float64(len(v))
+			h -= p * math.Log2(p)
+		}
+	}
+	return h
 }

@@ -93,6 +93,9 @@ func find(s string, broad bool) []span {
 	out = append(out, wordRules(s, lower, broad)...)
 	out = append(out, scanner(s)...)
 	out = append(out, encoded(s, broad)...)
+	if !broad {
+		out = slices.DeleteFunc(out, func(sp span) bool { return sp.broad })
+	}
 	return merge(out)
 }
 
@@ -214,7 +217,12 @@ func hasStructural(s string, broad bool) bool {
 			}
 		}
 	}
-	return len(secretAssignments(s, lower)) > 0 || len(wordRules(s, lower, broad)) > 0
+	for _, sp := range append(secretAssignments(s, lower), wordRules(s, lower, broad)...) {
+		if broad || !sp.broad {
+			return true
+		}
+	}
+	return false
 }
 
 // scanner is gitleaks' findings in s as spans. A finding names the

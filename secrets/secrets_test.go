@@ -212,3 +212,29 @@ func FuzzJSON(f *testing.F) {
 		}
 	})
 }
+
+// Push protection refuses what looks like a key, not what merely sits
+// where one could: templates, ids, words and identities such as
+// token:alice pass Scan; they are still masked when stored (Text).
+func TestScanLeavesPlaceholdersAndNamesAlone(t *testing.T) {
+	for _, s := range []string{
+		"written-by: token:swarm-author-1",
+		"      token: ${{ secrets.GITHUB_TOKEN }}",
+		"session: 01a23571-d763-7c0d-b88d-62ea7efe0ef5",
+		"password: changeme",
+		"api_key = <your key here>",
+		"Written by session 01a23571-d763-7c0d-b88d-62ea7efe0ef5",
+	} {
+		if got := secrets.Scan([]byte(s)); len(got) != 0 {
+			t.Errorf("%q: findings %+v", s, got)
+		}
+	}
+	if out := secrets.Text("password: changeme"); strings.Contains(out, "changeme") {
+		t.Errorf("a weak password is still a password to redact: %q", out)
+	}
+	for _, s := range []string{"password: Xk29vbQe7LmN", "DB_PASSWORD='p4ss-W0rd-9q8z'", "\"client_secret\": \"8f3Kq0zLm2Vx9aB1\""} {
+		if got := secrets.Scan([]byte(s)); len(got) != 1 || got[0].Rule != "secret-assignment" {
+			t.Errorf("%q: findings %+v, want one secret-assignment", s, got)
+		}
+	}
+}

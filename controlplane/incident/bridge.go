@@ -135,6 +135,9 @@ func (b *Bridge) Reconcile(ctx context.Context, obs Observation, apply bool) (*R
 	if err != nil {
 		return nil, err
 	}
+	if obs.Organization == "" {
+		obs.Organization = p.Organization // one link per configured scope, whichever way it was named
+	}
 	link, err := b.getLink(ctx, obs.Key)
 	if err != nil {
 		return nil, err

@@ -2,12 +2,16 @@ package incident_test
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -708,5 +712,29 @@ func TestNoSecretOfTheCorpusReachesTheForgeIssue(t *testing.T) {
 				t.Errorf("%s/%s: the %s holds %q", s.Class, s.Shape, where, secret)
 			}
 		}
+	}
+}
+
+// Sentry's documented issue.created example names no organization (the
+// installation gives only its uuid, the issue no URL): sent verbatim and
+// signed, it is filed under the one project configured for its slug, and
+// its link is that project's organization's (issue 27, defect 5).
+func TestSentrysDocumentedIssueExampleIsFiled(t *testing.T) {
+	body, err := os.ReadFile("testdata/sentry_issue_created_documented.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := hmac.New(sha256.New, []byte("client-secret"))
+	mac.Write(body)
+	d, err := incident.ParseSentry(body, incident.SentryResourceIssue, hex.EncodeToString(mac.Sum(nil)), "client-secret")
+	if err != nil || len(d.Observations) != 1 {
+		t.Fatalf("parse: %+v, %v", d, err)
+	}
+	obs := d.Observations[0]
+	obs.Project = "web" // the world's configured project slug for acme
+	w := newWorld(t, newMemStore())
+	res := w.reconcile(obs, true)
+	if res.Outcome != incident.OutcomeCreated || res.Link == nil || res.Link.Organization != "acme" {
+		t.Fatalf("the documented example: %+v, want filed under acme", res)
 	}
 }

@@ -69,9 +69,29 @@ func ValidateProjects(projects []Project) error {
 }
 
 // route returns the project an observation is filed under: the one of
-// the same provider, organization and project.
+// the same provider, organization and project. An observation that names
+// no organization (Sentry's issue webhooks name only the installation's
+// uuid and the project's slug; its documented example has no URL to read
+// one from) is filed under the one project configured for its provider
+// and project slug, when there is exactly one.
 func route(projects map[projectKey]Project, k Key) (Project, error) {
 	p, ok := projects[projectKey{k.Provider, k.Organization, k.Project}]
+	if !ok && k.Organization == "" {
+		var matches []Project
+		for key, q := range projects {
+			if key.provider == k.Provider && key.project == k.Project {
+				matches = append(matches, q)
+			}
+		}
+		if len(matches) == 1 {
+			return matches[0], nil
+		}
+		if len(matches) > 1 {
+			return Project{}, &wq.Error{Code: wq.EINVALID, Reason: ReasonNoProject, Message: fmt.Sprintf(
+				"%s project %q is configured under %d organizations and the observation names none: configure one, or send the organization",
+				k.Provider, k.Project, len(matches))}
+		}
+	}
 	if !ok {
 		return Project{}, &wq.Error{Code: wq.EINVALID, Reason: ReasonNoProject, Message: fmt.Sprintf(
 			"no project is configured for %s organization %q project %q", k.Provider, k.Organization, k.Project)}

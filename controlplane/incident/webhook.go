@@ -63,9 +63,11 @@ func VerifySecret(presented, secret string) bool {
 // issue id (not its short id, which changes when an issue moves).
 //
 // The organization is read from the payload's own URLs
-// (/api/0/projects/{org}/{project}/, /organizations/{org}/): the
-// installation names only its uuid, and the receiver's URL is one for
-// the integration; the body is signed, so its URLs are the integration's
+// (/api/0/projects/{org}/{project}/, /organizations/{org}/), else from
+// the installation when it names it; Sentry's documented issue example
+// has neither (the installation names only its uuid), and the bridge then
+// files it under the one project configured for its slug. The receiver's
+// URL is one for the integration; the body is signed, so its URLs are the integration's
 // word. The environment is left "" (the scope is the Sentry project):
 // a Sentry issue spans environments and the issue resource names none,
 // so scoping alerts by their event's environment would split one Sentry
@@ -86,6 +88,13 @@ func ParseSentry(body []byte, resource, signature, secret string) (Delivery, err
 			Issue *sentryIssue `json:"issue"`
 			Event *sentryEvent `json:"event"`
 		} `json:"data"`
+		// Installation names the organization when Sentry says so (an
+		// installation's own webhooks do); else only its uuid.
+		Installation struct {
+			Organization struct {
+				Slug string `json:"slug"`
+			} `json:"organization"`
+		} `json:"installation"`
 	}
 	var obs Observation
 	switch resource {
@@ -101,6 +110,11 @@ func ParseSentry(body []byte, resource, signature, secret string) (Delivery, err
 		obs = d.Data.Event.observation()
 	default:
 		return Delivery{Ignored: fmt.Sprintf("sentry resource %q is not read", truncate(resource, 64))}, nil
+	}
+	if obs.Organization == "" {
+		// No URL named it: the installation may; else the bridge files it
+		// under the one project configured for its slug (route).
+		obs.Organization = strings.TrimSpace(d.Installation.Organization.Slug)
 	}
 	if err := obs.Validate(); err != nil {
 		return Delivery{}, fmt.Errorf("sentry %s delivery: %w", resource, err)

@@ -2,11 +2,11 @@ package incident_test
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"

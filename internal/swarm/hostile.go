@@ -32,7 +32,9 @@ import (
 //
 //   - A campaign: the hostile author takes an issue of its own, tries
 //     to submit onto another identity's branch with that issue's
-//     assignment, then opens its own pull request; once an honest
+//     assignment (again every few seconds while it holds the issue, and
+//     onto every such branch before it lets the issue go), then opens
+//     its own pull request; once an honest
 //     reviewer approved it, the partner's merger takes it for merging
 //     (pinned at the approved head), the hostile author pushes again,
 //     and the partner tries to declare the new head and to merge: a
@@ -460,9 +462,18 @@ type foreignItem struct {
 	itemID   string
 }
 
-// victim is another identity's pull request that is open and not
-// approved (not about to be merged), with its branch, read on conn.
+// victim is one of the victims, at random (nil: none).
 func (h *hostile) victim(ctx context.Context, conn *mcpConn) *foreignItem {
+	out := h.victims(ctx, conn)
+	if len(out) == 0 {
+		return nil
+	}
+	return &out[rand.IntN(len(out))]
+}
+
+// victims are the other identities' pull requests that are open and not
+// approved (not about to be merged), with their branches, read on conn.
+func (h *hostile) victims(ctx context.Context, conn *mcpConn) []foreignItem {
 	var list struct {
 		Work []cp.Work `json:"work"`
 	}
@@ -480,10 +491,7 @@ func (h *hostile) victim(ctx context.Context, conn *mcpConn) *foreignItem {
 		}
 		out = append(out, foreignItem{pr: w.Number, issue: w.LinkedIssues[0], branch: branch, identity: identity, itemID: r.itemOfLocked(branch, identity)})
 	}
-	if len(out) == 0 {
-		return nil
-	}
-	return &out[rand.IntN(len(out))]
+	return out
 }
 
 // submit submits a change to branch as the hostile (on conn), writing
@@ -672,6 +680,15 @@ func (h *hostile) campaign(ctx context.Context) bool {
 		}
 	}
 	defer func() {
+		// Once more onto every other identity's open pull request before
+		// the issue goes: their authors have released their issues by
+		// now, and whatever became of their items, the branches are
+		// still theirs.
+		if ctx.Err() == nil {
+			for _, v := range h.victims(ctx, conn) {
+				h.submitForeign(ctx, conn, v, alloc.Assignment.ID, ClassSubmitForeignIssue)
+			}
+		}
 		h.setCamp(nil)
 		h.release(ctx, conn, alloc.Lease.ID, h.author)
 	}()
@@ -706,14 +723,26 @@ func (h *hostile) campaign(ctx context.Context) bool {
 	} else {
 		branch = h.submissionBranch(own.ID)
 	}
-	pr, err := followItem(ctx, conn, own.ID, beat)
+	// While it holds the issue: heartbeats, and now and then a change
+	// onto another identity's open pull request again.
+	lastForeign := time.Now()
+	between := func(ctx context.Context) {
+		beat(ctx)
+		if time.Since(lastForeign) > 5*time.Second {
+			lastForeign = time.Now()
+			if v := h.victim(ctx, conn); v != nil {
+				h.submitForeign(ctx, conn, *v, alloc.Assignment.ID, ClassSubmitForeignIssue)
+			}
+		}
+	}
+	pr, err := followItem(ctx, conn, own.ID, between)
 	if err != nil {
 		h.run.printf("%-11s item %s for issue #%d: %v", h.name, short(own.ID), issue, err)
 		return true
 	}
 	h.run.recordPR(issue, pr, h.identity, branch)
 	h.run.event(h.name, "opened", true, "pr #%d for issue #%d, its own", pr, issue)
-	if !awaitOwnPR(ctx, conn, h.run.cfg.Repo, h.author, pr, beat) {
+	if !awaitOwnPR(ctx, conn, h.run.cfg.Repo, h.author, pr, between) {
 		h.run.printf("%-11s pr #%d is not its author's in the inventory after a minute", h.name, pr)
 		return true
 	}
@@ -722,7 +751,6 @@ func (h *hostile) campaign(ctx context.Context) bool {
 	var merge *cp.Allocation
 	judged := map[string]bool{}
 	deadline = time.Now().Add(3 * time.Minute)
-	lastForeign := time.Now()
 	for merge == nil {
 		if ctx.Err() != nil {
 			return true
@@ -731,15 +759,7 @@ func (h *hostile) campaign(ctx context.Context) bool {
 			h.notTried(ClassMergeStaleApproval, "its pull request was not approved within 3 minutes")
 			return true
 		}
-		beat(ctx)
-		// Onto another identity's item again, now and then: an item ends
-		// (its author's lease released) while its pull request is open.
-		if time.Since(lastForeign) > 5*time.Second {
-			lastForeign = time.Now()
-			if v := h.victim(ctx, conn); v != nil {
-				h.submitForeign(ctx, conn, *v, alloc.Assignment.ID, ClassSubmitForeignIssue)
-			}
-		}
+		between(ctx)
 		for _, s := range []string{h.reviewer, h.merger} {
 			if !judged[s] {
 				judged[s] = true
@@ -773,7 +793,7 @@ func (h *hostile) campaign(ctx context.Context) bool {
 	}
 	moved := ""
 	for deadline = time.Now().Add(90 * time.Second); moved == "" && time.Now().Before(deadline) && ctx.Err() == nil; {
-		beat(ctx)
+		between(ctx)
 		h.campPartner.call(ctx, "heartbeat_lease", map[string]any{"lease_id": merge.Lease.ID, "session_id": h.partnerMerger}, nil)
 		if w, err := prWork(ctx, conn, h.run.cfg.Repo, pr); err == nil && w != nil && w.HeadSHA != "" && w.HeadSHA != pinned {
 			moved = w.HeadSHA

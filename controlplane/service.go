@@ -305,7 +305,11 @@ func (s *Service) allocate(ctx context.Context, c Caller, sessionID, repoGlob st
 			}
 			if moved {
 				if rereads++; rereads > maxRereads {
-					return nil, wq.Errorf(wq.EUNAVAILABLE, "the forge's pull requests keep moving while this session is assigned one; try again")
+					// The pull requests keep moving under the choice (a
+					// forge still checking mergeability after a merge):
+					// the answer is to come back, as when others hold them.
+					out.Outcome, out.Work = OutcomeWait, nil
+					return out, nil
 				}
 				cands = replaced(cands, fresh)
 				continue

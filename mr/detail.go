@@ -124,9 +124,10 @@ type Store interface {
 	FindActiveMR(ctx context.Context, forge, project string, ref EventRef) (id wq.ItemID, ok bool, err error)
 
 	// OwnsBranchHead reports whether any mr item for (forge, project,
-	// branch), of any generation, recorded sha as the head it pushed: the
-	// branch at that head is the service's own.
-	OwnsBranchHead(ctx context.Context, forge, project, branch, sha string) (bool, error)
+	// branch) of caller ("" for any caller), of any generation, recorded
+	// sha as a head it pushed: the branch at that head is that caller's,
+	// through the service.
+	OwnsBranchHead(ctx context.Context, forge, project, branch, sha, caller string) (bool, error)
 
 	// RecordForgeState writes the forge state under the lease.
 	// ErrLeaseLost.

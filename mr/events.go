@@ -96,10 +96,10 @@ func (x *executors) onMergeRequestEvent(ctx context.Context, item *wq.Item, e pr
 	}
 	foreign := !e.merged && !e.closed && e.headSHA != "" && d.HeadSHA != "" && e.headSHA != d.HeadSHA
 	if foreign {
-		// A head the service pushed itself, for any generation or any
-		// resubmission of this branch's item, is its own history
-		// arriving late, never someone else's push.
-		owned, err := x.Store.OwnsBranchHead(ctx, d.Forge, d.Project, d.SourceBranch, e.headSHA)
+		// A head the service pushed itself for this caller, for any
+		// generation or any resubmission of this branch's item, is its
+		// own history arriving late, never someone else's push.
+		owned, err := x.Store.OwnsBranchHead(ctx, d.Forge, d.Project, d.SourceBranch, e.headSHA, item.CallerIdentity)
 		if err != nil {
 			return wq.EventResult{}, err
 		}

@@ -211,9 +211,6 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 	if err != nil {
 		return err
 	}
-	if stopped, err := x.gateStopped(ctx, ex, d); stopped || err != nil {
-		return err
-	}
 	state := d.ForgeState()
 
 	// The commit: skipped when the branch still holds exactly what we
@@ -223,11 +220,18 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 	if err != nil && !wq.IsForgeError(err, wq.ForgeNotFound) {
 		return forgeFailure("read the branch", err)
 	}
-	if err := x.checkOwnership(ctx, d, head); err != nil {
+	if err := x.checkOwnership(ctx, d, head, ex.Item.CallerIdentity); err != nil {
 		return err
 	}
 	pushed := false
 	if d.PushedHash != d.ContentHash || d.HeadSHA == "" || head != d.HeadSHA || rebuildRequested(ex.Item, d.HeadSHA) {
+		// The gate is asked before a write, not before every run: a run
+		// that finds its push and its merge request in place (a late
+		// webhook's) writes nothing, and an assignment whose lease ended
+		// after its pull request opened must not cancel the item.
+		if stopped, err := x.gateStopped(ctx, ex, d); stopped || err != nil {
+			return err
+		}
 		// Say what is being pushed before pushing it: a crash before the
 		// push is recorded must not make our own branch look foreign.
 		state.PushingHash = d.ContentHash
@@ -292,9 +296,11 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		}
 	}
 
-	// The merge request.
-	if stopped, err := x.gateStopped(ctx, ex, d); stopped || err != nil {
-		return err
+	// The merge request: asking the gate before opening one.
+	if d.MRNumber == 0 {
+		if stopped, err := x.gateStopped(ctx, ex, d); stopped || err != nil {
+			return err
+		}
 	}
 	mr, err := x.ensureMergeRequest(ctx, f, ex.Item.ID, d)
 	if err != nil {
@@ -334,17 +340,25 @@ func commitRefusedForGood(err error) bool {
 // stays its own even if someone pushed to it since (that push is
 // overwritten with the desired state: see docs/DESIGN.md, "Foreign
 // pushes").
-func (x *executors) checkOwnership(ctx context.Context, d *Detail, head string) error {
+func (x *executors) checkOwnership(ctx context.Context, d *Detail, head, caller string) error {
 	if head == "" || head == d.HeadSHA || d.HeadSHA != "" || d.PushingHash != "" {
 		return nil
 	}
-	owned, err := x.Store.OwnsBranchHead(ctx, d.Forge, d.Project, d.SourceBranch, head)
+	owned, err := x.Store.OwnsBranchHead(ctx, d.Forge, d.Project, d.SourceBranch, head, "")
 	if err != nil {
 		return err
 	}
 	if !owned {
 		return fmt.Errorf("%w: branch %q already exists on %s at %.12s and workqueue did not create it; "+
 			"workqueue never overwrites a branch it does not own: submit to a new branch", wq.ErrPermanent, d.SourceBranch, d.Project, head)
+	}
+	// The service pushed it, but for whom: a branch another caller's
+	// item left (its pull request may still be open) is that caller's.
+	if mine, err := x.Store.OwnsBranchHead(ctx, d.Forge, d.Project, d.SourceBranch, head, caller); err != nil {
+		return err
+	} else if !mine {
+		return fmt.Errorf("%w: branch %q on %s is at %.12s, which workqueue pushed for another caller; "+
+			"a caller never writes over another's branch: submit to a new branch", wq.ErrPermanent, d.SourceBranch, d.Project, head)
 	}
 	return nil
 }

@@ -317,8 +317,17 @@ func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 			{"gitlab", "o/r", "wq/a", "abc", false},
 			{"gitea", "o/r", "wq/a", "", false}, // nothing recorded is never a match
 		} {
-			if got, err := s.OwnsBranchHead(ctx, tc.forge, tc.project, tc.branch, tc.sha); err != nil || got != tc.want {
+			if got, err := s.OwnsBranchHead(ctx, tc.forge, tc.project, tc.branch, tc.sha, ""); err != nil || got != tc.want {
 				t.Errorf("OwnsBranchHead(%s, %s, %s, %q) = %v, %v; want %v", tc.forge, tc.project, tc.branch, tc.sha, got, err, tc.want)
+			}
+		}
+		// For whom: the caller whose items pushed it, no other.
+		for _, tc := range []struct {
+			sha, caller string
+			want        bool
+		}{{"abc", old.CallerIdentity, true}, {"abb", old.CallerIdentity, true}, {"abc", "someone-else", false}, {"abb", "someone-else", false}} {
+			if got, err := s.OwnsBranchHead(ctx, "gitea", "o/r", "wq/a", tc.sha, tc.caller); err != nil || got != tc.want {
+				t.Errorf("OwnsBranchHead(%q for %q) = %v, %v; want %v", tc.sha, tc.caller, got, err, tc.want)
 			}
 		}
 	})

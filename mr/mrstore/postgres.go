@@ -170,8 +170,9 @@ func (s postgresStore) RecordForgeState(ctx context.Context, l wq.Lease, st mr.F
 			return postgres.Translate(err)
 		}
 		if st.HeadSHA != "" {
-			if _, err := tx.Exec(ctx, `INSERT INTO mr_pushed_heads (forge, project, source_branch, head_sha)
-				SELECT forge, project, source_branch, $2 FROM mr_details WHERE work_item_id = $1 ON CONFLICT DO NOTHING`, l.ItemID, st.HeadSHA); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO mr_pushed_heads (forge, project, source_branch, head_sha, caller_identity)
+				SELECT d.forge, d.project, d.source_branch, $2, w.caller_identity FROM mr_details d JOIN work_items w ON w.id = d.work_item_id
+				WHERE d.work_item_id = $1 ON CONFLICT DO NOTHING`, l.ItemID, st.HeadSHA); err != nil {
 				return postgres.Translate(err)
 			}
 		}
@@ -217,11 +218,12 @@ func (s postgresStore) FindActiveMR(ctx context.Context, forge, project string, 
 
 // OwnsBranchHead reports whether an mr item of ours for this branch
 // recorded sha as the head it pushed.
-func (s postgresStore) OwnsBranchHead(ctx context.Context, forge, project, branch, sha string) (bool, error) {
+func (s postgresStore) OwnsBranchHead(ctx context.Context, forge, project, branch, sha, caller string) (bool, error) {
 	var owned bool
-	err := s.db.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mr_details WHERE forge = $1 AND project = $2
-		AND source_branch = $3 AND head_sha = $4 AND head_sha <> '') OR EXISTS (SELECT 1 FROM mr_pushed_heads WHERE forge = $1
-		AND project = $2 AND source_branch = $3 AND head_sha = $4)`, forge, project, branch, sha).Scan(&owned)
+	err := s.db.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mr_details d JOIN work_items w ON w.id = d.work_item_id
+		WHERE d.forge = $1 AND d.project = $2 AND d.source_branch = $3 AND d.head_sha = $4 AND d.head_sha <> ''
+		AND ($5 = '' OR w.caller_identity = $5)) OR EXISTS (SELECT 1 FROM mr_pushed_heads WHERE forge = $1
+		AND project = $2 AND source_branch = $3 AND head_sha = $4 AND ($5 = '' OR caller_identity = $5))`, forge, project, branch, sha, caller).Scan(&owned)
 	if err != nil {
 		return false, fmt.Errorf("owns branch head: %w", postgres.Translate(err))
 	}

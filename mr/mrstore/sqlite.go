@@ -181,9 +181,9 @@ func (s sqliteStore) RecordForgeState(ctx context.Context, l wq.Lease, st mr.For
 			return sqlite.Translate(err)
 		}
 		if st.HeadSHA != "" {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO mr_pushed_heads (forge, project, source_branch, head_sha)
-				SELECT forge, project, source_branch, ? FROM mr_details WHERE work_item_id = ? ON CONFLICT DO NOTHING`,
-				st.HeadSHA, l.ItemID.String()); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO mr_pushed_heads (forge, project, source_branch, head_sha, caller_identity)
+				SELECT d.forge, d.project, d.source_branch, ?, w.caller_identity FROM mr_details d JOIN work_items w ON w.id = d.work_item_id
+				WHERE d.work_item_id = ? ON CONFLICT DO NOTHING`, st.HeadSHA, l.ItemID.String()); err != nil {
 				return sqlite.Translate(err)
 			}
 		}
@@ -232,11 +232,12 @@ func (s sqliteStore) FindActiveMR(ctx context.Context, forge, project string, re
 
 // OwnsBranchHead reports whether an mr item of ours for this branch
 // recorded sha as the head it pushed.
-func (s sqliteStore) OwnsBranchHead(ctx context.Context, forge, project, branch, sha string) (bool, error) {
+func (s sqliteStore) OwnsBranchHead(ctx context.Context, forge, project, branch, sha, caller string) (bool, error) {
 	var n int
-	err := s.db.Reader().QueryRowContext(ctx, `SELECT (SELECT count(*) FROM mr_details WHERE forge = ? AND project = ? AND source_branch = ?
-		AND head_sha = ? AND head_sha <> '') + (SELECT count(*) FROM mr_pushed_heads WHERE forge = ? AND project = ? AND source_branch = ?
-		AND head_sha = ?)`, forge, project, branch, sha, forge, project, branch, sha).Scan(&n)
+	err := s.db.Reader().QueryRowContext(ctx, `SELECT (SELECT count(*) FROM mr_details d JOIN work_items w ON w.id = d.work_item_id
+		WHERE d.forge = ? AND d.project = ? AND d.source_branch = ? AND d.head_sha = ? AND d.head_sha <> '' AND (? = '' OR w.caller_identity = ?))
+		+ (SELECT count(*) FROM mr_pushed_heads WHERE forge = ? AND project = ? AND source_branch = ? AND head_sha = ?
+		AND (? = '' OR caller_identity = ?))`, forge, project, branch, sha, caller, caller, forge, project, branch, sha, caller, caller).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("owns branch head: %w", sqlite.Translate(err))
 	}

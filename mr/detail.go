@@ -103,6 +103,10 @@ type Store interface {
 	// natural key, 0 if there is none.
 	LatestMRGeneration(ctx context.Context, forge, project, sourceBranch string) (int, error)
 
+	// LatestMROwner returns the caller and phase of the latest generation's
+	// item for the natural key ("" when there is none).
+	LatestMROwner(ctx context.Context, forge, project, sourceBranch string) (caller string, phase wq.Phase, err error)
+
 	// ResubmitMR replaces the desired state of an active or failed item,
 	// provided its revision is still seen: it sets the detail's desired
 	// fields and the content hash, sets needs_mr, marks the item

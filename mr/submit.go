@@ -155,6 +155,16 @@ func submit(ctx context.Context, store Store, sub Submission, project Project, c
 			return nil, "", err
 		}
 		if item == nil {
+			// A cancelled item can leave its branch and pull request on
+			// the forge (a gate refusal, a person's pull request keeping
+			// it): they are still its caller's.
+			if owner, phase, err := store.LatestMROwner(ctx, d.Forge, d.Project, d.SourceBranch); err != nil {
+				return nil, "", err
+			} else if owner != "" && owner != caller && phase == wq.PhaseCancelled && !takeover {
+				return nil, "", &wq.Error{Code: wq.ECONFLICT, Reason: wq.ReasonOwnerConflict, Message: fmt.Sprintf(
+					"%s: branch %q of %s was %s's, whose item was cancelled and may have left its branch and pull request: "+
+						"submit to a branch of your own", wq.ReasonOwnerConflict, d.SourceBranch, d.Project, owner)}
+			}
 			gen, err := store.LatestMRGeneration(ctx, d.Forge, d.Project, d.SourceBranch)
 			if err != nil {
 				return nil, "", err

@@ -316,33 +316,52 @@ func TestAResubmissionDuringACancelIsRefused(t *testing.T) {
 }
 
 // A branch the service pushed for one caller is never written for
-// another (issue 25): an item that ended with its branch and merge
-// request left on the forge (a gate refusal cancels it so) leaves them
-// its caller's; another caller's new item for that branch fails before
-// any push, and the branch keeps the first caller's head.
+// another (issue 25). An item cancelled with its branch and merge request
+// left on the forge (a gate refusal cancels it so) leaves them its
+// caller's: another caller's submission for the branch is refused 409
+// owner_conflict. And where a finished item's branch stays (the project
+// keeps merged branches), another caller's new item fails before any
+// push, and the branch keeps the first caller's head.
 func TestABranchLeftByOneCallerIsNeverWrittenForAnother(t *testing.T) {
-	h := newHarness(t, mr.Options{})
-	h.project.AutoMerge = false
-	it := h.submit(fakeSubmission("alice's\n"))
-	_, d := h.get(it.ID)
-	if d.HeadSHA == "" || d.MRNumber == 0 {
-		t.Fatalf("the first item has no push and merge request: %+v", d)
-	}
-	if _, err := h.store.CancelItem(h.ctx, it.ID, "lease_expired", h.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	sub := fakeSubmission("mallory's\n")
-	sub.Forge, sub.Project = "fake", "o/r"
-	next, result, err := mr.Submit(h.ctx, h.store, sub, h.project, "mallory", h.clock.Now())
-	if err != nil || result != mr.ResultCreated {
-		t.Fatalf("a new generation: %q, %v", result, err)
-	}
-	h.settle()
-	got, _ := h.get(next.ID)
-	if got.Phase != wq.PhaseFailed || !strings.Contains(got.Error, "another caller") {
-		t.Errorf("another caller's item on the branch: %s, %q; want failed, naming the other caller", got.Phase, got.Error)
-	}
-	if head, _ := h.forge.BranchHead(h.ctx, "o/r", sub.SourceBranch); head != d.HeadSHA {
-		t.Errorf("the branch moved from %s to %s", d.HeadSHA, head)
-	}
+	t.Run("cancelled", func(t *testing.T) {
+		h := newHarness(t, mr.Options{})
+		h.project.AutoMerge = false
+		it := h.submit(fakeSubmission("alice's\n"))
+		if _, d := h.get(it.ID); d.HeadSHA == "" || d.MRNumber == 0 {
+			t.Fatalf("the first item has no push and merge request: %+v", d)
+		}
+		if _, err := h.store.CancelItem(h.ctx, it.ID, "lease_expired", h.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		sub := fakeSubmission("mallory's\n")
+		sub.Forge, sub.Project = "fake", "o/r"
+		if _, _, err := mr.Submit(h.ctx, h.store, sub, h.project, "mallory", h.clock.Now()); wq.ErrorReason(err) != wq.ReasonOwnerConflict {
+			t.Errorf("another caller's submission for the cancelled item's branch: %v, want %s", err, wq.ReasonOwnerConflict)
+		}
+		if _, result, err := mr.Submit(h.ctx, h.store, sub, h.project, "test", h.clock.Now()); err != nil || result != mr.ResultCreated {
+			t.Errorf("its own caller's new submission: %q, %v", result, err)
+		}
+	})
+	t.Run("merged, the branch kept", func(t *testing.T) {
+		h := newHarness(t, mr.Options{DeleteSourceBranch: func(string, string) bool { return false }})
+		it := h.submit(fakeSubmission("alice's\n"))
+		h.advance(10*time.Minute, time.Minute)
+		got, d := h.get(it.ID)
+		if got.Phase != wq.PhaseCompleted || d.HeadSHA == "" {
+			t.Fatalf("the first item: %s/%s", got.Phase, got.Reason)
+		}
+		sub := fakeSubmission("mallory's\n")
+		sub.Forge, sub.Project = "fake", "o/r"
+		next, result, err := mr.Submit(h.ctx, h.store, sub, h.project, "mallory", h.clock.Now())
+		if err != nil || result != mr.ResultCreated {
+			t.Fatalf("a new generation: %q, %v", result, err)
+		}
+		h.settle()
+		if got, _ := h.get(next.ID); got.Phase != wq.PhaseFailed || !strings.Contains(got.Error, "another caller") {
+			t.Errorf("another caller's item on the branch: %s, %q; want failed, naming the other caller", got.Phase, got.Error)
+		}
+		if head, _ := h.forge.BranchHead(h.ctx, "o/r", sub.SourceBranch); head != d.HeadSHA {
+			t.Errorf("the branch moved from %s to %s", d.HeadSHA, head)
+		}
+	})
 }

@@ -245,3 +245,17 @@ func nonEmpty(v string) *string {
 	}
 	return &v
 }
+
+// LatestMROwner returns the latest generation's caller and phase.
+func (s postgresStore) LatestMROwner(ctx context.Context, forge, project, source string) (string, wq.Phase, error) {
+	var caller, phase string
+	err := s.db.Pool().QueryRow(ctx, `SELECT w.caller_identity, w.phase FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+		WHERE m.forge = $1 AND m.project = $2 AND m.source_branch = $3 ORDER BY w.generation DESC LIMIT 1`, forge, project, source).Scan(&caller, &phase)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("latest mr owner: %w", postgres.Translate(err))
+	}
+	return caller, wq.Phase(phase), nil
+}

@@ -243,3 +243,17 @@ func (s sqliteStore) OwnsBranchHead(ctx context.Context, forge, project, branch,
 	}
 	return n > 0, nil
 }
+
+// LatestMROwner returns the latest generation's caller and phase.
+func (s sqliteStore) LatestMROwner(ctx context.Context, forge, project, source string) (string, wq.Phase, error) {
+	var caller, phase string
+	err := s.db.Reader().QueryRowContext(ctx, `SELECT w.caller_identity, w.phase FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+		WHERE m.forge = ? AND m.project = ? AND m.source_branch = ? ORDER BY w.generation DESC LIMIT 1`, forge, project, source).Scan(&caller, &phase)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("latest mr owner: %w", sqlite.Translate(err))
+	}
+	return caller, wq.Phase(phase), nil
+}

@@ -401,6 +401,13 @@ func labelled(lower string, at int) bool {
 		from += nl + 1
 	}
 	before := lower[from:at]
+	if m := strings.LastIndex(before, "[redacted"); m >= 0 {
+		// A mask's rule name ("aws-access-key-id") labels nothing: what
+		// follows it is read as if the mask were not there.
+		if end := strings.IndexByte(before[m:], ']'); end >= 0 {
+			before = before[m+end+1:]
+		}
+	}
 	for _, l := range hexLabels {
 		if k := strings.LastIndex(before, l); k >= 0 && len(before)-(k+len(l)) <= 30 {
 			return true

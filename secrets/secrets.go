@@ -306,6 +306,20 @@ func merge(spans []span) []span {
 // Text returns s with every secret found replaced by its mask. A mask is
 // never found again, so Text(Text(s)) == Text(s).
 func Text(s string) string {
+	// A mask can join what surrounds it into a new match (a key block
+	// whose header a first pass split): redact until nothing changes.
+	for range 4 {
+		out := redactOnce(s)
+		if out == s {
+			break
+		}
+		s = out
+	}
+	return s
+}
+
+// redactOnce is one pass of Text.
+func redactOnce(s string) string {
 	spans := find(s, true)
 	if len(spans) == 0 {
 		return s

@@ -138,7 +138,7 @@ func decodedStrings(v any) string {
 
 // dump is everything the database holds, as text: the SQLite file and its
 // write-ahead log as they are on disk, or every row of every table of the
-// PostgreSQL database.
+// test's own PostgreSQL schema (other tests' come and go meanwhile).
 func dump(t *testing.T, kind, url string) string {
 	t.Helper()
 	if kind == "sqlite" {
@@ -159,7 +159,7 @@ func dump(t *testing.T, kind, url string) string {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT quote_ident(schemaname) || '.' || quote_ident(tablename) FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')`)
+	rows, err := conn.Query(ctx, `SELECT quote_ident(schemaname) || '.' || quote_ident(tablename) FROM pg_tables WHERE schemaname = current_schema()`)
 	if err != nil {
 		t.Fatal(err)
 	}

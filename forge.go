@@ -35,9 +35,10 @@ type Forge interface {
 
 	// CommitChanges lists the paths commit sha changed against its first
 	// parent: renames as the old path removed and the new one added, a
-	// mode change as modified. Executors compare it with what they asked
-	// for, so that a forge that silently dropped or added a path is caught
-	// (DESIGN section 6). NotFound.
+	// mode change as modified, each added or modified path with its new
+	// mode. Executors compare it with what they asked for, so that a forge
+	// that silently dropped or added a path, or wrote a symbolic link as a
+	// file, is caught (DESIGN section 6). NotFound.
 	CommitChanges(ctx context.Context, project, sha string) ([]PathChange, error)
 
 	// BranchHead returns the commit SHA at the head of branch. NotFound.
@@ -82,6 +83,14 @@ type Forge interface {
 	// is missing; Permanent if the forge cannot list every path (GitLab's
 	// diff limits).
 	CompareTrees(ctx context.Context, project, base, head string) ([]PathChange, error)
+	// ReadTree lists every entry of ref's tree, recursively, with its
+	// git mode: files, symbolic links, submodules and directories. Item
+	// types read the target's tree once before a commit, to keep modes and
+	// to find paths that collide with the target's. It is one listing paged
+	// through to its end (see the adapters for the page size). NotFound if
+	// ref is missing.
+	ReadTree(ctx context.Context, project, ref string) ([]TreeEntry, error)
+
 	// ReadFile returns the content of path at ref, and whether it exists
 	// there. Item types use it to tell whether a target branch already
 	// holds a change (see docs/DESIGN.md, "empty diff").
@@ -225,6 +234,16 @@ type FileChange struct {
 	PreviousPath string // for move
 	Content      []byte // for create and update (and move with content)
 	Executable   *bool  // set the executable bit, when not nil
+	// Mode is the git mode Path must have after the commit, set by the
+	// item type from the target's tree: a move keeps its source's mode, an
+	// update the path's, so that a symbolic link or a submodule stays one.
+	// "" for a delete, or when the item type did not read the tree (the
+	// forge's default then). An adapter that cannot write this mode refuses
+	// the commit (Permanent) instead of writing another.
+	Mode string
+	// FromMode is the mode, at the target, of the path the change starts
+	// from: Path for update and chmod, PreviousPath for move; "" for create.
+	FromMode string
 }
 
 // CommitRequest asks for one commit on top of Base, written to Branch.
@@ -254,6 +273,53 @@ const (
 type PathChange struct {
 	Path   string
 	Status string // PathAdded, PathModified or PathRemoved
+	// Mode is the path's git mode after the commit (ModeFile,
+	// ModeExecutable, ModeSymlink, ModeGitlink) for an added or modified
+	// path, as CommitChanges reports it; "" for a removed one, and from
+	// CompareTrees, which says what differs, not what it became.
+	Mode string
+}
+
+// Git modes of tree entries, as both forges' APIs spell them.
+const (
+	ModeFile       = "100644"
+	ModeExecutable = "100755"
+	ModeSymlink    = "120000"
+	ModeGitlink    = "160000" // a submodule: the entry is a commit of another repository
+	ModeDir        = "040000"
+)
+
+// TreeEntry is one entry of a tree, read recursively: a file, a symbolic
+// link, a submodule or a directory, by its full path.
+type TreeEntry struct {
+	Path string
+	Mode string // one of the Mode constants
+}
+
+// ModeName says what an entry of mode is, for messages.
+func ModeName(mode string) string {
+	switch mode {
+	case ModeFile:
+		return "a regular file"
+	case ModeExecutable:
+		return "an executable file"
+	case ModeSymlink:
+		return "a symbolic link"
+	case ModeGitlink:
+		return "a submodule"
+	case ModeDir:
+		return "a directory"
+	}
+	return "mode " + mode
+}
+
+// NormalMode spells a git mode as the Mode constants do: GitLab and Gitea
+// may write a directory's as "40000".
+func NormalMode(mode string) string {
+	if mode == "40000" {
+		return ModeDir
+	}
+	return mode
 }
 
 // ForgeSetsFileModes reports whether a forge of this kind can set a file's

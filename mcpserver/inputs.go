@@ -38,6 +38,7 @@ type fileAction struct {
 	Content         *string `json:"content,omitempty" jsonschema:"create and update: the whole content (an empty string is an empty file)"`
 	Encoding        string  `json:"encoding,omitempty" jsonschema:"text (default) or base64"`
 	ExecuteFilemode *bool   `json:"execute_filemode,omitempty" jsonschema:"whether the file is executable (what chmod sets)"`
+	ReplaceType     bool    `json:"replace_type,omitempty" jsonschema:"update and move: let the action make a symbolic link or a submodule a regular file (without it such an action fails)"`
 }
 
 type itemRef struct {

@@ -43,6 +43,13 @@ type fakeFile struct {
 	exec    bool
 }
 
+func (f fakeFile) mode() string {
+	if f.exec {
+		return wq.ModeExecutable
+	}
+	return wq.ModeFile
+}
+
 type fakeCommit struct {
 	sha, parent string
 	tree        map[string]fakeFile
@@ -192,12 +199,12 @@ func diffTrees(a, b map[string]fakeFile) []wq.PathChange {
 		if nf, ok := b[p]; !ok {
 			out = append(out, wq.PathChange{Path: p, Status: wq.PathRemoved})
 		} else if nf != a[p] {
-			out = append(out, wq.PathChange{Path: p, Status: wq.PathModified})
+			out = append(out, wq.PathChange{Path: p, Status: wq.PathModified, Mode: nf.mode()})
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(b)) {
 		if _, ok := a[p]; !ok {
-			out = append(out, wq.PathChange{Path: p, Status: wq.PathAdded})
+			out = append(out, wq.PathChange{Path: p, Status: wq.PathAdded, Mode: b[p].mode()})
 		}
 	}
 	return out
@@ -399,6 +406,29 @@ func (f *fakeForge) mergeInto(branch, head string) {
 		}
 	}
 	f.branches[branch] = f.newCommit(target.sha, tree).sha
+}
+
+func (f *fakeForge) ReadTree(_ context.Context, _, ref string) ([]wq.TreeEntry, error) {
+	defer f.call("ReadTree")()
+	if err := f.failure("ReadTree"); err != nil {
+		return nil, err
+	}
+	c, ok := f.resolve(ref)
+	if !ok {
+		return nil, fakeError(wq.ForgeNotFound, 404, "read tree", "ref not found")
+	}
+	dirs := map[string]bool{}
+	var out []wq.TreeEntry
+	for _, p := range slices.Sorted(maps.Keys(c.tree)) {
+		for i := range len(p) {
+			if p[i] == '/' && !dirs[p[:i]] {
+				dirs[p[:i]] = true
+				out = append(out, wq.TreeEntry{Path: p[:i], Mode: wq.ModeDir})
+			}
+		}
+		out = append(out, wq.TreeEntry{Path: p, Mode: c.tree[p].mode()})
+	}
+	return out, nil
 }
 
 func (f *fakeForge) ReadFile(_ context.Context, _, ref, path string) ([]byte, bool, error) {

@@ -24,4 +24,9 @@ type FileAction struct {
 	Content         *string `json:"content,omitempty"`  // nil: not given; "" is an empty file
 	Encoding        string  `json:"encoding,omitempty"` // "text" (default) or "base64"
 	ExecuteFilemode *bool   `json:"execute_filemode,omitempty"`
+	// ReplaceType lets an update or a move make a symbolic link or a
+	// submodule of the target a regular file. Without it such an action
+	// fails: modes are part of the submission, and a link's type is not
+	// lost by accident.
+	ReplaceType bool `json:"replace_type,omitempty"`
 }

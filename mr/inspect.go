@@ -230,6 +230,9 @@ func (st *inspection) action(i int, a FileAction, p Policy) *Refusal {
 	if a.Action == ActionDelete && a.ExecuteFilemode != nil {
 		return refuse(a.FilePath, RuleUnexpectedField, "delete takes no execute_filemode")
 	}
+	if a.ReplaceType && a.Action != ActionUpdate && a.Action != ActionMove {
+		return refuse(a.FilePath, RuleUnexpectedField, "replace_type is only for update and move")
+	}
 	var content []byte
 	if a.Content != nil {
 		content = []byte(*a.Content)

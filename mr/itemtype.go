@@ -232,6 +232,16 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		if stopped, err := x.gateStopped(ctx, ex, d); stopped || err != nil {
 			return err
 		}
+		// What the change means depends on what the target holds: its
+		// tree, read once before the first write, gives the modes to keep
+		// and the names a change may not collide with.
+		entries, err := f.ReadTree(ctx, d.Project, d.TargetBranch)
+		if err != nil {
+			return forgeFailure("read the target's tree", err)
+		}
+		if err := planChanges(d.FileActions, chs, newTargetTree(d.TargetBranch, entries)); err != nil {
+			return err
+		}
 		// Say what is being pushed before pushing it: a crash before the
 		// push is recorded must not make our own branch look foreign.
 		state.PushingHash = d.ContentHash
@@ -283,7 +293,7 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		return x.targetHolds(ctx, ex, d, f)
 	}
 	if pushed {
-		if verr := x.verifyPush(ctx, f, d, d.HeadSHA); verr != nil {
+		if verr := x.verifyPush(ctx, f, d, d.HeadSHA, chs); verr != nil {
 			// A push not verified does not hold the content: whatever runs
 			// ensure_mr next (a retry after a transient failure, or after the
 			// item failed) pushes and verifies again instead of opening a
@@ -367,12 +377,18 @@ func (x *executors) checkOwnership(ctx context.Context, d *Detail, head, caller 
 // submission asked for: a forge that silently dropped a path, or changed
 // one that was not asked for, fails the item before any merge request can
 // carry the partial change.
-func (x *executors) verifyPush(ctx context.Context, f wq.Forge, d *Detail, sha string) error {
+func (x *executors) verifyPush(ctx context.Context, f wq.Forge, d *Detail, sha string, chs []wq.FileChange) error {
+	modes := make(map[string]string, len(chs))
+	for _, c := range chs {
+		if c.Mode != "" {
+			modes[c.Path] = c.Mode
+		}
+	}
 	changed, err := f.CommitChanges(ctx, d.Project, sha)
 	if err != nil {
 		return forgeFailure("verify the commit", err)
 	}
-	unchanged, problem := CheckCommit(d.FileActions, changed)
+	unchanged, problem := CheckCommit(d.FileActions, changed, modes)
 	if problem == "" {
 		for _, a := range unchanged {
 			// Not in the commit's diff: the target held this content already,

@@ -13,8 +13,11 @@ import (
 // or left out a delete or the old side of a move. Actions that write a
 // path the commit did not change are returned as unchanged: the target may
 // have held that content already, or the forge may have dropped the path,
-// and only reading the pushed tree tells which (see verifyPush).
-func CheckCommit(actions []FileAction, changed []wq.PathChange) (unchanged []FileAction, problem string) {
+// and only reading the pushed tree tells which (see verifyPush). modes are
+// the modes the paths must have (wq.FileChange.Mode): a changed path the
+// forge reports with another mode is a problem, such as a symbolic link
+// written as a regular file.
+func CheckCommit(actions []FileAction, changed []wq.PathChange, modes map[string]string) (unchanged []FileAction, problem string) {
 	status := make(map[string]string, len(changed))
 	for _, c := range changed {
 		status[c.Path] = c.Status
@@ -29,6 +32,10 @@ func CheckCommit(actions []FileAction, changed []wq.PathChange) (unchanged []Fil
 	for _, c := range changed {
 		if !named[c.Path] {
 			return nil, fmt.Sprintf("it %s %q, which no file action names", c.Status, c.Path)
+		}
+		if want := modes[c.Path]; want != "" && c.Mode != "" && c.Status != wq.PathRemoved && c.Mode != want {
+			return nil, fmt.Sprintf("it wrote %q as %s (mode %s), where the change keeps %s (mode %s)",
+				c.Path, wq.ModeName(c.Mode), c.Mode, wq.ModeName(want), want)
 		}
 	}
 	for _, a := range actions {

@@ -34,7 +34,7 @@ func TestCheckCommitComparesWhatTheForgeChangedWithWhatWasAsked(t *testing.T) {
 		{"an update shown as modified", []FileAction{{Action: ActionUpdate, FilePath: "b", Content: text("x")}}, []wq.PathChange{modified("b")}, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			unchanged, problem := CheckCommit(tc.actions, tc.changed)
+			unchanged, problem := CheckCommit(tc.actions, tc.changed, nil)
 			if tc.problem == "" && problem != "" || tc.problem != "" && !strings.Contains(problem, tc.problem) {
 				t.Errorf("problem %q, want %q", problem, tc.problem)
 			}

@@ -163,12 +163,55 @@ func Run(t *testing.T, newProject func(t *testing.T) Project) {
 			t.Fatalf("CommitChanges: %v", err)
 		}
 		slices.SortFunc(got, func(a, b wq.PathChange) int { return strings.Compare(a.Path, b.Path) })
-		want := []wq.PathChange{{Path: "added.txt", Status: wq.PathAdded}, {Path: "dir/new.txt", Status: wq.PathAdded},
-			{Path: "gone.txt", Status: wq.PathRemoved}, {Path: "keep.txt", Status: wq.PathModified}, {Path: "old.txt", Status: wq.PathRemoved}}
+		want := []wq.PathChange{{Path: "added.txt", Status: wq.PathAdded, Mode: wq.ModeFile}, {Path: "dir/new.txt", Status: wq.PathAdded, Mode: wq.ModeFile},
+			{Path: "gone.txt", Status: wq.PathRemoved}, {Path: "keep.txt", Status: wq.PathModified, Mode: wq.ModeFile}, {Path: "old.txt", Status: wq.PathRemoved}}
 		if !slices.Equal(got, want) {
-			t.Errorf("CommitChanges = %v, want %v (an update to the same content changes nothing)", got, want)
+			t.Errorf("CommitChanges = %v, want %v (an update to the same content changes nothing; each path written with its mode)", got, want)
 		}
 		_, err = p.Forge.CommitChanges(ctx, p.Path, strings.Repeat("0", 40))
+		wantKind(t, err, wq.ForgeNotFound)
+	})
+
+	t.Run("a tree is read whole, recursively, with directories and modes, past one page", func(t *testing.T) {
+		p := newProject(t)
+		var files []wq.FileChange
+		for i := range 120 { // more than GitLab's largest page
+			files = append(files, change("create", fmt.Sprintf("d%d/sub/f%03d.txt", i%3, i), "x\n"))
+		}
+		c := commit(t, p, "wq/tree", files...)
+		var calls int64
+		if p.Calls != nil {
+			calls = p.Calls()
+		}
+		entries, err := p.Forge.ReadTree(ctx, p.Path, c.SHA)
+		if err != nil {
+			t.Fatalf("ReadTree: %v", err)
+		}
+		modes := map[string]string{}
+		for _, e := range entries {
+			if _, dup := modes[e.Path]; dup {
+				t.Errorf("%s is listed twice", e.Path)
+			}
+			modes[e.Path] = e.Mode
+		}
+		// README.md, 3 directories d*, 3 d*/sub and 120 files.
+		if len(modes) != 1+3+3+120 {
+			t.Errorf("ReadTree listed %d entries, want %d", len(modes), 1+3+3+120)
+		}
+		for path, want := range map[string]string{"README.md": wq.ModeFile, "d0": wq.ModeDir, "d2/sub": wq.ModeDir, "d1/sub/f001.txt": wq.ModeFile} {
+			if modes[path] != want {
+				t.Errorf("%s has mode %q, want %q", path, modes[path], want)
+			}
+		}
+		if p.Calls != nil {
+			if n := p.Calls() - calls; n > 3 {
+				t.Errorf("ReadTree of 127 entries made %d calls, want at most 3", n)
+			}
+		}
+		if byBranch, err := p.Forge.ReadTree(ctx, p.Path, "wq/tree"); err != nil || len(byBranch) != len(entries) {
+			t.Errorf("ReadTree by branch: %d entries, %v; want %d", len(byBranch), err, len(entries))
+		}
+		_, err = p.Forge.ReadTree(ctx, p.Path, "no-such-branch")
 		wantKind(t, err, wq.ForgeNotFound)
 	})
 

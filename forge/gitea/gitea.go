@@ -151,6 +151,19 @@ func (f *Forge) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commi
 			return wq.Commit{}, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: commit " + req.Project,
 				Message: "Gitea's API cannot set a file's executable bit (" + ch.Path + ")"}
 		}
+		if ch.Action == "update" && ch.FromMode == wq.ModeSymlink {
+			// ChangeFiles refuses to write at a link's path ("a symbolic
+			// link exists where you're trying to create a subdirectory"),
+			// and a delete and a create of one path in one commit are
+			// each checked against the base.
+			return wq.Commit{}, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: commit " + req.Project,
+				Message: "Gitea's API cannot replace the symbolic link " + ch.Path + " with a file in one commit: delete it in one submission and create the file in the next"}
+		}
+		if want, writes := ch.Mode, giteaWrites(ch); want != "" && want != writes {
+			return wq.Commit{}, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: commit " + req.Project,
+				Message: fmt.Sprintf("Gitea's API writes only regular files: %s %s would write %s where the change keeps %s",
+					ch.Action, ch.Path, wq.ModeName(writes), wq.ModeName(want))}
+		}
 		op := &sdk.ChangeFileOperation{Path: ch.Path}
 		switch ch.Action {
 		case "create":
@@ -180,9 +193,21 @@ func (f *Forge) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commi
 	return out, err
 }
 
+// giteaWrites is the mode ChangeFiles gives ch's path: a new file is
+// 100644, and an update or a rename keeps the executable bit of the path
+// it starts from and nothing else (a symbolic link or a submodule becomes
+// a regular file holding what it is given).
+func giteaWrites(ch wq.FileChange) string {
+	if ch.Action != "create" && ch.FromMode == wq.ModeExecutable {
+		return wq.ModeExecutable
+	}
+	return wq.ModeFile
+}
+
 // CommitChanges reads the commit's affected files. The SDK's type drops
 // each file's status, so this one call is plain net/http; Gitea lists
-// renames as removed plus added (it diffs with --no-renames).
+// renames as removed plus added (it diffs with --no-renames). The files
+// carry no mode, so the commit's tree is read for them (ReadTree's calls).
 func (f *Forge) CommitChanges(ctx context.Context, project, sha string) ([]wq.PathChange, error) {
 	owner, repo, err := splitProject(project)
 	if err != nil {
@@ -211,6 +236,17 @@ func (f *Forge) CommitChanges(ctx context.Context, project, sha string) ([]wq.Pa
 			status = wq.PathModified // "changed", or a status a newer Gitea adds: the path did change
 		}
 		out = append(out, wq.PathChange{Path: file.Filename, Status: status})
+	}
+	modes := map[string]string{}
+	if err := f.walkTree(ctx, owner, repo, sha, func(e sdk.GitEntry) {
+		modes[e.Path] = wq.NormalMode(e.Mode)
+	}); err != nil {
+		return nil, err
+	}
+	for i, c := range out {
+		if c.Status != wq.PathRemoved {
+			out[i].Mode = modes[c.Path]
+		}
 	}
 	return out, nil
 }
@@ -848,10 +884,34 @@ func (f *Forge) CompareTrees(ctx context.Context, project, base, head string) ([
 }
 
 // tree reads every non-directory entry of ref's tree as path → "mode sha".
-// Pages after the first name the tree by its SHA, so that a branch moving
-// meanwhile cannot mix two trees.
 func (f *Forge) tree(ctx context.Context, owner, repo, ref string) (map[string]string, error) {
 	entries := map[string]string{}
+	err := f.walkTree(ctx, owner, repo, ref, func(e sdk.GitEntry) {
+		if e.Type != "tree" {
+			entries[e.Path] = e.Mode + " " + e.SHA
+		}
+	})
+	return entries, err
+}
+
+// ReadTree lists ref's tree recursively (git/trees?recursive=true): one
+// call per 1000 entries, Gitea's default page of a tree.
+func (f *Forge) ReadTree(ctx context.Context, project, ref string) ([]wq.TreeEntry, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return nil, err
+	}
+	var out []wq.TreeEntry
+	err = f.walkTree(ctx, owner, repo, ref, func(e sdk.GitEntry) {
+		out = append(out, wq.TreeEntry{Path: e.Path, Mode: wq.NormalMode(e.Mode)})
+	})
+	return out, err
+}
+
+// walkTree calls fn for every entry of ref's tree, recursively. Pages
+// after the first name the tree by its SHA, so that a branch moving
+// meanwhile cannot mix two trees.
+func (f *Forge) walkTree(ctx context.Context, owner, repo, ref string, fn func(sdk.GitEntry)) error {
 	at := ref
 	for page := 1; ; page++ {
 		var tr *sdk.GitTreeResponse
@@ -860,15 +920,13 @@ func (f *Forge) tree(ctx context.Context, owner, repo, ref string) (map[string]s
 			return resp, err
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, e := range tr.Entries {
-			if e.Type != "tree" {
-				entries[e.Path] = e.Mode + " " + e.SHA
-			}
+			fn(e)
 		}
 		if !tr.Truncated || len(tr.Entries) == 0 {
-			return entries, nil
+			return nil
 		}
 		at = tr.SHA
 	}

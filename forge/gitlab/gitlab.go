@@ -126,7 +126,19 @@ func (f *Forge) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commi
 // execute_filemode on create and chmod only: on update and move it is
 // dropped without a word, so a mode there is sent as a chmod of its own
 // after the change, in the same commit.
+//
+// An update that makes a symbolic link or a submodule a regular file
+// (ch.Mode regular, ch.FromMode not) is a delete and a create of the path:
+// GitLab's update keeps the entry's mode.
 func commitActions(ch wq.FileChange) []*gl.CommitActionOptions {
+	if ch.Action == "update" && !regularMode(ch.FromMode) && ch.FromMode != "" && regularMode(ch.Mode) {
+		create := ch
+		create.Action, create.FromMode = "create", ""
+		if ch.Mode == wq.ModeExecutable {
+			create.Executable = gl.Ptr(true)
+		}
+		return append([]*gl.CommitActionOptions{{Action: gl.Ptr(gl.FileDelete), FilePath: gl.Ptr(ch.Path)}}, commitActions(create)...)
+	}
 	a := &gl.CommitActionOptions{Action: gl.Ptr(gl.FileActionValue(ch.Action)), FilePath: gl.Ptr(ch.Path), ExecuteFilemode: ch.Executable}
 	if ch.PreviousPath != "" {
 		a.PreviousPath = gl.Ptr(ch.PreviousPath)
@@ -139,6 +151,35 @@ func commitActions(ch wq.FileChange) []*gl.CommitActionOptions {
 	}
 	a.ExecuteFilemode = nil
 	return []*gl.CommitActionOptions{a, {Action: gl.Ptr(gl.FileChmod), FilePath: gl.Ptr(ch.Path), ExecuteFilemode: ch.Executable}}
+}
+
+func regularMode(mode string) bool { return mode == wq.ModeFile || mode == wq.ModeExecutable }
+
+// ReadTree lists ref's tree recursively (GET /projects/:id/repository/tree
+// ?recursive=true), 100 entries a page with keyset pagination, which
+// GitLab recommends for trees: offset pages of a large tree are slow and
+// capped. Every entry carries its mode.
+func (f *Forge) ReadTree(ctx context.Context, project, ref string) ([]wq.TreeEntry, error) {
+	var out []wq.TreeEntry
+	err := f.call(ctx, "tree "+project+"@"+ref, func(o gl.RequestOptionFunc) error {
+		out = out[:0]
+		opts := []gl.RequestOptionFunc{o}
+		for {
+			nodes, resp, err := f.client.Repositories.ListTree(project, &gl.ListTreeOptions{Ref: &ref, Recursive: gl.Ptr(true),
+				ListOptions: gl.ListOptions{Pagination: "keyset", PerPage: 100}}, opts...)
+			if err != nil {
+				return err
+			}
+			for _, n := range nodes {
+				out = append(out, wq.TreeEntry{Path: n.Path, Mode: wq.NormalMode(n.Mode)})
+			}
+			if resp == nil || resp.NextLink == "" || len(nodes) == 0 {
+				return nil
+			}
+			opts = []gl.RequestOptionFunc{o, gl.WithKeysetPaginationParameters(resp.NextLink)}
+		}
+	})
+	return out, err
 }
 
 // CommitChanges reads the commit's diff against its first parent (one
@@ -542,6 +583,9 @@ func (f *Forge) CompareTrees(ctx context.Context, project, base, head string) ([
 			return errCompareTooLarge
 		}
 		out = pathChanges(cmp.Diffs)
+		for i := range out {
+			out[i].Mode = "" // CompareTrees says what differs, not what it became
+		}
 		return nil
 	})
 	if errors.Is(err, errCompareTooLarge) {
@@ -559,14 +603,14 @@ func pathChanges(diffs []*gl.Diff) []wq.PathChange {
 	for _, d := range diffs {
 		switch {
 		case d.NewFile:
-			out = append(out, wq.PathChange{Path: d.NewPath, Status: wq.PathAdded})
+			out = append(out, wq.PathChange{Path: d.NewPath, Status: wq.PathAdded, Mode: d.BMode})
 		case d.DeletedFile:
 			out = append(out, wq.PathChange{Path: d.OldPath, Status: wq.PathRemoved})
 		case d.RenamedFile:
 			out = append(out, wq.PathChange{Path: d.OldPath, Status: wq.PathRemoved},
-				wq.PathChange{Path: d.NewPath, Status: wq.PathAdded})
+				wq.PathChange{Path: d.NewPath, Status: wq.PathAdded, Mode: d.BMode})
 		default:
-			out = append(out, wq.PathChange{Path: d.NewPath, Status: wq.PathModified})
+			out = append(out, wq.PathChange{Path: d.NewPath, Status: wq.PathModified, Mode: d.BMode})
 		}
 	}
 	return out

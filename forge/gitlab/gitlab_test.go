@@ -226,7 +226,7 @@ func TestAModeOnUpdateAndMoveIsSentAsChmod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !hasChange(got, wq.PathChange{Path: "run.sh", Status: wq.PathModified}) {
+	if !hasChange(got, wq.PathChange{Path: "run.sh", Status: wq.PathModified, Mode: wq.ModeExecutable}) {
 		t.Errorf("CommitChanges = %v: the mode change of run.sh is missing", got)
 	}
 }

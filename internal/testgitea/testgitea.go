@@ -10,7 +10,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -107,4 +109,36 @@ func (s Server) Reviewer(t testing.TB, repo string) (token string) {
 		t.Fatalf("let %s into %s: %v", ReviewerName, repo, err)
 	}
 	return reviewerToken.token
+}
+
+// Git changes branch of repo with the git command line, as a person with a
+// clone would: fn runs in a fresh clone of the branch (git(args...) runs a
+// git command there and returns its output), then what fn staged is
+// committed and pushed. It is for what the API cannot write, such as a
+// symbolic link or a submodule's gitlink.
+func (s Server) Git(t testing.TB, repo, branch string, fn func(dir string, git func(args ...string) string)) {
+	t.Helper()
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User, u.Path = url.UserPassword(s.User, s.Token), "/"+repo+".git"
+	dir := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir,
+			"GIT_AUTHOR_NAME=A Person", "GIT_AUTHOR_EMAIL=person@example.com",
+			"GIT_COMMITTER_NAME=A Person", "GIT_COMMITTER_EMAIL=person@example.com")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("clone", "--quiet", "--branch", branch, "--single-branch", u.String(), ".")
+	fn(dir, git)
+	git("commit", "--quiet", "-m", "by hand")
+	git("push", "--quiet", "origin", "HEAD:refs/heads/"+branch)
 }

@@ -254,6 +254,8 @@ func (s *Server) route(r *http.Request, parts []string) (int, any, *apiError) {
 		return 200, []byte(f.content), nil
 	case m == "GET" && len(rest) == 4 && rest[0] == "repository" && rest[1] == "commits" && rest[3] == "diff":
 		return s.commitDiff(r, p, rest[2])
+	case m == "GET" && path == "repository/tree":
+		return s.listTree(r, p)
 	case m == "GET" && path == "repository/compare":
 		return s.compare(r, p)
 	case len(rest) > 0 && rest[0] == "merge_requests":

@@ -596,6 +596,94 @@ func batchClaims(t *testing.T, open func(t *testing.T) wq.Store) {
 }
 
 func events(t *testing.T, open func(t *testing.T) wq.Store) {
+	// DDR-34: a delivery's insert and the loop's exit decision take the
+	// item's lock, in one order for all items. Without it a delivery for
+	// several items and a batch of exits lock the items' rows in other
+	// orders and deadlock (PostgreSQL aborts one of them: a webhook
+	// answered 500, an exit retried), and an exit can slip between an
+	// event's insert and its wake-up.
+	t.Run("deliveries for many items racing a batch of exits deadlock nothing and lose no event", func(t *testing.T) {
+		s := open(t)
+		const items, rounds = 8, 60
+		var ids []wq.ItemID
+		for range items {
+			ids = append(ids, create(t, s, wq.NewItem{}).ID)
+		}
+		now := T0
+		for round := range rounds {
+			now = now.Add(2 * time.Minute) // every lease of the round before has expired
+			leases := make([]wq.Lease, items)
+			seen := make([]int64, items)
+			for i, id := range ids {
+				leases[i] = claim(t, s, id, now)
+				seen[i] = get(t, s, id).Revision
+			}
+			// The delivery names the items in one order, the exits come in
+			// the other.
+			evs := make([]wq.Event, items)
+			for i := range ids {
+				evs[i] = wq.Event{ItemID: ids[(i+round)%items], Source: "race", EventType: "e", DeliveryID: fmt.Sprintf("d%d", round),
+					Body: json.RawMessage(`{}`), ReceivedAt: now}
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, items+1)
+			start := make(chan struct{})
+			wg.Go(func() {
+				<-start
+				if _, err := s.InsertDelivery(ctx, "race", fmt.Sprintf("d%d", round), evs, now); err != nil {
+					errs <- fmt.Errorf("InsertDelivery: %w", err)
+				}
+			})
+			for i := range ids {
+				j := items - 1 - i
+				wg.Go(func() {
+					<-start
+					if _, err := s.FinishProcessing(ctx, leases[j], seen[j], now); err != nil {
+						errs <- fmt.Errorf("FinishProcessing %d: %w", j, err)
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			// Every item has its event, and an item with an event pending is
+			// actionable: none was left asleep with work to do.
+			for i, id := range ids {
+				it := get(t, s, id)
+				ev, err := s.NextEvent(ctx, id)
+				if err != nil || ev == nil {
+					t.Fatalf("round %d item %d: no pending event (%v)", round, i, err)
+				}
+				if !it.Actionable {
+					t.Fatalf("round %d item %d: an event is pending and the item is not actionable", round, i)
+				}
+			}
+			// Drain the events, so that the next round's exits can succeed.
+			now = now.Add(2 * time.Minute)
+			for _, id := range ids {
+				l := claim(t, s, id, now)
+				for {
+					ev, err := s.NextEvent(ctx, id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if ev == nil {
+						break
+					}
+					if _, err := s.ApplyEvent(ctx, l, ev, wq.EventResult{}, now); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if exited, err := s.FinishProcessing(ctx, l, get(t, s, id).Revision, now); err != nil || !exited {
+					t.Fatalf("drain: exited %v, %v", exited, err)
+				}
+			}
+		}
+	})
+
 	t.Run("an event is stored once per delivery, marks the item actionable and drains oldest first", func(t *testing.T) {
 		s := open(t)
 		it := create(t, s, wq.NewItem{})

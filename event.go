@@ -34,3 +34,12 @@ type AppliedEvent struct {
 	PhaseApplied bool // false when there was no phase change, it was stale, or the item was not active
 	Stale        bool // the event was older than the item's last_event_at
 }
+
+// Delivery says what Store.InsertDelivery did with a delivery.
+type Delivery struct {
+	// Duplicate: the delivery was stored before, and nothing was stored now.
+	Duplicate bool
+	// Stored counts the events stored; Ended those not stored because
+	// their item had ended.
+	Stored, Ended int
+}

@@ -91,9 +91,12 @@ type Store interface {
 	// concerns, in one transaction: each event marks its item actionable
 	// under the per-item lock, in the transaction that stores it (DDR-34,
 	// DDR-49). A delivery whose (source, delivery id) was stored before
-	// stores nothing and returns duplicate true, even after its events
-	// were processed. ENOTFOUND if an event's item does not exist.
-	InsertDelivery(ctx context.Context, source, deliveryID string, events []Event, now time.Time) (duplicate bool, err error)
+	// stores nothing and is Duplicate, even after its events were
+	// processed. An event for an item that is no longer active (a terminal
+	// write won the race with the delivery) is not stored and leaves the
+	// item as it is: an ended item takes no events (DDR-37), and nothing
+	// would ever drain it. ENOTFOUND if an event's item does not exist.
+	InsertDelivery(ctx context.Context, source, deliveryID string, events []Event, now time.Time) (Delivery, error)
 
 	// PruneDeliveries forgets the deliveries received before before: a
 	// redelivery of one of them would be stored again. It returns how

@@ -530,7 +530,8 @@ func TestOldWebhookDeliveriesAreForgottenAfterTheRetention(t *testing.T) {
 		ev := []wq.Event{{ItemID: it.ID, EventType: "e", Body: []byte(`{}`)}}
 		deliver := func(id string, at time.Time) (dup bool) {
 			t.Helper()
-			dup, err := h.store.InsertDelivery(h.ctx, "gitea", id, ev, at)
+			d, err := h.store.InsertDelivery(h.ctx, "gitea", id, ev, at)
+			dup = d.Duplicate
 			if err != nil {
 				t.Fatal(err)
 			}

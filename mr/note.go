@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -43,12 +44,16 @@ func noteDue(item *wq.Item, now time.Time) bool {
 // says whether the note shows the current state.
 func noteState(item *wq.Item) []string {
 	lines := []string{"| Phase | " + cell(string(item.Phase)+reasonSuffix(item.Reason)) + " |"}
-	for _, dm := range []struct{ name, what string }{
+	dims := []struct{ name, what string }{
 		{DimMR, "Commit and merge request"},
 		{DimEmptyCheck, "Check that the target lacks the change"},
 		{DimCIRetry, "Failed CI jobs to retry"},
 		{DimReconcile, "Merge"},
-	} {
+	}
+	if item.Phase.Terminal() {
+		dims = nil // an ended item has nothing left to do
+	}
+	for _, dm := range dims {
 		lines = append(lines, fmt.Sprintf("| %s | %s |", dm.what, cell(dimensionWords(item, dm.name))))
 	}
 	if ci := ciRetryDetail(item); len(ci.Decisions) > 0 {
@@ -203,4 +208,66 @@ func (x *executors) noteWritten(ctx context.Context, ex *wq.Execution, nd NoteDe
 		u.Status, u.PendingUntil = wq.StatusTrue, nd.EditAfter
 	}
 	return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{u}})
+}
+
+// finalNote makes exec leave the status note showing how the item ended:
+// once an item is completed, cancelled or failed no action runs for it
+// again, so the note would say "active" for good. A terminal change the
+// executor applies is preceded by the note's last edit; a transient
+// forge failure of that edit is the executor's (the item stays active and
+// the action runs again), a note someone deleted is left deleted. A
+// permanent failure, which the engine records as failed, edits the note
+// on a best-effort basis: the failure is the item's truth whatever the
+// forge says.
+func (x *executors) finalNote(exec wq.Executor) wq.Executor {
+	return func(ctx context.Context, ex *wq.Execution) error {
+		w := &finalNoteWriter{ItemWriter: ex.Writer, x: x, ex: ex}
+		inner := *ex
+		inner.Writer = w
+		err := exec(ctx, &inner)
+		if err != nil && errors.Is(err, wq.ErrPermanent) && !w.edited {
+			end := *ex.Item
+			end.Phase, end.Error = wq.PhaseFailed, err.Error()
+			if nerr := x.editFinalNote(ctx, &end); nerr != nil {
+				x.Log.Warn("the status note could not show the failure", "item", ex.Item.ID, "err", nerr)
+			}
+		}
+		return err
+	}
+}
+
+type finalNoteWriter struct {
+	wq.ItemWriter
+	x      *executors
+	ex     *wq.Execution
+	edited bool
+}
+
+func (w *finalNoteWriter) Apply(ctx context.Context, c wq.Change) error {
+	if c.Phase.Terminal() && !w.edited {
+		end := *w.ex.Item
+		end.Phase, end.Reason = c.Phase, c.Reason
+		if err := w.x.editFinalNote(ctx, &end); err != nil {
+			return err
+		}
+		w.edited = true
+	}
+	return w.ItemWriter.Apply(ctx, c)
+}
+
+// editFinalNote edits the item's status note, if it has one, to show end:
+// the item as it ends.
+func (x *executors) editFinalNote(ctx context.Context, end *wq.Item) error {
+	d, f, err := x.load(ctx, end)
+	if err != nil || d.NoteID == 0 || d.MRNumber == 0 {
+		return err
+	}
+	err = f.UpdateNote(ctx, d.Project, d.MRNumber, d.NoteID, RenderNote(end, d, x.itemLink(end.ID)))
+	if kind, ok := wq.ForgeErrorOf(err); ok && (kind == wq.ForgeNotFound || kind == wq.ForgePermanent) {
+		return nil // deleted, or the merge request locked: nothing to keep up to date
+	}
+	if err != nil {
+		return forgeFailure("edit the status note", err)
+	}
+	return nil
 }

@@ -117,3 +117,52 @@ func TestTheStatusNoteIsEditedInPlaceAtMostOncePerInterval(t *testing.T) {
 		t.Errorf("%d edits while nothing changed", n)
 	}
 }
+
+// The note's last edit shows how the item ended (issue 28, defect 7): no
+// action runs for an ended item, so a note edited only while it was
+// active said "active" after the merge for good. Merged, cancelled and
+// failed items each leave the note showing their end, without the
+// dimensions an ended item no longer has.
+func TestTheStatusNoteShowsHowTheItemEnded(t *testing.T) {
+	ended := func(t *testing.T, h *harness, id wq.ItemID, noteID int64, want string) {
+		t.Helper()
+		body := h.forge.noteBody(noteID)
+		if !strings.Contains(body, "Phase | "+want) {
+			t.Errorf("the note after the end does not say %q:\n%s", want, body)
+		}
+		if strings.Contains(body, "Merge |") {
+			t.Errorf("the note of an ended item still lists what is to do:\n%s", body)
+		}
+	}
+	t.Run("merged", func(t *testing.T) {
+		h, _ := newCIHarness(t, ciRules)
+		h.forge.setBlocker(wq.MergeCI)
+		it, d := h.openMR(fakeSubmission("a"))
+		h.forge.setBlocker(wq.MergeClear)
+		h.advance(2*time.Minute, 30*time.Second)
+		got, _ := h.get(it.ID)
+		wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)
+		ended(t, h, it.ID, d.NoteID, "completed (merged)")
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		h, _ := newCIHarness(t, ciRules)
+		h.forge.setBlocker(wq.MergeCI)
+		it, d := h.openMR(fakeSubmission("b"))
+		h.cancel(it.ID, "changed my mind")
+		got, _ := h.get(it.ID)
+		wantEnded(t, got, wq.PhaseCancelled, "changed my mind")
+		ended(t, h, it.ID, d.NoteID, "cancelled (changed my mind)")
+	})
+	t.Run("failed", func(t *testing.T) {
+		h, _ := newCIHarness(t, ciRules)
+		h.forge.setBlocker(wq.MergeCI)
+		it, d := h.openMR(fakeSubmission("c"))
+		h.forge.setBlocker(wq.MergeConflict)
+		h.advance(2*time.Minute, 30*time.Second)
+		got, _ := h.get(it.ID)
+		if got.Phase != wq.PhaseFailed {
+			t.Fatalf("a conflict on an unmoved target: %s/%s, want failed", got.Phase, got.Reason)
+		}
+		ended(t, h, it.ID, d.NoteID, "failed")
+	})
+}

@@ -125,13 +125,23 @@ func (w *Webhooks) receive(ctx context.Context, forgeName string, h http.Header,
 	if w.Clock != nil {
 		now = w.Clock.Now()
 	}
-	dup, err := w.Store.InsertDelivery(ctx, forgeName, d.DeliveryID,
+	stored, err := w.Store.InsertDelivery(ctx, forgeName, d.DeliveryID,
 		[]wq.Event{{ItemID: id, EventType: d.EventType, Body: d.Body, EventTS: d.EventTS}}, now)
 	if err != nil {
 		return Received{}, err
 	}
-	if dup {
+	if stored.Duplicate {
 		got.Duplicate = true
+		return got, nil
+	}
+	if stored.Stored == 0 {
+		// The item ended between the lookup and the insert: an ended item
+		// takes no events (DDR-37), so this one is ignored, and said so.
+		if w.Audit != nil {
+			w.Audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditEventIgnored, ItemID: id.String(), ItemType: itemType,
+				Actor: "forge:" + forgeName, Trigger: map[string]any{"source": "webhook", "event_type": d.EventType},
+				Metadata: map[string]any{"delivery_id": d.DeliveryID, "why": "the item ended before the delivery was stored"}})
+		}
 		return got, nil
 	}
 	if w.Notify != nil {

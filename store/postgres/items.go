@@ -493,16 +493,17 @@ func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int64, e
 }
 
 // InsertDelivery stores a webhook delivery's events once.
-func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, events []wq.Event, now time.Time) (bool, error) {
-	duplicate := false
+func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, events []wq.Event, now time.Time) (wq.Delivery, error) {
+	var out wq.Delivery
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		out = wq.Delivery{}
 		tag, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (source, delivery_id, received_at) VALUES ($1, $2, $3)
 			ON CONFLICT DO NOTHING`, source, deliveryID, now.UTC())
 		if err != nil {
 			return translate(err)
 		}
 		if tag.RowsAffected() == 0 {
-			duplicate = true
+			out.Duplicate = true
 			return nil
 		}
 		// The items' locks in key order, as every taker of several takes
@@ -517,12 +518,21 @@ func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, e
 			}
 		}
 		for _, ev := range events {
-			tag, err := tx.Exec(ctx, `UPDATE work_items SET actionable = true, revision = revision + 1 WHERE id = $1`, ev.ItemID)
+			// Under the item's lock, which a terminal write takes too: an
+			// item that ended meanwhile takes no event.
+			tag, err := tx.Exec(ctx, `UPDATE work_items SET actionable = true, revision = revision + 1 WHERE id = $1 AND phase = 'active'`, ev.ItemID)
 			if err != nil {
 				return translate(err)
 			}
 			if tag.RowsAffected() == 0 {
-				return wq.Errorf(wq.ENOTFOUND, "item %s not found", ev.ItemID)
+				var phase string
+				if err := tx.QueryRow(ctx, `SELECT phase FROM work_items WHERE id = $1`, ev.ItemID).Scan(&phase); errors.Is(err, pgx.ErrNoRows) {
+					return wq.Errorf(wq.ENOTFOUND, "item %s not found", ev.ItemID)
+				} else if err != nil {
+					return translate(err)
+				}
+				out.Ended++
+				continue
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO pending_events (work_item_id, source, event_type, delivery_id, body, event_ts, received_at)
 				VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7) ON CONFLICT (work_item_id, source, delivery_id) DO NOTHING`,
@@ -532,11 +542,12 @@ func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, e
 			if err := notifyItem(ctx, tx, ev.ItemID); err != nil {
 				return err
 			}
+			out.Stored++
 		}
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("insert delivery %s/%s: %w", source, deliveryID, err)
+		return wq.Delivery{}, fmt.Errorf("insert delivery %s/%s: %w", source, deliveryID, err)
 	}
-	return duplicate, nil
+	return out, nil
 }

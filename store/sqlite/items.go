@@ -574,37 +574,47 @@ func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int64, e
 }
 
 // InsertDelivery stores a webhook delivery's events once.
-func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, events []wq.Event, now time.Time) (bool, error) {
-	duplicate := false
-	// IMMEDIATE: serialised with FinishProcessing (DDR-34).
+func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, events []wq.Event, now time.Time) (wq.Delivery, error) {
+	var out wq.Delivery
+	// IMMEDIATE: serialised with FinishProcessing and terminal writes (DDR-34).
 	err := s.Write(ctx, func(tx *sql.Tx) error {
+		out = wq.Delivery{}
 		res, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (source, delivery_id, received_at) VALUES (?, ?, ?)
 			ON CONFLICT DO NOTHING`, source, deliveryID, ts(now))
 		if err != nil {
 			return translate(err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			duplicate = true
+			out.Duplicate = true
 			return nil
 		}
 		for _, ev := range events {
-			res, err := tx.ExecContext(ctx, `UPDATE work_items SET actionable = 1, revision = revision + 1 WHERE id = ?`, ev.ItemID.String())
+			res, err := tx.ExecContext(ctx, `UPDATE work_items SET actionable = 1, revision = revision + 1 WHERE id = ? AND phase = 'active'`, ev.ItemID.String())
 			if err != nil {
 				return translate(err)
 			}
 			if n, _ := res.RowsAffected(); n == 0 {
-				return wq.Errorf(wq.ENOTFOUND, "item %s not found", ev.ItemID)
+				var phase string
+				err := tx.QueryRowContext(ctx, `SELECT phase FROM work_items WHERE id = ?`, ev.ItemID.String()).Scan(&phase)
+				if errors.Is(err, sql.ErrNoRows) {
+					return wq.Errorf(wq.ENOTFOUND, "item %s not found", ev.ItemID)
+				} else if err != nil {
+					return translate(err)
+				}
+				out.Ended++
+				continue
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO pending_events (work_item_id, source, event_type, delivery_id, body, event_ts, received_at)
 				VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (work_item_id, source, delivery_id) DO NOTHING`,
 				ev.ItemID.String(), source, ev.EventType, deliveryID, string(ev.Body), ts(ev.EventTS), ts(now)); err != nil {
 				return translate(err)
 			}
+			out.Stored++
 		}
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("insert delivery %s/%s: %w", source, deliveryID, err)
+		return wq.Delivery{}, fmt.Errorf("insert delivery %s/%s: %w", source, deliveryID, err)
 	}
-	return duplicate, nil
+	return out, nil
 }

@@ -54,8 +54,8 @@ func create(t *testing.T, s wq.Store, n wq.NewItem) *wq.Item {
 // its delivery was stored before.
 func deliver(t *testing.T, s wq.Store, ev wq.Event) (inserted bool, err error) {
 	t.Helper()
-	dup, err := s.InsertDelivery(ctx, ev.Source, ev.DeliveryID, []wq.Event{ev}, ev.ReceivedAt)
-	return err == nil && !dup, err
+	d, err := s.InsertDelivery(ctx, ev.Source, ev.DeliveryID, []wq.Event{ev}, ev.ReceivedAt)
+	return err == nil && !d.Duplicate, err
 }
 
 func claim(t *testing.T, s wq.Store, id wq.ItemID, now time.Time) wq.Lease {
@@ -602,6 +602,33 @@ func events(t *testing.T, open func(t *testing.T) wq.Store) {
 	// orders and deadlock (PostgreSQL aborts one of them: a webhook
 	// answered 500, an exit retried), and an exit can slip between an
 	// event's insert and its wake-up.
+	t.Run("a delivery for an item that ended stores no event and leaves the item ended and asleep", func(t *testing.T) {
+		s := open(t)
+		ended, active := create(t, s, wq.NewItem{}), create(t, s, wq.NewItem{})
+		l := claim(t, s, ended.ID, T0)
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted, Reason: "merged"}, T0); err != nil {
+			t.Fatal(err)
+		}
+		before := get(t, s, ended.ID)
+		// The webhook resolved the item while it was active; the terminal
+		// write committed before the insert.
+		d, err := s.InsertDelivery(ctx, "gitea", "late", []wq.Event{
+			{ItemID: ended.ID, EventType: "e", Body: json.RawMessage(`{}`)}, {ItemID: active.ID, EventType: "e", Body: json.RawMessage(`{}`)}}, T0)
+		if err != nil || d.Duplicate || d.Stored != 1 || d.Ended != 1 {
+			t.Fatalf("InsertDelivery = %+v, %v; want one stored and one for an ended item", d, err)
+		}
+		got := get(t, s, ended.ID)
+		if got.Actionable || got.Revision != before.Revision || got.Phase != wq.PhaseCompleted {
+			t.Errorf("the ended item after a late delivery: actionable %v revision %d→%d phase %s", got.Actionable, before.Revision, got.Revision, got.Phase)
+		}
+		if ev, err := s.NextEvent(ctx, ended.ID); err != nil || ev != nil {
+			t.Errorf("an orphan event is pending for the ended item: %+v, %v", ev, err)
+		}
+		if ev, err := s.NextEvent(ctx, active.ID); err != nil || ev == nil || !get(t, s, active.ID).Actionable {
+			t.Errorf("the active item's event: %+v, %v", ev, err)
+		}
+	})
+
 	t.Run("deliveries for many items racing a batch of exits deadlock nothing and lose no event", func(t *testing.T) {
 		s := open(t)
 		const items, rounds = 8, 60
@@ -730,8 +757,9 @@ func events(t *testing.T, open func(t *testing.T) wq.Store) {
 		}
 		events := []wq.Event{{ItemID: a.ID, EventType: "pull_request", Body: []byte(`{"n":1}`), EventTS: T0},
 			{ItemID: b.ID, EventType: "pull_request", Body: []byte(`{"n":1}`), EventTS: T0}}
-		dup, err := s.InsertDelivery(ctx, "gitea", "d-1", events, T0)
-		if err != nil || dup {
+		d, err := s.InsertDelivery(ctx, "gitea", "d-1", events, T0)
+		dup := d.Duplicate
+		if err != nil || dup || d.Stored != len(events) {
 			t.Fatalf("first delivery: duplicate %v, %v", dup, err)
 		}
 		for _, it := range []*wq.Item{a, b} {
@@ -745,14 +773,16 @@ func events(t *testing.T, open func(t *testing.T) wq.Store) {
 				t.Fatal(err)
 			}
 		}
-		dup, err = s.InsertDelivery(ctx, "gitea", "d-1", events, T0.Add(time.Minute))
-		if err != nil || !dup {
+		d, err = s.InsertDelivery(ctx, "gitea", "d-1", events, T0.Add(time.Minute))
+		dup = d.Duplicate
+		if err != nil || !dup || d.Stored != 0 {
 			t.Fatalf("redelivery: duplicate %v, %v", dup, err)
 		}
 		if ev, _ := s.NextEvent(ctx, a.ID); ev != nil {
 			t.Errorf("a redelivery stored an event again: %+v", ev)
 		}
-		if dup, err := s.InsertDelivery(ctx, "gitlab", "d-1", events[:1], T0); err != nil || dup {
+		if d, err := s.InsertDelivery(ctx, "gitlab", "d-1", events[:1], T0); err != nil || d.Duplicate {
+			dup := d.Duplicate
 			t.Errorf("the same id from another source: duplicate %v, %v", dup, err)
 		}
 	})
@@ -769,10 +799,10 @@ func events(t *testing.T, open func(t *testing.T) wq.Store) {
 		if n, err := s.PruneDeliveries(ctx, T0.Add(time.Hour)); err != nil || n != 1 {
 			t.Fatalf("pruned %d, %v; want 1", n, err)
 		}
-		if dup, _ := s.InsertDelivery(ctx, "gitea", "d-0", ev, T0.Add(3*time.Hour)); dup {
+		if d, _ := s.InsertDelivery(ctx, "gitea", "d-0", ev, T0.Add(3*time.Hour)); d.Duplicate {
 			t.Error("a pruned delivery is still remembered")
 		}
-		if dup, _ := s.InsertDelivery(ctx, "gitea", "d-1", ev, T0.Add(3*time.Hour)); !dup {
+		if d, _ := s.InsertDelivery(ctx, "gitea", "d-1", ev, T0.Add(3*time.Hour)); !d.Duplicate {
 			t.Error("a delivery received at the cut was forgotten")
 		}
 	})
@@ -808,17 +838,25 @@ func events(t *testing.T, open func(t *testing.T) wq.Store) {
 		if got.Phase != wq.PhaseActive || !got.LastEventAt.Equal(T0.Add(time.Hour)) || len(got.Dimensions) != 2 {
 			t.Errorf("after stale event: phase %s last %v dims %v", got.Phase, got.LastEventAt, got.Dimensions)
 		}
-		out, err = s.ApplyEvent(ctx, l, insert("newest", T0.Add(2*time.Hour)), wq.EventResult{Phase: wq.PhaseCompleted, Reason: "merged"}, T0)
+		newest := insert("newest", T0.Add(2*time.Hour))
+		// An event that arrived before the terminal write, still pending.
+		if _, err := deliver(t, s, wq.Event{ItemID: it.ID, Source: "s", EventType: "late", DeliveryID: "late", Body: []byte(`{}`), EventTS: T0.Add(3 * time.Hour), ReceivedAt: T0}); err != nil {
+			t.Fatal(err)
+		}
+		out, err = s.ApplyEvent(ctx, l, newest, wq.EventResult{Phase: wq.PhaseCompleted, Reason: "merged"}, T0)
 		if err != nil || !out.PhaseApplied || out.OldPhase != wq.PhaseActive || out.NewPhase != wq.PhaseCompleted {
 			t.Fatalf("newest event: %+v %v", out, err)
 		}
 		// The terminal write let go of the lease: nothing more is written
-		// under it, and a terminal item accepts nothing more (DDR-37); its
-		// late events are dropped and returned for the audit.
+		// under it, and a terminal item accepts nothing more (DDR-37); the
+		// events still pending are dropped and returned for the audit.
 		if got := get(t, s, it.ID); got.LeaseOwner != "" || !got.LeasedUntil.IsZero() {
 			t.Errorf("a completed item still shows a lease: owner %q until %v", got.LeaseOwner, got.LeasedUntil)
 		}
-		late := insert("late", T0.Add(3*time.Hour))
+		late, _ := s.NextEvent(ctx, it.ID)
+		if late == nil || late.EventType != "late" {
+			t.Fatalf("the pending event after the terminal write: %+v", late)
+		}
 		out, err = s.ApplyEvent(ctx, l, late, wq.EventResult{Phase: wq.PhaseCancelled, Dimensions: dim("needs_c")}, T0)
 		if !errors.Is(err, wq.ErrLeaseLost) || out.PhaseApplied {
 			t.Fatalf("event under the completed item's old lease: %+v %v, want ErrLeaseLost", out, err)

@@ -43,6 +43,7 @@ func newAuthServer(t *testing.T) (*httpapi.Server, *audit.Memory, string, string
 
 func call(h http.Handler, method, path string, header http.Header) (int, map[string]any) {
 	req := httptest.NewRequest(method, path, strings.NewReader("{}"))
+	req.Header.Set("Content-Type", "application/json")
 	for k, v := range header {
 		req.Header[k] = v
 	}

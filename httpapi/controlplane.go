@@ -90,7 +90,7 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool 
 
 // decodeBodyUpTo is decodeBody for a body of at most max bytes.
 func (s *Server) decodeBodyUpTo(w http.ResponseWriter, r *http.Request, v any, max int64) bool {
-	body, ok := s.readBody(w, r, max, http.StatusUnprocessableEntity)
+	body, ok := s.readJSON(w, r, max)
 	if !ok {
 		return false
 	}

@@ -38,6 +38,7 @@ func TestAnItemOfATypeNoInstanceHandlesIsFlagged(t *testing.T) {
 	do := func(method, path, body string) map[string]any {
 		t.Helper()
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+admin)
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, req)

@@ -46,6 +46,7 @@ type Server struct {
 	publicURL       string       // public_url without its trailing slash; "": each request's host
 	metrics         http.Handler // the Prometheus exposition at /metrics; nil: none
 	mux             *http.ServeMux
+	bodies          *bodyBudget // the bytes of the request bodies in flight
 }
 
 // NewServer returns the HTTP interface. items and authn may be nil: then
@@ -58,7 +59,7 @@ func NewServer(store wq.Store, items *service.Items, authn auth.Authenticator, l
 // not nil.
 func NewServerWithWebhooks(store wq.Store, items *service.Items, webhooks *service.Webhooks, authn auth.Authenticator, log *slog.Logger) *Server {
 	s := &Server{store: store, items: items, webhooks: webhooks, auth: authn, log: log.With("component", "http"),
-		clock: clockwork.NewRealClock(), mux: http.NewServeMux()}
+		clock: clockwork.NewRealClock(), mux: http.NewServeMux(), bodies: newBodyBudget()}
 	s.handle(s.routes())
 	s.mux.HandleFunc("/", s.noRoute)
 	return s
@@ -111,7 +112,7 @@ type route struct {
 // handle registers routes on the server's mux.
 func (s *Server) handle(routes []route) {
 	for _, rt := range routes {
-		s.mux.HandleFunc(rt.method+" "+rt.path, rt.handler)
+		s.mux.HandleFunc(rt.method+" "+rt.path, s.bounded(rt.method, rt.handler))
 	}
 }
 

@@ -2,9 +2,7 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -126,14 +124,8 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) submitItem(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxSubmitBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			s.problem(w, r, http.StatusRequestEntityTooLarge, wq.EINVALID, "body is larger than "+strconv.Itoa(MaxSubmitBytes)+" bytes")
-			return
-		}
-		s.Error(w, r, wq.Errorf(wq.EINVALID, "body: %v", err))
+	body, ok := s.readJSON(w, r, MaxSubmitBytes)
+	if !ok {
 		return
 	}
 	it, result, err := s.items.Submit(r.Context(), callerOf(r.Context()), body)

@@ -293,6 +293,7 @@ func TestARefusedSubmissionListsEveryRefusal(t *testing.T) {
 			{"action":"create","file_path":"../up.txt","content":"c"},
 			{"action":"delete","file_path":"gone.txt","content":"d"}]}`
 	req := httptest.NewRequest("POST", "/api/v1/items", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+tok[auth.Submit])
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, req)

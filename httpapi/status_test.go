@@ -57,6 +57,7 @@ func TestReconcilingWithTheBridgeOffIsADeclaredStatus(t *testing.T) {
 	}
 	s := NewServer(st, testapi.Items(st, config.Default()), authn, testkit.Quiet())
 	req := httptest.NewRequest("POST", "/api/v1/incidents/reconcile", strings.NewReader(`{"observation":{"provider":"sentry","fingerprint":"1"}}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+tokenOf)
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, req)
@@ -68,6 +69,7 @@ func TestReconcilingWithTheBridgeOffIsADeclaredStatus(t *testing.T) {
 		t.Errorf("%d is not declared for POST /api/v1/incidents/reconcile", rec.Code)
 	}
 	req = httptest.NewRequest("POST", "/api/v1/incidents/reconcile", strings.NewReader(`{}`))
+	req.Header.Set("Content-Type", "application/json")
 	rec = httptest.NewRecorder()
 	s.ServeHTTP(rec, req)
 	if rec.Code != http.StatusUnauthorized {

@@ -56,6 +56,7 @@ func TestEveryDocumentedEventIsAnswered2xx(t *testing.T) {
 		`{"item_type":"mr","forge":"tea","project":"gitea/webhooks","source_branch":"workqueue/fix-typo","target_branch":"main","title":"T","file_actions":[{"action":"create","file_path":"a.txt","content":"a\n"}]}`,
 	} {
 		req := httptest.NewRequest("POST", "/api/v1/items", strings.NewReader(sub))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+tok)
 		if code, out := do(req); code != http.StatusCreated {
 			t.Fatalf("submit: %d %v", code, out)

@@ -45,6 +45,7 @@ func postJSON(t *testing.T, u, token string, body any) (int, map[string]any, htt
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest("POST", u, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -37,6 +37,7 @@ func TestServeMountsTheDashboardWhereTheStatusNoteLinks(t *testing.T) {
 	base := "http://" + m.Addr()
 
 	req, _ := http.NewRequest("POST", base+"/api/v1/items", bytes.NewReader([]byte(`{"item_type":"example","steps":1}`)))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -30,9 +30,12 @@ const RuleInvalidUTF8 = "invalid_utf8"
 // the top-level array member indexed, e.g. "file_actions", else -1). The
 // body must be a single JSON object with known members only, each given
 // once in its exact case, followed by nothing but whitespace; anything
-// else is EINVALID.
+// else is EINVALID, as is a body whose shape CheckShape refuses.
 func Decode(body []byte, v any, indexed string) error {
 	if err := checkType(reflect.TypeOf(v)); err != nil {
+		return err
+	}
+	if err := CheckShape(body); err != nil {
 		return err
 	}
 	if off, why := firstInvalidText(body); off >= 0 {
@@ -423,6 +426,9 @@ func malformedStringEnd(body []byte, from int64) (end int64, ok bool) {
 // A body without the member that holds text which would not survive
 // decoding is refused as Decode refuses it.
 func TopLevelString(body []byte, name string) (string, error) {
+	if err := CheckShape(body); err != nil {
+		return "", err
+	}
 	var value string
 	found := false
 	walkStrings(body, func(s stringToken) bool {

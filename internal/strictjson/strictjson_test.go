@@ -285,3 +285,48 @@ func TestFreeMembersKeepTheirOwnNames(t *testing.T) {
 		}
 	}
 }
+
+// A body's shape is bounded before it is decoded (issue 28, defect 6): a
+// million nulls in one array, or nesting a thousand deep, is refused
+// naming the member and the limit, and one at the limit passes.
+func TestABodyTooComplexIsRefusedBeforeItIsDecoded(t *testing.T) {
+	type body struct {
+		Items  []any    `json:"items"`
+		Labels []string `json:"labels"`
+	}
+	nulls := func(n int) string { return "[" + strings.TrimSuffix(strings.Repeat("null,", n), ",") + "]" }
+	for _, c := range []struct {
+		name, body, says string
+	}{
+		{"an array past the limit", `{"labels":[],"items":` + nulls(strictjson.MaxElements+1) + `}`, "items"},
+		{"a million nulls", `{"items":` + nulls(1_000_000) + `}`, "items"},
+		{"nesting past the limit", `{"items":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}`, "deeper"},
+		{"an object of too many members", `{"items":[{` + strings.TrimSuffix(strings.Repeat(`"a":1,`, strictjson.MaxElements+1), ",") + `}]}`, "items"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var v body
+			err := strictjson.Decode([]byte(c.body), &v, "")
+			if wq.ErrorReason(err) != strictjson.RuleBodyTooComplex || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("Decode = %v, want %s naming %s", err, strictjson.RuleBodyTooComplex, c.says)
+			}
+			if _, err := strictjson.TopLevelString([]byte(c.body), "item_type"); wq.ErrorReason(err) != strictjson.RuleBodyTooComplex {
+				t.Errorf("TopLevelString = %v, want %s", err, strictjson.RuleBodyTooComplex)
+			}
+		})
+	}
+	var v body
+	ok := `{"labels":["a,b","[[[["],"items":` + nulls(strictjson.MaxElements) + `}`
+	if err := strictjson.Decode([]byte(ok), &v, ""); err != nil || len(v.Items) != strictjson.MaxElements {
+		t.Errorf("a body at the limit: %v, %d items", err, len(v.Items))
+	}
+}
+
+func BenchmarkCheckShape(b *testing.B) {
+	body := []byte(`{"items":[` + strings.TrimSuffix(strings.Repeat(`{"action":"create","file_path":"a/b.txt","content":"hello, world\n"},`, 5000), ",") + `]}`)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if err := strictjson.CheckShape(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

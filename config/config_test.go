@@ -438,3 +438,19 @@ func TestIncidentProjectsComeInlineAndFromAFile(t *testing.T) {
 		t.Errorf("a bad project in the file: %v", err)
 	}
 }
+
+// A project that says nothing of sizes gets documented defaults, not
+// unlimited (issue 28, defect 8); one that says is taken at its word.
+func TestAProjectsSizeLimitsHaveDefaults(t *testing.T) {
+	cfg := config.Default()
+	cfg.Forges = []config.Forge{{Name: "a", Kind: "gitea", URL: "https://git.example.com", TokenEnv: "T"}}
+	cfg.Projects = []config.Project{{Match: "team/**", Forge: "a"}, {Match: "big/**", Forge: "a", MaxFileBytes: 50 << 20, MaxTotalBytes: 60 << 20}}
+	p, _ := cfg.MRProject("a", "team/app")
+	if p.Policy.MaxFileBytes != config.DefaultMaxFileBytes || p.Policy.MaxTotalBytes != config.DefaultMaxTotalBytes ||
+		config.DefaultMaxFileBytes != 10<<20 || config.DefaultMaxTotalBytes != 20<<20 {
+		t.Errorf("unset limits: %d per file, %d in all; want 10 MiB and 20 MiB", p.Policy.MaxFileBytes, p.Policy.MaxTotalBytes)
+	}
+	if p, _ := cfg.MRProject("a", "big/app"); p.Policy.MaxFileBytes != 50<<20 || p.Policy.MaxTotalBytes != 60<<20 {
+		t.Errorf("set limits: %d, %d", p.Policy.MaxFileBytes, p.Policy.MaxTotalBytes)
+	}
+}

@@ -38,13 +38,17 @@ type Forge struct {
 
 // Project is the policy for the projects its Match glob names on a forge.
 type Project struct {
-	Match         string   `yaml:"match"` // glob over the project path; ** crosses groups
-	Forge         string   `yaml:"forge"`
-	BlockedPaths  []string `yaml:"blocked_paths"`
-	MaxFileBytes  int64    `yaml:"max_file_bytes"`
-	MaxTotalBytes int64    `yaml:"max_total_bytes"`
-	AllowBinary   bool     `yaml:"allow_binary"`
-	AutoMerge     bool     `yaml:"auto_merge"`
+	Match        string   `yaml:"match"` // glob over the project path; ** crosses groups
+	Forge        string   `yaml:"forge"`
+	BlockedPaths []string `yaml:"blocked_paths"`
+	// MaxFileBytes bounds one file's decoded content (0 or unset: 10 MiB);
+	// a submission's body is at most 32 MiB whatever it says.
+	MaxFileBytes int64 `yaml:"max_file_bytes"`
+	// MaxTotalBytes bounds a change's decoded contents together (0 or
+	// unset: 20 MiB).
+	MaxTotalBytes int64 `yaml:"max_total_bytes"`
+	AllowBinary   bool  `yaml:"allow_binary"`
+	AutoMerge     bool  `yaml:"auto_merge"`
 	// AllowGitConfigFiles lets changes write .gitmodules (still held to
 	// git fsck's submodule rules) and .gitattributes lines naming filter,
 	// diff or merge drivers. Off by default: both decide what runs or is
@@ -244,6 +248,21 @@ type SecretAllow struct {
 	Rules []string `yaml:"rules"`
 }
 
+// Defaults of a project's size limits: generous for source code and its
+// lockfiles, well short of what a forge's file API takes in one call.
+const (
+	DefaultMaxFileBytes  = 10 << 20
+	DefaultMaxTotalBytes = 20 << 20
+)
+
+// orDefault is v, or def when v is 0 (unset).
+func orDefault(v, def int64) int64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
 // MRProject is how a project on a forge is configured for the mr item
 // type's changes, and false when no project entry covers it.
 func (c Config) MRProject(forgeName, project string) (mr.Project, bool) {
@@ -253,7 +272,8 @@ func (c Config) MRProject(forgeName, project string) (mr.Project, bool) {
 	}
 	forge, _ := c.ForgeNamed(forgeName)
 	return mr.Project{
-		Policy: mr.Policy{BlockedPaths: p.BlockedPaths, MaxFileBytes: p.MaxFileBytes, MaxTotalBytes: p.MaxTotalBytes,
+		Policy: mr.Policy{BlockedPaths: p.BlockedPaths,
+			MaxFileBytes: orDefault(p.MaxFileBytes, DefaultMaxFileBytes), MaxTotalBytes: orDefault(p.MaxTotalBytes, DefaultMaxTotalBytes),
 			AllowBinary: p.AllowBinary, AllowGitConfigFiles: p.AllowGitConfigFiles, AllowSecrets: p.AllowSecrets,
 			SecretAllowlist: secretAllowlist(p.SecretAllowlist)},
 		AutoMerge:    p.AutoMerge,

@@ -22,10 +22,12 @@ import (
 // once wait their turn instead of each holding its decoded copy.
 
 // MaxBodyBytesInFlight bounds the bytes of request bodies being read and
-// handled at once, across requests: two submissions of the largest size,
-// or many small ones. A request whose body does not fit waits up to
-// BodyWait for room, then is answered 503 with Retry-After.
-const MaxBodyBytesInFlight = 2 * MaxSubmitBytes
+// handled at once, across requests: one submission of the largest size
+// beside small ones, or many small ones. A request whose body does not
+// fit waits up to BodyWait for room, then is answered 503 with
+// Retry-After. A body being decoded costs a few times its size, so this
+// is what keeps the process under its ceiling (docs/DESIGN.md, "Request bodies and memory").
+const MaxBodyBytesInFlight = MaxSubmitBytes + MaxSubmitBytes/2
 
 // BodyWait bounds how long a request waits for room among the bodies in
 // flight.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -139,6 +140,7 @@ the log and to an archive in ./workqueue-audit.`,
 			if err != nil {
 				return err
 			}
+			softMemoryLimit()
 			m := newServeMain(cmd, cfg)
 			if err := m.Run(cmd.Context()); err != nil {
 				m.Close()
@@ -152,6 +154,19 @@ the log and to an archive in ./workqueue-audit.`,
 	registerConfigFlags(cmd)
 	cmd.Flags().String("listen", "", "HTTP listen address, overriding the file (default 127.0.0.1:8080)")
 	return cmd
+}
+
+// DefaultMemoryLimit is serve's soft memory limit (runtime/debug's) when
+// GOMEMLIMIT does not set one: the collector works harder as the heap
+// nears it, so that garbage from large request bodies does not pile up
+// to several times what is live. docs/DESIGN.md ("Request bodies and
+// memory") gives the ceiling it keeps the process under.
+const DefaultMemoryLimit = 160 << 20
+
+func softMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(DefaultMemoryLimit)
+	}
 }
 
 // precheckConfig runs config check's checks on serve's file before

@@ -50,9 +50,10 @@ type Project struct {
 	AllowBinary   bool  `yaml:"allow_binary"`
 	AutoMerge     bool  `yaml:"auto_merge"`
 	// AllowGitConfigFiles lets changes write .gitmodules (still held to
-	// git fsck's submodule rules) and .gitattributes lines naming filter,
-	// diff or merge drivers. Off by default: both decide what runs or is
-	// fetched when someone clones or checks out (mr.Policy).
+	// git fsck's submodule rules), .lfsconfig, and .gitattributes lines
+	// naming filter, diff or merge drivers or a working-tree-encoding. Off
+	// by default: they decide what runs, what is fetched and from where, or
+	// what bytes land when someone clones or checks out (mr.Policy).
 	AllowGitConfigFiles bool `yaml:"allow_git_config_files"`
 	// AllowSecrets turns push protection off for the projects: a change
 	// whose files hold a secret (a token, a key, a password line) is

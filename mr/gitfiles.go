@@ -18,6 +18,10 @@ type gitFile struct {
 var (
 	dotGitmodules    = gitFile{name: "gitmodules", shortFallback: "gi7eba"}
 	dotGitattributes = gitFile{name: "gitattributes", shortFallback: "gi7d29"}
+	// .lfsconfig is git-lfs's configuration from the repository: its
+	// lfs.url sends every clone's LFS traffic, credentials included, where
+	// it says. Git knows no fallback short name for it.
+	dotLfsconfig = gitFile{name: "lfsconfig", shortFallback: "lfscon"}
 )
 
 // matches reports whether component c names f on some file system git
@@ -95,6 +99,11 @@ func checkGitFilePath(a FileAction, fp string, p Policy) (*gitFileUse, *Refusal)
 	for i, c := range components {
 		var f gitFile
 		switch {
+		case dotLfsconfig.matches(c):
+			if p.AllowGitConfigFiles {
+				continue
+			}
+			return refuse(RuleLfsconfigRefused, "%q names .lfsconfig, which points git-lfs (and the credentials it sends) at a server of its choosing, and this project does not take git configuration files from changes (allow_git_config_files)", c)
 		case dotGitmodules.matches(c):
 			f = dotGitmodules
 		case dotGitattributes.matches(c):
@@ -333,6 +342,12 @@ func checkGitattributes(content string, allowDrivers bool) (rule, msg string) {
 			if strings.Contains(lowered, driver) {
 				return RuleGitattributesDriver, fmt.Sprintf("line %d assigns a %s driver; this project does not take git drivers from changes (allow_git_config_files)", n+1, strings.TrimSuffix(driver, "="))
 			}
+		}
+		// working-tree-encoding makes a checkout hold other bytes than the
+		// repository (git re-encodes the file), so what was inspected is
+		// not what lands on disk.
+		if strings.Contains(lowered, "working-tree-encoding=") {
+			return RuleGitattributesDriver, fmt.Sprintf("line %d sets working-tree-encoding, which makes a checkout hold other bytes than the repository; this project does not take that from changes (allow_git_config_files)", n+1)
 		}
 	}
 	return "", ""

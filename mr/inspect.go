@@ -63,6 +63,7 @@ const (
 	RuleGitmodulesInvalid    = "gitmodules_invalid"    // a .gitmodules git fsck refuses, or a submodule URL that is not remote
 	RuleGitattributesDriver  = "gitattributes_driver"  // "*.c filter=x" while the project refuses git configuration files
 	RuleGitattributesInvalid = "gitattributes_invalid" // a .gitattributes git fsck refuses
+	RuleLfsconfigRefused     = "lfsconfig_refused"     // any .lfsconfig while the project refuses git configuration files
 )
 
 // Bounds that hold whatever the project settings say.

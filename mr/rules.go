@@ -45,6 +45,7 @@ var Rules = []string{
 	RuleGitmodulesInvalid,
 	RuleGitattributesDriver,
 	RuleGitattributesInvalid,
+	RuleLfsconfigRefused,
 	RuleBranchNameInvalid,
 	RuleBranchOutsidePrefix,
 	RuleFileModeUnsupported,

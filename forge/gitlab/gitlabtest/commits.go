@@ -1,12 +1,13 @@
 package gitlabtest
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
-	"strconv"
+	"strings"
 )
 
 type actionBody struct {
@@ -67,8 +68,14 @@ func (s *Server) createCommit(r *http.Request, p *project) (int, any, *apiError)
 	}
 	c := s.newCommit(p, files, base.sha)
 	s.moveBranch(p, req.Branch, c.sha)
-	return http.StatusCreated, map[string]any{"id": c.sha, "short_id": c.sha[:8], "title": req.CommitMessage,
-		"message": req.CommitMessage, "parent_ids": c.parents, "author_name": req.AuthorName, "author_email": req.AuthorEmail}, nil
+	title, _, _ := strings.Cut(req.CommitMessage, "\n")
+	at := c.at.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	authorName, authorEmail := cmp.Or(req.AuthorName, caller(r)), cmp.Or(req.AuthorEmail, caller(r)+"@example.com")
+	return http.StatusCreated, map[string]any{"id": c.sha, "short_id": c.sha[:8], "title": title,
+		"message": req.CommitMessage, "parent_ids": c.parents, "author_name": authorName, "author_email": authorEmail,
+		"committer_name": caller(r), "committer_email": caller(r) + "@example.com", "created_at": at, "authored_date": at,
+		"committed_date": at, "status": nil,
+		"web_url": fmt.Sprintf("%s/%s/-/commit/%s", s.URL, p.path, c.sha)}, nil
 }
 
 // applyAction applies one commit action to files, as Gitaly does: the
@@ -142,8 +149,8 @@ func applyAction(files map[string]file, i int, a actionBody) *apiError {
 }
 
 // commitDiff answers GET /projects/:id/repository/commits/:sha/diff: the
-// commit's tree against its first parent's, paginated with page and
-// per_page.
+// commit's tree against its first parent's, a page at a time as GitLab's
+// offset pagination has it (Kaminari.paginate_array: every X- header).
 func (s *Server) commitDiff(r *http.Request, p *project, sha string) (int, any, *apiError) {
 	c := p.commits[sha]
 	if c == nil {
@@ -153,22 +160,11 @@ func (s *Server) commitDiff(r *http.Request, p *project, sha string) (int, any, 
 	if len(c.parents) > 0 {
 		before = p.commits[c.parents[0]].files
 	}
-	diffs := treeDiff(before, c.files, true)
-	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	perPage, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
-	if page < 1 {
-		page = 1
+	diffs := []any{}
+	for _, d := range treeDiff(before, c.files, true) {
+		diffs = append(diffs, d)
 	}
-	if perPage < 1 {
-		perPage = 20
-	}
-	start := min((page-1)*perPage, len(diffs))
-	end := min(start+perPage, len(diffs))
-	out := diffs[start:end]
-	if out == nil {
-		out = []map[string]any{}
-	}
-	return 200, out, nil
+	return page(r, diffs)
 }
 
 // compare answers GET /projects/:id/repository/compare. straight=true
@@ -200,6 +196,7 @@ func (s *Server) compare(r *http.Request, p *project) (int, any, *apiError) {
 	if commits == nil {
 		commits = []any{}
 	}
-	return 200, map[string]any{"commit": map[string]any{"id": to.sha}, "commits": commits, "diffs": diffs,
-		"compare_timeout": false, "compare_same_ref": from.sha == to.sha}, nil
+	return 200, map[string]any{"commit": map[string]any{"id": to.sha, "short_id": to.sha[:8]}, "commits": commits, "diffs": diffs,
+		"compare_timeout": false, "compare_same_ref": from.sha == to.sha,
+		"web_url": fmt.Sprintf("%s/%s/-/compare/%s...%s", s.URL, p.path, from.sha, to.sha)}, nil
 }

@@ -80,7 +80,7 @@ func (s *Server) projectHooks(r *http.Request, p *project, rest []string) (int, 
 			for _, h := range p.hooks {
 				out = append(out, s.hookJSON(h))
 			}
-			return 200, out, nil
+			return page(r, out)
 		case "POST":
 			h := &hook{events: map[string]bool{"push_events": true}} // GitLab's default
 			if err := h.apply(r); err != nil || h.url == "" {

@@ -22,6 +22,7 @@ type issue struct {
 	confidential       bool
 	createdAt          time.Time
 	updatedAt          time.Time
+	closedAt           time.Time // zero unless closed
 	notes              []*note
 }
 
@@ -44,8 +45,11 @@ func (s *Server) issueJSON(p *project, is *issue) map[string]any {
 		"state": is.state, "labels": orEmpty(is.labels), "author": s.userJSON(is.author), "issue_type": is.issueType,
 		"type":         map[string]string{"issue": "ISSUE", "incident": "INCIDENT", "test_case": "TEST_CASE", "task": "TASK"}[is.issueType],
 		"confidential": is.confidential, "created_at": is.createdAt.UTC().Format(time.RFC3339Nano),
-		"updated_at": is.updatedAt.UTC().Format(time.RFC3339Nano),
-		"web_url":    fmt.Sprintf("%s/%s/-/issues/%d", s.URL, p.path, is.iid)}
+		"updated_at": is.updatedAt.UTC().Format(time.RFC3339Nano), "closed_at": timeJSON(is.closedAt),
+		"assignees": []any{}, "assignee": nil, "user_notes_count": len(is.notes),
+		"references": map[string]any{"short": fmt.Sprintf("#%d", is.iid), "relative": fmt.Sprintf("#%d", is.iid),
+			"full": fmt.Sprintf("%s#%d", p.path, is.iid)},
+		"web_url": fmt.Sprintf("%s/%s/-/issues/%d", s.URL, p.path, is.iid)}
 }
 
 // issues answers /projects/:id/issues[/:iid]: the list (state, issue_type
@@ -91,7 +95,7 @@ func (s *Server) issues(r *http.Request, p *project, rest []string) (int, any, *
 	}
 	is := p.issues[iid-1]
 	if len(rest) == 2 {
-		return s.notes(r, p, &is.notes, "Issue", is.iid, map[string]func(){"close": func() { s.setIssueState(p, is, "close") }})
+		return s.notes(r, p, &is.notes, "Issue", 2000+is.iid, is.iid, map[string]func(){"close": func() { s.setIssueState(p, is, "close") }})
 	}
 	switch r.Method {
 	case "GET":
@@ -126,9 +130,9 @@ func (s *Server) setIssueState(p *project, is *issue, event string) {
 	action := "update"
 	switch {
 	case event == "close" && is.state == "opened":
-		is.state, action = "closed", "close"
+		is.state, action, is.closedAt = "closed", "close", s.now()
 	case event == "reopen" && is.state == "closed":
-		is.state, action = "opened", "reopen"
+		is.state, action, is.closedAt = "opened", "reopen", time.Time{}
 	}
 	is.updatedAt = s.now()
 	s.issueEvent(p, is, action)

@@ -370,6 +370,7 @@ func (s *Server) pipelineJSON(p *project, pl *pipeline, full bool) map[string]an
 		out["queued_duration"] = nil
 		out["coverage"] = nil
 		out["detailed_status"] = s.detailedStatus(p, fmt.Sprintf("/-/pipelines/%d", pl.id), pl.status)
+		out["archived"] = false
 	}
 	return out
 }

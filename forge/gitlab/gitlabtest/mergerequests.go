@@ -22,7 +22,9 @@ type mergeRequest struct {
 	checked            bool   // mergeability computed since the last change
 	baseSHA, startSHA  string // diff_refs of the latest diff: merge base, and the target head then
 	mergeCommit        string
+	createdAt          time.Time
 	updatedAt          time.Time
+	closedAt, mergedAt time.Time // zero unless closed, merged
 	notes              []*note
 	author             string
 	approvedBy         []string          // usernames, in the order they approved
@@ -176,13 +178,13 @@ func (s *Server) mergeRequests(r *http.Request, p *project, rest []string) (int,
 			out = append(out, map[string]any{"user": s.userJSON(name), "state": mr.reviewers[name],
 				"created_at": mr.updatedAt.UTC().Format(time.RFC3339Nano)})
 		}
-		return 200, out, nil
+		return page(r, out)
 	case len(rest) == 2 && rest[1] == "notes" && (r.Method == "POST" || r.Method == "GET"):
 		commands := map[string]func(){"close": func() { s.setMRState(p, mr, "close", nil) }}
 		if _, ok := mr.reviewers[caller(r)]; ok {
 			commands["request_changes"] = func() { s.requestChanges(p, mr, caller(r)) }
 		}
-		return s.notes(r, p, &mr.notes, "MergeRequest", mr.iid, commands)
+		return s.notes(r, p, &mr.notes, "MergeRequest", 1000+mr.iid, mr.iid, commands)
 	case len(rest) == 3 && rest[1] == "notes" && r.Method == "PUT":
 		id, _ := strconv.ParseInt(rest[2], 10, 64)
 		i := slices.IndexFunc(mr.notes, func(n *note) bool { return n.id == id })
@@ -193,8 +195,9 @@ func (s *Server) mergeRequests(r *http.Request, p *project, rest []string) (int,
 			Body string `json:"body"`
 		}
 		json.NewDecoder(r.Body).Decode(&req)
-		mr.notes[i].body = req.Body
-		return 200, map[string]any{"id": id, "body": req.Body}, nil
+		n := mr.notes[i]
+		n.body, n.updatedAt = req.Body, s.now()
+		return 200, s.noteJSON(p, n, "MergeRequest", 1000+mr.iid, mr.iid), nil
 	}
 	return 0, nil, fail(404, "404 Not found")
 }
@@ -257,7 +260,7 @@ func (s *Server) createMR(r *http.Request, p *project) (int, any, *apiError) {
 
 func (s *Server) addMR(p *project, title, description, source, target string, labels []string, author string) *mergeRequest {
 	mr := &mergeRequest{iid: int64(len(p.mrs) + 1), title: title, description: description, source: source,
-		target: target, state: "opened", labels: labels, sourceProjectID: p.id, updatedAt: s.now(), author: author}
+		target: target, state: "opened", labels: labels, sourceProjectID: p.id, createdAt: s.now(), updatedAt: s.now(), author: author}
 	mr.reloadDiff(p)
 	p.mrs = append(p.mrs, mr)
 	s.mergeRequestEvent(p, mr, "open", "")
@@ -296,12 +299,12 @@ func (s *Server) setMRState(p *project, mr *mergeRequest, event string, changes 
 	switch event {
 	case "close":
 		if mr.state == "opened" {
-			mr.state, action = "closed", "close"
+			mr.state, action, mr.closedAt = "closed", "close", s.now()
 		}
 	case "reopen":
 		// GitLab reopens only while the source branch exists.
 		if mr.state == "closed" && mr.head(p) != "" {
-			mr.state, mr.checked, action = "opened", false, "reopen"
+			mr.state, mr.checked, action, mr.closedAt = "opened", false, "reopen", time.Time{}
 			mr.reloadDiff(p)
 		}
 	}
@@ -372,7 +375,7 @@ func (s *Server) merge(p *project, mr *mergeRequest) {
 		mr.mergeCommit = c.sha
 		s.moveBranch(p, mr.target, c.sha)
 	}
-	mr.state, mr.updatedAt = "merged", s.now()
+	mr.state, mr.updatedAt, mr.mergedAt = "merged", s.now(), s.now()
 	s.mergeRequestEvent(p, mr, "merge", "")
 }
 
@@ -383,7 +386,12 @@ func (s *Server) mrJSON(p *project, mr *mergeRequest, full bool) map[string]any 
 		"source_project_id": mr.sourceProjectID, "target_project_id": p.id, "sha": head,
 		"updated_at": mr.updatedAt.UTC().Format(time.RFC3339Nano), "author": s.userJSON(mr.author), "draft": false,
 		"detailed_merge_status": s.detailedMergeStatus(p, mr),
-		"web_url":               fmt.Sprintf("%s/%s/-/merge_requests/%d", s.URL, p.path, mr.iid)}
+		"web_url":               fmt.Sprintf("%s/%s/-/merge_requests/%d", s.URL, p.path, mr.iid),
+		"created_at":            mr.createdAt.UTC().Format(time.RFC3339Nano), "merged_at": timeJSON(mr.mergedAt),
+		"closed_at": timeJSON(mr.closedAt), "merge_commit_sha": nil, "squash_commit_sha": nil, "work_in_progress": false,
+		"assignees": []any{}, "assignee": nil, "user_notes_count": len(mr.notes),
+		"references": map[string]any{"short": fmt.Sprintf("!%d", mr.iid), "relative": fmt.Sprintf("!%d", mr.iid),
+			"full": fmt.Sprintf("%s!%d", p.path, mr.iid)}}
 	if mr.mergeCommit != "" {
 		out["merge_commit_sha"] = mr.mergeCommit
 	}
@@ -396,7 +404,11 @@ func (s *Server) mrJSON(p *project, mr *mergeRequest, full bool) map[string]any 
 		status := s.detailedMergeStatus(p, mr)
 		out["has_conflicts"] = status == "conflict"
 		out["diff_refs"] = map[string]any{"base_sha": mr.baseSHA, "head_sha": head, "start_sha": mr.startSHA}
-		if pl := s.headPipeline(p, mr); pl != nil && mr.state == "opened" {
+		// GitLab always sends head_pipeline, null when there is none; a
+		// merged or closed merge request keeps the pipeline of its head
+		// (MergeRequest#diff_head_pipeline).
+		out["head_pipeline"] = nil
+		if pl := s.headPipeline(p, mr); pl != nil {
 			out["head_pipeline"] = s.pipelineJSON(p, pl, true)
 		}
 	}
@@ -424,7 +436,7 @@ func (s *Server) CreateForkMergeRequest(project, source, target, title string) i
 	files["fork.txt"] = file{content: "from a fork\n"}
 	head := s.newCommit(p, files, base.sha)
 	mr := &mergeRequest{iid: int64(len(p.mrs) + 1), title: title, source: source, target: target, state: "opened",
-		sourceProjectID: 1000 + p.id, forkHead: head.sha, updatedAt: s.now(), author: "a-fork-owner"}
+		sourceProjectID: 1000 + p.id, forkHead: head.sha, createdAt: s.now(), updatedAt: s.now(), author: "a-fork-owner"}
 	mr.reloadDiff(p)
 	p.mrs = append(p.mrs, mr)
 	return mr.iid

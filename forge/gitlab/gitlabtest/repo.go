@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 )
 
 // file is one blob in a tree: its content and whether it is executable
@@ -26,6 +27,7 @@ func (f file) mode() string {
 // merge commit).
 type commit struct {
 	sha      string
+	at       time.Time // authored and committed
 	parents  []string
 	files    map[string]file
 	pipeline int64 // the CI pipeline GitLab would run for it
@@ -34,7 +36,7 @@ type commit struct {
 func (s *Server) newCommit(p *project, files map[string]file, parents ...string) *commit {
 	s.seq++
 	sum := sha1.Sum(fmt.Appendf(nil, "%s/%d/%v", p.path, s.seq, parents))
-	c := &commit{sha: hex.EncodeToString(sum[:]), parents: parents, files: files, pipeline: PipelineBase + int64(s.seq)}
+	c := &commit{sha: hex.EncodeToString(sum[:]), at: s.now(), parents: parents, files: files, pipeline: PipelineBase + int64(s.seq)}
 	p.commits[c.sha] = c
 	return c
 }
@@ -135,7 +137,8 @@ func unionKeys(ms ...map[string]file) map[string]bool {
 func treeDiff(before, after map[string]file, renames bool) []map[string]any {
 	entry := func(oldPath, newPath string, a, b *file) map[string]any {
 		e := map[string]any{"old_path": oldPath, "new_path": newPath, "a_mode": "0", "b_mode": "0",
-			"new_file": a == nil, "deleted_file": b == nil, "renamed_file": oldPath != newPath, "diff": ""}
+			"new_file": a == nil, "deleted_file": b == nil, "renamed_file": oldPath != newPath, "diff": "",
+			"collapsed": false, "too_large": false}
 		if a != nil {
 			e["a_mode"] = a.mode()
 		}

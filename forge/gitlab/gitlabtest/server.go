@@ -23,8 +23,10 @@
 //     Issue Hook; merge request approvals and reviewer states (requested
 //     changes show in detailed_merge_status once Git's checks pass), in
 //     the Merge Request Hook as GitLab sends them;
-//   - offset pagination of the issue and merge request lists (page,
-//     per_page up to 100, X-Next-Page and the other X- headers);
+//   - offset pagination of every list GitLab pages (issues, merge
+//     requests, their notes and reviewers, pipelines, jobs, a commit's
+//     diff, trees, hooks, projects): page, per_page up to 100,
+//     X-Next-Page and the other X- headers, and Link;
 //   - more users than the token's, each with a token of its own (AddUser),
 //     who approve as themselves, with the sha pinned (409 when the head
 //     moved, 401 for a second approval), and are made reviewers with
@@ -35,6 +37,10 @@
 //   - notes on issues and merge requests, with the quick actions /close
 //     and, for a reviewer of the merge request, /request_changes run and
 //     dropped from the text as GitLab does (202 when nothing is left).
+//
+// Its answers have the shapes GitLab's API documentation gives:
+// documented_test.go holds each one against GitLab's documented example
+// (testdata/documented), member by member.
 //
 // See ../../shared/reference/forge-apis.md, "Checklist for faithful fakes"
 // and its addendum.
@@ -206,12 +212,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) route(r *http.Request, parts []string) (int, any, *apiError) {
 	if len(parts) == 1 && parts[0] == "projects" && r.Method == "GET" {
-		var out []any
+		out := []any{}
 		for _, p := range s.projects {
 			out = append(out, s.projectJSON(p))
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].(map[string]any)["id"].(int) < out[j].(map[string]any)["id"].(int) })
-		return 200, out, nil
+		return page(r, out)
 	}
 	if len(parts) == 1 && parts[0] == "user" && r.Method == "GET" {
 		return 200, s.userJSON(caller(r)), nil
@@ -241,7 +247,7 @@ func (s *Server) route(r *http.Request, parts []string) (int, any, *apiError) {
 			delete(p.branches, rest[2])
 			return http.StatusNoContent, nil, nil
 		}
-		return 200, map[string]any{"name": rest[2], "commit": map[string]any{"id": sha}}, nil
+		return 200, s.branchJSON(p, rest[2], sha), nil
 	case m == "GET" && len(rest) == 4 && rest[0] == "repository" && rest[1] == "files" && rest[3] == "raw":
 		c := p.resolve(r.URL.Query().Get("ref"))
 		if c == nil {
@@ -282,6 +288,19 @@ func (s *Server) project(id string) *project {
 		return nil
 	}
 	return s.projects[id]
+}
+
+// branchJSON is GitLab's Branch entity (branch protection not modelled:
+// every branch is unprotected and open to pushes).
+func (s *Server) branchJSON(p *project, name, sha string) map[string]any {
+	c := p.commits[sha]
+	at := c.at.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	return map[string]any{"name": name, "merged": name != p.defaultBranch && p.isAncestor(sha, p.branches[p.defaultBranch]),
+		"protected": false, "default": name == p.defaultBranch, "developers_can_push": true, "developers_can_merge": true,
+		"can_push": true, "web_url": fmt.Sprintf("%s/%s/-/tree/%s", s.URL, p.path, url.PathEscape(name)),
+		"commit": map[string]any{"id": sha, "short_id": sha[:8], "parent_ids": orEmpty(c.parents), "created_at": at,
+			"authored_date": at, "committed_date": at,
+			"web_url": fmt.Sprintf("%s/%s/-/commit/%s", s.URL, p.path, sha)}}
 }
 
 func (s *Server) projectJSON(p *project) map[string]any {
@@ -373,20 +392,29 @@ func (s *Server) userNamed(id int64) string {
 
 // note is a note on an issue or a merge request.
 type note struct {
-	id           int64
-	body, author string
+	id                   int64
+	body, author         string
+	createdAt, updatedAt time.Time
+}
+
+// noteJSON is GitLab's Note entity of a note on noteable (Issue,
+// MergeRequest) iid, whose global id is noteableID.
+func (s *Server) noteJSON(p *project, n *note, noteable string, noteableID, iid int64) map[string]any {
+	return map[string]any{"id": n.id, "body": n.body, "attachment": nil, "author": s.userJSON(n.author),
+		"created_at": n.createdAt.UTC().Format(time.RFC3339Nano), "updated_at": n.updatedAt.UTC().Format(time.RFC3339Nano),
+		"system": false, "noteable_id": noteableID, "noteable_type": noteable, "project_id": p.id, "noteable_iid": iid,
+		"resolvable": false, "confidential": false, "internal": false, "imported": false, "imported_from": "none"}
 }
 
 // notes answers …/notes of an issue or a merge request: the list, and a
 // new note whose quick actions (commands: name → action, for the
 // commands whose condition holds) run first and leave the text (see
 // quickActions). p numbers the notes of both.
-func (s *Server) notes(r *http.Request, p *project, on *[]*note, noteable string, iid int64, commands map[string]func()) (int, any, *apiError) {
+func (s *Server) notes(r *http.Request, p *project, on *[]*note, noteable string, noteableID, iid int64, commands map[string]func()) (int, any, *apiError) {
 	if r.Method == "GET" {
 		out := []any{}
 		for _, n := range *on {
-			out = append(out, map[string]any{"id": n.id, "body": n.body, "author": s.userJSON(n.author), "system": false,
-				"noteable_type": noteable, "noteable_iid": iid})
+			out = append(out, s.noteJSON(p, n, noteable, noteableID, iid))
 		}
 		return page(r, out)
 	}
@@ -402,9 +430,10 @@ func (s *Server) notes(r *http.Request, p *project, on *[]*note, noteable string
 		return http.StatusAccepted, map[string]any{"commands_changes": map[string]any{}, "summary": ran}, nil
 	}
 	p.notes++
-	*on = append(*on, &note{id: p.notes, body: text, author: caller(r)})
-	return http.StatusCreated, map[string]any{"id": p.notes, "body": text, "author": s.userJSON(caller(r)), "system": false,
-		"noteable_type": noteable, "noteable_iid": iid}, nil
+	now := s.now()
+	n := &note{id: p.notes, body: text, author: caller(r), createdAt: now, updatedAt: now}
+	*on = append(*on, n)
+	return http.StatusCreated, s.noteJSON(p, n, noteable, noteableID, iid), nil
 }
 
 // quickActions runs the quick actions of body, as GitLab does for a note:
@@ -434,9 +463,11 @@ type paged struct {
 	header http.Header
 }
 
-// page answers one page of items as GitLab's offset pagination does:
-// page from 1, per_page 20 by default and at most 100, X-Next-Page empty
-// on the last page.
+// page answers one page of items as GitLab's offset pagination does
+// (doc/api/rest/_index.md, Pagination link headers): page from 1,
+// per_page 20 by default and at most 100, X-Next-Page empty on the last
+// page, X-Prev-Page on the first, and a Link header with the first, last,
+// next and previous pages.
 func page(r *http.Request, items []any) (int, any, *apiError) {
 	q := r.URL.Query()
 	n, _ := strconv.Atoi(q.Get("page"))
@@ -461,6 +492,23 @@ func page(r *http.Request, items []any) (int, any, *apiError) {
 	if n > 1 {
 		h.Set("X-Prev-Page", strconv.Itoa(n-1))
 	}
+	link := func(page int, rel string) string {
+		u := url.URL{Scheme: "http", Host: r.Host, Path: r.URL.Path}
+		q := r.URL.Query()
+		q.Set("page", strconv.Itoa(page))
+		q.Set("per_page", strconv.Itoa(size))
+		u.RawQuery = q.Encode()
+		return fmt.Sprintf("<%s>; rel=\"%s\"", u.String(), rel)
+	}
+	var links []string
+	if n > 1 {
+		links = append(links, link(n-1, "prev"))
+	}
+	if n < pages {
+		links = append(links, link(n+1, "next"))
+	}
+	links = append(links, link(1, "first"), link(pages, "last"))
+	h.Set("Link", strings.Join(links, ", "))
 	out := items[from:to]
 	if out == nil {
 		out = []any{}

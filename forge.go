@@ -55,7 +55,9 @@ type Forge interface {
 	// OpenMergeRequestsFrom returns every open merge request whose source
 	// is branch of project, into any target (forks' excluded): before a
 	// branch is deleted, those that are not the caller's would be closed
-	// with it.
+	// with it. With branch "" it returns every open merge request of the
+	// project (the bulk reconciliation's one listing per project), paged
+	// through to its end.
 	OpenMergeRequestsFrom(ctx context.Context, project, branch string) ([]MergeRequest, error)
 
 	// CreateMergeRequest opens a merge request. Conflict if one is open

@@ -101,7 +101,11 @@ type MR struct {
 	// NoteMinInterval is the least time between two edits of the status
 	// note on a merge request.
 	NoteMinInterval Duration `yaml:"note_min_interval"`
-	ManagedLabel    string   `yaml:"managed_label"`
+	// BulkReconcileInterval is how often each project's open merge
+	// requests are listed once and compared with the items, so that a
+	// lost webhook is noticed within it (0: never; default 2m).
+	BulkReconcileInterval Duration `yaml:"bulk_reconcile_interval"`
+	ManagedLabel          string   `yaml:"managed_label"`
 }
 
 var forgeName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -169,6 +173,9 @@ func (c Config) validateForges(bad func(field, format string, args ...any)) {
 	}
 	if c.MR.ReconcileInterval < Duration(minInterval) || c.MR.MergeRecheckInterval < Duration(minInterval) || c.MR.EmptyCheckInterval < Duration(minInterval) {
 		bad("mr", "reconcile_interval, merge_recheck_interval and empty_check_interval must be at least %s", minInterval)
+	}
+	if c.MR.BulkReconcileInterval != 0 && c.MR.BulkReconcileInterval < Duration(minInterval) {
+		bad("mr.bulk_reconcile_interval", "want 0 (off) or at least %s", minInterval)
 	}
 	if c.MR.NoteMinInterval < 0 {
 		bad("mr.note_min_interval", "must not be negative")

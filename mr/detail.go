@@ -136,6 +136,19 @@ type Store interface {
 	// RecordForgeState writes the forge state under the lease.
 	// ErrLeaseLost.
 	RecordForgeState(ctx context.Context, l wq.Lease, s ForgeState, now time.Time) error
+
+	// OpenMRs lists the active items of forge whose merge request is
+	// recorded, ordered by project: what the bulk reconciliation compares
+	// with each project's one listing of open merge requests.
+	OpenMRs(ctx context.Context, forge string) ([]OpenMR, error)
+}
+
+// OpenMR is an active item's merge request as the service recorded it.
+type OpenMR struct {
+	ItemID  wq.ItemID
+	Project string
+	Number  int64
+	HeadSHA string
 }
 
 // IdempotencyKey is the database-level guard of the natural key (DDR-39):

@@ -22,6 +22,7 @@ func (x *executors) eventHandlers() map[string]wq.EventHandler {
 		webhook.GitLabMergeRequest: x.onGitLabMergeRequest,
 		webhook.GitLabPipeline:     x.onGitLabPipeline,
 		webhook.GitLabJob:          x.onGitLabJob,
+		EventBulkReconcile:         x.onBulkReconcile,
 	}
 }
 

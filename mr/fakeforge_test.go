@@ -268,7 +268,7 @@ func (f *fakeForge) OpenMergeRequestsFrom(_ context.Context, _, branch string) (
 	defer f.call("OpenMergeRequestsFrom")()
 	var out []wq.MergeRequest
 	for _, m := range f.mrs {
-		if v := f.view(m); v.SourceBranch == branch && v.State == wq.MergeRequestOpen {
+		if v := f.view(m); (branch == "" || v.SourceBranch == branch) && v.State == wq.MergeRequestOpen {
 			out = append(out, *v)
 		}
 	}

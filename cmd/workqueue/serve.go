@@ -66,8 +66,12 @@ type Main struct {
 	served   chan error
 	// stopSync stops the inventory's periodic sync; synced is closed
 	// once it has.
-	stopSync  context.CancelFunc
-	synced    chan struct{}
+	stopSync context.CancelFunc
+	synced   chan struct{}
+	// stopBulk stops the mr type's bulk reconciliation; bulkDone is closed
+	// once it has.
+	stopBulk  context.CancelFunc
+	bulkDone  chan struct{}
 	closeOnce sync.Once
 	closeErr  error
 	// dashboardTrail keeps recent audit entries for the dashboard.
@@ -167,6 +171,14 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	if err := m.Engine.Start(ctx); err != nil {
 		return err
+	}
+	if slices.Contains(m.Config.HandledTypes, mr.ItemType) && m.Config.MR.BulkReconcileInterval > 0 {
+		bulk := &mr.BulkReconciler{Store: mrs, Forges: forges, Events: s, Notify: m.Engine.Notify,
+			Interval: time.Duration(m.Config.MR.BulkReconcileInterval), Clock: m.Clock, Log: m.Log}
+		var bulkCtx context.Context
+		bulkCtx, m.stopBulk = context.WithCancel(context.WithoutCancel(ctx))
+		m.bulkDone = make(chan struct{})
+		go func() { defer close(m.bulkDone); bulk.Run(bulkCtx) }()
 	}
 	hookForges := map[string]service.WebhookForge{}
 	for _, f := range m.Config.Forges {
@@ -445,6 +457,10 @@ func (m *Main) close() error {
 	if m.stopSync != nil {
 		m.stopSync()
 		<-m.synced
+	}
+	if m.stopBulk != nil {
+		m.stopBulk()
+		<-m.bulkDone
 	}
 	if m.Engine != nil {
 		m.Engine.Stop(context.Background())

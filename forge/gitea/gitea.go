@@ -443,7 +443,7 @@ func (f *Forge) OpenMergeRequestsFrom(ctx context.Context, project, branch strin
 	}
 	var out []wq.MergeRequest
 	for _, pr := range prs {
-		if pr.Head != nil && pr.Head.Ref == branch && (pr.Base == nil || pr.Head.RepoID == pr.Base.RepoID) {
+		if pr.Head != nil && (branch == "" || pr.Head.Ref == branch) && (pr.Base == nil || pr.Head.RepoID == pr.Base.RepoID) {
 			out = append(out, *toMergeRequest(pr))
 		}
 	}

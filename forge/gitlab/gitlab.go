@@ -315,7 +315,10 @@ func (f *Forge) FindMergeRequest(ctx context.Context, project, source, target st
 // forks' left out.
 func (f *Forge) OpenMergeRequestsFrom(ctx context.Context, project, branch string) ([]wq.MergeRequest, error) {
 	var out []wq.MergeRequest
-	opt := &gl.ListProjectMergeRequestsOptions{SourceBranch: &branch, State: gl.Ptr("opened"), ListOptions: gl.ListOptions{PerPage: 100}}
+	opt := &gl.ListProjectMergeRequestsOptions{State: gl.Ptr("opened"), ListOptions: gl.ListOptions{PerPage: 100}}
+	if branch != "" {
+		opt.SourceBranch = &branch
+	}
 	for page := int64(1); page > 0; {
 		opt.Page = page
 		err := f.call(ctx, "list open merge requests of "+project+" from "+branch, func(o gl.RequestOptionFunc) error {

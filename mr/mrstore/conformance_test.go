@@ -51,6 +51,41 @@ func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 		return it
 	}
 
+	t.Run("open merge requests are the active items with a recorded one, by project", func(t *testing.T) {
+		s := open(t)
+		none := create(t, s) // no merge request yet
+		withMR := create(t, s, func(n *wq.NewItem, d *mr.Detail) {
+			n.IdempotencyKey, d.SourceBranch = mr.IdempotencyKey("gitea", "o/r", "wq/b"), "wq/b"
+		})
+		ended := create(t, s, func(n *wq.NewItem, d *mr.Detail) {
+			n.IdempotencyKey, d.SourceBranch = mr.IdempotencyKey("gitea", "o/r", "wq/c"), "wq/c"
+		})
+		for _, it := range []*wq.Item{withMR, ended} {
+			l, err := s.ClaimItem(ctx, it.ID, "w", T0, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RecordForgeState(ctx, l, mr.ForgeState{MRNumber: 7, HeadSHA: "abc"}, T0); err != nil {
+				t.Fatal(err)
+			}
+			if it == ended {
+				if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCompleted, Reason: "merged"}, T0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		got, err := s.OpenMRs(ctx, "gitea")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []mr.OpenMR{{ItemID: withMR.ID, Project: "o/r", Number: 7, HeadSHA: "abc"}}; !cmp.Equal(want, got) {
+			t.Errorf("OpenMRs = %+v, want %+v (not %s, which has none, nor the ended one)", got, want, none.ID)
+		}
+		if other, err := s.OpenMRs(ctx, "gitlab"); err != nil || len(other) != 0 {
+			t.Errorf("another forge's: %+v, %v", other, err)
+		}
+	})
+
 	t.Run("summaries give many items' titles and merge requests in one call", func(t *testing.T) {
 		s := open(t)
 		a := create(t, s)

@@ -259,3 +259,27 @@ func (s postgresStore) LatestMROwner(ctx context.Context, forge, project, source
 	}
 	return caller, wq.Phase(phase), nil
 }
+
+// OpenMRs lists the active items of forge with a recorded merge request.
+func (s postgresStore) OpenMRs(ctx context.Context, forge string) ([]mr.OpenMR, error) {
+	rows, err := s.db.Pool().Query(ctx, `SELECT w.id, m.project, m.mr_iid, coalesce(m.head_sha, '') FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+		WHERE m.forge = $1 AND w.phase = 'active' AND m.mr_iid IS NOT NULL ORDER BY m.project, m.mr_iid`, forge)
+	if err != nil {
+		return nil, fmt.Errorf("open mrs: %w", postgres.Translate(err))
+	}
+	defer rows.Close()
+	var out []mr.OpenMR
+	for rows.Next() {
+		var o mr.OpenMR
+		var id uuid.UUID
+		if err := rows.Scan(&id, &o.Project, &o.Number, &o.HeadSHA); err != nil {
+			return nil, fmt.Errorf("open mrs: %w", postgres.Translate(err))
+		}
+		o.ItemID = id
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("open mrs: %w", postgres.Translate(err))
+	}
+	return out, nil
+}

@@ -1,0 +1,160 @@
+package mr
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// The bulk reconciliation (seed 000, "Webhooks are hints"): a lost
+// webhook used to cost up to reconcile_interval (30 minutes) before the
+// item's own reconcile_mr looked. Every BulkInterval, for each project
+// with active items that have a merge request, one listing of the
+// project's open merge requests (paged) is compared with the items: an
+// item whose merge request is no longer open, or whose head is not the
+// one recorded, gets an event that has its reconcile_mr run now, as the
+// lost webhook would have. Its cost grows with projects, not items.
+
+// EventBulkReconcile is the event type the bulk reconciliation stores: it
+// is what a merge request event would have said, from the listing.
+const EventBulkReconcile = "bulk_reconcile"
+
+// bulkSource is the source of the bulk reconciliation's events.
+const bulkSource = "bulk-reconcile"
+
+// BulkReconciler runs the bulk reconciliation for the forges it is given.
+type BulkReconciler struct {
+	Store  Store
+	Forges map[string]wq.Forge
+	// Events stores the events (the engine's store: InsertDelivery).
+	Events interface {
+		InsertDelivery(ctx context.Context, source, deliveryID string, events []wq.Event, now time.Time) (wq.Delivery, error)
+	}
+	// Notify, when set, wakes the engine for an item with a new event.
+	Notify func(itemType string, id wq.ItemID)
+	// Interval between two sweeps (mr.bulk_reconcile_interval; default 2m).
+	Interval time.Duration
+	Clock    clockwork.Clock
+	Log      *slog.Logger
+}
+
+// bulkEvent is the body of an EventBulkReconcile event.
+type bulkEvent struct {
+	Open    bool   `json:"open"`     // the merge request is in the listing of open ones
+	HeadSHA string `json:"head_sha"` // its head there ("" when not open)
+}
+
+// Run sweeps every Interval until ctx ends.
+func (b *BulkReconciler) Run(ctx context.Context) {
+	if b.Interval <= 0 {
+		b.Interval = 2 * time.Minute
+	}
+	if b.Clock == nil {
+		b.Clock = clockwork.NewRealClock()
+	}
+	if b.Log == nil {
+		b.Log = slog.Default()
+	}
+	t := b.Clock.NewTicker(b.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.Chan():
+			if _, err := b.Sweep(ctx); err != nil && ctx.Err() == nil {
+				b.Log.Warn("bulk reconciliation", "err", err)
+			}
+		}
+	}
+}
+
+// Sweep compares every forge's projects once and returns how many items
+// it woke. A project the forge cannot list is skipped (and reported) so
+// that one missing project does not stop the others.
+func (b *BulkReconciler) Sweep(ctx context.Context) (int, error) {
+	now := time.Now()
+	if b.Clock != nil {
+		now = b.Clock.Now()
+	}
+	woken := 0
+	var firstErr error
+	for name, f := range b.Forges {
+		open, err := b.Store.OpenMRs(ctx, name)
+		if err != nil {
+			return woken, err
+		}
+		for start := 0; start < len(open); {
+			end := start
+			for end < len(open) && open[end].Project == open[start].Project {
+				end++
+			}
+			n, err := b.project(ctx, name, f, open[start:end], now)
+			woken += n
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			start = end
+		}
+	}
+	return woken, firstErr
+}
+
+// project compares one project's items with its one listing.
+func (b *BulkReconciler) project(ctx context.Context, forgeName string, f wq.Forge, items []OpenMR, now time.Time) (int, error) {
+	project := items[0].Project
+	listed, err := f.OpenMergeRequestsFrom(ctx, project, "")
+	if err != nil {
+		return 0, fmt.Errorf("list the open merge requests of %s on %s: %w", project, forgeName, err)
+	}
+	heads := make(map[int64]string, len(listed))
+	for _, m := range listed {
+		heads[m.Number] = m.HeadSHA
+	}
+	// One delivery id per item and window: instances sharing a database,
+	// sweeping the same window, store the event once.
+	window := now.Truncate(b.Interval).Unix()
+	woken := 0
+	for _, it := range items {
+		head, isOpen := heads[it.Number]
+		if isOpen && (head == "" || head == it.HeadSHA) {
+			continue
+		}
+		body, _ := json.Marshal(bulkEvent{Open: isOpen, HeadSHA: head})
+		id := bulkSource + "/" + it.ItemID.String() + "/" + strconv.FormatInt(window, 10)
+		d, err := b.Events.InsertDelivery(ctx, bulkSource, id,
+			[]wq.Event{{ItemID: it.ItemID, EventType: EventBulkReconcile, Body: body, EventTS: now}}, now)
+		if err != nil {
+			return woken, err
+		}
+		if d.Stored > 0 {
+			woken++
+			if b.Notify != nil {
+				b.Notify(ItemType, it.ItemID)
+			}
+		}
+	}
+	return woken, nil
+}
+
+// onBulkReconcile reads the bulk reconciliation's event as a merge
+// request event: reconcile_mr runs now, and a head the service did not
+// push is a foreign push, as from a webhook.
+func (x *executors) onBulkReconcile(ctx context.Context, item *wq.Item, ev *wq.Event) (wq.EventResult, error) {
+	var p bulkEvent
+	if err := json.Unmarshal(ev.Body, &p); err != nil {
+		return wq.EventResult{}, fmt.Errorf("%w: bulk reconcile event: %w", wq.ErrPermanent, err)
+	}
+	e := prEvent{action: "bulk_reconcile", headSHA: p.HeadSHA}
+	if !p.Open {
+		e.headSHA = "" // merged or closed: reconcile_mr reads which
+	}
+	return x.onMergeRequestEvent(ctx, item, e)
+}

@@ -3,9 +3,11 @@ package gitlab_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -21,8 +23,12 @@ type exchange struct {
 	token        string // PRIVATE-TOKEN
 	body         string // the JSON body wanted; "" for none
 	status       int
-	answer       string
+	answer       string // after withNextPage's prefix, if any
 }
+
+// withNextPage makes an answer one page of several: the server sends
+// X-Next-Page: n with it.
+func withNextPage(n int, answer string) string { return fmt.Sprintf("next-page=%d;", n) + answer }
 
 // scripted is an adapter whose service token is "service-token" and
 // review token "review-token", talking to a server that wants script's
@@ -58,6 +64,11 @@ func scripted(t *testing.T, script ...exchange) *gitlab.Forge {
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if rest, ok := strings.CutPrefix(want.answer, "next-page="); ok {
+			n, answer, _ := strings.Cut(rest, ";")
+			w.Header().Set("X-Next-Page", n)
+			want.answer = answer
+		}
 		w.WriteHeader(want.status)
 		io.WriteString(w, want.answer)
 	}))
@@ -163,6 +174,27 @@ func TestChangesAreRequestedByAReviewerWithTheQuickActionAndReadBack(t *testing.
 	f = scripted(t, script("unreviewed")...)
 	if err := f.ReviewPullRequest(ctx, "g/p", 3, wq.ReviewChangesRequested, "Rename x.\n/approve", "abc"); !wq.IsForgeError(err, wq.ForgePermanent) {
 		t.Errorf("the state not set: %v, want a permanent error", err)
+	}
+}
+
+// The reviewers are read to their last page: on a merge request with
+// more reviewers than one page, the review identity's state is past the
+// first.
+func TestARequestForChangesIsReadBackPastTheFirstPageOfReviewers(t *testing.T) {
+	var first []string
+	for i := range 20 {
+		first = append(first, fmt.Sprintf(`{"user": {"id": %d, "username": "r%d"}, "state": "unreviewed"}`, 100+i, i))
+	}
+	f := scripted(t,
+		exchange{"GET", mrPath, "service-token", "", 200, openMR},
+		exchange{"GET", "/api/v4/user", "review-token", "", 200, reviewer},
+		exchange{"PUT", mrPath, "service-token", `{"reviewer_ids": [9, 7]}`, 200, openMR},
+		exchange{"POST", mrPath + "/notes", "review-token", `{"body": "Rename x.\n\n/request_changes"}`, 201, `{"id": 12}`},
+		exchange{"GET", mrPath + "/reviewers", "review-token", "", 200, withNextPage(2, "["+strings.Join(first, ",")+"]")},
+		exchange{"GET", mrPath + "/reviewers", "review-token", "", 200, `[{"user": {"id": 7, "username": "a-reviewer"}, "state": "requested_changes"}]`},
+	)
+	if err := f.ReviewPullRequest(context.Background(), "g/p", 3, wq.ReviewChangesRequested, "Rename x.", "abc"); err != nil {
+		t.Errorf("the verdict on the second page of reviewers: %v", err)
 	}
 }
 

@@ -886,10 +886,23 @@ func (f *Forge) requestChanges(ctx context.Context, project string, mr *gl.Merge
 	if _, err := f.note(ctx, f.reviewing, project, wq.WorkPR, mr.IID, inert(body)+"\n\n/request_changes", what); err != nil {
 		return err
 	}
+	// Every page of the reviewers: GitLab pages them (20 by default), and
+	// the review identity may be past the first.
 	var reviewers []*gl.MergeRequestReviewer
-	err := f.call(ctx, fmt.Sprintf("reviewers of %s!%d", project, mr.IID), func(o gl.RequestOptionFunc) (err error) {
-		reviewers, _, err = f.reviewing.MergeRequests.GetMergeRequestReviewers(project, mr.IID, o)
-		return err
+	err := f.call(ctx, fmt.Sprintf("reviewers of %s!%d", project, mr.IID), func(o gl.RequestOptionFunc) error {
+		reviewers = reviewers[:0]
+		for page := int64(1); page > 0; {
+			list, resp, err := f.reviewing.MergeRequests.GetMergeRequestReviewers(project, mr.IID, o, gl.WithOffsetPaginationParameters(page))
+			if err != nil {
+				return err
+			}
+			reviewers = append(reviewers, list...)
+			page = 0
+			if resp != nil && resp.NextPage > 0 && len(list) > 0 {
+				page = resp.NextPage
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -28,18 +29,24 @@ import (
 )
 
 // clientFlags are the flags of every command that talks to a server.
+//
+// Neither flag has a default value in the flag set: help prints a
+// flag's default, and the token's is a secret (issue 29). The values
+// are resolved when a command runs (resolve).
 type clientFlags struct {
 	server, token, output string
 	quiet                 bool
 }
 
+// defaultServer is the server a client command talks to when nothing
+// names one.
+const defaultServer = "http://127.0.0.1:8080"
+
 func (f *clientFlags) register(cmd *cobra.Command) {
-	server := os.Getenv("WORKQUEUE_URL")
-	if server == "" {
-		server = "http://127.0.0.1:8080"
-	}
-	cmd.PersistentFlags().StringVar(&f.server, "server", server, "workqueue server URL (default $WORKQUEUE_URL or http://127.0.0.1:8080)")
-	cmd.PersistentFlags().StringVar(&f.token, "token", os.Getenv("WORKQUEUE_TOKEN"), "API token (default $WORKQUEUE_TOKEN)")
+	cmd.PersistentFlags().StringVar(&f.server, "server", "",
+		"workqueue server URL (default $WORKQUEUE_URL, else the server of 'workqueue login', else "+defaultServer+")")
+	cmd.PersistentFlags().StringVar(&f.token, "token", "",
+		"API token (default $WORKQUEUE_TOKEN, else the token 'workqueue login' saved for the server)")
 	addOutputFlag(cmd.PersistentFlags(), &f.output)
 }
 
@@ -48,14 +55,40 @@ func (f *clientFlags) registerQuiet(cmd *cobra.Command, usage string) {
 	cmd.PersistentFlags().BoolVarP(&f.quiet, "quiet", "q", false, usage)
 }
 
+// resolve returns the server and token a command uses: each flag, else
+// its environment variable, else what 'workqueue login' saved.
+func (f *clientFlags) resolve() (server, token string, err error) {
+	server, token = f.server, f.token
+	if server == "" {
+		server = os.Getenv("WORKQUEUE_URL")
+	}
+	var saved savedLogins
+	if server == "" || (token == "" && os.Getenv("WORKQUEUE_TOKEN") == "") {
+		if saved, err = loadLogins(); err != nil {
+			return "", "", err
+		}
+	}
+	if server == "" {
+		server = cmp.Or(saved.Default, defaultServer)
+	}
+	if token == "" {
+		token = cmp.Or(os.Getenv("WORKQUEUE_TOKEN"), saved.Servers[normalServer(server)].Token)
+	}
+	return server, token, nil
+}
+
 func (f *clientFlags) client() (*client.Client, error) {
 	if err := checkOutput(&f.output); err != nil {
 		return nil, err
 	}
-	if f.token == "" {
-		return nil, transportError{errors.New("no API token: set WORKQUEUE_TOKEN or pass --token")}
+	server, token, err := f.resolve()
+	if err != nil {
+		return nil, err
 	}
-	c, err := client.New(f.server, f.token)
+	if token == "" {
+		return nil, transportError{errors.New("no API token: run 'workqueue login', set WORKQUEUE_TOKEN or pass --token")}
+	}
+	c, err := client.New(server, token)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--server: %w", err)}
 	}

@@ -66,7 +66,7 @@ unreachable, or the token missing or refused).`,
 	root.SetVersionTemplate("{{.Version}}")
 	root.AddCommand(newVersionCommand(), newConfigCommand(), newServeCommand(), newMigrateCommand(), newTokenCommand(), newItemsCommand(), newHooksCommand(),
 		newSessionsCommand(), newWorkCommand(), newAllocateCommand(), newGateCommand(), newLeasesCommand(), newCheckpointsCommand(), newIncidentsCommand(), newMCPCommand(),
-		newHerderCommand(), newWhoamiCommand())
+		newHerderCommand(), newWhoamiCommand(), newLoginCommand(), newLogoutCommand())
 	wrapUsage(root)
 	return root
 }

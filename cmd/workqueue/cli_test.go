@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// runBinary runs the built workqueue with args, the environment extended
+// by env, and stdin as its input; it returns what it printed on each
+// stream and its exit status.
+func runBinary(t *testing.T, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("workqueue %v: %v", args, err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// commandPaths lists every command of the CLI, each as its words after
+// "workqueue".
+func commandPaths() [][]string {
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		paths = append(paths, path)
+		for _, sub := range c.Commands() {
+			if sub.Name() == "help" || sub.Name() == "completion" {
+				continue
+			}
+			walk(sub, append(append([]string(nil), path...), sub.Name()))
+		}
+	}
+	walk(newRootCommand(nil, nil), nil)
+	return paths
+}
+
+// Help names where the token comes from and never shows its value
+// (issue 29, trap 1): with WORKQUEUE_TOKEN set, no command's --help
+// prints it, and every command taking --token says it defaults to
+// $WORKQUEUE_TOKEN.
+func TestHelpOfEveryCommandNamesTheTokenVariableButNeverItsValue(t *testing.T) {
+	const secret = "wq_helpmustnotshowthis0123456789"
+	env := []string{"WORKQUEUE_TOKEN=" + secret, "WORKQUEUE_URL=http://127.0.0.1:1"}
+	paths := commandPaths()
+	if len(paths) < 40 {
+		t.Fatalf("only %d commands found", len(paths))
+	}
+	withToken := 0
+	for _, path := range paths {
+		stdout, stderr, code := runBinary(t, env, "", append(path, "--help")...)
+		if code != 0 {
+			t.Errorf("workqueue %s --help exits %d:\n%s", strings.Join(path, " "), code, stderr)
+		}
+		if strings.Contains(stdout+stderr, secret) || strings.Contains(stdout+stderr, "wq_help") {
+			t.Errorf("workqueue %s --help prints the token:\n%s", strings.Join(path, " "), stdout)
+		}
+		if strings.Contains(stdout, "--token") {
+			withToken++
+			if !strings.Contains(stdout, "$WORKQUEUE_TOKEN") {
+				t.Errorf("workqueue %s --help does not name $WORKQUEUE_TOKEN:\n%s", strings.Join(path, " "), stdout)
+			}
+		}
+	}
+	if withToken < 30 {
+		t.Errorf("only %d commands take --token; the client commands should", withToken)
+	}
+}

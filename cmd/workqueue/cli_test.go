@@ -81,3 +81,42 @@ func TestHelpOfEveryCommandNamesTheTokenVariableButNeverItsValue(t *testing.T) {
 		t.Errorf("only %d commands take --token; the client commands should", withToken)
 	}
 }
+
+// An unknown subcommand is a usage error (issue 29, trap 2): exit 2,
+// "unknown command", and the command meant when one is close, for
+// every command group and the root; a group alone still shows its help.
+func TestAnUnknownSubcommandExitsTwoSayingWhichCommandWasMeant(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"items", "get", "abc"}, `unknown command "get" for "workqueue items"; did you mean "show"?`},
+		{[]string{"items", "lst"}, `unknown command "lst" for "workqueue items"; did you mean "list"?`},
+		{[]string{"items", "nosuch"}, `unknown command "nosuch" for "workqueue items"`},
+		{[]string{"leases", "nosuch"}, `unknown command "nosuch" for "workqueue leases"`},
+		{[]string{"config", "chek"}, `unknown command "chek" for "workqueue config"; did you mean "check"?`},
+		{[]string{"sesions"}, `unknown command "sesions" for "workqueue"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			stdout, stderr, code := runBinary(t, nil, "", tc.args...)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, exitUsage, tc.want)
+			}
+			if strings.Contains(stdout, "Available Commands") {
+				t.Errorf("printed help on stdout as if it succeeded:\n%s", stdout)
+			}
+		})
+	}
+	for _, path := range commandPaths() {
+		c, _, err := newRootCommand(nil, nil).Find(path)
+		if err != nil || !c.HasSubCommands() || len(path) == 0 {
+			continue
+		}
+		if _, stderr, code := runBinary(t, nil, "", append(path, "nosuchsubcommand")...); code != exitUsage || !strings.Contains(stderr, "unknown command") {
+			t.Errorf("workqueue %s nosuchsubcommand: exit %d, %q", strings.Join(path, " "), code, stderr)
+		}
+		if stdout, _, code := runBinary(t, nil, "", path...); code != 0 || !strings.Contains(stdout, "Available Commands") {
+			t.Errorf("workqueue %s alone: exit %d, no help:\n%s", strings.Join(path, " "), code, stdout)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -224,9 +225,16 @@ func flagError(err error) error {
 }
 
 // wrapUsage makes every argument and flag error of cmd and its
-// subcommands a usage error (exit status 2).
+// subcommands a usage error (exit status 2), and an unknown subcommand
+// of a command group one too.
 func wrapUsage(cmd *cobra.Command) {
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagError(err)} })
+	if cmd.HasParent() && cmd.HasSubCommands() && !cmd.Runnable() {
+		// Cobra prints a group's help and succeeds whatever follows
+		// it; the root alone says "unknown command" (issue 29).
+		cmd.RunE = unknownSubcommand
+	}
+	cmd.SuggestFor = append(cmd.SuggestFor, otherNames[cmd.Name()]...)
 	if args := cmd.Args; args != nil {
 		cmd.Args = func(c *cobra.Command, a []string) error {
 			if err := args(c, a); err != nil {
@@ -238,4 +246,24 @@ func wrapUsage(cmd *cobra.Command) {
 	for _, c := range cmd.Commands() {
 		wrapUsage(c)
 	}
+}
+
+// otherNames are the words other CLIs (gh, glab, kubectl) use for a
+// command, suggested for it when typed.
+var otherNames = map[string][]string{"show": {"get", "view", "describe"}, "list": {"ls"}, "cancel": {"close", "stop"}}
+
+// unknownSubcommand is a command group's run: its help when no
+// subcommand is given, else a usage error naming the closest ones.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default, which it sets only for the root
+	}
+	if suggestions := cmd.SuggestionsFor(args[0]); len(suggestions) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", strings.Join(suggestions, `" or "`))
+	}
+	return usageErrorf("%s\nRun '%s --help' for its commands.", msg, cmd.CommandPath())
 }

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -54,18 +55,18 @@ func New(clients Clients) *mcp.Server {
 
 // ServeIO serves the tools over MCP's stdio transport (one JSON-RPC
 // message a line) on in and out, each call made with c, until in ends or
-// ctx is done.
+// ctx is done. Every request read before in ends is answered first
+// (stdio.go).
 func ServeIO(ctx context.Context, c *client.Client, in io.Reader, out io.Writer) error {
-	err := New(Fixed(c)).Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopCloser{out}})
+	requests := newInFlight()
+	err := New(Fixed(c)).Run(ctx, &mcp.IOTransport{
+		Reader: &drainingInput{ctx: ctx, in: bufio.NewReader(in), inFlight: requests},
+		Writer: &answerTracker{out: out, inFlight: requests}})
 	if ctx.Err() != nil {
 		return nil // asked to stop
 	}
 	return err
 }
-
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }
 
 // version is the module's version, as the build recorded it.
 func version() string {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -159,5 +161,41 @@ func TestMCPCommandServesTheToolsOnStdio(t *testing.T) {
 	}
 	if text := mcptest.Refused(t, cs, "end_session", map[string]any{"session_id": "no-such-session"}); !strings.Contains(text, "(HTTP 404)") {
 		t.Errorf("end_session of an unknown session: %q", text)
+	}
+}
+
+// A client that writes its requests and closes its end of the pipe gets
+// every answer (issue 29, trap 3): the built binary answers each request
+// read before its input ended, a tool call on the server included, and
+// then exits 0.
+func TestMCPCommandAnswersEveryRequestReadBeforeItsInputEnds(t *testing.T) {
+	base, tokens, _ := serveMCP(t)
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}` + "\n"
+	stdout, stderr, code := runBinary(t, nil, initialize, "mcp", "--server", base, "--token", tokens["agent"])
+	if code != 0 || !strings.Contains(stdout, `"id":1,"result"`) {
+		t.Errorf("initialize alone: exit %d, answered %q\n%s", code, stdout, stderr)
+	}
+	stdout, stderr, code = runBinary(t, nil, initialize+
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n"+
+		`{"jsonrpc":"2.0","id":"items","method":"tools/call","params":{"name":"list_items","arguments":{}}}`+"\n",
+		"mcp", "--server", base, "--token", tokens["agent"])
+	if code != 0 {
+		t.Errorf("exit %d:\n%s", code, stderr)
+	}
+	answered := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var m struct {
+			ID     any             `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil || m.Result == nil {
+			t.Errorf("not an answer: %q (%v)", line, err)
+			continue
+		}
+		answered[fmt.Sprint(m.ID)] = true
+	}
+	if diff := cmp.Diff(map[string]bool{"1": true, "2": true, "items": true}, answered); diff != "" {
+		t.Errorf("answered (-want +got):\n%s", diff)
 	}
 }

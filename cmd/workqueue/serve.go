@@ -91,6 +91,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.Clock == nil {
 		m.Clock = clockwork.NewRealClock()
 	}
+	// Bind first: a busy port must fail the start before a database,
+	// an admin token or an audit directory is made (issue 29).
+	var err error
+	m.listener, err = net.Listen("tcp", m.Config.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
 	all, err := openStores(ctx, m.Config.Database)
 	if err != nil {
 		return err
@@ -203,10 +210,6 @@ func (m *Main) Run(ctx context.Context) error {
 		go func() { defer close(m.synced); inv.Run(syncCtx) }()
 	}
 
-	m.listener, err = net.Listen("tcp", m.Config.Listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	api := httpapi.NewServerWithWebhooks(s, items, hooks, authn, m.Log)
 	api.SetAudit(audit.Safe(sink, m.Log))
 	api.SetClock(m.Clock)
@@ -245,7 +248,29 @@ func (m *Main) Run(ctx context.Context) error {
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.HTTP.Serve(m.listener) }()
 	m.Log.Info("listening", "addr", m.Addr())
+	m.logWhatItDoes()
 	return nil
+}
+
+// logWhatItDoes says in one line what this instance processes and, when
+// that is nothing, what to configure (issue 29): zero-config serve takes
+// the API's calls but has no forge to write to. Without a config file
+// it also says how to use the admin token it keeps.
+func (m *Main) logWhatItDoes() {
+	c := m.Config
+	dashboard := "http://" + m.Addr() + "/ui/"
+	if len(c.HandledTypes) == 0 || len(c.Forges) == 0 {
+		m.Log.Warn("this instance processes no items: it serves the API, the dashboard and the control plane, "+
+			"but has no handled_types, forges or projects; configure them (workqueue.example.yaml documents every key) "+
+			"and start it with --config FILE",
+			"handled_types", c.HandledTypes, "forges", len(c.Forges), "projects", len(c.Projects), "dashboard", dashboard)
+	} else {
+		m.Log.Info("processing", "handled_types", c.HandledTypes, "forges", len(c.Forges), "projects", len(c.Projects), "dashboard", dashboard)
+	}
+	if m.AdminTokenFile != "" {
+		m.Log.Info("to use the CLI or the dashboard as admin: export WORKQUEUE_TOKEN=$(cat "+m.AdminTokenFile+
+			") or workqueue login < "+m.AdminTokenFile, "server", "http://"+m.Addr())
+	}
 }
 
 // serveIncidents starts the incident bridge when incidents are
@@ -441,6 +466,9 @@ func (m *Main) Close() error {
 
 func (m *Main) close() error {
 	var errs []error
+	if m.HTTP == nil && m.listener != nil {
+		m.listener.Close() // Run failed after it bound
+	}
 	if m.HTTP != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := m.HTTP.Shutdown(ctx); err != nil {

@@ -222,3 +222,17 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("a reader's retry changed the item to %s", got)
 	}
 }
+
+// A person who opens the service's own address in a browser lands on
+// the dashboard's login page, not a JSON 404 (issue 29, trap 6).
+func TestBrowserOpeningTheServiceAddressLandsOnTheDashboard(t *testing.T) {
+	w := newWorld(t, "")
+	ctx := browser(t)
+	run(t, ctx, "open the service's address",
+		chromedp.Navigate(w.base+"/"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+	)
+	if url := value(t, ctx, "read the address", chromedp.Location()); url != w.base+"/ui/login" && !strings.HasPrefix(url, w.base+"/ui/") {
+		t.Errorf("opening %s/ ends at %s, want the dashboard", w.base, url)
+	}
+}

@@ -236,3 +236,31 @@ func TestBrowserOpeningTheServiceAddressLandsOnTheDashboard(t *testing.T) {
 		t.Errorf("opening %s/ ends at %s, want the dashboard", w.base, url)
 	}
 }
+
+// A finished item's page shows nothing left to do, though its needs_*
+// rows still hold what they held when it stopped; an active item's page
+// shows what is to do (issue 29, trap 7).
+func TestAFinishedItemsPageShowsNothingLeftToDo(t *testing.T) {
+	w := newWorld(t, "")
+	active, completed := w.submit(2), w.submit(2)
+	w.complete(completed)
+	var raw struct {
+		Dimensions []struct{ Dimension, Status string }
+	}
+	w.api("GET", "/api/v1/items/"+completed, w.tokens["admin"], nil, &raw)
+	if len(raw.Dimensions) == 0 || raw.Dimensions[0].Status != wq.StatusTrue {
+		t.Fatalf("the completed item's rows are %+v; the test needs one still true", raw.Dimensions)
+	}
+	ctx := browser(t)
+	browserLogin(t, ctx, w.base, w.tokens["operator"])
+	run(t, ctx, "open the completed item",
+		chromedp.Navigate(w.base+"/ui/items/"+completed), chromedp.WaitVisible(chromedp.ID("phase")))
+	if dims := text(t, ctx, "dimensions"); strings.Contains(dims, "needs_") || !strings.Contains(dims, "Nothing left to do") {
+		t.Errorf("the completed item's page shows %q, want nothing left to do", dims)
+	}
+	run(t, ctx, "open the active item",
+		chromedp.Navigate(w.base+"/ui/items/"+active), chromedp.WaitVisible(chromedp.ID("phase")))
+	if dims := text(t, ctx, "dimensions"); !strings.Contains(dims, "needs_step") {
+		t.Errorf("the active item's page shows %q, want its needs_step", dims)
+	}
+}

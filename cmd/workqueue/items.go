@@ -685,12 +685,28 @@ func printItem(w io.Writer, it *api.Item) {
 			fmt.Fprintf(tw, "merge request\t%s\n", d.MRURL)
 		}
 	}
-	for _, d := range it.Dimensions {
-		state := d.Status
-		if d.PendingUntil != nil {
-			state += " from " + d.PendingUntil.Format(time.RFC3339)
+	// What is still to do, only while the item is active: a finished
+	// item's needs_* rows keep the values they had when it stopped
+	// (issue 29); a failed one's are what a retry resumes.
+	switch it.Phase {
+	case wq.PhaseActive:
+		for _, d := range it.Dimensions {
+			state := d.Status
+			if d.PendingUntil != nil {
+				state += " from " + d.PendingUntil.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\n", d.Dimension, state)
 		}
-		fmt.Fprintf(tw, "%s\t%s\n", d.Dimension, state)
+	case wq.PhaseFailed:
+		var undone []string
+		for _, d := range it.Dimensions {
+			if d.Status != "false" {
+				undone = append(undone, d.Dimension)
+			}
+		}
+		if len(undone) > 0 {
+			fmt.Fprintf(tw, "undone\t%s (a retry resumes them)\n", strings.Join(undone, ", "))
+		}
 	}
 	for _, warning := range it.Warnings {
 		fmt.Fprintf(tw, "warning\t%s\n", warning)

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/workqueue-dev/workqueue/auth"
+	"github.com/workqueue-dev/workqueue/client"
+	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/internal/testkit"
+	"github.com/workqueue-dev/workqueue/store"
+)
+
+// serveUnprocessed runs a serve on SQLite that takes example items but
+// processes none, so that they stay as a test leaves them; it returns
+// the server's URL, an admin token and the process.
+func serveUnprocessed(t *testing.T) (string, string, *Main) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Listen, cfg.Database = "127.0.0.1:0", testdb.URL(t, store.KindSQLite)
+	cfg.Example.Enabled = true
+	tok, hash, _ := auth.NewToken()
+	cfg.Auth.Tokens = []config.Token{{Name: "ops", SHA256: hash, Permissions: []string{"admin"}}}
+	m := NewMain(cfg, testkit.Quiet())
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return "http://" + m.Addr(), tok, m
+}
+
+// submitExample submits an example item of steps steps and returns its id.
+func submitExample(t *testing.T, base, token string, body string) string {
+	t.Helper()
+	c, _ := client.New(base, token)
+	got, err := c.Submit(context.Background(), []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.ID
+}
+
+// items show lists what is still to do only for an active item (issue
+// 29, trap 7): once cancelled, its needs_* rows, still true, are not
+// shown as work to do.
+func TestItemsShowListsWhatIsToDoOnlyForAnActiveItem(t *testing.T) {
+	base, token, _ := serveUnprocessed(t)
+	env := []string{"WORKQUEUE_URL=" + base, "WORKQUEUE_TOKEN=" + token}
+	id := submitExample(t, base, token, `{"item_type":"example","steps":2}`)
+	stdout, stderr, code := runBinary(t, env, "", "items", "show", id)
+	if code != 0 || !strings.Contains(stdout, "needs_step") {
+		t.Fatalf("items show of an active item: exit %d, no needs_step:\n%s%s", code, stdout, stderr)
+	}
+	if _, stderr, code := runBinary(t, env, "", "items", "cancel", id); code != exitFailed && code != 0 {
+		t.Fatalf("items cancel: exit %d\n%s", code, stderr)
+	}
+	stdout, _, _ = runBinary(t, env, "", "items", "show", id)
+	if !strings.Contains(stdout, "cancelled") || strings.Contains(stdout, "needs_") {
+		t.Errorf("items show of a cancelled item:\n%s\nwant its phase and no needs_* rows", stdout)
+	}
+	if stdout, _, _ = runBinary(t, env, "", "items", "show", id, "-o", "json"); !strings.Contains(stdout, `"needs_step"`) {
+		t.Errorf("-o json is the API's item, rows and all:\n%s", stdout)
+	}
+}

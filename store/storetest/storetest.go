@@ -33,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 	t.Run("writes together", func(t *testing.T) { together(t, open) })
 	t.Run("handlers", func(t *testing.T) { handlers(t, open) })
 	t.Run("secrets", func(t *testing.T) { secrets(t, open) })
+	t.Run("history", func(t *testing.T) { history(t, open) })
 }
 
 // ctx is the suite's context.

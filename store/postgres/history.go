@@ -1,0 +1,68 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+var _ wq.HistoryStore = (*Store)(nil)
+
+// AppendHistory stores entries in one batch, one transaction.
+func (s *Store) AppendHistory(ctx context.Context, entries []wq.AuditEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	rows := make([][]any, len(entries))
+	for i, e := range entries {
+		if e.ItemID == "" || e.Time.IsZero() {
+			return wq.Errorf(wq.EINVALID, "history: an entry needs its item and its time")
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+		rows[i] = []any{e.ItemID, e.Time.UTC(), string(b)}
+	}
+	if _, err := s.pool.CopyFrom(ctx, pgx.Identifier{"item_history"}, []string{"item_id", "at", "entry"}, pgx.CopyFromRows(rows)); err != nil {
+		return fmt.Errorf("append history: %w", translate(err))
+	}
+	return nil
+}
+
+// ItemHistory reads the item's newest limit entries, oldest first.
+func (s *Store) ItemHistory(ctx context.Context, itemID string, limit int) ([]wq.AuditEntry, error) {
+	rows, err := s.pool.Query(ctx, `SELECT entry FROM (
+			SELECT entry, at, seq FROM item_history WHERE item_id = $1 ORDER BY at DESC, seq DESC LIMIT $2
+		) newest ORDER BY at, seq`, itemID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("item history %s: %w", itemID, translate(err))
+	}
+	raws, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("item history %s: %w", itemID, translate(err))
+	}
+	out := make([]wq.AuditEntry, 0, len(raws))
+	for _, raw := range raws {
+		var e wq.AuditEntry
+		if err := json.Unmarshal([]byte(raw), &e); err != nil {
+			return nil, fmt.Errorf("item history %s: %w", itemID, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// PruneHistory deletes the entries older than before.
+func (s *Store) PruneHistory(ctx context.Context, before time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM item_history WHERE at < $1`, before.UTC())
+	if err != nil {
+		return 0, fmt.Errorf("prune history: %w", translate(err))
+	}
+	return tag.RowsAffected(), nil
+}

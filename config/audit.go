@@ -32,7 +32,15 @@ type Audit struct {
 	// logged.
 	BufferEntries int `yaml:"buffer_entries"`
 	BufferBytes   int `yaml:"buffer_bytes"`
+	// HistoryRetention keeps items' audit entries in the database this
+	// long, for the item pages of every instance, across restarts; 0
+	// keeps none there, and a page shows what its instance saw since it
+	// started. The archive is the record either way.
+	HistoryRetention Duration `yaml:"history_retention"`
 }
+
+// DefaultHistoryRetention is audit.history_retention's default.
+const DefaultHistoryRetention = 30 * 24 * time.Hour
 
 // Audit sink kinds.
 const (
@@ -72,6 +80,8 @@ func defaultAudit() Audit {
 		BatchInterval: Duration(audit.DefaultBatchInterval),
 		BufferEntries: audit.DefaultBufferEntries,
 		BufferBytes:   audit.DefaultBufferBytes,
+
+		HistoryRetention: Duration(DefaultHistoryRetention),
 	}
 }
 
@@ -99,6 +109,9 @@ func (a Audit) validate(bad func(field, format string, args ...any)) {
 	}
 	if a.BatchBytes < 1<<10 || a.BatchBytes > 64<<20 {
 		bad("audit.batch_bytes", "must be between 1024 and 67108864 (64 MiB), got %d", a.BatchBytes)
+	}
+	if a.HistoryRetention < 0 {
+		bad("audit.history_retention", "must not be negative, got %s", time.Duration(a.HistoryRetention))
 	}
 	if a.BatchInterval < Duration(time.Second) || a.BatchInterval > Duration(time.Hour) {
 		bad("audit.batch_interval", "must be between 1s and 1h, got %s", time.Duration(a.BatchInterval))

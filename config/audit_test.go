@@ -23,6 +23,7 @@ func TestTheExamplesAuditSectionLoadsUncommented(t *testing.T) {
 			{Kind: "s3", Endpoint: "s3.us-east-1.amazonaws.com", Bucket: "workqueue-audit", Prefix: "prod/audit", Region: "us-east-1",
 				AccessKeyEnv: "WORKQUEUE_AUDIT_S3_ACCESS_KEY", SecretKeyEnv: "WORKQUEUE_AUDIT_S3_SECRET_KEY"}},
 		BatchBytes: 4 << 20, BatchInterval: config.Duration(time.Minute), BufferEntries: 100000, BufferBytes: 64 << 20,
+		HistoryRetention: config.Duration(720 * time.Hour),
 	}
 	if diff := cmp.Diff(want, cfg.Audit); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

@@ -10,7 +10,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/dashboard"
 	"github.com/workqueue-dev/workqueue/internal/testbrowser"
+	"github.com/workqueue-dev/workqueue/internal/testdb"
 )
 
 // browser starts a headless Chromium of its own (its own cookies) and
@@ -262,5 +264,34 @@ func TestAFinishedItemsPageShowsNothingLeftToDo(t *testing.T) {
 		chromedp.Navigate(w.base+"/ui/items/"+active), chromedp.WaitVisible(chromedp.ID("phase")))
 	if dims := text(t, ctx, "dimensions"); !strings.Contains(dims, "needs_step") {
 		t.Errorf("the active item's page shows %q, want its needs_step", dims)
+	}
+}
+
+// An item's page shows its whole history after a restart and on another
+// instance (issue 29, trap 8): what one instance audited (the
+// submission, the failure's retry by token:operator) is kept in the
+// database, and a second instance on that database, started after the
+// first wrote it, shows it on the item's page.
+func TestAnItemsHistorySurvivesARestartAndIsTheSameOnEveryInstance(t *testing.T) {
+	dbURL := testdb.URL(t, "sqlite")
+	first := newWorldOn(t, dbURL, func(*dashboard.Options) {})
+	id := first.submit(2)
+	first.fail(id, "executor: permanent error")
+	first.api("POST", "/api/v1/items/"+id+"/retry", first.tokens["operator"], nil, nil)
+	first.history.Flush(first.ctx) // as its Run does when serve stops
+
+	second := newWorldOn(t, dbURL, func(*dashboard.Options) {})
+	ctx := browser(t)
+	browserLogin(t, ctx, second.base, second.tokens["reader"])
+	run(t, ctx, "open the item on the second instance",
+		chromedp.Navigate(second.base+"/ui/items/"+id), chromedp.WaitVisible(chromedp.ID("trail")))
+	trail := text(t, ctx, "trail")
+	for _, want := range []string{wq.AuditItemCreated, wq.AuditItemRetried, "token:operator"} {
+		if !strings.Contains(trail, want) {
+			t.Errorf("the second instance's page of the item lacks %q:\n%s", want, trail)
+		}
+	}
+	if hint := value(t, ctx, "read the hint", chromedp.Text(chromedp.CSS("p.hint"))); !strings.Contains(hint, "same on every instance") {
+		t.Errorf("the page says %q of its trail", hint)
 	}
 }

@@ -46,6 +46,9 @@ type world struct {
 	store  wq.Store
 	cps    *cp.Service
 	tokens map[string]string // by name: admin, operator (read, retry), reader (read), agent
+	// history is the items' history in the database, when the world
+	// keeps one (newWorldOn).
+	history *audit.History
 }
 
 func newWorld(t *testing.T, publicURL string) *world {
@@ -56,9 +59,27 @@ func newWorld(t *testing.T, publicURL string) *world {
 // newWorldWith is newWorld with the dashboard's options edited.
 func newWorldWith(t *testing.T, edit func(*dashboard.Options)) *world {
 	t.Helper()
+	return newWorldOn(t, "", edit)
+}
+
+// newWorldOn is newWorldWith on the database at dbURL, its trail the
+// items' history kept there (audit.History), as serve has it; with dbURL
+// "", on a database of its own with an in-memory trail.
+func newWorldOn(t *testing.T, dbURL string, edit func(*dashboard.Options)) *world {
+	t.Helper()
 	w := &world{t: t, ctx: context.Background(), clock: clockwork.NewFakeClockAt(start), tokens: map[string]string{}}
-	w.store = testdb.Open(t, "sqlite").Queue
-	trail := audit.NewRecent(1000, 200)
+	var trail interface {
+		wq.AuditSink
+		dashboard.AuditTrail
+	}
+	if dbURL == "" {
+		w.store = testdb.Open(t, "sqlite").Queue
+		trail = audit.NewRecent(1000, 200)
+	} else {
+		w.store = testdb.OpenURL(t, dbURL).Queue
+		w.history = &audit.History{Store: w.store.(wq.HistoryStore), Retention: time.Hour, Clock: w.clock, Log: testkit.Quiet()}
+		trail = w.history
+	}
 	items := &service.Items{Store: w.store, Audit: trail, Clock: w.clock}
 	items.Register(example.Type(example.Options{}), example.API(w.store))
 	var tokens []auth.Token

@@ -145,8 +145,11 @@ type itemPage struct {
 	Events   []wq.AuditEntry
 	Trail    []wq.AuditEntry
 	HasTrail bool
-	CanRetry bool
-	Done     string // what the last action did, after a redirect
+	// SharedTrail: the trail is the item's history in the database,
+	// the same on every instance and across restarts.
+	SharedTrail bool
+	CanRetry    bool
+	Done        string // what the last action did, after a redirect
 }
 
 // eventTypes are the audit entries that tell an item's events: the
@@ -167,6 +170,8 @@ func (d *Dashboard) itemPage(w http.ResponseWriter, r *http.Request, s *session)
 	p := itemPage{Item: it, Detail: prettyJSON(it.Detail), Links: detailLinks(it.Detail),
 		CanRetry: s.caller.CanOn(auth.Retry, it.Project), HasTrail: d.o.Trail != nil, Done: r.URL.Query().Get("done")}
 	if d.o.Trail != nil {
+		shared, ok := d.o.Trail.(interface{ Shared() bool })
+		p.SharedTrail = ok && shared.Shared()
 		for _, e := range d.o.Trail.ItemAudit(r.Context(), it.ID) {
 			if slices.Contains(eventTypes, e.EventType) {
 				p.Events = append(p.Events, e)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/audit"
@@ -13,18 +14,31 @@ import (
 	"github.com/workqueue-dev/workqueue/service"
 )
 
-// The dashboard's in-memory audit trail keeps this many entries of each
-// of this many items (about 10 MB at worst); the archive is the record.
+// Without a history in the database (audit.history_retention: 0, or a
+// store that keeps none), the dashboard's in-memory audit trail keeps
+// this many entries of each of this many items (about 10 MB at worst).
 const (
 	trailItems   = 5000
 	trailPerItem = 100
 )
 
 // withDashboardTrail returns sink with the dashboard's trail beside it,
-// so that an item's page shows what this instance audited for it.
+// so that an item's page shows its history: kept in the database, for
+// every instance and across restarts (issue 29), unless retention is 0.
 func (m *Main) withDashboardTrail(sink wq.AuditSink) wq.AuditSink {
-	m.dashboardTrail = audit.NewRecent(trailItems, trailPerItem)
-	return audit.Multi{sink, m.dashboardTrail}
+	hs, ok := m.Store.(wq.HistoryStore)
+	if retention := time.Duration(m.Config.Audit.HistoryRetention); ok && retention > 0 {
+		h := &audit.History{Store: hs, Retention: retention, Clock: m.Clock, Log: m.Log.With("component", "history")}
+		var ctx context.Context
+		ctx, m.stopHistory = context.WithCancel(context.Background())
+		m.historyDone = make(chan struct{})
+		go func() { defer close(m.historyDone); h.Run(ctx) }()
+		m.dashboardTrail = h
+		return audit.Multi{sink, h}
+	}
+	recent := audit.NewRecent(trailItems, trailPerItem)
+	m.dashboardTrail = recent
+	return audit.Multi{sink, recent}
 }
 
 // serveDashboard mounts the web dashboard at /ui/ on api, with the API's

@@ -23,6 +23,7 @@ import (
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
 	"github.com/workqueue-dev/workqueue/controlplane/incident"
 	"github.com/workqueue-dev/workqueue/controlplane/mrgate"
+	"github.com/workqueue-dev/workqueue/dashboard"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/example"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
@@ -74,8 +75,13 @@ type Main struct {
 	bulkDone  chan struct{}
 	closeOnce sync.Once
 	closeErr  error
-	// dashboardTrail keeps recent audit entries for the dashboard.
-	dashboardTrail *audit.Recent
+	// dashboardTrail gives the dashboard an item's audit entries: the
+	// history in the database, or this process's recent ones.
+	dashboardTrail dashboard.AuditTrail
+	// stopHistory stops the history's writer, which writes what it has
+	// queued first; historyDone is closed once it has.
+	stopHistory context.CancelFunc
+	historyDone chan struct{}
 }
 
 // NewMain returns a process for cfg; Run starts it.
@@ -492,6 +498,10 @@ func (m *Main) close() error {
 	}
 	if m.Engine != nil {
 		m.Engine.Stop(context.Background())
+	}
+	if m.stopHistory != nil {
+		m.stopHistory()
+		<-m.historyDone
 	}
 	if err := m.closeAudit(); err != nil {
 		errs = append(errs, fmt.Errorf("audit: %w", err))

@@ -1,0 +1,194 @@
+package audit
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// History keeps the audit entries of items in the database
+// (wq.HistoryStore), so that an item's page shows its whole history
+// after a restart and on every instance (issue 29), where Recent showed
+// what one process heard since it started. It is a copy for pages,
+// bounded by age: the archive stays the record (DDR-17, docs/DESIGN.md).
+//
+// WriteAudit never waits for the database: entries are queued and
+// written in batches by Run, so that an audit made inside a store
+// transaction cannot wait on SQLite's one writer. ItemAudit adds the
+// entries still queued, so a page shows what this instance just did.
+type History struct {
+	Store wq.HistoryStore
+	// Retention is how long entries are kept; Run prunes older ones.
+	Retention time.Duration
+	// PerItem bounds what ItemAudit returns of an item (the newest).
+	PerItem int
+	Clock   clockwork.Clock
+	Log     *slog.Logger
+
+	mu      sync.Mutex // guards the fields below
+	queued  []wq.AuditEntry
+	wake    chan struct{}
+	dropped int
+	// writing is held to write a batch and take it off the queue, and
+	// shared to read an item's history.
+	writing sync.RWMutex
+}
+
+// MaxQueuedHistory bounds the entries queued while the database is slow
+// or unreachable; past it, entries are dropped from the history (they
+// are still in the log and the archive) and counted in the log.
+const MaxQueuedHistory = 100_000
+
+// historyBatch bounds one write.
+const historyBatch = 500
+
+// DefaultHistoryPerItem is how many entries of an item a page shows.
+const DefaultHistoryPerItem = 500
+
+// WriteAudit queues e if it concerns an item; it never fails.
+func (h *History) WriteAudit(_ context.Context, e wq.AuditEntry) error {
+	if e.ItemID == "" {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.init()
+	if len(h.queued) >= MaxQueuedHistory {
+		h.dropped++
+		return nil
+	}
+	h.queued = append(h.queued, e)
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (h *History) init() {
+	if h.wake == nil {
+		h.wake = make(chan struct{}, 1)
+	}
+}
+
+// ItemAudit returns the item's entries, oldest first: those stored, and
+// those still queued here.
+func (h *History) ItemAudit(ctx context.Context, itemID string) []wq.AuditEntry {
+	limit := cmpOr(h.PerItem, DefaultHistoryPerItem)
+	// Not while a batch is being written: it is then in both places or
+	// in neither.
+	h.writing.RLock()
+	defer h.writing.RUnlock()
+	stored, err := h.Store.ItemHistory(ctx, itemID, limit)
+	if err != nil {
+		h.logger().Warn("read an item's history", "item_id", itemID, "error", err)
+	}
+	h.mu.Lock()
+	for _, e := range h.queued {
+		if e.ItemID == itemID {
+			stored = append(stored, e)
+		}
+	}
+	h.mu.Unlock()
+	if len(stored) > limit {
+		stored = stored[len(stored)-limit:]
+	}
+	return stored
+}
+
+// Shared reports that the history is the same on every instance (the
+// dashboard says so on an item's page).
+func (h *History) Shared() bool { return true }
+
+// Run writes queued entries until ctx is done, then writes what is left,
+// and prunes entries older than Retention every hour.
+func (h *History) Run(ctx context.Context) {
+	h.mu.Lock()
+	h.init()
+	h.mu.Unlock()
+	clock := h.clock()
+	prune := clock.NewTicker(time.Hour)
+	defer prune.Stop()
+	h.prune(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			h.Flush(context.WithoutCancel(ctx))
+			return
+		case <-h.wake:
+			h.Flush(ctx)
+		case <-prune.Chan():
+			h.prune(ctx)
+		}
+	}
+}
+
+// Flush writes every entry queued so far. Entries a write fails on stay
+// queued for the next one.
+func (h *History) Flush(ctx context.Context) {
+	for {
+		h.mu.Lock()
+		h.init()
+		batch := slices.Clone(h.queued[:min(len(h.queued), historyBatch)])
+		dropped := h.dropped
+		h.dropped = 0
+		h.mu.Unlock()
+		if dropped > 0 {
+			h.logger().Warn("item history: entries dropped while the database was behind", "dropped", dropped)
+		}
+		if len(batch) == 0 {
+			return
+		}
+		h.writing.Lock()
+		err := h.Store.AppendHistory(ctx, batch)
+		if err == nil {
+			h.mu.Lock()
+			h.queued = slices.Delete(h.queued, 0, len(batch))
+			h.mu.Unlock()
+		}
+		h.writing.Unlock()
+		if err != nil {
+			h.logger().Warn("item history: write failed; kept for the next write", "entries", len(batch), "error", err)
+			return
+		}
+	}
+}
+
+func (h *History) prune(ctx context.Context) {
+	if h.Retention <= 0 {
+		return
+	}
+	n, err := h.Store.PruneHistory(ctx, h.clock().Now().Add(-h.Retention))
+	if err != nil {
+		h.logger().Warn("item history: prune failed", "error", err)
+	} else if n > 0 {
+		h.logger().Info("item history: pruned", "entries", n, "retention", h.Retention)
+	}
+}
+
+func (h *History) clock() clockwork.Clock {
+	if h.Clock == nil {
+		return clockwork.NewRealClock()
+	}
+	return h.Clock
+}
+
+func (h *History) logger() *slog.Logger {
+	if h.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return h.Log
+}
+
+func cmpOr(v, fallback int) int {
+	if v > 0 {
+		return v
+	}
+	return fallback
+}

@@ -120,3 +120,46 @@ func TestAnUnknownSubcommandExitsTwoSayingWhichCommandWasMeant(t *testing.T) {
 		}
 	}
 }
+
+// Exit statuses as the README gives them (issue 29, trap 9): a database
+// that does not answer is 3, a database URL of no known kind on the
+// command line is 2, and hooks ensure with no webhook secret anywhere
+// ensured nothing, which is 1 and said on stderr, not a quiet "skipped".
+func TestExitStatusesSayWhatWentWrong(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+		says string
+	}{
+		{"migrate against a PostgreSQL that does not answer", []string{"migrate", "--db", "postgres://wq@127.0.0.1:1/wq?connect_timeout=5"}, exitTransport, "unreachable"},
+		{"migrate with a database URL of no known kind", []string{"migrate", "--db", "mysql://x"}, exitUsage, "database:"},
+		{"serve with a bad --listen", []string{"serve", "--listen", "nonsense", "--db", "sqlite:" + dir + "/x.db"}, exitUsage, "listen:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, code := runBinary(t, []string{"WORKQUEUE_CONFIG="}, "", tc.args...)
+			if code != tc.want || !strings.Contains(stderr, tc.says) {
+				t.Errorf("exit %d, stderr %q; want %d saying %q", code, stderr, tc.want, tc.says)
+			}
+		})
+	}
+	t.Run("hooks ensure when no forge has a webhook secret", func(t *testing.T) {
+		cfg := dir + "/hooks.yaml"
+		if err := os.WriteFile(cfg, []byte(`public_url: http://127.0.0.1:8080
+handled_types: [mr]
+forges:
+  - {name: gitea, kind: gitea, url: "http://127.0.0.1:1", token_env: HOOKS_TEST_TOKEN}
+projects:
+  - {match: "team/**", forge: gitea}
+`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"hooks", "ensure", "--config", cfg}, {"hooks", "ensure", "--strict", "--config", cfg}} {
+			stdout, stderr, code := runBinary(t, []string{"HOOKS_TEST_TOKEN=t"}, "", args...)
+			if code != exitFailed || !strings.Contains(stderr, "gitea has no webhook secret") || !strings.Contains(stderr, "no hook was ensured") {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want 1 naming the forge without a secret", args, code, stdout, stderr)
+			}
+		}
+	})
+}

@@ -12,6 +12,7 @@ import (
 func newHooksCommand() *cobra.Command {
 	hooks := &cobra.Command{Use: "hooks", Short: "Manage the forge webhooks that drive items in seconds"}
 	var output string
+	var strict bool
 	ensure := &cobra.Command{
 		Use:   "ensure",
 		Short: "Make every configured project deliver its webhooks to this service",
@@ -21,7 +22,11 @@ and CI events to public_url/webhooks/<forge>, signed with the forge's
 webhook secret. Running it again changes nothing: it reports each hook as
 created, found, or updated when it was repaired (an event missing, or
 subscribed but never read, or a GitLab hook disabled after failing
-deliveries, which is replaced).`,
+deliveries, which is replaced).
+
+A forge without a webhook secret gets no hooks: that is a warning on
+standard error, and with --strict a failure (exit 1). When no forge has
+one, nothing was ensured, and that is a failure (exit 1) either way.`,
 		Example: `  workqueue hooks ensure --config /etc/workqueue.yaml`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -46,6 +51,7 @@ deliveries, which is replaced).`,
 				URL     string `json:"url,omitempty"`
 			}
 			var outcomes []hookOutcome
+			skipped := 0
 			out := cmd.OutOrStdout()
 			if output != "table" {
 				out = io.Discard // the list is printed at the end
@@ -56,8 +62,9 @@ deliveries, which is replaced).`,
 					return fmt.Errorf("config: %w", err)
 				}
 				if secret == "" {
-					fmt.Fprintf(out, "%s: no webhook secret configured; skipped\n", fc.Name)
+					fmt.Fprintf(cmd.ErrOrStderr(), "workqueue: warning: forge %s has no webhook secret (forges[%s].webhook_secret_env or _file): its projects' hooks were not ensured\n", fc.Name, fc.Name)
 					outcomes = append(outcomes, hookOutcome{Forge: fc.Name, Outcome: "skipped"})
+					skipped++
 					continue
 				}
 				projects, err := forges[fc.Name].ListProjects(cmd.Context())
@@ -78,11 +85,22 @@ deliveries, which is replaced).`,
 				}
 			}
 			if output != "table" {
-				return printOutput(cmd.OutOrStdout(), output, map[string]any{"hooks": outcomes}, nil)
+				if err := printOutput(cmd.OutOrStdout(), output, map[string]any{"hooks": outcomes}, nil); err != nil {
+					return err
+				}
+			}
+			// A run that ensured nothing did not do what was asked
+			// (issue 29): exit 1, not a quiet "skipped" and 0.
+			switch {
+			case skipped > 0 && skipped == len(cfg.Forges):
+				return errors.New("no forge has a webhook secret: no hook was ensured")
+			case skipped > 0 && strict:
+				return fmt.Errorf("--strict: %d of %d forges have no webhook secret", skipped, len(cfg.Forges))
 			}
 			return nil
 		},
 	}
+	ensure.Flags().BoolVar(&strict, "strict", false, "fail (exit 1) when any forge has no webhook secret, not only when none has")
 	registerConfigFlags(ensure)
 	addOutputFlag(ensure.Flags(), &output)
 	hooks.AddCommand(ensure)

@@ -91,12 +91,20 @@ func loadConfig(cmd *cobra.Command) (config.Config, error) {
 			return cfg, err
 		}
 	}
+	fromFile := cfg
+	flagged := false
 	for name, field := range map[string]*string{"db": &cfg.Database, "listen": &cfg.Listen} {
 		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
 			*field = f.Value.String()
+			flagged = true
 		}
 	}
 	if err := cfg.Validate(); err != nil {
+		if flagged && fromFile.Validate() == nil {
+			// Only a flag's value is wrong: a usage error (issue 29:
+			// migrate --db mysql://x exited 1).
+			return cfg, usageError{fmt.Errorf("config: %w", err)}
+		}
 		return cfg, fmt.Errorf("config: %w", err)
 	}
 	return cfg, nil

@@ -138,6 +138,10 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, &transport):
 		return exitTransport
+	case wq.ErrorCode(err) == wq.EUNAVAILABLE:
+		// A database or forge that does not answer (issue 29: migrate
+		// against an unreachable PostgreSQL).
+		return exitTransport
 	case errors.As(err, &cerr):
 		switch cerr.Problem.Code {
 		case wq.EUNAUTHORIZED, wq.EFORBIDDEN, wq.EUNAVAILABLE:

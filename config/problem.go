@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/workqueue-dev/workqueue/herder"
+	"github.com/workqueue-dev/workqueue/internal/suggest"
 )
 
 // Problem is one thing wrong with a configuration file: the field it is
@@ -205,47 +207,10 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 	return fields
 }
 
-// nearest is the key of fields closest to key by edit distance, if it is
-// close enough to be a likely typo, else "".
+// nearest is the key of fields closest to key, if it is close enough to
+// be a likely typo, else "".
 func nearest(key string, fields map[string]reflect.Type) string {
-	best, bestDist := "", 0
-	for name := range fields {
-		d := editDistance(key, name)
-		if best == "" || d < bestDist || (d == bestDist && name < best) {
-			best, bestDist = name, d
-		}
-	}
-	if best == "" || bestDist > max(2, len(key)/3) {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, with a swap of two
-// neighbouring letters counting one (the common typo).
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
+	return suggest.Nearest(key, slices.Collect(maps.Keys(fields)))
 }
 
 // lineOf finds the line of the value at a field path (processing.lease,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -62,5 +63,28 @@ func TestItemsShowListsWhatIsToDoOnlyForAnActiveItem(t *testing.T) {
 	}
 	if stdout, _, _ = runBinary(t, env, "", "items", "show", id, "-o", "json"); !strings.Contains(stdout, `"needs_step"`) {
 		t.Errorf("-o json is the API's item, rows and all:\n%s", stdout)
+	}
+}
+
+// A submission with a misspelled member is refused saying which member
+// was meant, as config check does for a key (issue 29, trap 10).
+func TestASubmissionWithAMisspelledMemberSaysWhichWasMeant(t *testing.T) {
+	base, token, _ := serveUnprocessed(t)
+	env := []string{"WORKQUEUE_URL=" + base, "WORKQUEUE_TOKEN=" + token}
+	dir := t.TempDir()
+	for _, tc := range []struct{ body, want string }{
+		{`{"item_type":"example","stesp":2}`, `unknown field "stesp"; did you mean "steps"?`},
+		{`{"item_type":"mr","forge":"gitea","project":"team/app","source_branch":"workqueue/x","target_branch":"main","title":"T",` +
+			`"file_actions":[{"action":"create","fiel_path":"a.txt","content":"a"}]}`,
+			`unknown field "fiel_path" (in file_actions[0]); did you mean "file_path"?`},
+	} {
+		file := dir + "/submission.json"
+		if err := os.WriteFile(file, []byte(tc.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, stderr, code := runBinary(t, env, "", "items", "submit", "-f", file)
+		if code != exitFailed || !strings.Contains(stderr, tc.want) {
+			t.Errorf("submit %s: exit %d, %q; want 1 and %q", tc.body, code, stderr, tc.want)
+		}
 	}
 }

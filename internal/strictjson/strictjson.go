@@ -10,13 +10,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/internal/suggest"
 )
 
 // RuleInvalidUTF8 refuses a body holding bytes that are not UTF-8, or a
@@ -44,7 +47,19 @@ func Decode(body []byte, v any, indexed string) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return wq.Errorf(wq.EINVALID, "body: %v", err)
+		msg := "body: " + err.Error()
+		if path, name, near := unknownMember(body, reflect.TypeOf(v)); name != "" {
+			// The decoder names an unknown member but not where it is
+			// nor what was meant, as config check does for its keys
+			// (issue 29).
+			if path != "" {
+				msg += " (in " + path + ")"
+			}
+			if near != "" {
+				msg += fmt.Sprintf("; did you mean %q?", near)
+			}
+		}
+		return wq.Errorf(wq.EINVALID, "%s", msg)
 	}
 	// Decoder.More misses a trailing ] or }, so the rest is checked here.
 	end := dec.InputOffset()
@@ -444,4 +459,101 @@ func TopLevelString(body []byte, name string) (string, error) {
 		}
 	}
 	return value, nil
+}
+
+// unknownMember finds a member of body's objects that typ has no field
+// for (the first in name order at the shallowest depth where one is),
+// with the path of the object holding it and the known name nearest to
+// it; name is "" when every member is known.
+func unknownMember(body []byte, typ reflect.Type) (path, name, near string) {
+	var doc any
+	if json.Unmarshal(body, &doc) != nil {
+		return "", "", ""
+	}
+	var walk func(v any, typ reflect.Type, path string) bool
+	walk = func(v any, typ reflect.Type, at string) bool {
+		for typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
+		if reflect.PointerTo(typ).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+			return false // it decodes itself
+		}
+		switch typ.Kind() {
+		case reflect.Struct:
+			obj, ok := v.(map[string]any)
+			if !ok {
+				return false
+			}
+			fields := jsonFields(typ)
+			keys := slices.Sorted(maps.Keys(obj))
+			for _, k := range keys {
+				if _, ok := fields[k]; !ok {
+					path, name, near = at, k, suggest.Nearest(k, slices.Collect(maps.Keys(fields)))
+					return true
+				}
+			}
+			for _, k := range keys {
+				if walk(obj[k], fields[k], joinPath(at, k)) {
+					return true
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			arr, ok := v.([]any)
+			if !ok {
+				return false
+			}
+			for i, e := range arr {
+				if walk(e, typ.Elem(), fmt.Sprintf("%s[%d]", at, i)) {
+					return true
+				}
+			}
+		case reflect.Map:
+			obj, ok := v.(map[string]any)
+			if !ok {
+				return false
+			}
+			for _, k := range slices.Sorted(maps.Keys(obj)) {
+				if walk(obj[k], typ.Elem(), joinPath(at, k)) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	walk(doc, typ, "")
+	return path, name, near
+}
+
+// jsonFields are a struct type's JSON member names and their types,
+// those of embedded structs included.
+func jsonFields(typ reflect.Type) map[string]reflect.Type {
+	fields := map[string]reflect.Type{}
+	for f := range typ.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" {
+			t := f.Type
+			for t.Kind() == reflect.Pointer {
+				t = t.Elem()
+			}
+			if t.Kind() == reflect.Struct {
+				maps.Copy(fields, jsonFields(t))
+				continue
+			}
+		}
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = f.Type
+	}
+	return fields
+}
+
+func joinPath(at, key string) string {
+	if at == "" {
+		return key
+	}
+	return at + "." + key
 }

@@ -105,6 +105,9 @@ func TestDecodeSubmissionRefusesMemberNamesItWouldMerge(t *testing.T) {
 		{"a member name in another case", strings.Replace(validBody, `"title"`, `"Title"`, 1), `member name "Title"`},
 		{"a member name that only case folding matches", strings.Replace(validBody, `"source_branch"`, `"\u017Fource_branch"`, 1), "case-sensitive"},
 		{"an unknown member", strings.Replace(validBody, `"target_branch":"main"`, `"target_branch":"main","labels_":1`, 1), "unknown field"},
+		{"a misspelled member says which was meant", strings.Replace(validBody, `"title"`, `"tilte"`, 1), `unknown field "tilte"; did you mean "title"?`},
+		{"a misspelled member of a file action says where and which was meant", strings.Replace(validBody, `"content":"B"`, `"contnet":"B"`, 1),
+			`unknown field "contnet" (in file_actions[1]); did you mean "content"?`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := decodeSubmission([]byte(tc.body))

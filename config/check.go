@@ -185,6 +185,12 @@ func (c Config) PrintResolved(w io.Writer) error {
 	for i := range c.Forges {
 		c.Forges[i].URL = RedactURL(c.Forges[i].URL)
 	}
+	// What an unset project field resolves to, not null (issue 29).
+	c.Projects = append([]Project(nil), c.Projects...)
+	for i := range c.Projects {
+		prefix, deletes := c.Projects[i].SourceBranchPrefix(), c.Projects[i].DeletesSourceBranch()
+		c.Projects[i].BranchPrefix, c.Projects[i].DeleteSourceBranch = &prefix, &deletes
+	}
 	out, err := yaml.Marshal(c)
 	if err != nil {
 		return err

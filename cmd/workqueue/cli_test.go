@@ -163,3 +163,15 @@ projects:
 		}
 	})
 }
+
+// token create says that serve must restart to accept the new entry
+// (issue 29, trap 10): adding a token without one silently did nothing.
+func TestTokenCreateSaysServeMustRestartToAcceptIt(t *testing.T) {
+	stdout, _, code := runBinary(t, nil, "", "token", "create", "ci-bot", "--permissions", "read")
+	if code != 0 || !strings.Contains(stdout, "restart serve (every instance)") {
+		t.Errorf("exit %d:\n%s", code, stdout)
+	}
+	if stdout, _, _ = runBinary(t, nil, "", "token", "create", "--help"); !strings.Contains(stdout, "reads auth.tokens when it starts") {
+		t.Errorf("token create --help does not say when tokens are read:\n%s", stdout)
+	}
+}

@@ -57,8 +57,11 @@ FILE defaults to $WORKQUEUE_CONFIG.`,
 				return usageErrorf("no configuration file: give FILE or set WORKQUEUE_CONFIG")
 			}
 			cfg, problems := config.Check(file)
+			var checked []string // what --online checked, said even when it passes
 			if online && len(cfg.Listen) > 0 && len(problems.Errors()) == 0 {
-				problems = append(problems, checkForgesOnline(cmd.Context(), cfg)...)
+				var found config.Problems
+				found, checked = checkForgesOnline(cmd.Context(), cfg)
+				problems = append(problems, found...)
 			}
 			out := cmd.OutOrStdout()
 			if output != "table" {
@@ -73,6 +76,9 @@ FILE defaults to $WORKQUEUE_CONFIG.`,
 					"problems": problems, "secrets": secrets}
 				if len(cfg.Listen) > 0 {
 					report["notes"] = cfg.Notes()
+				}
+				if online {
+					report["online"] = checked
 				}
 				err := printOutput(out, output, report, nil)
 				if err == nil && len(problems.Errors()) > 0 {
@@ -96,9 +102,15 @@ FILE defaults to $WORKQUEUE_CONFIG.`,
 				for _, n := range cfg.Notes() {
 					fmt.Fprintf(out, "#   %s\n", n)
 				}
+				if len(checked) > 0 {
+					fmt.Fprintln(out, "\n# online")
+					for _, c := range checked {
+						fmt.Fprintf(out, "#   %s\n", c)
+					}
+				}
 			}
 			if warnings := problems.Warnings(); len(warnings) > 0 {
-				fmt.Fprintf(out, "\n%s: %d warnings:\n", file, len(warnings))
+				fmt.Fprintf(out, "\n%s: %s:\n", file, countOf(len(warnings), "warning"))
 				config.FormatProblems(out, warnings)
 			}
 			errs := problems.Errors()
@@ -106,7 +118,7 @@ FILE defaults to $WORKQUEUE_CONFIG.`,
 				fmt.Fprintf(out, "\n%s: ok\n", file)
 				return nil
 			}
-			fmt.Fprintf(out, "\n%s: %d problems:\n", file, len(errs))
+			fmt.Fprintf(out, "\n%s: %s:\n", file, countOf(len(errs), "problem"))
 			config.FormatProblems(out, errs)
 			return exitError{code: exitFailed}
 		},
@@ -120,11 +132,13 @@ FILE defaults to $WORKQUEUE_CONFIG.`,
 // checkForgesOnline calls each configured forge once: it answers, takes
 // the token, and the token reaches at least one project of every
 // projects[] entry on it (a literal match must be among them).
-func checkForgesOnline(ctx context.Context, cfg config.Config) config.Problems {
-	var problems config.Problems
+//
+// checked says, one line each, what it found that was right, so that a
+// passing check says what it checked.
+func checkForgesOnline(ctx context.Context, cfg config.Config) (problems config.Problems, checked []string) {
 	forges, err := openForges(cfg)
 	if err != nil {
-		return config.Problems{{Field: "forges", Message: err.Error()}}
+		return config.Problems{{Field: "forges", Message: err.Error()}}, nil
 	}
 	for _, fc := range cfg.Forges {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -135,22 +149,32 @@ func checkForgesOnline(ctx context.Context, cfg config.Config) config.Problems {
 				Message: fmt.Sprintf("%s does not answer, or refuses the token: %v", fc.URL, err)})
 			continue
 		}
+		checked = append(checked, fmt.Sprintf("forges[%s]: %s answers and takes the token, which reaches %s", fc.Name, fc.URL, countOf(len(projects), "project")))
 		for i, p := range cfg.Projects {
 			if p.Forge != fc.Name {
 				continue
 			}
-			reached := false
+			reached := 0
 			for _, name := range projects {
 				if ok, _ := doublestar.Match(p.Match, name); ok {
-					reached = true
-					break
+					reached++
 				}
 			}
-			if !reached {
+			if reached > 0 {
+				checked = append(checked, fmt.Sprintf("projects[%d].match: %q matches %s the token reaches", i, p.Match, countOf(reached, "project")))
+			} else {
 				problems = append(problems, &config.Problem{Field: fmt.Sprintf("projects[%d].match", i),
 					Message: fmt.Sprintf("the token of forge %s reaches no project matching %q: the repository is missing or the token has no access to it", fc.Name, p.Match)})
 			}
 		}
 	}
-	return problems
+	return problems, checked
+}
+
+// countOf is n nouns, in the singular for one ("1 problem", "2 problems").
+func countOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

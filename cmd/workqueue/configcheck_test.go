@@ -148,3 +148,40 @@ func TestConfigCheckPassesOnTheExampleOnceItsSecretsAreSet(t *testing.T) {
 		t.Errorf("the example: exit %d\n%s%s", code, out, stderr)
 	}
 }
+
+// config check's smaller traps (issue 29, trap 10), through the built
+// binary: one problem is "1 problem"; a project's unset branch_prefix
+// and delete_source_branch resolve to what serve uses, not null; and a
+// passing --online says what it checked.
+func TestConfigCheckSaysWhatItResolvedAndCheckedInPlainWords(t *testing.T) {
+	srv := testgitea.Get(t)
+	repo := srv.NewRepo(t)
+	owner, _, _ := strings.Cut(repo, "/")
+	file := writeConfig(t, `handled_types: [mr]
+forges:
+  - {name: gitea, kind: gitea, url: '`+srv.URL+`', token_env: WQ_CHECK_GITEA_TOKEN}
+projects:
+  - {match: '`+owner+`/**', forge: gitea}
+`)
+	stdout, _, code := runBinary(t, []string{"WQ_CHECK_GITEA_TOKEN="}, "", "config", "check", file)
+	if code != exitFailed || !strings.Contains(stdout, ": 1 problem:\n") {
+		t.Errorf("one unset secret: exit %d, want 1 and \"1 problem:\"\n%s", code, stdout)
+	}
+	for _, want := range []string{"branch_prefix: " + config.DefaultBranchPrefix + "\n", "delete_source_branch: true\n"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the resolved configuration lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, ": null\n") {
+		t.Errorf("the resolved configuration shows null for a value it resolves:\n%s", stdout)
+	}
+	stdout, stderr, code := runBinary(t, []string{"WQ_CHECK_GITEA_TOKEN=" + srv.Token}, "", "config", "check", "--online", file)
+	if code != 0 {
+		t.Fatalf("--online: exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"# online", "forges[gitea]: " + srv.URL + " answers and takes the token", `projects[0].match: "` + owner + `/**" matches`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("a passing --online does not say %q:\n%s", want, stdout)
+		}
+	}
+}

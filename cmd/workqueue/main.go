@@ -188,13 +188,13 @@ func precheckConfig(cmd *cobra.Command) error {
 	}
 	_, problems := config.Check(file)
 	if w := problems.Warnings(); len(w) > 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d warnings:\n", file, len(w))
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s:\n", file, countOf(len(w), "warning"))
 		config.FormatProblems(cmd.ErrOrStderr(), w)
 	}
 	if errs := problems.Errors(); len(errs) > 0 {
 		var b strings.Builder
 		config.FormatProblems(&b, errs)
-		return fmt.Errorf("config %s: %d problems, not starting:\n%s", file, len(errs), strings.TrimRight(b.String(), "\n"))
+		return fmt.Errorf("config %s: %s, not starting:\n%s", file, countOf(len(errs), "problem"), strings.TrimRight(b.String(), "\n"))
 	}
 	return nil
 }

@@ -22,7 +22,9 @@ func newTokenCommand() *cobra.Command {
 
 The service stores only the token's SHA-256: add the printed entry to the
 configuration file's auth.tokens list, and hand the token to its user.
-The token is shown once; it cannot be recovered from the entry.`,
+The token is shown once; it cannot be recovered from the entry. serve
+reads auth.tokens when it starts: restart every instance (a rolling
+restart will do) for the new entry to be accepted.`,
 		Example: `  workqueue token create ci-bot --permissions read,submit
   workqueue token create app-ci --permissions submit --projects 'group/app,group/libs/**'
   workqueue token create alice --permissions admin`,
@@ -63,6 +65,7 @@ The token is shown once; it cannot be recovered from the entry.`,
 				scope = ", projects: [" + strings.Join(quoted, ", ") + "]"
 			}
 			fmt.Fprintf(out, "- {name: %q, sha256: %s, permissions: [%s]%s}\n", args[0], hash, strings.Join(permissions, ", "), scope)
+			fmt.Fprintln(out, "# then restart serve (every instance): it reads auth.tokens when it starts")
 			return nil
 		},
 	}

@@ -295,3 +295,22 @@ func TestAnItemsHistorySurvivesARestartAndIsTheSameOnEveryInstance(t *testing.T)
 		t.Errorf("the page says %q of its trail", hint)
 	}
 }
+
+// A short item id in the address opens the item's page at its full id
+// (issue 29, trap 11).
+func TestAShortItemIDOpensTheItemsPage(t *testing.T) {
+	w := newWorld(t, "")
+	other, id := w.submit(1), w.submit(2)
+	n := 0
+	for n < len(id) && id[n] == other[n] {
+		n++
+	}
+	short := strings.TrimSuffix(id[:max(n+1, 4)], "-")
+	ctx := browser(t)
+	browserLogin(t, ctx, w.base, w.tokens["reader"])
+	run(t, ctx, "open the item by its short id",
+		chromedp.Navigate(w.base+"/ui/items/"+short), chromedp.WaitVisible(chromedp.ID("phase")))
+	if url := value(t, ctx, "read the address", chromedp.Location()); url != w.base+"/ui/items/"+id {
+		t.Errorf("/ui/items/%s ends at %s, want the item's page at its full id %s", short, url, id)
+	}
+}

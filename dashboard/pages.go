@@ -157,9 +157,17 @@ type itemPage struct {
 var eventTypes = []string{wq.AuditWebhookStored, wq.AuditEventApplied, wq.AuditEventIgnored}
 
 func (d *Dashboard) itemPage(w http.ResponseWriter, r *http.Request, s *session) {
-	id, err := service.ParseID("id", r.PathValue("id"))
+	id, err := d.o.Items.ResolveID(r.Context(), s.caller, "id", r.PathValue("id"))
+	if wq.ErrorCode(err) == wq.EINVALID {
+		err = wq.Errorf(wq.ENOTFOUND, "no item %q", r.PathValue("id"))
+	}
 	if err != nil {
-		d.fail(w, r, s, wq.Errorf(wq.ENOTFOUND, "no item %q", r.PathValue("id")))
+		d.fail(w, r, s, err)
+		return
+	}
+	if r.PathValue("id") != id.String() {
+		// A short id: the page's own address is the full one.
+		http.Redirect(w, r, "/ui/items/"+id.String(), http.StatusFound)
 		return
 	}
 	it, err := d.o.Items.Get(r.Context(), s.caller, id)

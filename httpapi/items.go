@@ -141,7 +141,7 @@ func (s *Server) submitItem(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getItem(w http.ResponseWriter, r *http.Request) {
-	id, err := service.ParseID("id", r.PathValue("id"))
+	id, err := s.items.ResolveID(r.Context(), callerOf(r.Context()), "id", r.PathValue("id")) // a full id or a unique prefix
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -195,7 +195,7 @@ func (s *Server) listItems(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) itemAction(act func(context.Context, *auth.Caller, wq.ItemID) (*api.Item, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, err := service.ParseID("id", r.PathValue("id"))
+		id, err := s.items.ResolveID(r.Context(), callerOf(r.Context()), "id", r.PathValue("id"))
 		if err != nil {
 			s.Error(w, r, err)
 			return

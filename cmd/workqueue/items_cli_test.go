@@ -88,3 +88,38 @@ func TestASubmissionWithAMisspelledMemberSaysWhichWasMeant(t *testing.T) {
 		}
 	}
 }
+
+// A short item id, a unique prefix as git takes, works wherever an id
+// does (issue 29, trap 11): items show and cancel through the built
+// binary, and a prefix two items share is refused naming both.
+func TestItemCommandsTakeAUniquePrefixOfAnItemID(t *testing.T) {
+	base, token, _ := serveUnprocessed(t)
+	env := []string{"WORKQUEUE_URL=" + base, "WORKQUEUE_TOKEN=" + token}
+	first := submitExample(t, base, token, `{"item_type":"example","steps":1}`)
+	second := submitExample(t, base, token, `{"item_type":"example","steps":1}`)
+	n := 0
+	for n < len(first) && first[n] == second[n] {
+		n++
+	}
+	short := strings.TrimSuffix(second[:n+1], "-")
+	if len(short) < 4 {
+		short = second[:4]
+	}
+	stdout, stderr, code := runBinary(t, env, "", "items", "show", short)
+	if code != 0 || !strings.Contains(stdout, second) {
+		t.Errorf("items show %s: exit %d, want item %s:\n%s%s", short, code, second, stdout, stderr)
+	}
+	if _, stderr, code = runBinary(t, env, "", "items", "cancel", short); code != exitFailed && code != 0 {
+		t.Errorf("items cancel %s: exit %d\n%s", short, code, stderr)
+	}
+	if stdout, _, _ = runBinary(t, env, "", "items", "show", second); !strings.Contains(stdout, "cancelled") {
+		t.Errorf("the item cancelled by its short id is not cancelled:\n%s", stdout)
+	}
+	if n >= 4 {
+		shared := first[:4]
+		_, stderr, code = runBinary(t, env, "", "items", "show", shared)
+		if code != exitFailed || !strings.Contains(stderr, "give more digits") || !strings.Contains(stderr, first) || !strings.Contains(stderr, second) {
+			t.Errorf("items show %s (both items): exit %d, %q; want 1 naming both", shared, code, stderr)
+		}
+	}
+}

@@ -314,3 +314,38 @@ func TestAShortItemIDOpensTheItemsPage(t *testing.T) {
 		t.Errorf("/ui/items/%s ends at %s, want the item's page at its full id %s", short, url, id)
 	}
 }
+
+// The items page as users of River UI and asynqmon expect it (issue 29,
+// trap 11): a title column, a text search, and a page showing active
+// items that reloads itself (a meta refresh: the pages have no script).
+func TestTheItemsPageSearchesTextAndReloadsWhileItemsAreActive(t *testing.T) {
+	w := newWorld(t, "")
+	active := w.submit(2)
+	failed := w.submit(1)
+	w.fail(failed, "ensure: the forge refused the push: 403 Forbidden (protected branch)")
+	ctx := browser(t)
+	browserLogin(t, ctx, w.base, w.tokens["reader"])
+	headers := value(t, ctx, "read the column headers", chromedp.Text(chromedp.CSS("#items thead")))
+	if !strings.Contains(headers, "Title") {
+		t.Errorf("the items list has no title column: %q", headers)
+	}
+	refresh := func() string {
+		return value(t, ctx, "read the refresh", chromedp.Evaluate[string](
+			`(document.querySelector('meta[http-equiv="refresh"]') || {content: ""}).content`))
+	}
+	if got := refresh(); got != "10" {
+		t.Errorf("a page showing an active item reloads every %q seconds, want 10", got)
+	}
+	run(t, ctx, "search for the error's text",
+		chromedp.SendKeys(chromedp.CSS(`input[name="q"]`), "PROTECTED branch"),
+		chromedp.Submit(chromedp.CSS(`form.filters`)),
+		chromedp.WaitVisible(chromedp.ID("searched")),
+	)
+	list := text(t, ctx, "items")
+	if !strings.Contains(list, failed) || strings.Contains(list, active) {
+		t.Errorf("searching for the failed item's error shows:\n%s\nwant %s alone", list, failed)
+	}
+	if got := refresh(); got != "" {
+		t.Errorf("a page showing no active item reloads every %q seconds, want never", got)
+	}
+}

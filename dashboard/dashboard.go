@@ -449,6 +449,9 @@ type view struct {
 	CSRF         string
 	ControlPlane bool
 	Page         any
+	// Refresh, when not 0, reloads the page this often (seconds), with
+	// a meta refresh: the pages have no script.
+	Refresh int
 }
 
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, s *session, status int, page string, data any) {
@@ -458,6 +461,9 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, s *session, s
 		return
 	}
 	v := view{Nav: page, ControlPlane: d.o.ControlPlane != nil, Page: data}
+	if r, ok := data.(interface{ RefreshSeconds() int }); ok {
+		v.Refresh = r.RefreshSeconds()
+	}
 	if s != nil {
 		v.Caller, v.CSRF = s.caller, s.csrf
 	}

@@ -80,18 +80,62 @@ func prettyJSON(raw json.RawMessage) string {
 
 type itemsPage struct {
 	Items                       []*api.Item
+	Titles                      map[string]string // by item id: the title its type's summary gives, if any
 	Types                       []string
 	Phases                      []wq.Phase
 	Type, Phase, Project, Forge string
+	Search                      string // text every item shown contains (q)
+	Searched                    int    // how many items the search read
 	Next                        string // URL of the next (older) page; "" on the last
 	First                       string // URL of the first page; "" on it
 	Filtered                    bool
+	// Refresh is how often, in seconds, the page reloads itself: while
+	// it shows an active item, so that a person sees it move without a
+	// script (the Content-Security-Policy allows none); 0: never.
+	Refresh int
+}
+
+// RefreshSeconds is the layout's refresh interval for this page.
+func (p itemsPage) RefreshSeconds() int { return p.Refresh }
+
+// refreshActive is how often a page showing active items reloads.
+const refreshActive = 10
+
+// searchScan bounds what a text search reads: the newest items that
+// match the other filters, one list page of the store's largest.
+const searchScan = wq.MaxListLimit
+
+// summaryTitle is the "title" member of an item type's summary or
+// detail, whichever has one: a merge request's, with no type named.
+func summaryTitle(it *api.Item) string {
+	for _, raw := range []json.RawMessage{it.Summary, it.Detail} {
+		var v struct {
+			Title string `json:"title"`
+		}
+		if json.Unmarshal(raw, &v) == nil && v.Title != "" {
+			return v.Title
+		}
+	}
+	return ""
+}
+
+// matchesSearch reports whether the item's id, project, title, reason
+// or error contains text, in any case.
+func matchesSearch(it *api.Item, title, text string) bool {
+	text = strings.ToLower(text)
+	for _, field := range []string{it.ID, it.Forge + ":" + it.Project, title, it.Reason, it.Error, it.ItemType} {
+		if strings.Contains(strings.ToLower(field), text) {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *Dashboard) itemsPage(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	p := itemsPage{Phases: []wq.Phase{wq.PhaseActive, wq.PhaseCompleted, wq.PhaseFailed, wq.PhaseCancelled},
-		Type: q.Get("type"), Phase: q.Get("phase"), Project: strings.TrimSpace(q.Get("project")), Forge: strings.TrimSpace(q.Get("forge"))}
+		Type: q.Get("type"), Phase: q.Get("phase"), Project: strings.TrimSpace(q.Get("project")), Forge: strings.TrimSpace(q.Get("forge")),
+		Search: strings.TrimSpace(q.Get("q")), Titles: map[string]string{}}
 	for _, t := range d.o.Items.Types() {
 		p.Types = append(p.Types, t.Type())
 	}
@@ -113,14 +157,30 @@ func (d *Dashboard) itemsPage(w http.ResponseWriter, r *http.Request, s *session
 		f.Before = id
 		p.First = "/ui/items?" + filterQuery(p, "")
 	}
+	if p.Search != "" {
+		// A search reads the newest items the filters match, at most
+		// searchScan of them, and shows those containing the text: no
+		// store indexes an item type's titles.
+		f.Limit = searchScan
+	}
 	items, next, err := d.o.Items.List(r.Context(), s.caller, f)
 	if err != nil {
 		d.fail(w, r, s, err)
 		return
 	}
-	p.Items, p.Filtered = items, p.Type != "" || p.Phase != "" || p.Project != "" || p.Forge != ""
+	for _, it := range items {
+		p.Titles[it.ID] = summaryTitle(it)
+	}
+	if p.Search != "" {
+		p.Searched = len(items)
+		items = slices.DeleteFunc(items, func(it *api.Item) bool { return !matchesSearch(it, p.Titles[it.ID], p.Search) })
+	}
+	p.Items, p.Filtered = items, p.Type != "" || p.Phase != "" || p.Project != "" || p.Forge != "" || p.Search != ""
 	if next != "" {
 		p.Next = "/ui/items?" + filterQuery(p, next)
+	}
+	if slices.ContainsFunc(items, func(it *api.Item) bool { return it.Phase == wq.PhaseActive }) {
+		p.Refresh = refreshActive
 	}
 	d.render(w, r, s, http.StatusOK, "items", p)
 }
@@ -128,7 +188,7 @@ func (d *Dashboard) itemsPage(w http.ResponseWriter, r *http.Request, s *session
 // filterQuery is the list's filters as a query, with a cursor.
 func filterQuery(p itemsPage, cursor string) string {
 	v := url.Values{}
-	for k, val := range map[string]string{"type": p.Type, "phase": p.Phase, "project": p.Project, "forge": p.Forge, "cursor": cursor} {
+	for k, val := range map[string]string{"type": p.Type, "phase": p.Phase, "project": p.Project, "forge": p.Forge, "q": p.Search, "cursor": cursor} {
 		if val != "" {
 			v.Set(k, val)
 		}

@@ -349,3 +349,54 @@ func TestTheItemsPageSearchesTextAndReloadsWhileItemsAreActive(t *testing.T) {
 		t.Errorf("a page showing no active item reloads every %q seconds, want never", got)
 	}
 }
+
+// Bulk retry from the filtered list (issue 29, trap 11): the list's
+// button asks to confirm with the count of items it will retry, and
+// confirming retries exactly those, saying how many.
+func TestBulkRetryOfTheFilteredListConfirmsTheCountThenRetriesThem(t *testing.T) {
+	w := newWorld(t, "")
+	active := w.submit(1)
+	var failed []string
+	for range 3 {
+		id := w.submit(1)
+		w.fail(id, "executor: permanent error")
+		failed = append(failed, id)
+	}
+	ctx := browser(t)
+	browserLogin(t, ctx, w.base, w.tokens["operator"])
+	run(t, ctx, "filter to failed items and press bulk retry",
+		chromedp.Navigate(w.base+"/ui/items?phase=failed"),
+		chromedp.WaitVisible(chromedp.ID("bulk-retry")),
+		chromedp.Click(chromedp.ID("bulk-retry")),
+		chromedp.WaitVisible(chromedp.ID("bulk-question")),
+	)
+	if q := text(t, ctx, "bulk-question"); q != "Retry 3 items?" {
+		t.Errorf("the confirmation asks %q, want \"Retry 3 items?\"", q)
+	}
+	for _, id := range failed {
+		if got := w.phase(id); got != wq.PhaseFailed {
+			t.Errorf("item %s is %s before the confirmation, want failed", id, got)
+		}
+	}
+	run(t, ctx, "confirm", chromedp.Click(chromedp.ID("confirm")), chromedp.WaitVisible(chromedp.ID("done")))
+	if done := text(t, ctx, "done"); !strings.Contains(done, "retried 3 of 3 items") {
+		t.Errorf("after confirming the page says %q", done)
+	}
+	for _, id := range failed {
+		if got := w.phase(id); got != wq.PhaseActive {
+			t.Errorf("item %s is %s after the bulk retry, want active", id, got)
+		}
+	}
+	if got := w.phase(active); got != wq.PhaseActive {
+		t.Errorf("the active item outside the filter is %s", got)
+	}
+	if url := value(t, ctx, "read the address", chromedp.Location()); !strings.Contains(url, "phase=failed") {
+		t.Errorf("after the bulk retry the list is %s, want the filtered list", url)
+	}
+	// A reader sees no bulk buttons.
+	run(t, ctx, "log out", chromedp.Click(chromedp.CSS(`header .who button`)), chromedp.WaitVisible(chromedp.ID("token")))
+	browserLogin(t, ctx, w.base, w.tokens["reader"])
+	if n := value(t, ctx, "count the bulk buttons", chromedp.Evaluate[int](`document.querySelectorAll("#bulk-retry, #bulk-cancel").length`)); n != 0 {
+		t.Errorf("a reader sees %d bulk buttons", n)
+	}
+}

@@ -166,6 +166,7 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("GET /ui/items/{id}", d.get(d.itemPage))
 	mux.HandleFunc("POST /ui/items/{id}/retry", d.post(d.itemAction(d.o.Items.Retry)))
 	mux.HandleFunc("POST /ui/items/{id}/cancel", d.post(d.itemAction(d.o.Items.Cancel)))
+	mux.HandleFunc("POST /ui/bulk/{action}", d.post(d.bulkAction))
 	mux.HandleFunc("GET /ui/sessions", d.get(d.controlPage(d.sessionsPage)))
 	mux.HandleFunc("GET /ui/work", d.get(d.controlPage(d.workPage)))
 	mux.HandleFunc("GET /ui/leases", d.get(d.controlPage(d.leasesPage)))

@@ -39,6 +39,7 @@ var funcs = template.FuncMap{
 		return ""
 	},
 	"pretty": prettyJSON,
+	"list":   func(v ...string) []string { return v },
 	"short": func(s string, n int) string {
 		if len(s) <= n {
 			return s
@@ -89,6 +90,10 @@ type itemsPage struct {
 	Next                        string // URL of the next (older) page; "" on the last
 	First                       string // URL of the first page; "" on it
 	Filtered                    bool
+	// CanRetry shows the bulk retry and cancel forms.
+	CanRetry bool
+	// Done says what a bulk action just did, after its redirect.
+	Done string
 	// Refresh is how often, in seconds, the page reloads itself: while
 	// it shows an active item, so that a person sees it move without a
 	// script (the Content-Security-Policy allows none); 0: never.
@@ -135,7 +140,7 @@ func (d *Dashboard) itemsPage(w http.ResponseWriter, r *http.Request, s *session
 	q := r.URL.Query()
 	p := itemsPage{Phases: []wq.Phase{wq.PhaseActive, wq.PhaseCompleted, wq.PhaseFailed, wq.PhaseCancelled},
 		Type: q.Get("type"), Phase: q.Get("phase"), Project: strings.TrimSpace(q.Get("project")), Forge: strings.TrimSpace(q.Get("forge")),
-		Search: strings.TrimSpace(q.Get("q")), Titles: map[string]string{}}
+		Search: strings.TrimSpace(q.Get("q")), Titles: map[string]string{}, CanRetry: s.caller.Can(auth.Retry), Done: q.Get("done")}
 	for _, t := range d.o.Items.Types() {
 		p.Types = append(p.Types, t.Type())
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -430,14 +431,36 @@ less often up to every 30s; a refused token ends it (exit 3).`,
 }
 
 func newItemActionCommand(flags *clientFlags, name, short string, act func(*client.Client, context.Context, string) (*api.Item, error)) *cobra.Command {
-	return &cobra.Command{
-		Use:   name + " ID",
+	var all, yes bool
+	var itemType, phase, forge, project string
+	// The phases an item can be retried or cancelled from.
+	eligible := map[string][]wq.Phase{"retry": {wq.PhaseFailed, wq.PhaseCancelled}, "cancel": {wq.PhaseActive, wq.PhaseFailed}}[name]
+	cmd := &cobra.Command{
+		Use:   name + " (ID | --all [--phase P] [--type T] [--forge F] [--project GLOB] [--yes])",
 		Short: short,
-		Args:  cobra.ExactArgs(1),
+		Long: short + `.
+
+ID is the item's id or a unique prefix of it. With --all instead, every
+item the filters match that can be ` + map[string]string{"retry": "retried (failed or cancelled)", "cancel": "cancelled (active or failed)"}[name] + `:
+the command counts them, asks for a confirmation on standard input
+(--yes answers it), then ` + name + `s each and says how many it did. It
+reads at most 5000 items.`,
+		Example: fmt.Sprintf(`  workqueue items %[1]s 01a236de
+  workqueue items %[1]s --all --phase failed --project 'team/**'
+  workqueue items %[1]s --all --phase failed --yes`, name),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if all != (len(args) == 0) || len(args) > 1 {
+				return errors.New("give one item ID, or --all with filters")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := flags.client()
 			if err != nil {
 				return err
+			}
+			if all {
+				return bulkItemAction(cmd, flags, c, name, eligible, act, yes, itemType, phase, forge, project)
 			}
 			it, err := act(c, cmd.Context(), args[0])
 			if err != nil {
@@ -452,6 +475,77 @@ func newItemActionCommand(flags *clientFlags, name, short string, act func(*clie
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&all, "all", false, "every item the filters match, instead of one ID (asks to confirm)")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "with --all: do not ask to confirm")
+	cmd.Flags().StringVar(&itemType, "type", "", "with --all: only items of this type")
+	cmd.Flags().StringVar(&phase, "phase", "", "with --all: only items in this phase")
+	cmd.Flags().StringVar(&forge, "forge", "", "with --all: only items on this forge")
+	cmd.Flags().StringVar(&project, "project", "", "with --all: only items of this project, or of projects this glob matches")
+	return cmd
+}
+
+// bulkItemAction retries or cancels every item the filters match that
+// is in an eligible phase, once the count is confirmed (issue 29: as
+// River UI and asynqmon do for a filtered list). Any item refused makes
+// it exit 1, after the others were done.
+func bulkItemAction(cmd *cobra.Command, flags *clientFlags, c *client.Client, name string, eligible []wq.Phase,
+	act func(*client.Client, context.Context, string) (*api.Item, error), yes bool, itemType, phase, forge, project string) error {
+	if phase != "" && !slices.Contains(eligible, wq.Phase(phase)) {
+		return usageErrorf("--phase: only items %v can be %s, not %s", eligible, map[string]string{"retry": "retried", "cancel": "cancelled"}[name], phase)
+	}
+	if !doublestar.ValidatePattern(project) {
+		return usageErrorf("--project: not a valid glob: %q", project)
+	}
+	q := url.Values{}
+	for k, v := range map[string]string{"item_type": itemType, "phase": phase, "forge": forge} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	targets, _, err := listMatching(cmd.Context(), c, q, maxListScan, func(page []*api.Item) []*api.Item {
+		return slices.DeleteFunc(page, func(it *api.Item) bool {
+			ok, _ := doublestar.Match(project, it.Project)
+			return (project != "" && !ok) || !slices.Contains(eligible, it.Phase)
+		})
+	})
+	if err != nil {
+		return err
+	}
+	stderr := cmd.ErrOrStderr()
+	if len(targets) == 0 {
+		fmt.Fprintf(stderr, "no item to %s matches\n", name)
+		return nil
+	}
+	if !yes {
+		fmt.Fprintf(stderr, "%s %s? [y/N] ", name, countOf(len(targets), "item"))
+		answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			fmt.Fprintln(stderr, "not confirmed: nothing done")
+			return exitError{code: exitFailed}
+		}
+	}
+	var done []*api.Item
+	var failed []error
+	for _, it := range targets {
+		got, err := act(c, cmd.Context(), it.ID)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("%s: %w", it.ID, err))
+			continue
+		}
+		done = append(done, got)
+	}
+	ids := make([]string, len(done))
+	for i, it := range done {
+		ids[i] = it.ID
+	}
+	verb := map[string]string{"retry": "retried", "cancel": "cancelled or asked to cancel"}[name]
+	err = flags.print(cmd.OutOrStdout(), map[string]any{"items": done, "failed": len(failed)}, ids, func(w io.Writer) {
+		fmt.Fprintf(w, "%s %s of %d\n", verb, countOf(len(done), "item"), len(targets))
+	})
+	if err != nil || len(failed) == 0 {
+		return err
+	}
+	return fmt.Errorf("%d of %d items refused: %w", len(failed), len(targets), errors.Join(failed...))
 }
 
 // waitItem follows an item until it reaches a terminal phase. With

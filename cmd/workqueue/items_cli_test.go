@@ -123,3 +123,51 @@ func TestItemCommandsTakeAUniquePrefixOfAnItemID(t *testing.T) {
 		}
 	}
 }
+
+// items cancel --all and retry --all act on every item the filters
+// match (issue 29, trap 11): they count them, ask for a confirmation
+// (an answer other than yes does nothing), act, and say how many.
+func TestBulkCancelAndRetryCountConfirmAndActOnTheFilteredItems(t *testing.T) {
+	base, token, _ := serveUnprocessed(t)
+	env := []string{"WORKQUEUE_URL=" + base, "WORKQUEUE_TOKEN=" + token}
+	var ids []string
+	for range 3 {
+		ids = append(ids, submitExample(t, base, token, `{"item_type":"example","steps":1}`))
+	}
+	phases := func() map[string]int {
+		stdout, _, _ := runBinary(t, env, "", "items", "list", "-o", "json")
+		n := map[string]int{}
+		for _, id := range ids {
+			if !strings.Contains(stdout, id) {
+				t.Fatalf("item %s not listed", id)
+			}
+		}
+		n["cancelled"] = strings.Count(stdout, `"phase": "cancelled"`) + strings.Count(stdout, `"phase":"cancelled"`)
+		n["active"] = strings.Count(stdout, `"phase": "active"`) + strings.Count(stdout, `"phase":"active"`)
+		return n
+	}
+	stdout, stderr, code := runBinary(t, env, "n\n", "items", "cancel", "--all", "--phase", "active")
+	if code != exitFailed || !strings.Contains(stderr, "cancel 3 items? [y/N]") || !strings.Contains(stderr, "nothing done") {
+		t.Errorf("cancel --all answered no: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if n := phases(); n["active"] != 3 {
+		t.Errorf("after a cancel not confirmed: %v, want 3 active", n)
+	}
+	stdout, stderr, code = runBinary(t, env, "y\n", "items", "cancel", "--all", "--phase", "active")
+	if code != 0 || !strings.Contains(stdout, "3 items of 3") {
+		t.Errorf("cancel --all answered yes: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if n := phases(); n["cancelled"] != 3 {
+		t.Errorf("after cancel --all: %v, want 3 cancelled", n)
+	}
+	stdout, stderr, code = runBinary(t, env, "", "items", "retry", "--all", "--yes", "-q")
+	if code != 0 || len(strings.Fields(stdout)) != 3 {
+		t.Errorf("retry --all --yes -q: exit %d, want the 3 ids\n%s%s", code, stdout, stderr)
+	}
+	if n := phases(); n["active"] != 3 {
+		t.Errorf("after retry --all: %v, want 3 active", n)
+	}
+	if _, stderr, code = runBinary(t, env, "", "items", "retry", ids[0], "--all"); code != exitUsage {
+		t.Errorf("an ID and --all: exit %d, want %d\n%s", code, exitUsage, stderr)
+	}
+}

@@ -21,7 +21,7 @@ func history(t *testing.T, open func(t *testing.T) wq.Store) {
 		return hs
 	}
 	entry := func(item, event string, at time.Time) wq.AuditEntry {
-		return wq.AuditEntry{Time: at, EventType: event, ItemID: item, ItemType: "example", Actor: "token:ops",
+		return wq.AuditEntry{Time: at, EventType: event, ItemID: item, ItemType: "a-type", Actor: "token:ops",
 			NewState: map[string]any{"phase": "active"}, Metadata: map[string]any{"note": "a\x01 ünïcode"}}
 	}
 	t.Run("an item's entries come back whole, oldest first, and only its own", func(t *testing.T) {

@@ -601,6 +601,11 @@ func (h *hostile) baits(ctx context.Context) {
 	if author == h.shadowIdentity {
 		h.act(ctx, ClassJudgeOwnAction, h.baitShadow, h.shadowReviewer, alloc.Assignment.ID, cp.RoleReviewer, fmt.Sprintf("pr #%d, written by %s, from its reviewer session", pr, author))
 	}
+	// The takeovers are tried once the bait expired, even when the swarm
+	// finished first (a short run ends before a lease does): the run waits
+	// for them, on a context of their own, so that every run tries them.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Until(l.ExpiresAt)+time.Minute)
+	defer cancel()
 	if sleep(ctx, time.Until(l.ExpiresAt.Add(time.Second))) != nil {
 		return
 	}

@@ -177,11 +177,16 @@ func (s *Server) HookCount(project string) int {
 // bound, so that emitting under the server's lock never waits for a
 // delivery (whose outcome takes that lock).
 type deliverer struct {
-	mu      sync.Mutex
-	jobs    []delivery
-	closed  bool
-	wake    chan struct{}
-	pending sync.WaitGroup
+	mu     sync.Mutex
+	jobs   []delivery
+	closed bool
+	wake   chan struct{}
+	// pending counts the deliveries queued and not yet settled, under mu;
+	// settled is signalled when it drops to zero. A counter and a
+	// condition, not a WaitGroup: a delivery may be queued while someone
+	// waits, which a WaitGroup's Add from zero must not race.
+	pending int
+	settled *sync.Cond
 	client  *http.Client
 	done    chan struct{}
 }
@@ -195,6 +200,7 @@ type delivery struct {
 
 func newDeliverer() *deliverer {
 	d := &deliverer{wake: make(chan struct{}, 1), client: &http.Client{Timeout: 10 * time.Second}, done: make(chan struct{})}
+	d.settled = sync.NewCond(&d.mu)
 	go d.run()
 	return d
 }
@@ -205,7 +211,7 @@ func (d *deliverer) push(job delivery) {
 	if d.closed {
 		return
 	}
-	d.pending.Add(1)
+	d.pending++
 	d.jobs = append(d.jobs, job)
 	select {
 	case d.wake <- struct{}{}:
@@ -226,7 +232,9 @@ func (d *deliverer) run() {
 			d.jobs = d.jobs[1:]
 			d.mu.Unlock()
 			job.result(d.send(job))
-			d.pending.Done()
+			d.mu.Lock()
+			d.settle(1)
+			d.mu.Unlock()
 		}
 		d.mu.Lock()
 		closed := d.closed
@@ -255,9 +263,7 @@ func (d *deliverer) send(job delivery) bool {
 func (d *deliverer) close() {
 	d.mu.Lock()
 	d.closed = true
-	for range d.jobs {
-		d.pending.Done()
-	}
+	d.settle(len(d.jobs))
 	d.jobs = nil
 	d.mu.Unlock()
 	select {
@@ -267,9 +273,24 @@ func (d *deliverer) close() {
 	<-d.done
 }
 
+// settle counts n deliveries settled, under d.mu.
+func (d *deliverer) settle(n int) {
+	if d.pending -= n; d.pending == 0 {
+		d.settled.Broadcast()
+	}
+}
+
 // WaitForDeliveries blocks until every webhook delivery queued so far was
-// sent and its outcome recorded.
-func (s *Server) WaitForDeliveries() { s.hooks.pending.Wait() }
+// sent and its outcome recorded. It may be called while deliveries are
+// being queued.
+func (s *Server) WaitForDeliveries() {
+	d := s.hooks
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for d.pending > 0 {
+		d.settled.Wait()
+	}
+}
 
 // emit queues an event for every executable hook of p subscribed to flag.
 // All of one event's deliveries share X-Gitlab-Event-UUID; each has its own

@@ -60,34 +60,40 @@ func (g gen) pick(options ...string) string { return options[g.r.IntN(len(option
 // tokens are the vendor shapes by name: a generator each.
 func (g gen) tokens() map[string]func() string {
 	return map[string]func() string{
-		"slack bot token":        func() string { return "xoxb-" + g.s("0123456789", 12) + "-" + g.s("0123456789", 13) + "-" + g.mixed(alnum, 24) },
-		"slack user token":       func() string { return "xoxp-" + g.s("0123456789", 12) + "-" + g.s("0123456789", 12) + "-" + g.s("0123456789", 13) + "-" + g.s(hex, 32) },
-		"slack app token":        func() string { return "xapp-1-A" + g.s(upper, 10) + "-" + g.s("0123456789", 13) + "-" + g.s(hex, 64) },
-		"stripe secret key":      func() string { return g.pick("sk_live_", "rk_live_", "sk_test_") + g.mixed(alnum, 24) },
-		"stripe webhook secret":  func() string { return "whsec_" + g.mixed(alnum, 32) },
-		"google api key":         func() string { return "AIza" + g.mixed(alnum+"_-", 35) },
-		"openai project key":     func() string { return "sk-proj-" + g.mixed(alnum+"_-", 48) + "T3BlbkFJ" + g.mixed(alnum+"_-", 48) },
-		"openai key":             func() string { return "sk-" + g.mixed(alnum, 20) + "T3BlbkFJ" + g.mixed(alnum, 20) },
-		"anthropic key":          func() string { return "sk-ant-api03-" + g.mixed(alnum+"_-", 93) + "AA" },
-		"hugging face token":     func() string { return "hf_" + g.mixed(alnum, 34) },
-		"digitalocean token":     func() string { return g.pick("dop_v1_", "doo_v1_") + g.s(hex, 64) },
-		"sendgrid key":           func() string { return "SG." + g.mixed(alnum+"_-", 22) + "." + g.mixed(alnum+"_-", 43) },
-		"vault token":            func() string { return "hvs." + g.mixed(alnum+"_-", 90) },
-		"npm token":              func() string { return "npm_" + g.mixed(alnum, 36) },
-		"pypi token":             func() string { return "pypi-AgEIcHlwaS5vcmc" + g.mixed(alnum+"_-", 60) },
-		"gitlab personal token":  func() string { return "glpat-" + g.mixed(alnum+"_-", 20) },
-		"gitlab runner token":    func() string { return "glrt-" + g.mixed(alnum+"_-", 20) },
-		"gitlab registration":    func() string { return "GR1348941" + g.mixed(alnum+"_-", 20) },
-		"github classic token":   func() string { return g.pick("ghp_", "gho_", "ghs_", "ghu_") + g.mixed(alnum, 36) },
-		"github fine-grained":    func() string { return "github_pat_11" + g.s(upper, 20) + "_" + g.mixed(alnum, 59) },
-		"sentry auth token":      func() string { return "sntrys_" + g.mixed(alnum, 60) },
-		"aws access key id":      func() string { return "AKIA" + g.s(upper, 16) },
-		"jwt":                    func() string { return "eyJhbGciOiJIUzI1NiJ9.eyJ" + g.mixed(alnum, 30) + "." + g.mixed(alnum+"_-", 43) },
-		"slack webhook":          func() string { return "https://hooks.slack.com/services/T" + g.s(upper, 8) + "/B" + g.s(upper, 8) + "/" + g.mixed(alnum, 24) },
-		"azure storage key":      func() string { return g.mixed(b64, 86) + "==" },
-		"azure sas signature":    func() string { return url.QueryEscape(g.mixed(b64, 43) + "=") },
-		"gitea token":            func() string { return g.s(hex, 40) },
-		"aws secret access key":  func() string { return g.mixed(b64, 40) },
+		"slack bot token": func() string {
+			return "xoxb-" + g.s("0123456789", 12) + "-" + g.s("0123456789", 13) + "-" + g.mixed(alnum, 24)
+		},
+		"slack user token": func() string {
+			return "xoxp-" + g.s("0123456789", 12) + "-" + g.s("0123456789", 12) + "-" + g.s("0123456789", 13) + "-" + g.s(hex, 32)
+		},
+		"slack app token":       func() string { return "xapp-1-A" + g.s(upper, 10) + "-" + g.s("0123456789", 13) + "-" + g.s(hex, 64) },
+		"stripe secret key":     func() string { return g.pick("sk_live_", "rk_live_", "sk_test_") + g.mixed(alnum, 24) },
+		"stripe webhook secret": func() string { return "whsec_" + g.mixed(alnum, 32) },
+		"google api key":        func() string { return "AIza" + g.mixed(alnum+"_-", 35) },
+		"openai project key":    func() string { return "sk-proj-" + g.mixed(alnum+"_-", 48) + "T3BlbkFJ" + g.mixed(alnum+"_-", 48) },
+		"openai key":            func() string { return "sk-" + g.mixed(alnum, 20) + "T3BlbkFJ" + g.mixed(alnum, 20) },
+		"anthropic key":         func() string { return "sk-ant-api03-" + g.mixed(alnum+"_-", 93) + "AA" },
+		"hugging face token":    func() string { return "hf_" + g.mixed(alnum, 34) },
+		"digitalocean token":    func() string { return g.pick("dop_v1_", "doo_v1_") + g.s(hex, 64) },
+		"sendgrid key":          func() string { return "SG." + g.mixed(alnum+"_-", 22) + "." + g.mixed(alnum+"_-", 43) },
+		"vault token":           func() string { return "hvs." + g.mixed(alnum+"_-", 90) },
+		"npm token":             func() string { return "npm_" + g.mixed(alnum, 36) },
+		"pypi token":            func() string { return "pypi-AgEIcHlwaS5vcmc" + g.mixed(alnum+"_-", 60) },
+		"gitlab personal token": func() string { return "glpat-" + g.mixed(alnum+"_-", 20) },
+		"gitlab runner token":   func() string { return "glrt-" + g.mixed(alnum+"_-", 20) },
+		"gitlab registration":   func() string { return "GR1348941" + g.mixed(alnum+"_-", 20) },
+		"github classic token":  func() string { return g.pick("ghp_", "gho_", "ghs_", "ghu_") + g.mixed(alnum, 36) },
+		"github fine-grained":   func() string { return "github_pat_11" + g.s(upper, 20) + "_" + g.mixed(alnum, 59) },
+		"sentry auth token":     func() string { return "sntrys_" + g.mixed(alnum, 60) },
+		"aws access key id":     func() string { return "AKIA" + g.s(upper, 16) },
+		"jwt":                   func() string { return "eyJhbGciOiJIUzI1NiJ9.eyJ" + g.mixed(alnum, 30) + "." + g.mixed(alnum+"_-", 43) },
+		"slack webhook": func() string {
+			return "https://hooks.slack.com/services/T" + g.s(upper, 8) + "/B" + g.s(upper, 8) + "/" + g.mixed(alnum, 24)
+		},
+		"azure storage key":     func() string { return g.mixed(b64, 86) + "==" },
+		"azure sas signature":   func() string { return url.QueryEscape(g.mixed(b64, 43) + "=") },
+		"gitea token":           func() string { return g.s(hex, 40) },
+		"aws secret access key": func() string { return g.mixed(b64, 40) },
 	}
 }
 

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/internal/eventually"
+	"github.com/workqueue-dev/workqueue/internal/peakrss"
 )
 
 // MemoryCeiling is the documented bound on serve's resident memory under
@@ -69,12 +68,11 @@ auth: {tokens: [{name: bot, sha256: %q, permissions: [submit, read]}]}
 		"content": fill(`"file_actions":[{"action":"create","file_path":"big.txt","content":"`, "a", `"}]}`),
 		"nesting": head + `"file_actions":` + strings.Repeat("[", size/2-len(head)) + strings.Repeat("]", size/2-len(head)) + `}`,
 	}
-	before := peakOf(t, cmd.Process.Pid)
+	before := peakrss.PeakOf(cmd.Process.Pid)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	statuses := map[string][]int{}
-	for round := range 2 {
-		_ = round
+	for range 2 {
 		for name, body := range bodies {
 			wg.Go(func() {
 				req, _ := http.NewRequest("POST", "http://"+addr+"/api/v1/items", strings.NewReader(body))
@@ -100,29 +98,13 @@ auth: {tokens: [{name: bot, sha256: %q, permissions: [submit, read]}]}
 			}
 		}
 	}
-	peak := peakOf(t, cmd.Process.Pid)
+	peak := peakrss.PeakOf(cmd.Process.Pid)
 	t.Logf("serve's peak resident memory: %d MiB before, %d MiB after %d hostile bodies of %d MiB (ceiling %d MiB); answers %v",
 		before>>20, peak>>20, 2*len(bodies), size>>20, MemoryCeiling>>20, statuses)
+	if peak == 0 {
+		t.Fatal("no VmHWM for serve in /proc")
+	}
 	if peak > MemoryCeiling {
 		t.Errorf("serve's peak resident memory reached %d MiB, above the documented ceiling of %d MiB\n%s", peak>>20, MemoryCeiling>>20, log)
 	}
-}
-
-// peakOf reads a process's VmHWM in bytes.
-func peakOf(t *testing.T, pid int) int64 {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM in /proc/PID/status")
-	return 0
 }

@@ -15,8 +15,14 @@ import (
 func Reset() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
 // Peak returns VmHWM in bytes, or 0 where /proc is not there.
-func Peak() int64 {
-	f, err := os.Open("/proc/self/status")
+func Peak() int64 { return peak("/proc/self/status") }
+
+// PeakOf returns another process's VmHWM in bytes (a serve a test
+// started), or 0 where /proc is not there or the process is gone.
+func PeakOf(pid int) int64 { return peak("/proc/" + strconv.Itoa(pid) + "/status") }
+
+func peak(status string) int64 {
+	f, err := os.Open(status)
 	if err != nil {
 		return 0
 	}

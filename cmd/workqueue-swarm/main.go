@@ -28,8 +28,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/workqueue-dev/workqueue/cmd/workqueue-swarm/swarm"
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
-	"github.com/workqueue-dev/workqueue/internal/swarm"
 	"github.com/workqueue-dev/workqueue/store"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/workqueue-dev/workqueue/auth"
+	"github.com/workqueue-dev/workqueue/cmd/workqueue-swarm/swarm"
 	"github.com/workqueue-dev/workqueue/config"
-	"github.com/workqueue-dev/workqueue/internal/swarm"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 )
 

@@ -1,7 +1,8 @@
 // Package swarm runs a swarm of simulated agent sessions against a
 // workqueue service and audits what they did (issues 13 and 25): the
-// demo behind `scripts/demo agents` (cmd/workqueue-swarm), and a test of
-// the whole agent loop on the real Gitea.
+// demo behind `scripts/demo agents`, whose command (cmd/workqueue-swarm)
+// this package lives under, and cmd/workqueue's test of the whole agent
+// loop on the real Gitea (swarm_test.go).
 //
 // Four parts, kept apart on purpose:
 //

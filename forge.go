@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// Forge kinds.
+// The kinds of forge workqueue ships (forge/kinds registers them; a kind
+// is a forge.Plugin, looked up by name, never switched on).
 const (
 	ForgeGitea  = "gitea"
 	ForgeGitLab = "gitlab"
@@ -25,7 +26,7 @@ const (
 // "owner/name" on Gitea). Merge requests are named by their
 // project-scoped number (GitLab iid, Gitea index).
 type Forge interface {
-	// Kind returns ForgeGitea or ForgeGitLab.
+	// Kind returns the forge's kind, the name of its forge.Plugin.
 	Kind() string
 
 	// CommitFiles makes req.Branch exactly one new commit on top of the
@@ -324,10 +325,6 @@ func NormalMode(mode string) string {
 	return mode
 }
 
-// ForgeSetsFileModes reports whether a forge of this kind can set a file's
-// executable bit through its API: GitLab's Commits API can
-// (execute_filemode, chmod); Gitea's ChangeFiles cannot.
-func ForgeSetsFileModes(kind string) bool { return kind == ForgeGitLab }
 
 // Commit is a commit the forge made.
 type Commit struct {

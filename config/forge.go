@@ -10,14 +10,15 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
-	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge"
+	_ "github.com/workqueue-dev/workqueue/forge/kinds" // the kinds forges[].kind names
 	"github.com/workqueue-dev/workqueue/mr"
 )
 
 // Forge is one code forge the service writes to.
 type Forge struct {
 	Name string `yaml:"name"`
-	Kind string `yaml:"kind"` // gitea or gitlab
+	Kind string `yaml:"kind"` // a registered kind of forge: gitea or gitlab (forge/kinds)
 	URL  string `yaml:"url"`
 	// The API token: from an environment variable or a file, never inline.
 	TokenEnv  string `yaml:"token_env"`
@@ -119,8 +120,8 @@ func (c Config) validateForges(bad func(field, format string, args ...any)) {
 	for i, f := range c.Forges {
 		field := fmt.Sprintf("forges[%d]", i)
 		checkUniqueName(bad, field+".name", f.Name, forgeName, "lowercase letters, digits, - and _", names)
-		if f.Kind != "gitea" && f.Kind != "gitlab" {
-			bad(field+".kind", "want gitea or gitlab, got %q", f.Kind)
+		if _, ok := forge.Lookup(f.Kind); !ok {
+			bad(field+".kind", "want %s, got %q", strings.Join(forge.Kinds(), " or "), f.Kind)
 		}
 		if u, err := url.Parse(f.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 			bad(field+".url", "want http(s)://host[:port][/path] without credentials, got %q", RedactURL(f.URL))
@@ -278,7 +279,7 @@ func (c Config) MRProject(forgeName, project string) (mr.Project, bool) {
 	if !ok {
 		return mr.Project{}, false
 	}
-	forge, _ := c.ForgeNamed(forgeName)
+	fg, _ := c.ForgeNamed(forgeName)
 	return mr.Project{
 		Policy: mr.Policy{BlockedPaths: p.BlockedPaths,
 			MaxFileBytes: orDefault(p.MaxFileBytes, DefaultMaxFileBytes), MaxTotalBytes: orDefault(p.MaxTotalBytes, DefaultMaxTotalBytes),
@@ -287,7 +288,7 @@ func (c Config) MRProject(forgeName, project string) (mr.Project, bool) {
 		AutoMerge:    p.AutoMerge,
 		Label:        c.MR.ManagedLabel,
 		BranchPrefix: p.SourceBranchPrefix(),
-		FileModes:    wq.ForgeSetsFileModes(forge.Kind),
+		FileModes:    forge.SetsFileModes(fg.Kind),
 	}, true
 }
 

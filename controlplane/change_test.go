@@ -8,8 +8,8 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
-	"github.com/workqueue-dev/workqueue/webhook"
 )
 
 // prOnForge is a pull request as the forge has it now.
@@ -106,7 +106,7 @@ func TestThePullRequestOpenedForAnAssignmentIsItsSessionsForGood(t *testing.T) {
 			inv := &cp.Inventory{Store: w.svc.Store, Repos: []cp.RepoMatch{{Forge: "f", Match: "o/*"}}, Clock: w.clock}
 			deliver := func(pr wq.WorkInfo) {
 				t.Helper()
-				if _, err := inv.Apply(w.ctx, "f", &webhook.Delivery{Project: "o/r", Work: &pr}); err != nil {
+				if _, err := inv.Apply(w.ctx, "f", &forge.Delivery{Project: "o/r", Work: &pr}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -14,7 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/webhook"
+	"github.com/workqueue-dev/workqueue/forge"
 )
 
 // DefaultSyncInterval is how often Run syncs when Inventory.Interval is
@@ -351,7 +351,7 @@ func toWork(forge, repo string, info wq.WorkInfo) (Work, error) {
 // gaps filled from the stored row (a pull request new to the inventory
 // then has verdict none); the next sync settles it. Errors are the
 // Store's, and EINVALID for work that is not an issue or pull request.
-func (inv *Inventory) Apply(ctx context.Context, forge string, d *webhook.Delivery) (bool, error) {
+func (inv *Inventory) Apply(ctx context.Context, forge string, d *forge.Delivery) (bool, error) {
 	if d != nil && d.Push != nil && inv.Covers(forge, d.Project) {
 		return inv.applyPush(ctx, forge, d.Project, d.Push)
 	}
@@ -539,7 +539,7 @@ func (inv *Inventory) Settle(ctx context.Context) (int, error) {
 // forge's own event, when it comes, carries the same head. The row's
 // updated time moves by a microsecond, the least the store keeps, so that
 // the forge's next real change still applies.
-func (inv *Inventory) applyPush(ctx context.Context, forge, repo string, p *webhook.BranchPush) (bool, error) {
+func (inv *Inventory) applyPush(ctx context.Context, forge, repo string, p *forge.BranchPush) (bool, error) {
 	if strings.Trim(p.Before, "0") == "" || p.Before == p.After {
 		return false, nil // a new branch heads no pull request yet
 	}

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/herder"
 	"github.com/workqueue-dev/workqueue/mr"
-	"github.com/workqueue-dev/workqueue/webhook"
 )
 
 // ciForge is the fake forge with CI jobs: pipelines of jobs (newest
@@ -145,7 +145,7 @@ func (h *harness) jobEvent(id wq.ItemID, sha string, j wq.CIJob) {
 	body, _ := json.Marshal(map[string]any{"object_kind": "build", "build_id": j.ID, "build_name": j.Name, "build_status": "failed",
 		"build_failure_reason": j.FailureReason, "build_finished_at": j.FinishedAt.Format("2006-01-02 15:04:05 UTC"),
 		"retries_count": j.Retries, "pipeline_id": j.PipelineID, "sha": sha})
-	h.event(id, webhook.GitLabJob, string(body), fmt.Sprintf("job-%d-%d", j.ID, j.Retries))
+	h.event(id, gitlab.EventJob, string(body), fmt.Sprintf("job-%d-%d", j.ID, j.Retries))
 }
 
 func ciDecisions(t *testing.T, it *wq.Item) (wq.Dimension, mr.CIRetryDetail) {
@@ -191,7 +191,7 @@ func TestATransientJobFailureIsRetriedAfterItsDelayAndTheMergeFollows(t *testing
 		t.Fatalf("after the retry: %+v %+v", row, detail)
 	}
 	h.forge.setBlocker(wq.MergeClear)
-	h.event(it.ID, webhook.GitLabPipeline, fmt.Sprintf(`{"object_kind":"pipeline","object_attributes":{"id":7,"sha":%q,"status":"success"}}`, d.HeadSHA), "p7")
+	h.event(it.ID, gitlab.EventPipeline, fmt.Sprintf(`{"object_kind":"pipeline","object_attributes":{"id":7,"sha":%q,"status":"success"}}`, d.HeadSHA), "p7")
 	got, _ := h.get(it.ID)
 	wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)
 }
@@ -315,7 +315,7 @@ func TestARetryWhoseDecisionWasSupersededIsRecordedOnce(t *testing.T) {
 	h.jobEvent(it.ID, d.HeadSHA, job)
 	ci.duringRetry = func() {
 		ci.duringRetry = nil
-		if _, err := h.store.InsertDelivery(h.ctx, "fake", "retry-hook", []wq.Event{{ItemID: it.ID, EventType: webhook.GitLabPipeline,
+		if _, err := h.store.InsertDelivery(h.ctx, "fake", "retry-hook", []wq.Event{{ItemID: it.ID, EventType: gitlab.EventPipeline,
 			Body: []byte(fmt.Sprintf(`{"object_kind":"pipeline","object_attributes":{"id":7,"sha":%q,"status":"running"}}`, d.HeadSHA))}},
 			h.clock.Now()); err != nil {
 			t.Error(err)

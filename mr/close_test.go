@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge/gitea"
 	"github.com/workqueue-dev/workqueue/mr"
-	"github.com/workqueue-dev/workqueue/webhook"
 )
 
 // cancelOpen opens a merge request without auto-merge, lets before act
@@ -116,7 +116,7 @@ func TestMergedBranchesAreDeletedWhenTheyAreStillOurs(t *testing.T) {
 			_, d := h.get(it.ID)
 			if !tc.byService {
 				h.forge.mergeByPerson(d.MRNumber)
-				h.event(it.ID, webhook.GiteaPullRequest, `{"action":"closed","pull_request":{"merged":true,"state":"closed"}}`, "merged")
+				h.event(it.ID, gitea.EventPullRequest, `{"action":"closed","pull_request":{"merged":true,"state":"closed"}}`, "merged")
 			}
 			got, _ := h.get(it.ID)
 			wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge/gitea"
+	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/store"
-	"github.com/workqueue-dev/workqueue/webhook"
 )
 
 // TestEventHandlersReadEventsIntoResults drives every handler with the
@@ -51,65 +52,65 @@ func TestEventHandlersReadEventsIntoResults(t *testing.T) {
 		foreign               bool   // needs_mr set with the foreign head
 		pipeline              int64  // pipeline id left on needs_reconcile
 	}{
-		{"gitea merged asks the forge before completing", webhook.GiteaPullRequest,
+		{"gitea merged asks the forge before completing", gitea.EventPullRequest,
 			`{"action":"closed","pull_request":{"merged":true,"state":"closed","head":{"sha":"ours"}}}`, "", "", reconcile, false, 0},
-		{"gitea closed asks the forge before cancelling", webhook.GiteaPullRequest,
+		{"gitea closed asks the forge before cancelling", gitea.EventPullRequest,
 			`{"action":"closed","pull_request":{"merged":false,"state":"closed","head":{"sha":"ours"}}}`, "", "", reconcile, false, 0},
-		{"gitea merged with another head is not a foreign push", webhook.GiteaPullRequest,
+		{"gitea merged with another head is not a foreign push", gitea.EventPullRequest,
 			`{"action":"closed","pull_request":{"merged":true,"state":"closed","head":{"sha":"theirs"}}}`, "", "", reconcile, false, 0},
-		{"gitea reopened reconciles", webhook.GiteaPullRequest,
+		{"gitea reopened reconciles", gitea.EventPullRequest,
 			`{"action":"reopened","pull_request":{"state":"open","head":{"sha":"ours"}}}`, "", "", reconcile, false, 0},
-		{"gitea late event with our own earlier head is not a foreign push", webhook.GiteaPullRequest,
+		{"gitea late event with our own earlier head is not a foreign push", gitea.EventPullRequest,
 			`{"action":"synchronized","pull_request":{"state":"open","head":{"sha":"ours-before"}}}`, "", "", reconcile, false, 0},
-		{"gitlab late event with our own earlier head is not a foreign push", webhook.GitLabMergeRequest,
+		{"gitlab late event with our own earlier head is not a foreign push", gitlab.EventMergeRequest,
 			`{"object_attributes":{"action":"update","state":"opened","last_commit":{"id":"ours-before"}}}`, "", "", reconcile, false, 0},
-		{"gitea push by someone else is recorded on needs_mr", webhook.GiteaPullRequest,
+		{"gitea push by someone else is recorded on needs_mr", gitea.EventPullRequest,
 			`{"action":"synchronized","pull_request":{"state":"open","head":{"sha":"theirs"}}}`, "", "", reconcile, true, 0},
-		{"gitea approval reconciles", webhook.GiteaReview,
+		{"gitea approval reconciles", gitea.EventReview,
 			`{"action":"reviewed","review":{"type":"pull_request_review_approved"},"pull_request":{"state":"closed","merged":true}}`, "", "", reconcile, false, 0},
-		{"gitea success status of our head reconciles", webhook.GiteaStatus, `{"sha":"ours","state":"success"}`, "", "", reconcile, false, 0},
-		{"gitea failed status of our head reconciles", webhook.GiteaStatus, `{"sha":"ours","state":"failure"}`, "", "", reconcile, false, 0},
-		{"gitea pending status waits", webhook.GiteaStatus, `{"sha":"ours","state":"pending"}`, "", "", none, false, 0},
-		{"gitea status of another commit is history", webhook.GiteaStatus, `{"sha":"old","state":"success"}`, "", "", none, false, 0},
-		{"gitea new run records its pipeline", webhook.GiteaWorkflowRun,
+		{"gitea success status of our head reconciles", gitea.EventStatus, `{"sha":"ours","state":"success"}`, "", "", reconcile, false, 0},
+		{"gitea failed status of our head reconciles", gitea.EventStatus, `{"sha":"ours","state":"failure"}`, "", "", reconcile, false, 0},
+		{"gitea pending status waits", gitea.EventStatus, `{"sha":"ours","state":"pending"}`, "", "", none, false, 0},
+		{"gitea status of another commit is history", gitea.EventStatus, `{"sha":"old","state":"success"}`, "", "", none, false, 0},
+		{"gitea new run records its pipeline", gitea.EventWorkflowRun,
 			`{"action":"requested","workflow_run":{"id":78,"head_sha":"ours","status":"queued"}}`, "", "", reconcile, false, 78},
-		{"gitea known run in progress waits", webhook.GiteaWorkflowRun,
+		{"gitea known run in progress waits", gitea.EventWorkflowRun,
 			`{"action":"in_progress","workflow_run":{"id":77,"head_sha":"ours"}}`, "", "", none, false, 0},
-		{"gitea run completed reconciles", webhook.GiteaWorkflowRun,
+		{"gitea run completed reconciles", gitea.EventWorkflowRun,
 			`{"action":"completed","workflow_run":{"id":77,"head_sha":"ours","conclusion":"success"}}`, "", "", reconcile, false, 77},
-		{"gitea failed job reconciles", webhook.GiteaWorkflowJob,
+		{"gitea failed job reconciles", gitea.EventWorkflowJob,
 			`{"action":"completed","workflow_job":{"run_id":77,"head_sha":"ours","conclusion":"failure"}}`, "", "", reconcile, false, 77},
-		{"gitea successful job of a known run waits", webhook.GiteaWorkflowJob,
+		{"gitea successful job of a known run waits", gitea.EventWorkflowJob,
 			`{"action":"completed","workflow_job":{"run_id":77,"head_sha":"ours","conclusion":"success"}}`, "", "", none, false, 0},
-		{"gitlab merge asks the forge before completing", webhook.GitLabMergeRequest,
+		{"gitlab merge asks the forge before completing", gitlab.EventMergeRequest,
 			`{"object_attributes":{"action":"merge","state":"merged","last_commit":{"id":"ours"}}}`, "", "", reconcile, false, 0},
-		{"gitlab close asks the forge before cancelling", webhook.GitLabMergeRequest,
+		{"gitlab close asks the forge before cancelling", gitlab.EventMergeRequest,
 			`{"object_attributes":{"action":"close","state":"closed","last_commit":{"id":"ours"}}}`, "", "", reconcile, false, 0},
-		{"gitlab approval reconciles", webhook.GitLabMergeRequest,
+		{"gitlab approval reconciles", gitlab.EventMergeRequest,
 			`{"object_attributes":{"action":"approved","state":"opened","last_commit":{"id":"ours"}}}`, "", "", reconcile, false, 0},
-		{"gitlab pipeline finished reconciles", webhook.GitLabPipeline,
+		{"gitlab pipeline finished reconciles", gitlab.EventPipeline,
 			`{"object_attributes":{"id":77,"sha":"ours","status":"success"}}`, "", "", reconcile, false, 77},
-		{"gitlab pipeline failed reconciles", webhook.GitLabPipeline,
+		{"gitlab pipeline failed reconciles", gitlab.EventPipeline,
 			`{"object_attributes":{"id":77,"sha":"ours","status":"failed"}}`, "", "", reconcile, false, 77},
-		{"gitlab known pipeline running waits", webhook.GitLabPipeline,
+		{"gitlab known pipeline running waits", gitlab.EventPipeline,
 			`{"object_attributes":{"id":77,"sha":"ours","status":"running"}}`, "", "", none, false, 0},
-		{"gitlab new pipeline is recorded", webhook.GitLabPipeline,
+		{"gitlab new pipeline is recorded", gitlab.EventPipeline,
 			`{"object_attributes":{"id":79,"sha":"ours","status":"pending"}}`, "", "", reconcile, false, 79},
-		{"gitlab pipeline of an old commit is history", webhook.GitLabPipeline,
+		{"gitlab pipeline of an old commit is history", gitlab.EventPipeline,
 			`{"object_attributes":{"id":70,"sha":"old","status":"success"}}`, "", "", none, false, 0},
 		// Merged-results and merge-train pipelines run on GitLab's merge of
 		// our head into the target: their commit is never ours.
-		{"gitlab merged-results pipeline of our merge request reconciles", webhook.GitLabPipeline,
+		{"gitlab merged-results pipeline of our merge request reconciles", gitlab.EventPipeline,
 			`{"object_attributes":{"id":80,"sha":"merge-commit","ref":"refs/merge-requests/3/merge","status":"success"},"merge_request":{"iid":3}}`, "", "", reconcile, false, 80},
-		{"gitlab merge-train pipeline of our merge request reconciles", webhook.GitLabPipeline,
+		{"gitlab merge-train pipeline of our merge request reconciles", gitlab.EventPipeline,
 			`{"object_attributes":{"id":81,"sha":"train-commit","ref":"refs/merge-requests/3/train","status":"failed"},"merge_request":{"iid":3}}`, "", "", reconcile, false, 81},
-		{"gitlab merged-results pipeline of another merge request is history", webhook.GitLabPipeline,
+		{"gitlab merged-results pipeline of another merge request is history", gitlab.EventPipeline,
 			`{"object_attributes":{"id":82,"sha":"merge-commit","ref":"refs/merge-requests/4/merge","status":"success"},"merge_request":{"iid":4}}`, "", "", none, false, 0},
-		{"gitlab branch pipeline claiming our merge request is still held to our head", webhook.GitLabPipeline,
+		{"gitlab branch pipeline claiming our merge request is still held to our head", gitlab.EventPipeline,
 			`{"object_attributes":{"id":83,"sha":"other","ref":"wq/a","status":"success"},"merge_request":{"iid":3}}`, "", "", none, false, 0},
-		{"gitlab failed job reconciles", webhook.GitLabJob,
+		{"gitlab failed job reconciles", gitlab.EventJob,
 			`{"pipeline_id":77,"sha":"ours","build_status":"failed","commit":{"id":77}}`, "", "", reconcile, false, 77},
-		{"gitlab job that succeeded waits despite a failure_reason", webhook.GitLabJob,
+		{"gitlab job that succeeded waits despite a failure_reason", gitlab.EventJob,
 			`{"pipeline_id":77,"sha":"ours","build_status":"success","build_failure_reason":"unknown_failure"}`, "", "", none, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,7 +151,7 @@ func TestEventHandlersReadEventsIntoResults(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{webhook.GiteaPullRequest, webhook.GiteaStatus, webhook.GitLabPipeline, webhook.GitLabJob} {
+	for _, bad := range []string{gitea.EventPullRequest, gitea.EventStatus, gitlab.EventPipeline, gitlab.EventJob} {
 		if _, err := handlers[bad](ctx, it, &wq.Event{EventType: bad, Body: json.RawMessage(`[`)}); err == nil {
 			t.Errorf("%s: a malformed body was read", bad)
 		}

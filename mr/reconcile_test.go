@@ -6,8 +6,8 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge/gitea"
 	"github.com/workqueue-dev/workqueue/mr"
-	"github.com/workqueue-dev/workqueue/webhook"
 )
 
 // fakeSubmission is a change to the fake forge's main.
@@ -78,7 +78,7 @@ func TestPeopleAreWaitedForAtTheReconcileInterval(t *testing.T) {
 	// An approval arrives as a webhook: the item looks at once, and merges.
 	h.forge.setBlocker(wq.MergeClear)
 	_, d := h.get(it.ID)
-	h.event(it.ID, webhook.GiteaReview, `{"action":"reviewed","review":{"type":"pull_request_review_approved"}}`, "approval")
+	h.event(it.ID, gitea.EventReview, `{"action":"reviewed","review":{"type":"pull_request_review_approved"}}`, "approval")
 	got, _ := h.get(it.ID)
 	wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)
 	if m, _ := h.forge.mergeRequest(d.MRNumber); m.State != wq.MergeRequestMerged {
@@ -97,7 +97,7 @@ func TestAWebhookOrAPushStartsTheWaitsOver(t *testing.T) {
 
 	// A pipeline of the pushed head started: CI news wakes the item, and
 	// the next wait is short again.
-	h.event(it.ID, webhook.GiteaWorkflowRun,
+	h.event(it.ID, gitea.EventWorkflowRun,
 		fmt.Sprintf(`{"action":"requested","workflow_run":{"id":78,"head_sha":%q}}`, d.HeadSHA), "run-78")
 	row, detail := h.reconcileRow(it.ID)
 	if next := row.PendingUntil.Sub(h.clock.Now()); next != time.Minute || detail.Wait != time.Minute.String() {

@@ -64,7 +64,7 @@ type Project struct {
 	// any): the service writes only branches it owns.
 	BranchPrefix string
 	// FileModes is whether the project's forge can set a file's executable
-	// bit (wq.ForgeSetsFileModes); if not, chmod and execute_filemode are
+	// bit (forge.SetsFileModes); if not, chmod and execute_filemode are
 	// refused at submit instead of failing later.
 	FileModes bool
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/webhook"
+	"github.com/workqueue-dev/workqueue/forge"
 )
 
 // Webhooks turns verified forge deliveries into durable events for the
@@ -26,7 +26,7 @@ type Webhooks struct {
 	// issue's or pull request's new state (the control plane's work
 	// inventory), whether or not an item is concerned.
 	Inventory interface {
-		Apply(ctx context.Context, forge string, d *webhook.Delivery) (bool, error)
+		Apply(ctx context.Context, forge string, d *forge.Delivery) (bool, error)
 	}
 	// Metrics, when set, counts every delivery by forge and outcome
 	// (package metrics implements it).
@@ -37,7 +37,7 @@ type Webhooks struct {
 
 // WebhookForge is what the receiver knows of a configured forge.
 type WebhookForge struct {
-	Kind   string // wq.ForgeGitea, wq.ForgeGitLab
+	Kind   string // a registered kind of forge (forge.Lookup)
 	Secret string // the webhook secret; "" refuses every delivery
 }
 
@@ -84,11 +84,11 @@ func (w *Webhooks) countDelivery(forgeName string, got Received, err error) {
 }
 
 func (w *Webhooks) receive(ctx context.Context, forgeName string, h http.Header, body []byte) (Received, error) {
-	forge, ok := w.Forges[forgeName]
+	f, ok := w.Forges[forgeName]
 	if !ok {
 		return Received{}, wq.Errorf(wq.ENOTFOUND, "no forge named %q", forgeName)
 	}
-	d, err := webhook.Parse(forge.Kind, forge.Secret, h, body)
+	d, err := forge.ParseWebhook(f.Kind, f.Secret, h, body)
 	if err != nil || d == nil {
 		return Received{}, err
 	}

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/herder"
 )
 
@@ -149,16 +148,12 @@ func (r herderReport) print(w io.Writer) {
 type jobRef struct {
 	forge, project string
 	id             int64
-	// run and url, from a Gitea job page: its job number is not the API's
-	// job id, so the job is found among its run's by its page.
+	// run and url, from a job page that names no API job id (Gitea's:
+	// its job number is a position), so the job is found among its
+	// run's by its page.
 	run int64
 	url string
 }
-
-var (
-	gitlabJobPath = regexp.MustCompile(`^/(.+)/-/jobs/(\d+)/?$`)
-	giteaJobPath  = regexp.MustCompile(`^/([^/]+/[^/]+)/actions/runs/(\d+)/jobs/(\d+)/?$`)
-)
 
 // resolveJob finds the configured forge, project and job a job page's URL
 // names, or checks the ones given.
@@ -182,16 +177,12 @@ func resolveJob(cfg config.Config, jobURL, forgeName, project string, jobID int6
 		if !ok {
 			continue
 		}
-		switch f.Kind {
-		case wq.ForgeGitLab:
-			if m := gitlabJobPath.FindStringSubmatch(rest); m != nil {
-				id, _ := strconv.ParseInt(m[2], 10, 64)
-				return jobRef{forge: f.Name, project: m[1], id: id}, nil
-			}
-		case wq.ForgeGitea:
-			if m := giteaJobPath.FindStringSubmatch(rest); m != nil {
-				run, _ := strconv.ParseInt(m[2], 10, 64)
-				return jobRef{forge: f.Name, project: m[1], run: run, url: jobURL}, nil
+		if p, ok := forge.Lookup(f.Kind); ok && p.JobPage != nil {
+			if j, ok := p.JobPage(rest); ok {
+				if j.JobID != 0 {
+					return jobRef{forge: f.Name, project: j.Project, id: j.JobID}, nil
+				}
+				return jobRef{forge: f.Name, project: j.Project, run: j.RunID, url: jobURL}, nil
 			}
 		}
 		return jobRef{}, fmt.Errorf("--job-url: %q is not the page of a job on forge %s (%s)", jobURL, f.Name, f.Kind)

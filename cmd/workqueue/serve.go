@@ -26,8 +26,8 @@ import (
 	"github.com/workqueue-dev/workqueue/dashboard"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/example"
-	"github.com/workqueue-dev/workqueue/forge/gitea"
-	"github.com/workqueue-dev/workqueue/forge/gitlab"
+	"github.com/workqueue-dev/workqueue/forge"
+	_ "github.com/workqueue-dev/workqueue/forge/kinds" // the kinds of forge shipped
 	"github.com/workqueue-dev/workqueue/httpapi"
 	"github.com/workqueue-dev/workqueue/mcpserver"
 	"github.com/workqueue-dev/workqueue/metrics"
@@ -372,22 +372,11 @@ func openForgesMeasured(cfg config.Config, mx *metrics.Metrics) (map[string]wq.F
 		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
-		switch f.Kind {
-		case wq.ForgeGitea:
-			g, err := gitea.New(f.URL, token, gitea.Options{ReviewToken: reviewToken, HTTPClient: forgeHTTPClient(mx, f.Name, f.Kind)})
-			if err != nil {
-				return nil, fmt.Errorf("forge %s: %w", f.Name, err)
-			}
-			forges[f.Name] = g
-		case wq.ForgeGitLab:
-			g, err := gitlab.New(f.URL, token, gitlab.Options{ReviewToken: reviewToken, HTTPClient: forgeHTTPClient(mx, f.Name, f.Kind)})
-			if err != nil {
-				return nil, fmt.Errorf("forge %s: %w", f.Name, err)
-			}
-			forges[f.Name] = g
-		default:
-			return nil, fmt.Errorf("forge %s: unknown kind %q", f.Name, f.Kind)
+		g, err := forge.Open(f.Kind, forge.Config{URL: f.URL, Token: token, ReviewToken: reviewToken, HTTPClient: forgeHTTPClient(mx, f.Name, f.Kind)})
+		if err != nil {
+			return nil, fmt.Errorf("forge %s: %w", f.Name, err)
 		}
+		forges[f.Name] = g
 	}
 	return forges, nil
 }

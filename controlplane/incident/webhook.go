@@ -12,7 +12,7 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/webhook"
+	"github.com/workqueue-dev/workqueue/forge"
 )
 
 // MaxDeliveryBytes bounds a webhook body the parsers read.
@@ -38,7 +38,7 @@ type Delivery struct {
 // client secret, compared in constant time. An empty secret never
 // verifies.
 func VerifySentry(body []byte, signature, secret string) bool {
-	return secret != "" && webhook.VerifyHMAC(body, signature, secret)
+	return secret != "" && forge.VerifyHMAC(body, signature, secret)
 }
 
 // VerifySecret reports whether the secret a GlitchTip delivery presented

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge"
+	_ "github.com/workqueue-dev/workqueue/forge/kinds" // the kinds whose deliveries are parsed
+	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testforge"
-	"github.com/workqueue-dev/workqueue/webhook"
 )
 
 func TestAPersonDrivesAMergeRequestOnEitherForge(t *testing.T) {
@@ -60,7 +62,10 @@ func TestAPersonDrivesAMergeRequestOnEitherForge(t *testing.T) {
 		if got := f.MergeRequest(t, project, mr.Number); got.State != wq.MergeRequestOpen {
 			t.Errorf("reopened by a person: %q", got.State)
 		}
-		eventually(t, "the person's merge", func() bool { return f.Merge(t, project, mr.Number) == nil })
+		eventually.True(t, forgeWait, "the person's merge", func() (bool, any) {
+			err := f.Merge(t, project, mr.Number)
+			return err == nil, err
+		})
 		if got := f.MergeRequest(t, project, mr.Number); got.State != wq.MergeRequestMerged {
 			t.Errorf("merged by a person: %q", got.State)
 		}
@@ -105,12 +110,12 @@ func TestAFastForwardProjectNeedsARebaseOnceItsTargetMoved(t *testing.T) {
 
 		c := commit() // rebuilt on the moved target
 		waitBlocker(t, forge, project, mr.Number, wq.MergeClear)
-		eventually(t, "the fast-forward merge", func() bool {
+		eventually.True(t, forgeWait, "the fast-forward merge", func() (bool, any) {
 			err := forge.MergeMergeRequest(ctx, project, mr.Number, c.SHA)
 			if err != nil && !wq.IsForgeError(err, wq.ForgeUnprocessable) {
 				t.Fatalf("merge the rebuilt branch: %v", err)
 			}
-			return err == nil
+			return err == nil, err
 		})
 		if head := f.BranchHead(t, project, "main"); head != c.SHA {
 			t.Errorf("main is at %s, want the branch's head %s: not a fast-forward", head, c.SHA)
@@ -121,16 +126,16 @@ func TestAFastForwardProjectNeedsARebaseOnceItsTargetMoved(t *testing.T) {
 // hooked makes a project of f whose hook, ensured as the service ensures
 // it, delivers to a receiver that reads every delivery with the webhook
 // package. seen waits until a delivery of the project matches.
-func hooked(t *testing.T, f testforge.Fixture) (project string, seen func(what string, match func(d *webhook.Delivery) bool)) {
+func hooked(t *testing.T, f testforge.Fixture) (project string, seen func(what string, match func(d *forge.Delivery) bool)) {
 	t.Helper()
 	if !f.DeliversWebhooks() {
 		t.Skip("this forge delivers no webhooks here")
 	}
 	var mu sync.Mutex
-	var got []*webhook.Delivery
+	var got []*forge.Delivery
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		d, err := webhook.Parse(f.Kind(), "s3cret", r.Header, body)
+		d, err := forge.ParseWebhook(f.Kind(), "s3cret", r.Header, body)
 		if err != nil {
 			t.Errorf("a delivery the webhook package refuses: %v", err)
 		}
@@ -145,13 +150,14 @@ func hooked(t *testing.T, f testforge.Fixture) (project string, seen func(what s
 	if _, err := f.Forge().EnsureWebhook(context.Background(), project, receiver.URL, "s3cret"); err != nil {
 		t.Fatal(err)
 	}
-	return project, func(what string, match func(d *webhook.Delivery) bool) {
+	return project, func(what string, match func(d *forge.Delivery) bool) {
 		t.Helper()
-		eventually(t, what, func() bool {
+		eventually.True(t, forgeWait, what, func() (bool, any) {
 			f.WaitForDeliveries()
 			mu.Lock()
 			defer mu.Unlock()
-			return slices.ContainsFunc(got, func(d *webhook.Delivery) bool { return d.Project == project && match(d) })
+			found := slices.ContainsFunc(got, func(d *forge.Delivery) bool { return d.Project == project && match(d) })
+			return found, fmt.Sprintf("%d deliveries", len(got))
 		})
 	}
 }
@@ -165,7 +171,7 @@ func TestHooksTheServiceEnsuresDeliverWhatTheWebhookPackageReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seen("a merge request event", func(d *webhook.Delivery) bool { return d.Number == mr.Number && d.DeliveryID != "" })
+		seen("a merge request event", func(d *forge.Delivery) bool { return d.Number == mr.Number && d.DeliveryID != "" })
 	})
 }
 
@@ -173,13 +179,13 @@ func TestIssueAndReviewEventsCarryTheirWork(t *testing.T) {
 	testforge.Each(t, func(t *testing.T, f testforge.Fixture) {
 		project, seen := hooked(t, f)
 		issue := f.OpenIssue(t, project, "Broken", "bug")
-		seen("the opened issue", func(d *webhook.Delivery) bool {
+		seen("the opened issue", func(d *forge.Delivery) bool {
 			w := d.Work
 			return w != nil && w.Kind == wq.WorkIssue && w.Number == issue && w.State == wq.MergeRequestOpen && w.Title == "Broken" &&
 				slices.Equal(w.Labels, []string{"bug"}) && !w.UpdatedAt.IsZero() && d.Number == 0
 		})
 		f.CloseIssue(t, project, issue)
-		seen("the closed issue", func(d *webhook.Delivery) bool {
+		seen("the closed issue", func(d *forge.Delivery) bool {
 			return d.Work != nil && d.Work.Kind == wq.WorkIssue && d.Work.Number == issue && d.Work.State == wq.MergeRequestClosed
 		})
 		head := f.Push(t, project, "feature", testforge.Write("b.txt", "b\n"))
@@ -188,18 +194,18 @@ func TestIssueAndReviewEventsCarryTheirWork(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seen("the opened pull request", func(d *webhook.Delivery) bool {
+		seen("the opened pull request", func(d *forge.Delivery) bool {
 			w := d.Work
 			return w != nil && w.Kind == wq.WorkPR && w.Number == mr.Number && w.HeadSHA == head &&
 				slices.Equal(w.LinkedIssues, []int64{issue}) && d.Number == mr.Number
 		})
 		waitBlocker(t, f.Forge(), project, mr.Number, wq.MergeClear)
 		f.Review(t, project, mr.Number, wq.ReviewChangesRequested)
-		seen("the request for changes", func(d *webhook.Delivery) bool {
+		seen("the request for changes", func(d *forge.Delivery) bool {
 			return d.Work != nil && d.Work.Number == mr.Number && d.Work.ReviewState == wq.ReviewChangesRequested
 		})
 		f.Review(t, project, mr.Number, wq.ReviewApproved)
-		seen("the approval", func(d *webhook.Delivery) bool {
+		seen("the approval", func(d *forge.Delivery) bool {
 			// Gitea's payload cannot tell whether others still request
 			// changes; GitLab's reviewer states and "approved" can.
 			return d.Work != nil && d.Work.Number == mr.Number && (d.Work.ReviewState == wq.ReviewApproved || d.RecheckReview)
@@ -212,25 +218,18 @@ func equal(a, b testforge.MergeRequest) bool {
 		a.HeadSHA == b.HeadSHA && a.SourceBranch == b.SourceBranch && a.TargetBranch == b.TargetBranch
 }
 
-// eventually polls cond for up to 30s: both forges work asynchronously.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never happened", what)
-		}
-	}
-}
+// forgeWait bounds the waits on a forge: both work asynchronously.
+const forgeWait = 30 * time.Second
 
 func waitBlocker(t *testing.T, f wq.Forge, project string, number int64, want wq.MergeBlocker) *wq.MergeRequest {
 	t.Helper()
 	var mr *wq.MergeRequest
-	eventually(t, "blocker "+string(want), func() bool {
+	eventually.True(t, forgeWait, "blocker "+string(want), func() (bool, any) {
 		var err error
 		if mr, err = f.GetMergeRequest(context.Background(), project, number); err != nil {
 			t.Fatal(err)
 		}
-		return mr.Blocker == want
+		return mr.Blocker == want, mr.Blocker
 	})
 	return mr
 }

@@ -1,4 +1,4 @@
-package webhook_test
+package forge_test
 
 import (
 	"encoding/json"
@@ -11,7 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/webhook"
+	"github.com/workqueue-dev/workqueue/forge"
+	"github.com/workqueue-dev/workqueue/forge/gitea"
+	"github.com/workqueue-dev/workqueue/forge/gitlab"
+	_ "github.com/workqueue-dev/workqueue/forge/kinds"
 )
 
 // fixtures are the deliveries under testdata/KIND, shaped as the forge's
@@ -41,7 +44,7 @@ type read struct {
 	PushBranch, PushAfterShort string
 }
 
-func readOf(d *webhook.Delivery) *read {
+func readOf(d *forge.Delivery) *read {
 	if d == nil {
 		return nil
 	}
@@ -67,18 +70,18 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 // failures after which GitLab disables the hook.
 func TestEveryDocumentedGitLabEventIsAcknowledged(t *testing.T) {
 	mr := func(r read) *read {
-		r.EventType, r.Project, r.Number, r.SourceBranch = webhook.GitLabMergeRequest, "mike/diaspora", 1, "workqueue/ms-viewport"
+		r.EventType, r.Project, r.Number, r.SourceBranch = gitlab.EventMergeRequest, "mike/diaspora", 1, "workqueue/ms-viewport"
 		return &r
 	}
 	want := map[string]*read{
-		"push":                                 {EventType: webhook.Push, Project: "mike/diaspora", PushBranch: "main", PushAfterShort: "da15608"},
-		"issue":                                {EventType: webhook.GitLabIssue, Project: "mike/diaspora", Work: "issue 23 open "},
+		"push":                                 {EventType: forge.EventPush, Project: "mike/diaspora", PushBranch: "main", PushAfterShort: "da15608"},
+		"issue":                                {EventType: gitlab.EventIssue, Project: "mike/diaspora", Work: "issue 23 open "},
 		"merge_request":                        mr(read{Work: "pr 1 open "}),
 		"merge_request_requested_changes":      mr(read{Work: "pr 1 open changes_requested"}),
 		"merge_request_without_reviewer_state": mr(read{Work: "pr 1 open ", RecheckReview: true}),
-		"pipeline": {EventType: webhook.GitLabPipeline, Project: "mike/diaspora", Number: 1, PipelineID: 31, SourceBranch: "workqueue/ms-viewport",
+		"pipeline": {EventType: gitlab.EventPipeline, Project: "mike/diaspora", Number: 1, PipelineID: 31, SourceBranch: "workqueue/ms-viewport",
 			HeadSHA: "bcbb5ec396a2c0f828686f14fac9b80b780504f2"},
-		"job": {EventType: webhook.GitLabJob, Project: "mike/diaspora", PipelineID: 2366, SourceBranch: "workqueue/ms-viewport",
+		"job": {EventType: gitlab.EventJob, Project: "mike/diaspora", PipelineID: 2366, SourceBranch: "workqueue/ms-viewport",
 			HeadSHA: "2293ada6b400935a1378653304eaf6221e0fdb8f"},
 	}
 	events := fixtures(t, "gitlab")
@@ -95,7 +98,7 @@ func TestEveryDocumentedGitLabEventIsAcknowledged(t *testing.T) {
 				t.Fatal(err)
 			}
 			h := http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {event}, "X-Gitlab-Event-Uuid": {"13792a34-cac6-4fda-95a8-c58e00a3954e"}}
-			d, err := webhook.Parse(wq.ForgeGitLab, "k", h, body)
+			d, err := forge.ParseWebhook(wq.ForgeGitLab, "k", h, body)
 			if err != nil {
 				t.Fatalf("%s refused: %v", event, err)
 			}
@@ -115,16 +118,16 @@ func TestEveryDocumentedGiteaEventIsAcknowledged(t *testing.T) {
 		return &r
 	}
 	want := map[string]*read{
-		"push":                      {EventType: webhook.Push, Project: "gitea/webhooks", PushBranch: "main", PushAfterShort: "bffeb74"},
-		"issues":                    {EventType: webhook.GiteaIssues, Project: "gitea/webhooks", Work: "issue 3 open "},
-		"issues_labeled":            {EventType: webhook.GiteaIssues, Project: "gitea/webhooks", Work: "issue 3 open "},
-		"pull_request":              pr(read{EventType: webhook.GiteaPullRequest, Work: "pr 4 open "}),
-		"pull_request_synchronized": pr(read{EventType: webhook.GiteaPullRequest, Work: "pr 4 open ", RecheckReview: true}),
-		"pull_request_approved":     pr(read{EventType: webhook.GiteaReview, Work: "pr 4 open ", RecheckReview: true}),
-		"pull_request_rejected":     pr(read{EventType: webhook.GiteaReview, Work: "pr 4 open changes_requested"}),
-		"status":                    {EventType: webhook.GiteaStatus, Project: "gitea/webhooks", HeadSHA: head},
-		"workflow_run":              {EventType: webhook.GiteaWorkflowRun, Project: "gitea/webhooks", PipelineID: 12, SourceBranch: "workqueue/fix-typo", HeadSHA: head},
-		"workflow_job":              {EventType: webhook.GiteaWorkflowJob, Project: "gitea/webhooks", PipelineID: 12, SourceBranch: "workqueue/fix-typo", HeadSHA: head},
+		"push":                      {EventType: forge.EventPush, Project: "gitea/webhooks", PushBranch: "main", PushAfterShort: "bffeb74"},
+		"issues":                    {EventType: gitea.EventIssues, Project: "gitea/webhooks", Work: "issue 3 open "},
+		"issues_labeled":            {EventType: gitea.EventIssues, Project: "gitea/webhooks", Work: "issue 3 open "},
+		"pull_request":              pr(read{EventType: gitea.EventPullRequest, Work: "pr 4 open "}),
+		"pull_request_synchronized": pr(read{EventType: gitea.EventPullRequest, Work: "pr 4 open ", RecheckReview: true}),
+		"pull_request_approved":     pr(read{EventType: gitea.EventReview, Work: "pr 4 open ", RecheckReview: true}),
+		"pull_request_rejected":     pr(read{EventType: gitea.EventReview, Work: "pr 4 open changes_requested"}),
+		"status":                    {EventType: gitea.EventStatus, Project: "gitea/webhooks", HeadSHA: head},
+		"workflow_run":              {EventType: gitea.EventWorkflowRun, Project: "gitea/webhooks", PipelineID: 12, SourceBranch: "workqueue/fix-typo", HeadSHA: head},
+		"workflow_job":              {EventType: gitea.EventWorkflowJob, Project: "gitea/webhooks", PipelineID: 12, SourceBranch: "workqueue/fix-typo", HeadSHA: head},
 	}
 	for name, event := range fixtures(t, "gitea") {
 		t.Run(name, func(t *testing.T) {
@@ -132,7 +135,7 @@ func TestEveryDocumentedGiteaEventIsAcknowledged(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := webhook.Parse(wq.ForgeGitea, "k", giteaHeaders(sign("k", string(body)), event), body)
+			d, err := forge.ParseWebhook(wq.ForgeGitea, "k", giteaHeaders(sign("k", string(body)), event), body)
 			if err != nil {
 				t.Fatalf("%s refused: %v", event, err)
 			}

@@ -1,4 +1,4 @@
-package webhook_test
+package forge_test
 
 import (
 	"crypto/hmac"
@@ -13,7 +13,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/webhook"
+	"github.com/workqueue-dev/workqueue/forge"
+	"github.com/workqueue-dev/workqueue/forge/gitea"
+	"github.com/workqueue-dev/workqueue/forge/gitlab"
+	_ "github.com/workqueue-dev/workqueue/forge/kinds"
 )
 
 const giteaMerged = `{"action":"closed","number":3,"pull_request":{"number":3,"merged":true,"state":"closed",
@@ -34,11 +37,11 @@ func giteaHeaders(sig, event string) http.Header {
 }
 
 func TestGiteaDeliveryIsVerifiedThenRead(t *testing.T) {
-	d, err := webhook.Parse(wq.ForgeGitea, "s3cret", giteaHeaders(sign("s3cret", giteaMerged), "pull_request"), []byte(giteaMerged))
+	d, err := forge.ParseWebhook(wq.ForgeGitea, "s3cret", giteaHeaders(sign("s3cret", giteaMerged), "pull_request"), []byte(giteaMerged))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.EventType != webhook.GiteaPullRequest || d.Project != "o/r" || d.Number != 3 || d.SourceBranch != "wq/a" ||
+	if d.EventType != gitea.EventPullRequest || d.Project != "o/r" || d.Number != 3 || d.SourceBranch != "wq/a" ||
 		!d.EventTS.Equal(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)) || d.DeliveryID == "" {
 		t.Errorf("delivery %+v", d)
 	}
@@ -57,7 +60,7 @@ func TestBadSignaturesAndTokensAreUnauthorized(t *testing.T) {
 		"gitlab missing token":     {wq.ForgeGitLab, "s3cret", http.Header{}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := webhook.Parse(tc.kind, tc.secret, tc.h, []byte(giteaMerged)); wq.ErrorCode(err) != wq.EUNAUTHORIZED {
+			if _, err := forge.ParseWebhook(tc.kind, tc.secret, tc.h, []byte(giteaMerged)); wq.ErrorCode(err) != wq.EUNAUTHORIZED {
 				t.Errorf("err %v, want unauthorized", err)
 			}
 		})
@@ -74,7 +77,7 @@ func TestOnlyAnUnreadableDeliveryIsInvalid(t *testing.T) {
 		"trailing bytes": `{"action":"closed"} x`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := webhook.Parse(wq.ForgeGitea, "k", giteaHeaders(sign("k", body), "pull_request"), []byte(body)); wq.ErrorCode(err) != wq.EINVALID {
+			if _, err := forge.ParseWebhook(wq.ForgeGitea, "k", giteaHeaders(sign("k", body), "pull_request"), []byte(body)); wq.ErrorCode(err) != wq.EINVALID {
 				t.Errorf("err %v, want invalid", err)
 			}
 		})
@@ -86,20 +89,20 @@ func TestOnlyAnUnreadableDeliveryIsInvalid(t *testing.T) {
 		"a member of a shape": `{"action":"closed","pull_request":{"number":"three"},"repository":{"full_name":"o/r"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			if d, err := webhook.Parse(wq.ForgeGitea, "k", giteaHeaders(sign("k", body), "pull_request"), []byte(body)); d != nil || err != nil {
+			if d, err := forge.ParseWebhook(wq.ForgeGitea, "k", giteaHeaders(sign("k", body), "pull_request"), []byte(body)); d != nil || err != nil {
 				t.Errorf("%+v, %v; want acknowledged and not used", d, err)
 			}
 		})
 	}
 	h := giteaHeaders(sign("k", giteaMerged), "pull_request")
 	h.Del("X-Gitea-Delivery")
-	if _, err := webhook.Parse(wq.ForgeGitea, "k", h, []byte(giteaMerged)); wq.ErrorCode(err) != wq.EINVALID {
+	if _, err := forge.ParseWebhook(wq.ForgeGitea, "k", h, []byte(giteaMerged)); wq.ErrorCode(err) != wq.EINVALID {
 		t.Errorf("no delivery id: %v", err)
 	}
 }
 
 func TestUnusedEventsAreAcknowledgedAndIgnored(t *testing.T) {
-	d, err := webhook.Parse(wq.ForgeGitea, "k", giteaHeaders(sign("k", `{"ref":"main"}`), "push"), []byte(`{"ref":"main"}`))
+	d, err := forge.ParseWebhook(wq.ForgeGitea, "k", giteaHeaders(sign("k", `{"ref":"main"}`), "push"), []byte(`{"ref":"main"}`))
 	if err != nil || d != nil {
 		t.Errorf("push: %+v, %v; want ignored", d, err)
 	}
@@ -109,59 +112,59 @@ func TestGitLabMergeRequestHook(t *testing.T) {
 	body := `{"object_kind":"merge_request","project":{"path_with_namespace":"g/sub/p"},
 	 "object_attributes":{"iid":9,"action":"merge","state":"merged","source_branch":"wq/x","updated_at":"2026-03-04 05:06:07 UTC"}}`
 	h := http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {"Merge Request Hook"}, "X-Gitlab-Event-Uuid": {"u-1"}}
-	d, err := webhook.Parse(wq.ForgeGitLab, "k", h, []byte(body))
+	d, err := forge.ParseWebhook(wq.ForgeGitLab, "k", h, []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.EventType != webhook.GitLabMergeRequest || d.Project != "g/sub/p" || d.Number != 9 || d.SourceBranch != "wq/x" ||
+	if d.EventType != gitlab.EventMergeRequest || d.Project != "g/sub/p" || d.Number != 9 || d.SourceBranch != "wq/x" ||
 		!d.EventTS.Equal(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)) || d.DeliveryID != "u-1:"+bodyHash(body) {
 		t.Errorf("delivery %+v", d)
 	}
 }
 
 func TestEveryUsedEventResolvesByWhatItNames(t *testing.T) {
-	gitlab := func(event, body string) (http.Header, string) {
+	gitlabHook := func(event, body string) (http.Header, string) {
 		return http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {event}, "X-Gitlab-Event-Uuid": {"u-1"}}, body
 	}
-	gitea := func(event, body string) (http.Header, string) { return giteaHeaders(sign("k", body), event), body }
+	giteaHook := func(event, body string) (http.Header, string) { return giteaHeaders(sign("k", body), event), body }
 	for _, tc := range []struct {
 		name, kind string
 		h          http.Header
 		body       string
-		want       webhook.Delivery
+		want       forge.Delivery
 	}{
-		{name: "gitea approval", kind: wq.ForgeGitea, want: webhook.Delivery{EventType: webhook.GiteaReview, Project: "o/r", Number: 4, SourceBranch: "wq/b"}},
-		{name: "gitea commit status", kind: wq.ForgeGitea, want: webhook.Delivery{EventType: webhook.GiteaStatus, Project: "o/r", HeadSHA: "c0ffee"}},
-		{name: "gitea workflow run", kind: wq.ForgeGitea, want: webhook.Delivery{EventType: webhook.GiteaWorkflowRun, Project: "o/r", PipelineID: 12, SourceBranch: "wq/b", HeadSHA: "c0ffee"}},
-		{name: "gitea workflow job", kind: wq.ForgeGitea, want: webhook.Delivery{EventType: webhook.GiteaWorkflowJob, Project: "o/r", Number: 4, PipelineID: 12, SourceBranch: "wq/b", HeadSHA: "c0ffee"}},
-		{name: "gitlab merge request pipeline", kind: wq.ForgeGitLab, want: webhook.Delivery{EventType: webhook.GitLabPipeline, Project: "g/p", Number: 9, PipelineID: 31, SourceBranch: "wq/x", HeadSHA: "c0ffee"}},
-		{name: "gitlab merged-results pipeline resolves by number, its merge commit is not the head", kind: wq.ForgeGitLab, want: webhook.Delivery{EventType: webhook.GitLabPipeline, Project: "g/p", Number: 9, PipelineID: 34, SourceBranch: "wq/x", TargetBranch: "main"}},
-		{name: "gitlab branch pipeline", kind: wq.ForgeGitLab, want: webhook.Delivery{EventType: webhook.GitLabPipeline, Project: "g/p", PipelineID: 32, SourceBranch: "wq/x", HeadSHA: "c0ffee"}},
-		{name: "gitlab tag pipeline names no branch", kind: wq.ForgeGitLab, want: webhook.Delivery{EventType: webhook.GitLabPipeline, Project: "g/p", PipelineID: 33, HeadSHA: "c0ffee"}},
-		{name: "gitlab job reads pipeline_id, not commit.id", kind: wq.ForgeGitLab, want: webhook.Delivery{EventType: webhook.GitLabJob, Project: "g/p", PipelineID: 31, SourceBranch: "wq/x", HeadSHA: "c0ffee"}},
+		{name: "gitea approval", kind: wq.ForgeGitea, want: forge.Delivery{EventType: gitea.EventReview, Project: "o/r", Number: 4, SourceBranch: "wq/b"}},
+		{name: "gitea commit status", kind: wq.ForgeGitea, want: forge.Delivery{EventType: gitea.EventStatus, Project: "o/r", HeadSHA: "c0ffee"}},
+		{name: "gitea workflow run", kind: wq.ForgeGitea, want: forge.Delivery{EventType: gitea.EventWorkflowRun, Project: "o/r", PipelineID: 12, SourceBranch: "wq/b", HeadSHA: "c0ffee"}},
+		{name: "gitea workflow job", kind: wq.ForgeGitea, want: forge.Delivery{EventType: gitea.EventWorkflowJob, Project: "o/r", Number: 4, PipelineID: 12, SourceBranch: "wq/b", HeadSHA: "c0ffee"}},
+		{name: "gitlab merge request pipeline", kind: wq.ForgeGitLab, want: forge.Delivery{EventType: gitlab.EventPipeline, Project: "g/p", Number: 9, PipelineID: 31, SourceBranch: "wq/x", HeadSHA: "c0ffee"}},
+		{name: "gitlab merged-results pipeline resolves by number, its merge commit is not the head", kind: wq.ForgeGitLab, want: forge.Delivery{EventType: gitlab.EventPipeline, Project: "g/p", Number: 9, PipelineID: 34, SourceBranch: "wq/x", TargetBranch: "main"}},
+		{name: "gitlab branch pipeline", kind: wq.ForgeGitLab, want: forge.Delivery{EventType: gitlab.EventPipeline, Project: "g/p", PipelineID: 32, SourceBranch: "wq/x", HeadSHA: "c0ffee"}},
+		{name: "gitlab tag pipeline names no branch", kind: wq.ForgeGitLab, want: forge.Delivery{EventType: gitlab.EventPipeline, Project: "g/p", PipelineID: 33, HeadSHA: "c0ffee"}},
+		{name: "gitlab job reads pipeline_id, not commit.id", kind: wq.ForgeGitLab, want: forge.Delivery{EventType: gitlab.EventJob, Project: "g/p", PipelineID: 31, SourceBranch: "wq/x", HeadSHA: "c0ffee"}},
 	} {
 		switch tc.name {
 		case "gitea approval":
-			tc.h, tc.body = gitea("pull_request_approved", `{"action":"reviewed","pull_request":{"number":4,"updated_at":"2026-03-04T05:06:07Z","head":{"ref":"wq/b"}},"review":{"type":"pull_request_review_approved"},"repository":{"full_name":"o/r"}}`)
+			tc.h, tc.body = giteaHook("pull_request_approved", `{"action":"reviewed","pull_request":{"number":4,"updated_at":"2026-03-04T05:06:07Z","head":{"ref":"wq/b"}},"review":{"type":"pull_request_review_approved"},"repository":{"full_name":"o/r"}}`)
 		case "gitea commit status":
-			tc.h, tc.body = gitea("status", `{"sha":"c0ffee","state":"success","context":"ci","repository":{"full_name":"o/r"}}`)
+			tc.h, tc.body = giteaHook("status", `{"sha":"c0ffee","state":"success","context":"ci","repository":{"full_name":"o/r"}}`)
 		case "gitea workflow run":
-			tc.h, tc.body = gitea("workflow_run", `{"action":"completed","workflow_run":{"id":12,"head_sha":"c0ffee","head_branch":"wq/b","conclusion":"success"},"repository":{"full_name":"o/r"}}`)
+			tc.h, tc.body = giteaHook("workflow_run", `{"action":"completed","workflow_run":{"id":12,"head_sha":"c0ffee","head_branch":"wq/b","conclusion":"success"},"repository":{"full_name":"o/r"}}`)
 		case "gitea workflow job":
-			tc.h, tc.body = gitea("workflow_job", `{"action":"completed","workflow_job":{"id":5,"run_id":12,"head_sha":"c0ffee","head_branch":"wq/b"},"pull_request":{"number":4},"repository":{"full_name":"o/r"}}`)
+			tc.h, tc.body = giteaHook("workflow_job", `{"action":"completed","workflow_job":{"id":5,"run_id":12,"head_sha":"c0ffee","head_branch":"wq/b"},"pull_request":{"number":4},"repository":{"full_name":"o/r"}}`)
 		case "gitlab merge request pipeline":
-			tc.h, tc.body = gitlab("Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":31,"ref":"refs/merge-requests/9/head","sha":"c0ffee","status":"success"},"merge_request":{"iid":9,"source_branch":"wq/x"}}`)
+			tc.h, tc.body = gitlabHook("Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":31,"ref":"refs/merge-requests/9/head","sha":"c0ffee","status":"success"},"merge_request":{"iid":9,"source_branch":"wq/x"}}`)
 		case "gitlab merged-results pipeline resolves by number, its merge commit is not the head":
-			tc.h, tc.body = gitlab("Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":34,"ref":"refs/merge-requests/9/merge","sha":"3e7ge","source":"merge_request_event","status":"success"},"merge_request":{"iid":9,"source_branch":"wq/x","target_branch":"main","source_project_id":7,"target_project_id":7}}`)
+			tc.h, tc.body = gitlabHook("Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":34,"ref":"refs/merge-requests/9/merge","sha":"3e7ge","source":"merge_request_event","status":"success"},"merge_request":{"iid":9,"source_branch":"wq/x","target_branch":"main","source_project_id":7,"target_project_id":7}}`)
 		case "gitlab branch pipeline":
-			tc.h, tc.body = gitlab("Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":32,"ref":"wq/x","sha":"c0ffee","status":"running"}}`)
+			tc.h, tc.body = gitlabHook("Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":32,"ref":"wq/x","sha":"c0ffee","status":"running"}}`)
 		case "gitlab tag pipeline names no branch":
-			tc.h, tc.body = gitlab("Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":33,"ref":"v1","tag":true,"sha":"c0ffee"}}`)
+			tc.h, tc.body = gitlabHook("Pipeline Hook", `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":33,"ref":"v1","tag":true,"sha":"c0ffee"}}`)
 		case "gitlab job reads pipeline_id, not commit.id":
-			tc.h, tc.body = gitlab("Job Hook", `{"object_kind":"build","project":{"path_with_namespace":"g/p"},"ref":"wq/x","sha":"c0ffee","build_status":"failed","pipeline_id":31,"commit":{"id":999,"sha":"c0ffee"}}`)
+			tc.h, tc.body = gitlabHook("Job Hook", `{"object_kind":"build","project":{"path_with_namespace":"g/p"},"ref":"wq/x","sha":"c0ffee","build_status":"failed","pipeline_id":31,"commit":{"id":999,"sha":"c0ffee"}}`)
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := webhook.Parse(tc.kind, "k", tc.h, []byte(tc.body))
+			d, err := forge.ParseWebhook(tc.kind, "k", tc.h, []byte(tc.body))
 			if err != nil || d == nil {
 				t.Fatalf("%+v, %v", d, err)
 			}
@@ -179,7 +182,7 @@ func TestCIAndReviewEventsCarryNoEventTime(t *testing.T) {
 	// The stale guard orders phase changes by the merge request's own
 	// clock; a CI system's clock must not move last_event_at.
 	body := `{"action":"reviewed","pull_request":{"number":4,"updated_at":"2030-01-01T00:00:00Z"},"repository":{"full_name":"o/r"}}`
-	d, err := webhook.Parse(wq.ForgeGitea, "k", giteaHeaders(sign("k", body), "pull_request_rejected"), []byte(body))
+	d, err := forge.ParseWebhook(wq.ForgeGitea, "k", giteaHeaders(sign("k", body), "pull_request_rejected"), []byte(body))
 	if err != nil || !d.EventTS.IsZero() {
 		t.Errorf("review: %+v %v, want no event time", d, err)
 	}
@@ -194,7 +197,7 @@ func TestGitLabIdempotencyKeyIsTheDeliveryID(t *testing.T) {
 	body := `{"object_kind":"merge_request","project":{"path_with_namespace":"g/p"},"object_attributes":{"iid":1}}`
 	h := http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {"Merge Request Hook"}, "X-Gitlab-Event-Uuid": {"shared"},
 		"Idempotency-Key": {"stable"}}
-	if d, err := webhook.Parse(wq.ForgeGitLab, "k", h, []byte(body)); err != nil || d.DeliveryID != "stable" {
+	if d, err := forge.ParseWebhook(wq.ForgeGitLab, "k", h, []byte(body)); err != nil || d.DeliveryID != "stable" {
 		t.Errorf("%+v %v", d, err)
 	}
 }
@@ -208,9 +211,9 @@ func TestWithoutIdempotencyKeyOneRequestsDeliveriesStayApart(t *testing.T) {
 	}
 	mrEvent := `{"object_kind":"merge_request","project":{"path_with_namespace":"g/p"},"object_attributes":{"iid":1,"action":"update"}}`
 	pipeline := `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":3,"ref":"wq/a","sha":"c0ffee"}}`
-	a, errA := webhook.Parse(wq.ForgeGitLab, "k", h("Merge Request Hook"), []byte(mrEvent))
-	b, errB := webhook.Parse(wq.ForgeGitLab, "k", h("Pipeline Hook"), []byte(pipeline))
-	again, errC := webhook.Parse(wq.ForgeGitLab, "k", h("Merge Request Hook"), []byte(mrEvent))
+	a, errA := forge.ParseWebhook(wq.ForgeGitLab, "k", h("Merge Request Hook"), []byte(mrEvent))
+	b, errB := forge.ParseWebhook(wq.ForgeGitLab, "k", h("Pipeline Hook"), []byte(pipeline))
+	again, errC := forge.ParseWebhook(wq.ForgeGitLab, "k", h("Merge Request Hook"), []byte(mrEvent))
 	if errA != nil || errB != nil || errC != nil {
 		t.Fatal(errA, errB, errC)
 	}
@@ -243,7 +246,7 @@ func TestAForksMergeRequestIsNeverResolved(t *testing.T) {
 		{"gitea pull request from a fork", wq.ForgeGitea, giteaHeaders(sign("k", giteaFork), "pull_request"), giteaFork, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := webhook.Parse(tc.kind, "k", tc.h, []byte(tc.body))
+			d, err := forge.ParseWebhook(tc.kind, "k", tc.h, []byte(tc.body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -264,7 +267,7 @@ func TestAForksMergeRequestIsNeverResolved(t *testing.T) {
 	// The same payloads within one project are read.
 	body := `{"object_kind":"merge_request","project":{"path_with_namespace":"g/p"},
 	 "object_attributes":{"iid":4,"source_branch":"workqueue/a","target_branch":"main","source_project_id":7,"target_project_id":7}}`
-	if d, err := webhook.Parse(wq.ForgeGitLab, "k", gitlab("Merge Request Hook"), []byte(body)); err != nil || d == nil || d.Number != 4 {
+	if d, err := forge.ParseWebhook(wq.ForgeGitLab, "k", gitlab("Merge Request Hook"), []byte(body)); err != nil || d == nil || d.Number != 4 {
 		t.Errorf("own merge request: %+v, %v", d, err)
 	}
 }
@@ -287,7 +290,7 @@ func TestEventsNamingNothingAreAcknowledgedAndNotUsed(t *testing.T) {
 			h.Set("X-Gitlab-Token", "k")
 			h.Set("X-Gitlab-Event", tc.event)
 			h.Set("X-Gitlab-Event-UUID", "u")
-			if d, err := webhook.Parse(tc.kind, "k", h, []byte(tc.body)); d != nil || err != nil {
+			if d, err := forge.ParseWebhook(tc.kind, "k", h, []byte(tc.body)); d != nil || err != nil {
 				t.Errorf("%+v, %v; want acknowledged and not used", d, err)
 			}
 		})
@@ -308,7 +311,7 @@ func FuzzParse(f *testing.F) {
 		h.Set("X-Gitlab-Token", "k")
 		h.Set("X-Gitlab-Event", event)
 		h.Set("X-Gitlab-Event-UUID", "u")
-		d, err := webhook.Parse(kind, "k", h, []byte(body))
+		d, err := forge.ParseWebhook(kind, "k", h, []byte(body))
 		if err == nil && d != nil && (d.Project == "" || d.DeliveryID == "" || d.Number < 0 || d.PipelineID < 0 ||
 			(d.Number == 0 && d.PipelineID == 0 && d.SourceBranch == "" && d.HeadSHA == "" && d.Work == nil) ||
 			(d.Work != nil && (d.Work.Number <= 0 || (d.Work.Kind != wq.WorkIssue && d.Work.Kind != wq.WorkPR)))) {
@@ -407,7 +410,7 @@ func TestDeliveriesCarryTheNewStateOfTheirWork(t *testing.T) {
 			tc.kind, tc.h, tc.body = gitlab("Merge Request Hook", `{`+gitlabMR+`,"object_attributes":{`+gitlabAttrs+`,"state":"locked","action":"update"}}`)
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := webhook.Parse(tc.kind, "k", tc.h, []byte(tc.body))
+			d, err := forge.ParseWebhook(tc.kind, "k", tc.h, []byte(tc.body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -434,23 +437,23 @@ func TestDeliveriesCarryTheNewStateOfTheirWork(t *testing.T) {
 // to where, and names no item; a tag push is not used.
 func TestPushesSayWhichBranchMoved(t *testing.T) {
 	gitea := `{"ref":"refs/heads/feature","before":"aaa","after":"bbb","repository":{"full_name":"o/r"}}`
-	d, err := webhook.Parse(wq.ForgeGitea, "s", giteaHeaders(sign("s", gitea), "push"), []byte(gitea))
-	if err != nil || d == nil || d.Project != "o/r" || d.Push == nil || *d.Push != (webhook.BranchPush{Branch: "feature", Before: "aaa", After: "bbb"}) ||
+	d, err := forge.ParseWebhook(wq.ForgeGitea, "s", giteaHeaders(sign("s", gitea), "push"), []byte(gitea))
+	if err != nil || d == nil || d.Project != "o/r" || d.Push == nil || *d.Push != (forge.BranchPush{Branch: "feature", Before: "aaa", After: "bbb"}) ||
 		d.Number != 0 || d.SourceBranch != "" || d.HeadSHA != "" || d.Work != nil {
 		t.Errorf("gitea push: %+v, %v", d, err)
 	}
 	gitlab := `{"object_kind":"push","ref":"refs/heads/wq/x","before":"ccc","after":"ddd","project":{"path_with_namespace":"g/p"}}`
 	h := http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {"Push Hook"}, "X-Gitlab-Event-Uuid": {"u-2"}}
-	d, err = webhook.Parse(wq.ForgeGitLab, "k", h, []byte(gitlab))
-	if err != nil || d == nil || d.Project != "g/p" || d.Push == nil || *d.Push != (webhook.BranchPush{Branch: "wq/x", Before: "ccc", After: "ddd"}) {
+	d, err = forge.ParseWebhook(wq.ForgeGitLab, "k", h, []byte(gitlab))
+	if err != nil || d == nil || d.Project != "g/p" || d.Push == nil || *d.Push != (forge.BranchPush{Branch: "wq/x", Before: "ccc", After: "ddd"}) {
 		t.Errorf("gitlab push: %+v, %v", d, err)
 	}
 	tag := `{"ref":"refs/tags/v1","before":"0","after":"eee","repository":{"full_name":"o/r"}}`
-	if d, err := webhook.Parse(wq.ForgeGitea, "s", giteaHeaders(sign("s", tag), "push"), []byte(tag)); d != nil || err != nil {
+	if d, err := forge.ParseWebhook(wq.ForgeGitea, "s", giteaHeaders(sign("s", tag), "push"), []byte(tag)); d != nil || err != nil {
 		t.Errorf("a tag push: %+v, %v, want unused", d, err)
 	}
 	bad := `{"ref":"refs/heads/x","repository":{"full_name":"o/r"}}`
-	if d, err := webhook.Parse(wq.ForgeGitea, "s", giteaHeaders(sign("s", bad), "push"), []byte(bad)); d != nil || err != nil {
+	if d, err := forge.ParseWebhook(wq.ForgeGitea, "s", giteaHeaders(sign("s", bad), "push"), []byte(bad)); d != nil || err != nil {
 		t.Errorf("a push without before and after: %+v, %v, want acknowledged and not used", d, err)
 	}
 }

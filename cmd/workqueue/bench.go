@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jonboulle/clockwork"
 	"github.com/spf13/cobra"
 
@@ -30,8 +28,7 @@ import (
 	"github.com/workqueue-dev/workqueue/internal/peakrss"
 	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/store"
-	"github.com/workqueue-dev/workqueue/store/postgres"
-	"github.com/workqueue-dev/workqueue/store/sqlite"
+	"github.com/workqueue-dev/workqueue/store/seam"
 )
 
 func newBenchCommand() *cobra.Command {
@@ -412,25 +409,15 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int) (engi
 
 // seedBenchItems inserts n actionable bench items, many to a transaction
 // (the store API commits one per item, which on SQLite with
-// synchronous=FULL costs a sync each), with the pieces the drivers export
-// for item types; several transactions at once on PostgreSQL.
+// synchronous=FULL costs a sync each), through the drivers' store seam;
+// several transactions at once where writes do not run one at a time.
 func seedBenchItems(ctx context.Context, s wq.Store, n int, now time.Time) error {
 	const perTx = 1000
 	insert := func(ctx context.Context, count int) error {
-		switch d := s.(type) {
-		case *sqlite.Store:
-			return d.Write(ctx, func(tx *sql.Tx) error {
+		if d, ok := s.(seam.Driver); ok {
+			return d.Write(ctx, func(tx seam.Tx) error {
 				for range count {
-					if err := sqlite.InsertItem(ctx, tx, &wq.NewItem{ItemType: benchItemType}, now); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		case *postgres.Store:
-			return d.Write(ctx, func(tx pgx.Tx) error {
-				for range count {
-					if err := postgres.InsertItem(ctx, tx, &wq.NewItem{ItemType: benchItemType}, now); err != nil {
+					if err := tx.InsertItem(ctx, &wq.NewItem{ItemType: benchItemType}, now); err != nil {
 						return err
 					}
 				}
@@ -445,7 +432,7 @@ func seedBenchItems(ctx context.Context, s wq.Store, n int, now time.Time) error
 		return nil
 	}
 	parallel := 1
-	if _, ok := s.(*postgres.Store); ok {
+	if d, ok := s.(seam.Driver); ok && !d.Dialect().SerialWrites {
 		parallel = 4
 	}
 	var (
@@ -481,15 +468,8 @@ func seedBenchItems(ctx context.Context, s wq.Store, n int, now time.Time) error
 // analyzeBenchTables updates the planner's statistics of the queue's
 // tables.
 func analyzeBenchTables(ctx context.Context, s wq.Store) error {
-	switch d := s.(type) {
-	case *sqlite.Store:
-		return d.Write(ctx, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `ANALYZE`)
-			return err
-		})
-	case *postgres.Store:
-		_, err := d.Pool().Exec(ctx, `ANALYZE work_items, work_item_statuses, pending_events`)
-		return err
+	if a, ok := s.(seam.Analyzer); ok {
+		return a.Analyze(ctx)
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -33,8 +34,7 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/controlplane"
-	"github.com/workqueue-dev/workqueue/store/postgres"
-	"github.com/workqueue-dev/workqueue/store/sqlite"
+	"github.com/workqueue-dev/workqueue/store/seam"
 )
 
 //go:embed migrations
@@ -50,95 +50,96 @@ const maxList = 500
 // New returns the control plane's store on db, an open driver, and
 // registers its migrations with it: call it before db.Migrate.
 func New(db wq.Store) (controlplane.Store, error) {
-	switch db := db.(type) {
-	case *sqlite.Store:
-		if err := db.AddMigrations(Component, migrations, "migrations/sqlite"); err != nil {
-			return nil, err
-		}
-		return &store{d: sqliteDialect(db)}, nil
-	case *postgres.Store:
-		if err := db.AddMigrations(Component, migrations, "migrations/postgres"); err != nil {
-			return nil, err
-		}
-		return &store{d: postgresDialect(db)}, nil
+	d, ok := db.(seam.Driver)
+	if !ok {
+		return nil, fmt.Errorf("control plane store: the %T driver does not implement the store seam", db)
 	}
-	return nil, fmt.Errorf("control plane store: no support for the %T driver", db)
+	if err := d.AddMigrations(Component, migrations, path.Join("migrations", d.Dialect().Name)); err != nil {
+		return nil, err
+	}
+	return &store{db: d, d: newDialect(d)}, nil
 }
 
 // store is the control plane's store on either driver.
 type store struct {
+	db         seam.Driver
 	d          dialect
 	candidates atomic.Int64 // how many the last Candidates returned
 }
 
 var _ controlplane.Store = (*store)(nil)
 
-// dialect is what differs between the drivers.
+// dialect is what differs between the drivers, as the driver's seam says
+// it, with the errors of the control plane's own constraints.
 type dialect struct {
-	read  raw                                                 // the read pool
-	write func(ctx context.Context, fn func(raw) error) error // one write transaction, committed if fn returns nil
-	// numbered: the driver's placeholders are $1, $2… where the shared
-	// statements write ?.
-	numbered bool
+	seam.Dialect
 	// lockRow ends a SELECT of a row in a write transaction so that the
 	// row stays locked until commit, shareRow so that it cannot change
-	// until then; "" where write transactions are serialised already.
-	lockRow   string
-	shareRow  string
-	arg       func(any) any     // an argument as the driver takes it (times)
-	translate func(error) error // a driver error as the application's; nil stays nil
+	// until then; "" where write transactions are serialised already
+	// (SQLite's one writer, whose BEGIN IMMEDIATE serialises every write;
+	// PostgreSQL locks the work row it decides on, which serialises the
+	// assignments of one work item across every serve process on the
+	// database).
+	lockRow, shareRow string
+	translate         func(error) error // a driver error as the application's; nil stays nil
 }
 
-// raw runs statements on one driver, on its pool or in a transaction.
-type raw interface {
-	exec(ctx context.Context, q string, args []any) (int64, error)
-	query(ctx context.Context, q string, args []any) (rows, error)
-	queryRow(ctx context.Context, q string, args []any) row
+func newDialect(db seam.Driver) dialect {
+	sd := db.Dialect()
+	return dialect{Dialect: sd, lockRow: sd.LockRow, shareRow: sd.ShareRow, translate: func(err error) error { return translate(db, err) }}
 }
 
-type row interface{ Scan(dest ...any) error }
+// heldConstraints are the constraints of hard rule 2 (one active lease,
+// one terminal lock per work item) as the drivers report them:
+// PostgreSQL by name, SQLite by their columns.
+var heldConstraints = []string{"cp_leases_one_active", "cp_terminal_locks_pkey", "cp_leases.work_id", "cp_terminal_locks.work_id"}
 
-type rows interface {
-	row
-	Next() bool
-	Err() error
-	Close()
+// translate reads a violation of the constraints of hard rule 2 as
+// ErrWorkHeld and a missing parent row as ENOTFOUND; the rest as the
+// driver does.
+func translate(db seam.Driver, err error) error {
+	if v, ok := db.Violation(err); ok {
+		switch v.Kind {
+		case seam.Unique:
+			for _, c := range heldConstraints {
+				if strings.Contains(v.Constraint, c) {
+					return heldBy(err)
+				}
+			}
+		case seam.ForeignKey:
+			return errMissing
+		}
+	}
+	return db.Translate(err)
 }
 
-// conn runs the shared statements on a raw connection of a dialect,
-// returning the application's errors.
+type row = seam.Row
+
+type rows = seam.Rows
+
+// conn runs the shared statements on an executor of the driver (its
+// read pool or a write transaction), returning the application's errors.
 type conn struct {
-	r raw
+	r seam.Executor
 	d *dialect
 }
 
-func (s *store) reader() conn { return conn{s.d.read, &s.d} }
+func (s *store) reader() conn { return conn{s.db.Reader(), &s.d} }
 
 // write runs fn in one write transaction.
 func (s *store) write(ctx context.Context, fn func(c conn) error) error {
-	return s.d.write(ctx, func(r raw) error { return fn(conn{r, &s.d}) })
-}
-
-func (c conn) prepare(q string, args []any) (string, []any) {
-	if c.d.numbered {
-		q = numberPlaceholders(q)
-	}
-	out := make([]any, len(args))
-	for i, a := range args {
-		out[i] = c.d.arg(a)
-	}
-	return q, out
+	return s.db.Write(ctx, func(tx seam.Tx) error { return fn(conn{tx, &s.d}) })
 }
 
 func (c conn) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	q, args = c.prepare(q, args)
-	n, err := c.r.exec(ctx, q, args)
+	q, args = c.d.Bind(q, args)
+	n, err := c.r.Exec(ctx, q, args...)
 	return n, c.d.translate(err)
 }
 
 func (c conn) query(ctx context.Context, q string, args ...any) (rows, error) {
-	q, args = c.prepare(q, args)
-	rs, err := c.r.query(ctx, q, args)
+	q, args = c.d.Bind(q, args)
+	rs, err := c.r.Query(ctx, q, args...)
 	if err != nil {
 		return nil, c.d.translate(err)
 	}
@@ -146,8 +147,8 @@ func (c conn) query(ctx context.Context, q string, args ...any) (rows, error) {
 }
 
 func (c conn) queryRow(ctx context.Context, q string, args ...any) row {
-	q, args = c.prepare(q, args)
-	return translatedRow{c.r.queryRow(ctx, q, args), c.d.translate}
+	q, args = c.d.Bind(q, args)
+	return translatedRow{c.r.QueryRow(ctx, q, args...), c.d.translate}
 }
 
 type translatedRow struct {
@@ -164,24 +165,6 @@ type translatedRows struct {
 
 func (r translatedRows) Scan(dest ...any) error { return r.translate(r.rows.Scan(dest...)) }
 func (r translatedRows) Err() error             { return r.translate(r.rows.Err()) }
-
-// numberPlaceholders turns the shared statements' ? into $1, $2… (no
-// statement of this package has a ? in a literal).
-func numberPlaceholders(q string) string {
-	var b strings.Builder
-	b.Grow(len(q) + 16)
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
 
 // qualify prefixes each column of a list with alias.
 func qualify(alias, cols string) string {

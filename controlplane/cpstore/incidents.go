@@ -246,12 +246,8 @@ func (in incidents) ImportLegacy(ctx context.Context, now time.Time) (incident.I
 // hasTable says whether the database has a table of that name: on
 // PostgreSQL, on the connection's search path.
 func (in incidents) hasTable(ctx context.Context, c conn, name string) (bool, error) {
-	q := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`
-	if _, ok := in.s.d.read.(pgConn); ok {
-		q = `SELECT CASE WHEN to_regclass(?) IS NULL THEN 0 ELSE 1 END`
-	}
 	var n int
-	if err := c.queryRow(ctx, q, name).Scan(&n); err != nil {
+	if err := c.queryRow(ctx, c.d.TableExists, name).Scan(&n); err != nil {
 		return false, fmt.Errorf("look for the table %s: %w", name, err)
 	}
 	return n > 0, nil

@@ -21,7 +21,7 @@ import (
 	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/mr/mrstore"
 	"github.com/workqueue-dev/workqueue/store"
-	"github.com/workqueue-dev/workqueue/store/postgres"
+	"github.com/workqueue-dev/workqueue/store/seam"
 )
 
 // Kinds lists the databases every store-backed test runs on.
@@ -148,24 +148,17 @@ func eachKind(t *testing.T, parallel bool, f func(t *testing.T, kind string)) {
 	}
 }
 
-// checkReadySet fails the test if, at its end, PostgreSQL's work_item_ready
-// (the sweep's set, kept by triggers) differs from the items that are
-// actionable and active, or holds another type or retry time than its
-// item: every test on PostgreSQL checks the triggers for the writes it
-// made.
+// checkReadySet fails the test if, at its end, the driver's ready set
+// (PostgreSQL's work_item_ready, the sweep's set, kept by triggers)
+// differs from the items that are actionable and active, or holds another
+// type or retry time than its item: every test on PostgreSQL checks the
+// triggers for the writes it made.
 func checkReadySet(t testing.TB, db wq.Store) {
-	pg, ok := db.(*postgres.Store)
+	c, ok := db.(seam.ReadySetChecker)
 	if !ok {
 		return
 	}
-	var bad []string
-	rows, err := pg.Pool().Query(context.Background(), `SELECT coalesce(w.id, r.id)::text FROM work_items w
-		FULL JOIN work_item_ready r ON r.id = w.id
-		WHERE (w.id IS NOT NULL AND w.actionable AND w.phase = 'active') IS DISTINCT FROM (r.id IS NOT NULL)
-		OR (r.id IS NOT NULL AND (r.item_type IS DISTINCT FROM w.item_type OR r.retry_after IS DISTINCT FROM w.retry_after))`)
-	if err == nil {
-		bad, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	}
+	bad, err := c.ReadySetDrift(context.Background())
 	if err != nil {
 		t.Errorf("check work_item_ready: %v", err)
 		return

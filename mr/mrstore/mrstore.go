@@ -1,20 +1,24 @@
 // Package mrstore keeps the mr item type's detail table (DDR-7) beside the
-// queue's tables, on either driver: the type's own migration chain, and
-// the mr.Store methods, written in the same transactions as the item under
+// queue's tables, on any driver: the type's own migration chain, and the
+// mr.Store methods, written in the same transactions as the item under
 // the driver's per-item lock and lease fence. The drivers never name the
-// type; this package builds on what they export for item types.
+// type, and this package names no driver: it builds on the extension seam
+// (store/seam.Driver), and writes its SQL once, with ? placeholders, over
+// the seam's dialect (sql.go holds the statements' one helper).
 package mrstore
 
 import (
 	"embed"
 	"fmt"
+	"path"
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/mr"
-	"github.com/workqueue-dev/workqueue/store/postgres"
-	"github.com/workqueue-dev/workqueue/store/sqlite"
+	"github.com/workqueue-dev/workqueue/store/seam"
 )
 
+// migrations holds one folder per dialect (seam.Dialect.Name).
+//
 //go:embed migrations
 var migrations embed.FS
 
@@ -24,17 +28,12 @@ var needsMR = []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: mr.
 // New returns the mr store on db, an open driver, and registers the type's
 // migrations with it: call it before db.Migrate.
 func New(db wq.Store) (mr.Store, error) {
-	switch db := db.(type) {
-	case *sqlite.Store:
-		if err := db.AddMigrations(mr.ItemType, migrations, "migrations/sqlite"); err != nil {
-			return nil, err
-		}
-		return sqliteStore{db: db}, nil
-	case *postgres.Store:
-		if err := db.AddMigrations(mr.ItemType, migrations, "migrations/postgres"); err != nil {
-			return nil, err
-		}
-		return postgresStore{db: db}, nil
+	d, ok := db.(seam.Driver)
+	if !ok {
+		return nil, fmt.Errorf("mr store: the %T driver does not implement the store seam", db)
 	}
-	return nil, fmt.Errorf("mr store: no support for the %T driver", db)
+	if err := d.AddMigrations(mr.ItemType, migrations, path.Join("migrations", d.Dialect().Name)); err != nil {
+		return nil, err
+	}
+	return store{db: d, dialect: d.Dialect()}, nil
 }

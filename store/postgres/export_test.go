@@ -1,7 +1,12 @@
 package postgres
 
+import "github.com/jackc/pgx/v5/pgxpool"
+
 // DueItemsSQL is the sweep's query, for the plan test.
 const DueItemsSQL = dueItemsSQL
 
 // ClaimSQL is the batch claim's statement, for the plan test.
 var ClaimSQL = claimSQL
+
+// Pool is the store's connection pool, for the plan tests.
+func Pool(s *Store) *pgxpool.Pool { return s.pool }

@@ -47,7 +47,7 @@ func scanItem(row pgx.Row) (*wq.Item, error) {
 
 // CreateItem inserts an active, actionable item and its initial dimensions.
 func (s *Store) CreateItem(ctx context.Context, n wq.NewItem, now time.Time) (*wq.Item, error) {
-	if err := s.Write(ctx, func(tx pgx.Tx) error { return InsertItem(ctx, tx, &n, now) }); err != nil {
+	if err := s.write(ctx, func(tx pgx.Tx) error { return insertItem(ctx, tx, &n, now) }); err != nil {
 		return nil, fmt.Errorf("create %s item: %w", n.ItemType, err)
 	}
 	return s.GetItem(ctx, n.ID)

@@ -13,6 +13,7 @@ import (
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/store"
 	"github.com/workqueue-dev/workqueue/store/postgres"
+	"github.com/workqueue-dev/workqueue/store/seam"
 )
 
 // TestNoPlanWalksATableWhateverTheStatistics pins the cost of the hot
@@ -27,7 +28,7 @@ import (
 func TestNoPlanWalksATableWhateverTheStatistics(t *testing.T) {
 	ctx := context.Background()
 	pg := testdb.Open(t, store.KindPostgres).Queue.(*postgres.Store) // migrated, closed at the end
-	conn, err := pg.Pool().Acquire(ctx)
+	conn, err := postgres.Pool(pg).Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,9 +48,9 @@ func TestNoPlanWalksATableWhateverTheStatistics(t *testing.T) {
 	// planner prefers on one set of statistics it may not on the other.
 	analyze()
 	t.Run("empty", func(t *testing.T) { checkPlans(t, conn) })
-	if err := pg.Write(ctx, func(tx pgx.Tx) error {
+	if err := pg.Write(ctx, func(tx seam.Tx) error {
 		for range 5000 {
-			if err := postgres.InsertItem(ctx, tx, &wq.NewItem{ItemType: "mr"}, time.Now()); err != nil {
+			if err := tx.InsertItem(ctx, &wq.NewItem{ItemType: "mr"}, time.Now()); err != nil {
 				return err
 			}
 		}
@@ -139,10 +140,10 @@ func TestAClaimFindsItsItemsByIDWithoutStatistics(t *testing.T) {
 	ctx := context.Background()
 	pg := testdb.Open(t, store.KindPostgres).Queue.(*postgres.Store) // migrated, closed at the end
 	var ids []wq.ItemID                                              // a claim's batch
-	if err := pg.Write(ctx, func(tx pgx.Tx) error {
+	if err := pg.Write(ctx, func(tx seam.Tx) error {
 		for i := range 3000 {
 			n := wq.NewItem{ItemType: "mr"}
-			if err := postgres.InsertItem(ctx, tx, &n, time.Now()); err != nil {
+			if err := tx.InsertItem(ctx, &n, time.Now()); err != nil {
 				return err
 			}
 			if i < 32 {
@@ -153,7 +154,7 @@ func TestAClaimFindsItsItemsByIDWithoutStatistics(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := pg.Pool().Query(ctx, "EXPLAIN "+postgres.ClaimSQL,
+	rows, err := postgres.Pool(pg).Query(ctx, "EXPLAIN "+postgres.ClaimSQL,
 		ids, make([]string, len(ids)), []string{"mr"}, time.Now(), time.Now(), "o")
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"net"
 	"time"
 
@@ -95,13 +94,6 @@ func (s *Store) Ping(ctx context.Context) error {
 		return wq.Errorf(wq.EUNAVAILABLE, "postgres: %v", err)
 	}
 	return nil
-}
-
-// AddMigrations registers an item type's own migration chain (the
-// PostgreSQL files in dir of fsys), applied by Migrate after the queue's
-// and counted by SchemaVersion. Call it before Migrate.
-func (s *Store) AddMigrations(component string, fsys fs.FS, dir string) error {
-	return s.chains.Add(component, fsys, dir)
 }
 
 // Migrate applies pending migrations of every chain, each in its own

@@ -85,7 +85,7 @@ func (s *Store) RequestCancel(ctx context.Context, id wq.ItemID, dims []wq.Dimen
 // active and actionable with a clean slate, upserts dims and bumps the
 // revision, so that a worker holding it (its lease is kept) decides again.
 func (s *Store) reactivate(ctx context.Context, id wq.ItemID, dims []wq.DimensionUpdate, now time.Time, op, want, phases string) (*wq.Item, error) {
-	err := s.Write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE work_items SET phase = 'active', reason = '', error = '', attempts = 0, failing_since = NULL,
 			retry_after = NULL, finished_at = NULL, actionable = 1, revision = revision + 1, updated_at = ?
 			WHERE id = ? AND phase IN (`+phases+`)`, ts(now), id.String())
@@ -110,7 +110,7 @@ var errNoMatch = errors.New("no row matched")
 
 // CancelItem cancels an active or failed item.
 func (s *Store) CancelItem(ctx context.Context, id wq.ItemID, reason string, now time.Time) (*wq.Item, error) {
-	err := s.Write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE work_items SET phase = 'cancelled', reason = ?, finished_at = ?, updated_at = ?, actionable = 0,
 			leased_until = NULL, lease_token = NULL, lease_owner = NULL WHERE id = ? AND phase IN ('active', 'failed')`,
 			reason, ts(now), ts(now), id.String())

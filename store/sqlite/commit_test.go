@@ -22,7 +22,7 @@ func openScratch(t *testing.T) *Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if err := s.Write(ctx, func(tx *sql.Tx) error {
+	if err := s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `CREATE TABLE t (k TEXT PRIMARY KEY)`)
 		return err
 	}); err != nil {
@@ -62,7 +62,7 @@ func holdCommitter(t *testing.T, s *Store) (release func(), done <-chan error) {
 	t.Helper()
 	started, hold, errc := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		errc <- s.Write(context.Background(), func(tx *sql.Tx) error {
+		errc <- s.write(context.Background(), func(tx *sql.Tx) error {
 			close(started)
 			<-hold
 			return nil
@@ -102,7 +102,7 @@ func TestAFailedWriteInABatchUndoesOnlyItself(t *testing.T) {
 					results <- result{name: name, panic: p}
 				}
 			}()
-			results <- result{name: name, err: s.Write(ctx, fn)}
+			results <- result{name: name, err: s.write(ctx, fn)}
 		}()
 	}
 	write("a", insert(ctx, "a"))
@@ -162,7 +162,7 @@ func TestAWriteCancelledWhileQueuedNeverRuns(t *testing.T) {
 	errc := make(chan error, 1)
 	ran := false
 	go func() {
-		errc <- s.Write(ctx, func(tx *sql.Tx) error { ran = true; return insert(ctx, "x")(tx) })
+		errc <- s.write(ctx, func(tx *sql.Tx) error { ran = true; return insert(ctx, "x")(tx) })
 	}()
 	queued(s, 1)
 	cancel()
@@ -174,7 +174,7 @@ func TestAWriteCancelledWhileQueuedNeverRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A write after it: the committer has passed the abandoned one.
-	if err := s.Write(context.Background(), insert(context.Background(), "y")); err != nil {
+	if err := s.write(context.Background(), insert(context.Background(), "y")); err != nil {
 		t.Fatal(err)
 	}
 	if ran {
@@ -192,7 +192,7 @@ func TestAWriteCancelledWhileQueuedNeverRuns(t *testing.T) {
 func TestACancelledStatementDoesNotAbortTheBatch(t *testing.T) {
 	s := openScratch(t)
 	ctx := context.Background()
-	conn, err := s.write.Conn(ctx)
+	conn, err := s.writer.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestConcurrentWritesAllCommitOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 50 {
-				errs <- s.Write(ctx, insert(ctx, fmt.Sprintf("%d-%d", w, i)))
+				errs <- s.write(ctx, insert(ctx, fmt.Sprintf("%d-%d", w, i)))
 			}
 		}()
 	}
@@ -247,7 +247,7 @@ func TestCloseRunsTheWritesAlreadyQueued(t *testing.T) {
 	ctx := context.Background()
 	release, held := holdCommitter(t, s)
 	errc := make(chan error, 1)
-	go func() { errc <- s.Write(ctx, insert(ctx, "late")) }()
+	go func() { errc <- s.write(ctx, insert(ctx, "late")) }()
 	queued(s, 1)
 	closed := make(chan struct{})
 	go func() { s.commits.close(); close(closed) }()
@@ -259,7 +259,7 @@ func TestCloseRunsTheWritesAlreadyQueued(t *testing.T) {
 		t.Fatalf("queued write: %v", err)
 	}
 	<-closed
-	if err := s.Write(ctx, insert(ctx, "after")); !errors.Is(err, errClosed) {
+	if err := s.write(ctx, insert(ctx, "after")); !errors.Is(err, errClosed) {
 		t.Errorf("write after close: %v, want errClosed", err)
 	}
 	if rows := rowsOf(t, s); !rows["late"] || rows["after"] {
@@ -275,7 +275,7 @@ func TestCachedStatementsAreNotSharedWhileTheirRowsAreOpen(t *testing.T) {
 	s := openScratch(t)
 	ctx := context.Background()
 	for _, k := range []string{"a", "b", "c"} {
-		if err := s.Write(ctx, insert(ctx, k)); err != nil {
+		if err := s.write(ctx, insert(ctx, k)); err != nil {
 			t.Fatal(err)
 		}
 	}

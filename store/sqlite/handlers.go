@@ -16,7 +16,7 @@ func (s *Store) RecordHandlers(ctx context.Context, instance string, types []str
 	if len(types) == 0 {
 		return nil
 	}
-	err := s.Write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
 		for _, t := range types {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO item_type_handlers (item_type, instance, seen_at) VALUES (?, ?, ?)
 				ON CONFLICT (item_type, instance) DO UPDATE SET seen_at = excluded.seen_at`, t, instance, ts(now)); err != nil {

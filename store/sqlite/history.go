@@ -28,7 +28,7 @@ func (s *Store) AppendHistory(ctx context.Context, entries []wq.AuditEntry) erro
 	if len(entries) == 0 {
 		return nil
 	}
-	err := s.Write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO item_history (item_id, at, entry) VALUES (?, ?, ?)`)
 		if err != nil {
 			return translate(err)

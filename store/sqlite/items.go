@@ -65,7 +65,7 @@ func scanItem(row scanner) (*wq.Item, error) {
 
 // CreateItem inserts an active, actionable item and its initial dimensions.
 func (s *Store) CreateItem(ctx context.Context, n wq.NewItem, now time.Time) (*wq.Item, error) {
-	if err := s.Write(ctx, func(tx *sql.Tx) error { return InsertItem(ctx, tx, &n, now) }); err != nil {
+	if err := s.write(ctx, func(tx *sql.Tx) error { return insertItem(ctx, tx, &n, now) }); err != nil {
 		return nil, err
 	}
 	return s.GetItem(ctx, n.ID)
@@ -145,7 +145,7 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 	until := now.Add(d)
 	in := "(" + strings.TrimSuffix(strings.Repeat("?,", len(types)), ",") + ")"
 	var out []wq.Claim
-	err := s.Write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
 		claim, err := tx.PrepareContext(ctx, `UPDATE work_items SET leased_until = ?, lease_token = ?, lease_owner = ?
 			WHERE id = ? AND item_type IN `+in+` AND phase = 'active' AND (leased_until IS NULL OR leased_until < ?)
 			RETURNING NOT EXISTS (SELECT 1 FROM pending_events WHERE work_item_id = work_items.id), `+itemColumns)
@@ -228,7 +228,7 @@ func scanDimension(row scanner, lead ...any) (wq.DimensionKey, wq.Dimension, err
 
 // fenced runs fn in a write transaction after checking the lease token.
 func (s *Store) fenced(ctx context.Context, l wq.Lease, op string, fn func(tx *sql.Tx, phase wq.Phase) error) error {
-	err := s.Write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
 		var phase string
 		err := tx.QueryRowContext(ctx, `SELECT phase FROM work_items WHERE id = ? AND lease_token = ?`,
 			l.ItemID.String(), l.Token).Scan(&phase)
@@ -250,7 +250,7 @@ func (s *Store) fenced(ctx context.Context, l wq.Lease, op string, fn func(tx *s
 // changed.
 func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, error) {
 	var n int64
-	err := s.Write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return translate(err)
@@ -383,7 +383,7 @@ const eventColumns = `id, work_item_id, source, event_type, delivery_id, body, e
 // DropEvents deletes a terminal item's pending events and returns them.
 func (s *Store) DropEvents(ctx context.Context, id wq.ItemID) ([]wq.Event, error) {
 	var out []wq.Event
-	err := s.Write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
 		out = nil
 		rows, err := tx.QueryContext(ctx, `DELETE FROM pending_events WHERE work_item_id = ?
 			AND EXISTS (SELECT 1 FROM work_items WHERE id = ? AND phase <> 'active')
@@ -577,7 +577,7 @@ func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int64, e
 func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, events []wq.Event, now time.Time) (wq.Delivery, error) {
 	var out wq.Delivery
 	// IMMEDIATE: serialised with FinishProcessing and terminal writes (DDR-34).
-	err := s.Write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
 		out = wq.Delivery{}
 		res, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (source, delivery_id, received_at) VALUES (?, ?, ?)
 			ON CONFLICT DO NOTHING`, source, deliveryID, ts(now))

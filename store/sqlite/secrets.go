@@ -19,7 +19,7 @@ func (s *Store) GetOrCreateSecret(ctx context.Context, name string, value []byte
 		return nil, wq.Errorf(wq.EINVALID, "a secret needs a name and a value")
 	}
 	var stored []byte
-	err := s.Write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO service_secrets (name, value, created_at) VALUES (?, ?, ?)
 			ON CONFLICT (name) DO NOTHING`, name, value, ts(now)); err != nil {
 			return translate(err)

@@ -16,7 +16,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"runtime"
 	"time"
@@ -36,7 +35,7 @@ const tsLayout = "2006-01-02T15:04:05.000000Z"
 
 // Store is a workqueue.Store on one SQLite database file.
 type Store struct {
-	write   *sql.DB // exactly one connection, used only by commits
+	writer  *sql.DB // exactly one connection, used only by commits
 	commits *committer
 	read    *sql.DB
 	chains  migration.Registry // item types' migrations (AddMigrations)
@@ -69,13 +68,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	n := max(4, runtime.NumCPU())
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
-	return &Store{write: write, commits: newCommitter(write), read: read}, nil
+	return &Store{writer: write, commits: newCommitter(write), read: read}, nil
 }
 
 // Close waits for the writes already queued, then closes both pools.
 func (s *Store) Close() error {
 	s.commits.close()
-	return errors.Join(s.read.Close(), s.write.Close())
+	return errors.Join(s.read.Close(), s.writer.Close())
 }
 
 // Ping checks the database answers.
@@ -84,13 +83,6 @@ func (s *Store) Ping(ctx context.Context) error {
 		return wq.Errorf(wq.EUNAVAILABLE, "sqlite: %v", err)
 	}
 	return nil
-}
-
-// AddMigrations registers an item type's own migration chain (the SQLite
-// files in dir of fsys), applied by Migrate after the queue's and counted
-// by SchemaVersion. Call it before Migrate.
-func (s *Store) AddMigrations(component string, fsys fs.FS, dir string) error {
-	return s.chains.Add(component, fsys, dir)
 }
 
 // Migrate applies pending migrations of every chain, each in its own
@@ -117,7 +109,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, int, error) {
 type migrator struct{ s *Store }
 
 func (m migrator) CreateTable(ctx context.Context, table string) error {
-	return m.s.Write(ctx, func(tx *sql.Tx) error {
+	return m.s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
 			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`)
 		return translate(err)
@@ -125,7 +117,7 @@ func (m migrator) CreateTable(ctx context.Context, table string) error {
 }
 
 func (m migrator) Apply(ctx context.Context, table string, mg migration.Migration) (ran bool, err error) {
-	err = m.s.Write(ctx, func(tx *sql.Tx) error {
+	err = m.s.write(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table+` WHERE version = ?`, mg.Version).Scan(&n); err != nil || n > 0 {
 			return translate(err)

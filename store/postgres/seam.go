@@ -1,0 +1,209 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/store/seam"
+)
+
+// The driver as the extension seam (seam.Driver): what the stores of
+// item types and of the control plane build on. They keep their tables
+// beside the queue's (DDR-7) and write them in the same transactions as
+// the item, under the same per-item lock and lease fence, so that the
+// driver never names them.
+
+var (
+	_ seam.Driver          = (*Store)(nil)
+	_ seam.Analyzer        = (*Store)(nil)
+	_ seam.ReadySetChecker = (*Store)(nil)
+)
+
+// dialect is PostgreSQL's: $n placeholders, row locks in READ COMMITTED
+// transactions (which serialise the writers of one row across every
+// instance on the database), times as timestamptz.
+var dialect = seam.Dialect{
+	Name:         "postgres",
+	Placeholders: seam.DollarNumbers,
+	LockRow:      " FOR UPDATE",
+	ShareRow:     " FOR SHARE",
+	TableExists:  `SELECT CASE WHEN to_regclass($1) IS NULL THEN 0 ELSE 1 END`,
+	Time: func(t time.Time) any {
+		if t.IsZero() {
+			return nil
+		}
+		return t.UTC()
+	},
+	ScanTime: func(t *time.Time) any { return (*timeDest)(t) },
+}
+
+// Dialect returns PostgreSQL's dialect.
+func (s *Store) Dialect() seam.Dialect { return dialect }
+
+// Reader is the connection pool.
+func (s *Store) Reader() seam.Executor { return executor{s.pool} }
+
+// write runs fn in one transaction and commits it if fn returns nil.
+func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return translate(pgx.BeginFunc(ctx, s.pool, fn))
+}
+
+// Write is write for a store built on the driver.
+func (s *Store) Write(ctx context.Context, fn func(tx seam.Tx) error) error {
+	return s.write(ctx, func(tx pgx.Tx) error { return fn(writeTx{executor{tx}, tx}) })
+}
+
+// Fenced runs fn in a transaction that holds the item's row under lease l;
+// ErrLeaseLost if the lease no longer holds. op names the write in errors.
+func (s *Store) Fenced(ctx context.Context, l wq.Lease, op string, fn func(tx seam.Tx) error) error {
+	return s.fenced(ctx, l, op, func(tx pgx.Tx, _ wq.Phase) error { return fn(writeTx{executor{tx}, tx}) })
+}
+
+// AddMigrations registers an item type's own migration chain (the
+// PostgreSQL files in dir of fsys), applied by Migrate after the queue's
+// and counted by SchemaVersion. Call it before Migrate.
+func (s *Store) AddMigrations(component string, fsys fs.FS, dir string) error {
+	return s.chains.Add(component, fsys, dir)
+}
+
+// Translate maps a driver error to the application's codes (ENOTFOUND,
+// ECONFLICT, EUNAVAILABLE); other errors pass unchanged.
+func (s *Store) Translate(err error) error { return translate(err) }
+
+// Violation reads a constraint violation: Constraint is the name of the
+// constraint or index.
+func (s *Store) Violation(err error) (seam.Violation, bool) {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return seam.Violation{}, false
+	}
+	switch pe.Code {
+	case "23505":
+		return seam.Violation{Kind: seam.Unique, Constraint: pe.ConstraintName}, true
+	case "23503":
+		return seam.Violation{Kind: seam.ForeignKey, Constraint: pe.ConstraintName}, true
+	}
+	return seam.Violation{}, false
+}
+
+// Analyze updates the planner's statistics of the queue's tables.
+func (s *Store) Analyze(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, `ANALYZE work_items, work_item_statuses, pending_events`)
+	return translate(err)
+}
+
+// ReadySetDrift returns the items on which work_item_ready (the sweep's
+// set, kept by triggers) and work_items disagree: an item that is
+// actionable and active and not in the set, or the other way round, or
+// in it with another type or retry time than its item.
+func (s *Store) ReadySetDrift(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT coalesce(w.id, r.id)::text FROM work_items w
+		FULL JOIN work_item_ready r ON r.id = w.id
+		WHERE (w.id IS NOT NULL AND w.actionable AND w.phase = 'active') IS DISTINCT FROM (r.id IS NOT NULL)
+		OR (r.id IS NOT NULL AND (r.item_type IS DISTINCT FROM w.item_type OR r.retry_after IS DISTINCT FROM w.retry_after))`)
+	if err != nil {
+		return nil, translate(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, translate(err)
+}
+
+// insertItem inserts n, active and actionable, with its dimensions, in tx,
+// and wakes the instances handling its type on commit; it fills in n's ID
+// and generation when they are zero. ECONFLICT if its idempotency key is
+// held.
+func insertItem(ctx context.Context, tx pgx.Tx, n *wq.NewItem, now time.Time) error {
+	if n.ID == uuid.Nil {
+		n.ID = wq.NewItemID()
+	}
+	if n.Generation == 0 {
+		n.Generation = 1
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO work_items (id, item_type, idempotency_key, generation,
+		caller_identity, content_hash, forge, project, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
+		n.ID, n.ItemType, nullString(n.IdempotencyKey), n.Generation, n.CallerIdentity, n.ContentHash, n.Forge, n.Project,
+		now.UTC()); err != nil {
+		return translate(err)
+	}
+	if err := upsertDimensions(ctx, tx, n.ID, n.Dimensions, now); err != nil {
+		return err
+	}
+	return notifyItem(ctx, tx, n.ID)
+}
+
+// executor runs statements on the pool or in a transaction.
+type executor struct {
+	q interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	}
+}
+
+func (e executor) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	tag, err := e.q.Exec(ctx, q, args...)
+	return tag.RowsAffected(), err
+}
+
+func (e executor) Query(ctx context.Context, q string, args ...any) (seam.Rows, error) {
+	return e.q.Query(ctx, q, args...)
+}
+
+func (e executor) QueryRow(ctx context.Context, q string, args ...any) seam.Row {
+	return e.q.QueryRow(ctx, q, args...)
+}
+
+// writeTx is a transaction as the seam's Tx.
+type writeTx struct {
+	executor
+	tx pgx.Tx
+}
+
+// InsertItem inserts n with its dimensions in the transaction.
+func (t writeTx) InsertItem(ctx context.Context, n *wq.NewItem, now time.Time) error {
+	return insertItem(ctx, t.tx, n, now)
+}
+
+// ReplaceDesired makes an active or failed item active and actionable with
+// a new desired state (content hash) and a clean slate, in the
+// transaction, upserts dims and wakes the instances handling its type on
+// commit: a resubmission (DDR-40). ECONFLICT if the item's revision is no
+// longer seen or it is completed or cancelled.
+func (t writeTx) ReplaceDesired(ctx context.Context, id wq.ItemID, seen int64, hash string, dims []wq.DimensionUpdate, now time.Time) error {
+	tag, err := t.tx.Exec(ctx, `UPDATE work_items SET phase = 'active', reason = '', actionable = true, revision = revision + 1,
+		attempts = 0, failing_since = NULL, retry_after = NULL, error = '', finished_at = NULL, content_hash = $3, updated_at = $4
+		WHERE id = $1 AND revision = $2 AND phase IN ('active', 'failed')`, id, seen, hash, now.UTC())
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() != 1 {
+		return wq.Errorf(wq.ECONFLICT, "item %s changed since it was read", id)
+	}
+	if err := upsertDimensions(ctx, t.tx, id, dims, now); err != nil {
+		return err
+	}
+	return notifyItem(ctx, t.tx, id)
+}
+
+// timeDest scans a stored time in UTC; NULL is the zero time.
+type timeDest time.Time
+
+func (d *timeDest) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*d = timeDest{}
+	case time.Time:
+		*d = timeDest(v.UTC())
+	default:
+		return fmt.Errorf("scan a time from %T", src)
+	}
+	return nil
+}

@@ -1,0 +1,249 @@
+// Package seam is the extension seam of the store drivers: the interface
+// (Driver) that every driver (store/sqlite, store/postgres) implements and
+// that the stores of item types (mr/mrstore) and of the control plane
+// (controlplane/cpstore) build on, so that they write their SQL once and
+// never name a driver (River's riverdriver.Driver).
+//
+// A store beside the queue's keeps its own tables and writes them in the
+// same transactions as the queue's, under the same per-item lock and
+// lease fence (DDR-7, DDR-34): Driver gives it reads, write transactions,
+// fenced writes, the insert and the resubmission of an item, error
+// translation, migrations, and the facts of the driver's SQL dialect.
+// It gets a Driver from the wq.Store it is given with one type assertion.
+//
+// The package is a leaf under store/: it imports only the root package,
+// so that both drivers and every store built on them import it without
+// cycles. Drivers do not import each other, and the stores above import
+// no driver.
+package seam
+
+import (
+	"context"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// Driver is a store driver as the stores built on it see it. Both drivers
+// implement it, and the conformance suite store/storetest checks it on
+// both, together with the registries every driver keeps (handlers,
+// history, secrets, counts). WakeupListener stays optional: only a
+// database that several instances share sends wake-ups.
+type Driver interface {
+	wq.Store
+	wq.HandlerRegistry
+	wq.HistoryStore
+	wq.SecretStore
+	wq.ItemCounter
+
+	// Dialect returns the facts of the driver's SQL.
+	Dialect() Dialect
+
+	// Reader runs reads outside any write transaction (SQLite's read
+	// pool, PostgreSQL's pool). Its errors are the driver's own: pass
+	// them through Translate.
+	Reader() Executor
+
+	// Write runs fn in one write transaction and commits it if fn returns
+	// nil; if fn returns an error nothing it wrote stays, and Write
+	// returns that error. The transaction holds the per-item lock of
+	// DDR-34 for whatever items fn writes (SQLite: BEGIN IMMEDIATE on its
+	// one writer; PostgreSQL: the rows fn locks). fn must not call Write
+	// itself; on SQLite its statements run to their end even if ctx is
+	// cancelled meanwhile (group commit). Write returns once the commit
+	// is durable. EUNAVAILABLE.
+	Write(ctx context.Context, fn func(tx Tx) error) error
+
+	// Fenced is Write under lease l: it runs fn only if l's token still
+	// holds the item, with the item's row held until commit, and returns
+	// wq.ErrLeaseLost otherwise. op names the write in errors
+	// ("record forge state of"). ErrLeaseLost, EUNAVAILABLE.
+	Fenced(ctx context.Context, l wq.Lease, op string, fn func(tx Tx) error) error
+
+	// Translate maps one of the driver's errors to the codes of error.go:
+	// no rows → ENOTFOUND, a unique violation → ECONFLICT, a busy or
+	// unreachable database → EUNAVAILABLE; other errors, and nil, pass
+	// unchanged.
+	Translate(err error) error
+
+	// Violation reads a constraint violation out of one of the driver's
+	// errors, for a store that gives its own constraints their own
+	// meaning; false if err is not one.
+	Violation(err error) (Violation, bool)
+
+	// AddMigrations registers a store's own migration chain, named
+	// component: the files of dir in fsys, written for this dialect (by
+	// convention dir ends in Dialect().Name). Migrate applies it after the
+	// queue's and SchemaVersion counts it. Call it before Migrate.
+	// EINVALID for a chain it cannot read or registered twice.
+	AddMigrations(component string, fsys fs.FS, dir string) error
+}
+
+// Executor runs statements, on the read pool (Driver.Reader) or in a
+// write transaction (Tx). A statement is written in the driver's
+// placeholder style, its arguments as the driver binds them (see
+// Dialect.Bind, which turns a statement written once with ? into
+// either). Errors are the driver's own: pass them through
+// Driver.Translate.
+type Executor interface {
+	// Exec runs a statement and returns how many rows it changed.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	// Query runs a query; the caller closes its rows.
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	// QueryRow runs a query for one row; its Scan returns the driver's
+	// no-rows error when there is none.
+	QueryRow(ctx context.Context, query string, args ...any) Row
+}
+
+// Tx is one write transaction of Driver.Write or Driver.Fenced.
+type Tx interface {
+	Executor
+
+	// InsertItem inserts n, active and actionable, with its dimensions,
+	// so that a store inserts its own row for the item in the same
+	// transaction; it fills in n's ID and generation when they are zero.
+	// On PostgreSQL it wakes the instances handling the type on commit.
+	// ECONFLICT if n's idempotency key is held.
+	InsertItem(ctx context.Context, n *wq.NewItem, now time.Time) error
+
+	// ReplaceDesired makes an active or failed item active and
+	// actionable with a new desired state (content hash) and a clean
+	// slate (attempts, error, backoff, finished_at), moves its revision
+	// and upserts dims: a resubmission (DDR-40). It is the revision
+	// fence: ECONFLICT if the item's revision is no longer seen, or it is
+	// completed or cancelled. On PostgreSQL it wakes the instances
+	// handling the type on commit.
+	ReplaceDesired(ctx context.Context, id wq.ItemID, seen int64, hash string, dims []wq.DimensionUpdate, now time.Time) error
+}
+
+// Row is one row of a query.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Rows are the rows of a query, read with Next and Scan, then closed.
+type Rows interface {
+	Row
+	Next() bool
+	Err() error
+	Close()
+}
+
+// Placeholders is how a dialect writes a statement's arguments.
+type Placeholders int
+
+const (
+	// QuestionMarks writes each argument as ? (SQLite).
+	QuestionMarks Placeholders = iota
+	// DollarNumbers writes them as $1, $2… (PostgreSQL).
+	DollarNumbers
+)
+
+// ViolationKind is the kind of a constraint violation.
+type ViolationKind int
+
+const (
+	// Unique is a unique or primary key violation.
+	Unique ViolationKind = iota + 1
+	// ForeignKey is a foreign key violation: a missing parent row.
+	ForeignKey
+)
+
+// Violation is a constraint violation read out of a driver's error.
+type Violation struct {
+	Kind ViolationKind
+	// Constraint names what was violated as the database reports it:
+	// PostgreSQL names the constraint or index (cp_leases_one_active);
+	// SQLite, which names none, lists the columns (cp_leases.work_id, or
+	// t.a, t.b for several). Empty when the database says nothing.
+	Constraint string
+}
+
+// Dialect is what a store needs to know of a driver's SQL to write its
+// statements once for every driver.
+type Dialect struct {
+	// Name names the dialect ("sqlite", "postgres"); a store keeps its
+	// migrations for it in a folder of that name.
+	Name string
+
+	// Placeholders is how the driver's statements write arguments.
+	Placeholders Placeholders
+
+	// LockRow ends a SELECT of a row in a write transaction so that the
+	// row stays locked until commit (" FOR UPDATE"); ShareRow so that it
+	// cannot change until then (" FOR SHARE"). Both are "" where write
+	// transactions are serialised already (SQLite's one writer).
+	LockRow, ShareRow string
+
+	// SerialWrites says that write transactions run one at a time
+	// (SQLite): several writers at once gain nothing.
+	SerialWrites bool
+
+	// TableExists is a query, in the driver's placeholder style, of one
+	// argument, a table name, that returns 1 if the table exists (on
+	// PostgreSQL, on the connection's search path) and 0 if not.
+	TableExists string
+
+	// Time is how the driver binds a time: a time in UTC (PostgreSQL) or
+	// fixed-width UTC text that compares as a string (SQLite); nil, NULL,
+	// for the zero time.
+	Time func(t time.Time) any
+
+	// ScanTime returns a Scan destination that reads a time the driver
+	// stored (with Time) into *t, in UTC; NULL reads as the zero time.
+	ScanTime func(t *time.Time) any
+}
+
+// Bind returns q, written with ? placeholders, in the dialect's style,
+// and args with every time.Time bound as the dialect binds times. No
+// statement given to Bind may hold a ? in a literal.
+func (d Dialect) Bind(q string, args []any) (string, []any) {
+	if d.Placeholders == DollarNumbers {
+		q = numberPlaceholders(q)
+	}
+	out := make([]any, len(args))
+	for i, a := range args {
+		if t, ok := a.(time.Time); ok {
+			out[i] = d.Time(t)
+			continue
+		}
+		out[i] = a
+	}
+	return q, out
+}
+
+// numberPlaceholders turns ? into $1, $2….
+func numberPlaceholders(q string) string {
+	var b strings.Builder
+	b.Grow(len(q) + 16)
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// ReadySetChecker is implemented by a driver that keeps the sweep's set
+// of ready items apart from work_items (PostgreSQL's work_item_ready, kept
+// by triggers): ReadySetDrift returns the ids of the items on which the
+// two disagree, none when the triggers did their work. Test helpers check
+// it after every test.
+type ReadySetChecker interface {
+	ReadySetDrift(ctx context.Context) ([]string, error)
+}
+
+// Analyzer is implemented by a driver whose planner keeps statistics:
+// Analyze updates those of the queue's tables, as autovacuum or a
+// periodic ANALYZE would (bench seeds many items and then analyses).
+type Analyzer interface {
+	Analyze(ctx context.Context) error
+}

@@ -12,6 +12,7 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/engine"
+	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 )
@@ -356,13 +357,10 @@ func TestALongActionKeepsItsLeaseByHeartbeats(t *testing.T) {
 		for step := range 3 * int(cfg.Lease/cfg.Heartbeat) {
 			h.clock.Advance(cfg.Heartbeat)
 			want := h.clock.Now().Add(cfg.Lease - cfg.Heartbeat)
-			deadline := time.Now().Add(10 * time.Second)
-			for h.get(it.ID).LeasedUntil.Before(want) {
-				if time.Now().After(deadline) {
-					t.Fatalf("step %d: lease until %v, want extended past %v", step, h.get(it.ID).LeasedUntil, want)
-				}
-				time.Sleep(time.Millisecond)
-			}
+			eventually.True(t, 10*time.Second, fmt.Sprintf("step %d: lease extended past %v", step, want), func() (bool, any) {
+				until := h.get(it.ID).LeasedUntil
+				return !until.Before(want), "lease until " + until.String()
+			})
 			if _, err := b.Sweep(h.ctx); err != nil {
 				t.Fatal(err)
 			}

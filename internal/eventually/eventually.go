@@ -17,6 +17,14 @@ const Interval = 20 * time.Millisecond
 // cond's second result).
 func True(t testing.TB, timeout time.Duration, what string, cond func() (ok bool, state any)) {
 	t.Helper()
+	TrueEvery(t, timeout, Interval, what, cond)
+}
+
+// TrueEvery is True checking every interval instead of every Interval:
+// for a benchmark that measures how soon cond holds, where Interval would
+// be most of what it measures.
+func TrueEvery(t testing.TB, timeout, interval time.Duration, what string, cond func() (ok bool, state any)) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		ok, state := cond()
@@ -26,7 +34,7 @@ func True(t testing.TB, timeout time.Duration, what string, cond func() (ok bool
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not within %v (last: %v)", what, timeout, state)
 		}
-		time.Sleep(Interval)
+		time.Sleep(interval)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	sdk "code.gitea.io/sdk/gitea"
 
+	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 	"github.com/workqueue-dev/workqueue/internal/testrunner"
 )
@@ -61,16 +62,13 @@ func TestARunnerTakesAPushedJobAndReportsItsScriptedOutcome(t *testing.T) {
 		task.RunID == 0 || task.JobID == 0 || !strings.Contains(string(task.Payload), "runs-on") {
 		t.Errorf("task %+v", task)
 	}
-	var job *sdk.ActionWorkflowJob
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		job, _, err = c.GetRepoActionJob(owner, name, task.JobID)
+	job := eventually.Value(t, 30*time.Second, "the job completed", func() (*sdk.ActionWorkflowJob, bool) {
+		job, _, err := c.GetRepoActionJob(owner, name, task.JobID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if job.Status == "completed" || time.Now().After(deadline) {
-			break
-		}
-	}
+		return job, job.Status == "completed"
+	})
 	if job.Status != "completed" || job.Conclusion != "failure" || job.RunID != task.RunID || job.RunAttempt != 1 ||
 		job.HeadSha != fr.Commit.SHA || job.CompletedAt.Unix() <= 0 {
 		t.Errorf("job %+v", job)

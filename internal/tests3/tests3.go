@@ -25,6 +25,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/workqueue-dev/workqueue/internal/eventually"
 )
 
 // Server is an S3-compatible server on loopback, spoken to over plain
@@ -139,8 +141,8 @@ func Start(t testing.TB) *Process {
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(p.Stop) // also when a restart fails
 	p.Restart(t)
-	t.Cleanup(p.Stop)
 	return p
 }
 
@@ -159,17 +161,22 @@ func (p *Process) Restart(t testing.TB) {
 		t.Fatalf("start versitygw: %v", err)
 	}
 	p.cmd = cmd
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + p.Endpoint + "/"); err == nil {
+	eventually.True(t, 30*time.Second, "versitygw answers on "+p.Endpoint, func() (bool, any) {
+		resp, err := http.Get("http://" + p.Endpoint + "/")
+		if err == nil {
 			resp.Body.Close()
-			return
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	p.Stop()
-	body, _ := os.ReadFile(log.Name())
-	t.Fatalf("versitygw did not answer on %s within 30s:\n%s", p.Endpoint, body)
+		return err == nil, logText(log.Name())
+	})
+}
+
+// logText is a server's log, read when it is printed: what the server
+// said when it did not answer.
+type logText string
+
+func (l logText) String() string {
+	body, _ := os.ReadFile(string(l))
+	return "its log:\n" + string(body)
 }
 
 // Stop stops the server and waits for it to exit.

@@ -121,7 +121,7 @@ func (c Config) validateForges(bad func(field, format string, args ...any)) {
 		field := fmt.Sprintf("forges[%d]", i)
 		checkUniqueName(bad, field+".name", f.Name, forgeName, "lowercase letters, digits, - and _", names)
 		if _, ok := forge.Lookup(f.Kind); !ok {
-			bad(field+".kind", "want %s, got %q", strings.Join(forge.Kinds(), " or "), f.Kind)
+			bad(field+".kind", "want %s, got %q", oneOf(forge.Kinds()), f.Kind)
 		}
 		if u, err := url.Parse(f.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 			bad(field+".url", "want http(s)://host[:port][/path] without credentials, got %q", RedactURL(f.URL))
@@ -298,4 +298,12 @@ func secretAllowlist(list []SecretAllow) []mr.SecretAllow {
 		out[i] = mr.SecretAllow{Paths: a.Paths, Rules: a.Rules}
 	}
 	return out
+}
+
+// oneOf says "a, b or c".
+func oneOf(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

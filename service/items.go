@@ -203,9 +203,6 @@ func (s *Items) Get(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*ap
 	return view, nil
 }
 
-// authorize refuses, with EFORBIDDEN, a caller whose grants do not give
-// perm on project, and audits the refusal (allowed requests are audited by
-// what they do).
 // authorizeSubmit lets a caller submit with permission submit, or with
 // permission agent: agents are the control plane's callers, and a change
 // they make for an assignment passes its gate in the item type. With
@@ -223,6 +220,9 @@ func (s *Items) authorizeSubmit(ctx context.Context, caller *auth.Caller, sub wq
 	return nil
 }
 
+// authorize refuses, with EFORBIDDEN, a caller whose grants do not give
+// perm on project (read is also given by agent: mayRead), and audits the
+// refusal (allowed requests are audited by what they do).
 func (s *Items) authorize(ctx context.Context, caller *auth.Caller, perm auth.Permission, project string) error {
 	if caller.CanOn(perm, project) || perm == auth.Read && mayRead(caller, project) {
 		return nil

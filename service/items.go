@@ -1,9 +1,3 @@
-// Package service is the item service between the API and the store
-// (DESIGN section 3): it turns an authenticated caller's request into
-// store writes, wakes the engine, audits, and renders the API's view of
-// an item. It names no item type: each type registers its face
-// (wq.ItemAPI) beside its engine registration, and the service routes by
-// item_type.
 package service
 
 import (

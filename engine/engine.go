@@ -1,9 +1,3 @@
-// Package engine is the type-agnostic processing engine (DESIGN section 5):
-// a registry of item types, a bounded worker pool fed by notify and by the
-// sweep, and the per-item loop that claims, drains events, decides and
-// executes under a fenced, heartbeated lease.
-//
-// The engine never names an item type; types register a workqueue.ItemType.
 package engine
 
 import (

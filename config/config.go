@@ -21,8 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/workqueue-dev/workqueue/auth"
-	"github.com/workqueue-dev/workqueue/engine"
-	"github.com/workqueue-dev/workqueue/store"
+	"github.com/workqueue-dev/workqueue/dburl"
 )
 
 // Config is the whole configuration file.
@@ -70,7 +69,7 @@ type Config struct {
 	Dashboard Dashboard `yaml:"dashboard"`
 }
 
-// Processing tunes the engine; see engine.Config for each field's meaning.
+// Processing tunes the engine; see EngineConfig for each field's meaning.
 type Processing struct {
 	Workers       int      `yaml:"workers"`
 	Lease         Duration `yaml:"lease"`
@@ -136,7 +135,7 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 // Default returns the configuration used when no file is given: SQLite in
 // the working directory, a loopback listener, and the engine defaults.
 func Default() Config {
-	e := engine.DefaultConfig()
+	e := DefaultEngine()
 	return Config{
 		Listen:      "127.0.0.1:8080",
 		Database:    "sqlite:workqueue.db",
@@ -293,7 +292,7 @@ func (c Config) Validate() error {
 	if _, port, err := net.SplitHostPort(c.Listen); err != nil || port == "" {
 		bad("listen", "want host:port, such as 127.0.0.1:8080, got %q", c.Listen)
 	}
-	if _, _, err := store.ParseURL(c.Database); err != nil {
+	if _, _, err := dburl.Parse(c.Database); err != nil {
 		bad("database", "want sqlite:///absolute/path.db, sqlite:relative.db or postgres://…, got %q", RedactURL(c.Database))
 	}
 	seen := map[string]bool{}
@@ -369,9 +368,64 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// EngineConfig tunes the engine: engine.Config is this type. It is
+// declared here, beside the processing section that fills it (Engine),
+// so that the configuration links no engine; DefaultEngine holds the
+// defaults, and every field must be set (engine.New refuses zero values
+// it cannot use).
+type EngineConfig struct {
+	Workers       int           // concurrent items (DDR-41)
+	Lease         time.Duration // how long a claim holds without a heartbeat
+	Heartbeat     time.Duration // how often a held lease is extended; Lease/3 by default
+	SweepInterval time.Duration // how often the sweep looks for due items
+	SweepBatch    int           // items the sweep takes per query
+	// ClaimBatch is how many queued items the producer leases in one
+	// claim (one statement on PostgreSQL, one transaction on SQLite), and
+	// how many claimed items may wait for a worker.
+	ClaimBatch   int
+	ItemDeadline time.Duration // wall-clock time one item may hold a worker (DDR-44)
+	MaxAttempts  int           // consecutive failures that were not transient before an item fails
+	// GiveUpAfter is how long an item may fail transiently without a break
+	// (the forge or database unreachable, 5xx, rate limited) before it
+	// fails: transient failures back off but do not count toward
+	// MaxAttempts, so an outage shorter than this fails nothing.
+	GiveUpAfter   time.Duration
+	BackoffBase   time.Duration // backoff after the first failure; doubles per failure
+	BackoffMax    time.Duration // backoff cap
+	ShutdownGrace time.Duration // how long Stop lets the actions in flight finish
+	HandledTypes  []string      // item types this instance processes; none means none (DDR-25)
+	// DeliveryRetention is how long a webhook delivery id is remembered,
+	// so that a redelivery within it is stored once. Forges retry for
+	// hours at most; the default is a week.
+	DeliveryRetention time.Duration
+	Owner             string // lease owner name, e.g. host:pid
+}
+
+// DefaultEngine returns the engine defaults (engine.DefaultConfig);
+// config files override them.
+func DefaultEngine() EngineConfig {
+	host, _ := os.Hostname()
+	return EngineConfig{
+		Workers:           10,
+		Lease:             60 * time.Second,
+		Heartbeat:         20 * time.Second,
+		SweepInterval:     60 * time.Second,
+		SweepBatch:        1000,
+		ClaimBatch:        32,
+		ItemDeadline:      60 * time.Second,
+		MaxAttempts:       5,
+		GiveUpAfter:       24 * time.Hour,
+		BackoffBase:       10 * time.Second,
+		BackoffMax:        10 * time.Minute,
+		ShutdownGrace:     30 * time.Second,
+		DeliveryRetention: 7 * 24 * time.Hour,
+		Owner:             fmt.Sprintf("%s:%d", host, os.Getpid()),
+	}
+}
+
 // Engine returns the engine configuration.
-func (c Config) Engine() engine.Config {
-	e := engine.DefaultConfig()
+func (c Config) Engine() EngineConfig {
+	e := DefaultEngine()
 	p := c.Processing
 	e.Workers = p.Workers
 	e.Lease = time.Duration(p.Lease)

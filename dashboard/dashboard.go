@@ -31,9 +31,9 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/controlplane"
-	"github.com/workqueue-dev/workqueue/httpapi"
 	"github.com/workqueue-dev/workqueue/service"
 )
 
@@ -68,7 +68,7 @@ type Options struct {
 	// key of this process only (sessions end when it stops).
 	CookieKey []byte
 	// Limiter, when set, limits failed logins per client address, shared
-	// with the API (httpapi.Server.SetFailureLimiter).
+	// with the API (httpapi.Options.FailureLimiter).
 	Limiter *auth.FailureLimiter
 	Log     *slog.Logger
 	Clock   clockwork.Clock // nil: the real clock
@@ -433,7 +433,7 @@ type errorPage struct {
 // shows only the id.
 func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, s *session, err error) {
 	code := wq.ErrorCode(err)
-	p := errorPage{Status: httpapi.StatusOf(code), Message: wq.ErrorMessage(err)}
+	p := errorPage{Status: api.StatusOf(code), Message: wq.ErrorMessage(err)}
 	if p.Status == http.StatusInternalServerError {
 		p.RequestID = randomString()[:16]
 		d.log.Error("internal error", "request_id", p.RequestID, "method", r.Method, "path", r.URL.Path, "err", err)

@@ -98,9 +98,6 @@ func newWorldOn(t *testing.T, dbURL string, edit func(*dashboard.Options)) *worl
 		t.Fatal(err)
 	}
 	w.cps = &cp.Service{Store: testdb.ControlPlane(t, "sqlite"), Clock: w.clock, LeaseTTL: 30 * time.Minute, SessionTTL: time.Hour}
-	api := httpapi.NewServer(w.store, items, authn, testkit.Quiet())
-	api.SetClock(w.clock)
-	api.SetControlPlane(w.cps)
 	opts := dashboard.Options{Items: items, ControlPlane: w.cps, Auth: authn, Audit: trail, Trail: trail,
 		Log: testkit.Quiet(), Clock: w.clock}
 	edit(&opts)
@@ -108,10 +105,9 @@ func newWorldOn(t *testing.T, dbURL string, edit func(*dashboard.Options)) *worl
 	if err != nil {
 		t.Fatal(err)
 	}
-	api.SetDashboard(dash)
-	if opts.Limiter != nil {
-		api.SetFailureLimiter(opts.Limiter) // as serve shares it
-	}
+	api := httpapi.NewServer(httpapi.Options{Store: w.store, Items: items, Auth: authn, Log: testkit.Quiet(), Clock: w.clock,
+		ControlPlane: w.cps, Dashboard: dash,
+		FailureLimiter: opts.Limiter}) // as serve shares it
 	w.server = api
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)

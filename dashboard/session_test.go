@@ -146,8 +146,7 @@ func TestDashboardsOnOneDatabaseAcceptEachOthersCookies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			api := httpapi.NewServer(st, items, static, testkit.Quiet())
-			api.SetDashboard(d)
+			api := httpapi.NewServer(httpapi.Options{Store: st, Items: items, Auth: static, Log: testkit.Quiet(), Dashboard: d})
 			srv := httptest.NewServer(api)
 			t.Cleanup(srv.Close)
 			return srv.URL

@@ -23,7 +23,7 @@ func auditText(m *audit.Memory) string {
 	return string(b)
 }
 
-func newAuthServer(t *testing.T) (*httpapi.Server, *audit.Memory, string, string) {
+func newAuthServer(t *testing.T, with ...func(*httpapi.Options)) (*httpapi.Server, *audit.Memory, string, string) {
 	t.Helper()
 	st := testdb.Open(t, store.KindSQLite)
 	reader, readerHash, _ := auth.NewToken()
@@ -34,10 +34,13 @@ func newAuthServer(t *testing.T) (*httpapi.Server, *audit.Memory, string, string
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := httpapi.NewServer(st, testapi.Items(st, config.Default()), &auth.Chain{Static: static}, testkit.Quiet())
 	log := &audit.Memory{}
-	s.SetAudit(log)
-	s.SetProxyAccessTokenHeader("X-Forwarded-Access-Token")
+	opts := httpapi.Options{Store: st, Items: testapi.Items(st, config.Default()), Auth: &auth.Chain{Static: static}, Log: testkit.Quiet(),
+		Audit: log, ProxyAccessTokenHeader: "X-Forwarded-Access-Token"}
+	for _, w := range with {
+		w(&opts)
+	}
+	s := httpapi.NewServer(opts)
 	return s, log, reader, admin
 }
 

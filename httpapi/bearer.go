@@ -36,13 +36,6 @@ func bearerToken(h http.Header) (token string, ok, duplicate bool) {
 	return token, true, false
 }
 
-// SetFailureLimiter limits failed authentications per client address
-// (auth.FailureLimiter): once an address has failed too often, its
-// attempts with a token not recently valid are answered 429 with
-// Retry-After, unvalidated. The dashboard shares the limiter, so that
-// failures on either count together. nil: no limit.
-func (s *Server) SetFailureLimiter(l *auth.FailureLimiter) { s.limiter = l }
-
 // authenticate validates the token r presents, through the failure
 // limiter when there is one. The client address is r.RemoteAddr's host:
 // no configuration names a proxy whose X-Forwarded-For could be

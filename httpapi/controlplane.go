@@ -16,14 +16,7 @@ import (
 // maxControlBody bounds a control-plane request body.
 const maxControlBody = 64 << 10
 
-// SetControlPlane serves the control plane's routes (sessions,
-// allocations, the gate, leases, work) with svc; permission agent for a
-// caller's own sessions, admin for any.
-func (s *Server) SetControlPlane(svc *cp.Service) {
-	s.cp = svc
-	s.handle(s.controlRoutes())
-}
-
+// controlRoutes are the control plane's routes (Options.ControlPlane).
 func (s *Server) controlRoutes() []route {
 	if s.cp == nil {
 		return nil

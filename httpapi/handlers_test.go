@@ -34,7 +34,7 @@ func TestAnItemOfATypeNoInstanceHandlesIsFlagged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := httpapi.NewServer(st, items, &auth.Chain{Static: static}, testkit.Quiet())
+	s := httpapi.NewServer(httpapi.Options{Store: st, Items: items, Auth: &auth.Chain{Static: static}, Log: testkit.Quiet()})
 	do := func(method, path, body string) map[string]any {
 		t.Helper()
 		req := httptest.NewRequest(method, path, strings.NewReader(body))

@@ -26,6 +26,68 @@ import (
 	"github.com/workqueue-dev/workqueue/service"
 )
 
+// Options are a Server's dependencies, all given at once to NewServer.
+// Every field may be left out: a server without Items or Auth answers
+// only the probes, and every API route with 401.
+type Options struct {
+	// Store is the queue's store, which GET /readyz asks.
+	Store wq.Store
+	// Items serves the items API under /api/v1/items, GET /me and the
+	// OpenAPI document; nil: none of them.
+	Items *service.Items
+	// Webhooks serves POST /webhooks/{forge}; nil: none.
+	Webhooks *service.Webhooks
+	// Auth authenticates bearer tokens; nil: every API route is 401.
+	Auth auth.Authenticator
+	// FailureLimiter limits failed authentications per client address:
+	// once an address has failed too often, its attempts with a token not
+	// recently valid are answered 429 with Retry-After, unvalidated. The
+	// dashboard shares the limiter, so that failures on either count
+	// together. nil: no limit.
+	FailureLimiter *auth.FailureLimiter
+	// Log receives internal errors with their request ids (nil: none).
+	Log *slog.Logger
+	// Audit makes every authentication and authorisation decision an
+	// audit entry, never with the token; nil: none.
+	Audit wq.AuditSink
+	// Clock stamps audit entries; nil: the real clock.
+	Clock clockwork.Clock
+	// ProxyAccessTokenHeader names the header in which an OAuth proxy in
+	// front of GET /me passes the session's access token (DDR-27); "":
+	// none.
+	ProxyAccessTokenHeader string
+	// ControlPlane serves the control plane's routes (sessions,
+	// allocations, the gate, gated actions, leases, checkpoints, work):
+	// permission agent for a caller's own sessions, admin for any. nil:
+	// none.
+	ControlPlane *controlplane.Service
+	// Incidents is the incident bridge behind POST
+	// /api/v1/incidents/reconcile (permission incidents) and, for each
+	// provider with a secret in IncidentSecrets, its webhook receiver,
+	// which feeds the same path with apply. nil: the route answers 503.
+	Incidents       *incident.Bridge
+	IncidentSecrets IncidentSecrets
+	// MCP builds the MCP server's Streamable HTTP transport
+	// (mcpserver.HTTPHandler) served at /mcp, given the server's own
+	// handler, on which it makes each tool's REST call in process. A
+	// bearer token is required as on every API route, but no permission:
+	// each tool is authorized as the route it calls. nil: no /mcp.
+	MCP func(api http.Handler) http.Handler
+	// Metrics is the Prometheus exposition (metrics.Handler), served at
+	// GET /metrics behind the "metrics" permission; nil: none (a
+	// deployment may serve it on a listener of its own instead).
+	Metrics http.Handler
+	// Dashboard is the web dashboard (package dashboard), served under
+	// /ui/. It authenticates people itself, with the same tokens and
+	// authorizer as the API, carried by a cookie instead of a header.
+	// nil: none.
+	Dashboard http.Handler
+	// PublicURL is the service's base URL as clients reach it
+	// (public_url), which the OAuth protected-resource metadata of /mcp
+	// names; "": each request's scheme and host.
+	PublicURL string
+}
+
 // Server holds the handlers' dependencies.
 type Server struct {
 	store    wq.Store
@@ -49,18 +111,28 @@ type Server struct {
 	bodies          *bodyBudget // the bytes of the request bodies in flight
 }
 
-// NewServer returns the HTTP interface. items and authn may be nil: then
-// only the probes answer, and every API route is 401.
-func NewServer(store wq.Store, items *service.Items, authn auth.Authenticator, log *slog.Logger) *Server {
-	return NewServerWithWebhooks(store, items, nil, authn, log)
-}
-
-// NewServerWithWebhooks also serves POST /webhooks/{forge} when webhooks is
-// not nil.
-func NewServerWithWebhooks(store wq.Store, items *service.Items, webhooks *service.Webhooks, authn auth.Authenticator, log *slog.Logger) *Server {
-	s := &Server{store: store, items: items, webhooks: webhooks, auth: authn, log: log.With("component", "http"),
-		clock: clockwork.NewRealClock(), mux: http.NewServeMux(), bodies: newBodyBudget()}
+// NewServer returns the HTTP interface with the routes opts provide for.
+func NewServer(opts Options) *Server {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	s := &Server{store: opts.Store, items: opts.Items, webhooks: opts.Webhooks, auth: opts.Auth, limiter: opts.FailureLimiter,
+		log: log.With("component", "http"), audit: opts.Audit, proxyHeader: opts.ProxyAccessTokenHeader, clock: clock,
+		cp: opts.ControlPlane, incidents: opts.Incidents, incidentSecrets: opts.IncidentSecrets,
+		publicURL: strings.TrimSuffix(opts.PublicURL, "/"), metrics: opts.Metrics,
+		mux: http.NewServeMux(), bodies: newBodyBudget()}
+	if opts.MCP != nil {
+		s.mcp = opts.MCP(s)
+	}
 	s.handle(s.routes())
+	if opts.Dashboard != nil {
+		s.mountDashboard(opts.Dashboard)
+	}
 	s.mux.HandleFunc("/", s.noRoute)
 	return s
 }
@@ -86,17 +158,6 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Allow", strings.Join(allowed, ", "))
 	s.problem(w, r, http.StatusMethodNotAllowed, wq.EINVALID, fmt.Sprintf("%s takes %s, not %s", r.URL.Path, strings.Join(allowed, ", "), r.Method))
 }
-
-// SetAudit makes every authentication and authorisation decision an audit
-// entry (never with the token).
-func (s *Server) SetAudit(a wq.AuditSink) { s.audit = a }
-
-// SetClock sets the clock audit entries are stamped with.
-func (s *Server) SetClock(c clockwork.Clock) { s.clock = c }
-
-// SetProxyAccessTokenHeader names the header in which an OAuth proxy in
-// front of GET /me passes the session's access token (DDR-27).
-func (s *Server) SetProxyAccessTokenHeader(h string) { s.proxyHeader = h }
 
 // openAPI is the API's description; a test checks every route and
 // response against it, so it cannot drift from the handlers.
@@ -177,33 +238,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "schema_version": applied})
 }
 
-// statusByCode maps application error codes to HTTP statuses; a code
-// missing here is answered as internal (statusOf), never with status 0.
-var statusByCode = map[string]int{
-	wq.EINVALID:      http.StatusUnprocessableEntity,
-	wq.ENOTFOUND:     http.StatusNotFound,
-	wq.ECONFLICT:     http.StatusConflict,
-	wq.EUNAUTHORIZED: http.StatusUnauthorized,
-	wq.EFORBIDDEN:    http.StatusForbidden,
-	wq.EUNAVAILABLE:  http.StatusServiceUnavailable,
-	wq.EINTERNAL:     http.StatusInternalServerError,
-}
-
-// statusOf is the HTTP status of an application error code: 500 for one
-// the table does not know.
-func statusOf(code string) int {
-	if status, ok := statusByCode[code]; ok {
-		return status
-	}
-	return http.StatusInternalServerError
-}
-
 // Error writes err as a problem document (api.Problem) with the status of
 // its code. A refusal is shown whole. Internal errors are logged with
 // their detail and a request id; the caller sees only "internal error"
 // and the request id, to quote when asking what went wrong.
 func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
-	s.errorAs(w, r, err, statusOf)
+	s.errorAs(w, r, err, api.StatusOf)
 }
 
 // errorAs is Error with the caller's mapping of codes to statuses.
@@ -221,7 +261,7 @@ func (s *Server) errorAs(w http.ResponseWriter, r *http.Request, err error, stat
 	if errors.As(err, &e) {
 		p.Reason = e.Reason
 	}
-	if code == wq.EINTERNAL || statusOf(code) == http.StatusInternalServerError {
+	if code == wq.EINTERNAL || api.StatusOf(code) == http.StatusInternalServerError {
 		p.RequestID = newRequestID()
 		s.log.Error("internal error", "request_id", p.RequestID, "method", r.Method, "path", r.URL.Path, "err", err)
 	}

@@ -30,7 +30,7 @@ func TestReadyOnlyWithCurrentSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	h := httpapi.NewServer(s, nil, nil, testkit.Quiet())
+	h := httpapi.NewServer(httpapi.Options{Store: s, Log: testkit.Quiet()})
 
 	if code, _, _ := get(t, h, "/healthz"); code != http.StatusOK {
 		t.Errorf("healthz = %d", code)
@@ -52,7 +52,7 @@ func TestReadyOnlyWithCurrentSchema(t *testing.T) {
 }
 
 func TestUnknownRouteIsAProblem(t *testing.T) {
-	h := httpapi.NewServer(testdb.Open(t, store.KindSQLite), nil, nil, testkit.Quiet())
+	h := httpapi.NewServer(httpapi.Options{Store: testdb.Open(t, store.KindSQLite), Log: testkit.Quiet()})
 	code, ctype, body := get(t, h, "/nope")
 	if code != http.StatusNotFound || ctype != "application/problem+json" || body["code"] != "not_found" || body["status"] != float64(404) {
 		t.Errorf("GET /nope = %d %s %v", code, ctype, body)

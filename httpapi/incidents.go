@@ -16,14 +16,6 @@ type IncidentSecrets struct {
 	GlitchTip string // the shared secret GlitchTip's webhook URL or header carries
 }
 
-// SetIncidents serves the incident bridge: POST /api/v1/incidents/reconcile
-// (permission incidents) and, for each provider with a secret, its
-// webhook receiver, which feeds the same path with apply.
-func (s *Server) SetIncidents(b *incident.Bridge, secrets IncidentSecrets) {
-	s.incidents, s.incidentSecrets = b, secrets
-	s.handle(s.incidentWebhookRoutes())
-}
-
 // incidentRoutes are the incident bridge's routes. POST
 // /api/v1/incidents/reconcile is served whether or not the bridge is on,
 // answering 503 (code unavailable) while it is off, a status its

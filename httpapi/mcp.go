@@ -2,23 +2,7 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
 )
-
-// SetMCP serves h, the MCP server's Streamable HTTP transport
-// (mcpserver.HTTPHandler), at /mcp. A bearer token is required as on
-// every API route, but no permission: h serves each tool call as the
-// REST call it makes, with the same token, so each tool is authorized as
-// that route is.
-func (s *Server) SetMCP(h http.Handler) {
-	s.mcp = h
-	s.handle(s.mcpRoutes())
-}
-
-// SetPublicURL sets the service's base URL as clients reach it
-// (public_url), which the OAuth protected-resource metadata names; unset,
-// it is read from each request's host.
-func (s *Server) SetPublicURL(u string) { s.publicURL = strings.TrimSuffix(u, "/") }
 
 // mcpRoutes are the methods of MCP's Streamable HTTP transport: POST
 // carries the messages, GET and DELETE are the server's stream and a

@@ -48,7 +48,7 @@ func TestMCPWithoutATokenPointsAtItsProtectedResourceMetadata(t *testing.T) {
 			t.Errorf("GET %s: %+v, want resource http://wq.example:8080/mcp taking bearer tokens in the header, no authorization server", path, got)
 		}
 	}
-	s.SetPublicURL("https://workqueue.example/")
+	s, _ = testServer(t, func(o *Options) { o.PublicURL = "https://workqueue.example/" })
 	if c := get("POST", "http://10.0.0.7/mcp").Header().Get("WWW-Authenticate"); !strings.Contains(c, `resource_metadata="https://workqueue.example/.well-known/oauth-protected-resource/mcp"`) {
 		t.Errorf("with public_url, the challenge %q does not name its metadata under public_url", c)
 	}

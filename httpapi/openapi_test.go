@@ -40,7 +40,7 @@ func loadOpenAPI(t *testing.T) *openapi3.T {
 	return doc
 }
 
-func testServer(t *testing.T) (*Server, map[auth.Permission]string) {
+func testServer(t *testing.T, with ...func(*Options)) (*Server, map[auth.Permission]string) {
 	t.Helper()
 	st := testdb.Open(t, store.KindSQLite)
 	cfg := config.Default()
@@ -59,12 +59,16 @@ func testServer(t *testing.T) (*Server, map[auth.Permission]string) {
 	}
 	items := testapi.Items(st, cfg)
 	hooks := testapi.Webhooks(st, cfg, items, "hook-secret")
-	s := NewServerWithWebhooks(st, items, hooks, authn, testkit.Quiet())
 	cps := testdb.ControlPlane(t, store.KindSQLite)
-	s.SetControlPlane(&controlplane.Service{Store: cps})
-	s.SetIncidents(testapi.Incidents(t, cps), IncidentSecrets{Sentry: "sentry-secret", GlitchTip: "glitchtip-secret"})
-	s.SetMCP(mcpserver.HTTPHandler(s, mcpserver.HTTPOptions{}))
-	s.SetMetrics(metrics.New().Handler())
+	opts := Options{Store: st, Items: items, Webhooks: hooks, Auth: authn, Log: testkit.Quiet(),
+		ControlPlane: &controlplane.Service{Store: cps},
+		Incidents:    testapi.Incidents(t, cps), IncidentSecrets: IncidentSecrets{Sentry: "sentry-secret", GlitchTip: "glitchtip-secret"},
+		MCP:     func(api http.Handler) http.Handler { return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{}) },
+		Metrics: metrics.New().Handler()}
+	for _, w := range with {
+		w(&opts)
+	}
+	s := NewServer(opts)
 	return s, tokens
 }
 

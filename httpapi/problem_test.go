@@ -20,7 +20,7 @@ import (
 // and the Go client turns it back into the error the server had.
 func TestErrorsAreProblemsTheClientReadsBack(t *testing.T) {
 	var logged bytes.Buffer
-	s := httpapi.NewServer(nil, nil, nil, slog.New(slog.NewTextHandler(&logged, nil)))
+	s := httpapi.NewServer(httpapi.Options{Log: slog.New(slog.NewTextHandler(&logged, nil))})
 	for _, tc := range []struct {
 		name   string
 		err    error

@@ -55,7 +55,7 @@ func TestReconcilingWithTheBridgeOffIsADeclaredStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewServer(st, testapi.Items(st, config.Default()), authn, testkit.Quiet())
+	s := NewServer(Options{Store: st, Items: testapi.Items(st, config.Default()), Auth: authn, Log: testkit.Quiet()})
 	req := httptest.NewRequest("POST", "/api/v1/incidents/reconcile", strings.NewReader(`{"observation":{"provider":"sentry","fingerprint":"1"}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+tokenOf)

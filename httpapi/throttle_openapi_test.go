@@ -20,8 +20,9 @@ import (
 // address failed too often, and its 429 follows the document.
 func TestEveryBearerRouteDocumentsTheThrottle(t *testing.T) {
 	doc := loadOpenAPI(t)
-	s, _ := testServer(t)
-	s.SetFailureLimiter(auth.NewFailureLimiter(auth.LimiterOptions{Limit: 1, Clock: clockwork.NewFakeClock()}))
+	s, _ := testServer(t, func(o *Options) {
+		o.FailureLimiter = auth.NewFailureLimiter(auth.LimiterOptions{Limit: 1, Clock: clockwork.NewFakeClock()})
+	})
 	checked := 0
 	for _, rt := range s.routes() {
 		op := doc.Paths.Find(rt.path).GetOperation(rt.method)

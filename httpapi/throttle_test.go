@@ -11,6 +11,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/workqueue-dev/workqueue/auth"
+	"github.com/workqueue-dev/workqueue/httpapi"
 	"github.com/workqueue-dev/workqueue/metrics"
 )
 
@@ -25,11 +26,12 @@ func callFrom(h http.Handler, remote, path, token string) *httptest.ResponseReco
 }
 
 func TestGuessingTokensIsThrottledPerClientAddress(t *testing.T) {
-	s, log, reader, admin := newAuthServer(t)
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
 	mx := metrics.New()
-	s.SetClock(clock)
-	s.SetFailureLimiter(auth.NewFailureLimiter(auth.LimiterOptions{Limit: 10, Window: time.Minute, Clock: clock, Metrics: mx}))
+	s, log, reader, admin := newAuthServer(t, func(o *httpapi.Options) {
+		o.Clock = clock
+		o.FailureLimiter = auth.NewFailureLimiter(auth.LimiterOptions{Limit: 10, Window: time.Minute, Clock: clock, Metrics: mx})
+	})
 	const guesser, bystander = "192.0.2.1:50000", "198.51.100.2:50000"
 
 	if rec := callFrom(s, "192.0.2.1:40000", "/api/v1/items", reader); rec.Code != http.StatusOK {

@@ -7,14 +7,15 @@ import (
 	"strconv"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/webhook"
+	"github.com/workqueue-dev/workqueue/api"
+	"github.com/workqueue-dev/workqueue/forge"
 )
 
 // receiveWebhook answers a forge's delivery. It is authenticated by the
 // delivery's signature or token, not by a bearer token, and answers 2xx
 // only once the event is committed.
 func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r, webhook.MaxBodyBytes, http.StatusBadRequest)
+	body, ok := s.readBody(w, r, forge.MaxBodyBytes, http.StatusBadRequest)
 	if !ok {
 		return
 	}
@@ -26,13 +27,13 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, got)
 }
 
-// webhookStatus is statusOf, but a malformed delivery is a 400: it is the
+// webhookStatus is api.StatusOf, but a malformed delivery is a 400: it is the
 // forge's request that is bad, not a document a caller chose.
 func webhookStatus(code string) int {
 	if code == wq.EINVALID {
 		return http.StatusBadRequest
 	}
-	return statusOf(code)
+	return api.StatusOf(code)
 }
 
 // readBody reads a body of at most max bytes. A larger one is answered

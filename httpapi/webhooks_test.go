@@ -41,7 +41,7 @@ func TestEveryDocumentedEventIsAnswered2xx(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := httpapi.NewServerWithWebhooks(st, items, testapi.Webhooks(st, cfg, items, "hook-secret"), &auth.Chain{Static: static}, testkit.Quiet())
+	s := httpapi.NewServer(httpapi.Options{Store: st, Items: items, Webhooks: testapi.Webhooks(st, cfg, items, "hook-secret"), Auth: &auth.Chain{Static: static}, Log: testkit.Quiet()})
 	do := func(req *http.Request) (int, map[string]any) {
 		t.Helper()
 		rec := httptest.NewRecorder()

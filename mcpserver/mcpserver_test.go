@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -60,10 +61,10 @@ func newService(t *testing.T) *service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httpapi.NewServer(st, testapi.Items(st, cfg), authn, testkit.Quiet())
-	h.SetControlPlane(&cp.Service{Store: s.cp, Clock: s.clock, Forges: map[string]wq.Forge{"gitea": s.forge}})
-	h.SetIncidents(testapi.Incidents(t, s.cp), httpapi.IncidentSecrets{})
-	h.SetMCP(mcpserver.HTTPHandler(h, mcpserver.HTTPOptions{}))
+	h := httpapi.NewServer(httpapi.Options{Store: st, Items: testapi.Items(st, cfg), Auth: authn, Log: testkit.Quiet(),
+		ControlPlane: &cp.Service{Store: s.cp, Clock: s.clock, Forges: map[string]wq.Forge{"gitea": s.forge}},
+		Incidents:    testapi.Incidents(t, s.cp),
+		MCP:          func(api http.Handler) http.Handler { return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{}) }})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	s.url = srv.URL

@@ -41,9 +41,9 @@ func (m *Main) withDashboardTrail(sink wq.AuditSink) wq.AuditSink {
 	return audit.Multi{sink, recent}
 }
 
-// serveDashboard mounts the web dashboard at /ui/ on api, with the API's
-// authenticator, failure limiter and services.
-func (m *Main) serveDashboard(ctx context.Context, api *httpapi.Server, items *service.Items, cps *controlplane.Service,
+// serveDashboard makes the web dashboard the API's options mount at
+// /ui/, with the API's authenticator, failure limiter and services.
+func (m *Main) serveDashboard(ctx context.Context, api *httpapi.Options, items *service.Items, cps *controlplane.Service,
 	authn auth.Authenticator, limiter *auth.FailureLimiter, sink wq.AuditSink) error {
 	key, err := m.cookieKey(ctx)
 	if err != nil {
@@ -59,7 +59,7 @@ func (m *Main) serveDashboard(ctx context.Context, api *httpapi.Server, items *s
 	if err != nil {
 		return err
 	}
-	api.SetDashboard(d)
+	api.Dashboard = d
 	return nil
 }
 

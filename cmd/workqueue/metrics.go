@@ -45,13 +45,13 @@ func forgeHTTPClient(mx *metrics.Metrics, name, kind string) *http.Client {
 }
 
 // serveMetrics serves /metrics on the main listener (the "metrics"
-// permission) and, with metrics.listen, on a listener of its own without
-// authentication.
-func (m *Main) serveMetrics(api *httpapi.Server) error {
+// permission, through the API's options) and, with metrics.listen, on a
+// listener of its own without authentication.
+func (m *Main) serveMetrics(api *httpapi.Options) error {
 	if m.Metrics == nil {
 		return nil
 	}
-	api.SetMetrics(m.Metrics.Handler())
+	api.Metrics = m.Metrics.Handler()
 	if m.Config.Metrics.Listen == "" {
 		return nil
 	}

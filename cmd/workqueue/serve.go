@@ -216,10 +216,6 @@ func (m *Main) Run(ctx context.Context) error {
 		go func() { defer close(m.synced); inv.Run(syncCtx) }()
 	}
 
-	api := httpapi.NewServerWithWebhooks(s, items, hooks, authn, m.Log)
-	api.SetAudit(audit.Safe(sink, m.Log))
-	api.SetClock(m.Clock)
-	api.SetControlPlane(cps)
 	// One limiter of failed authentications for the API and the
 	// dashboard, so that a guesser's failures on either count together.
 	var limiter *auth.FailureLimiter
@@ -227,23 +223,27 @@ func (m *Main) Run(ctx context.Context) error {
 		limiter = auth.NewFailureLimiter(auth.LimiterOptions{Limit: a.FailureLimit, Window: time.Duration(a.FailureWindow),
 			Clock: m.Clock, Metrics: m.Metrics})
 	}
-	api.SetFailureLimiter(limiter)
-	if err := m.serveDashboard(ctx, api, items, cps, authn, limiter, sink); err != nil {
+	apiOpts := httpapi.Options{Store: s, Items: items, Webhooks: hooks, Auth: authn, FailureLimiter: limiter, Log: m.Log,
+		Audit: audit.Safe(sink, m.Log), Clock: m.Clock, ControlPlane: cps,
+		ProxyAccessTokenHeader: m.Config.Auth.ProxyAccessTokenHeader,
+		PublicURL:              m.Config.PublicURL, // the base the OAuth protected-resource metadata of /mcp names
+		// The same tools for agents over MCP at /mcp, each call made on
+		// the API with the caller's token; a submission as large as REST
+		// takes fits.
+		MCP: func(api http.Handler) http.Handler {
+			return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Log: m.Log.With("component", "mcp"), MaxRequestBytes: httpapi.MaxSubmitBytes + 1<<20})
+		}}
+	if err := m.serveDashboard(ctx, &apiOpts, items, cps, authn, limiter, sink); err != nil {
 		return err
 	}
-	// The same tools for agents over MCP at /mcp, each call made on api
-	// with the caller's token; a submission as large as REST takes fits.
-	api.SetPublicURL(m.Config.PublicURL) // the base the OAuth protected-resource metadata of /mcp names
-	api.SetMCP(mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Log: m.Log.With("component", "mcp"), MaxRequestBytes: httpapi.MaxSubmitBytes + 1<<20}))
-	if err := m.serveIncidents(ctx, api, all.cp, forges); err != nil {
+	if err := m.serveIncidents(ctx, &apiOpts, all.cp, forges); err != nil {
 		return err
 	}
-	api.SetProxyAccessTokenHeader(m.Config.Auth.ProxyAccessTokenHeader)
-	if err := m.serveMetrics(api); err != nil {
+	if err := m.serveMetrics(&apiOpts); err != nil {
 		return err
 	}
 	m.HTTP = &http.Server{
-		Handler:           api,
+		Handler:           httpapi.NewServer(apiOpts),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		WriteTimeout:      time.Minute,
@@ -281,9 +281,9 @@ func (m *Main) logWhatItDoes() {
 
 // serveIncidents starts the incident bridge when incidents are
 // configured: the legacy links imported (or the start refused, naming
-// the conflicts), the reconcile route, and each provider's webhook
-// receiver that has a secret.
-func (m *Main) serveIncidents(ctx context.Context, api *httpapi.Server, cps controlplane.Store, forges map[string]wq.Forge) error {
+// the conflicts), and gives it to the API's options for the reconcile
+// route and each provider's webhook receiver that has a secret.
+func (m *Main) serveIncidents(ctx context.Context, api *httpapi.Options, cps controlplane.Store, forges map[string]wq.Forge) error {
 	cfg := m.Config.Incidents
 	if len(cfg.Projects) == 0 && cfg.ProjectsFile == "" {
 		return nil
@@ -326,7 +326,7 @@ func (m *Main) serveIncidents(ctx context.Context, api *httpapi.Server, cps cont
 	}
 	m.Log.Info("incident bridge", "projects", len(projects), "sentry_webhook", secrets.Sentry != "",
 		"glitchtip_webhook", secrets.GlitchTip != "", "legacy_import", rep)
-	api.SetIncidents(bridge, secrets)
+	api.Incidents, api.IncidentSecrets = bridge, secrets
 	return nil
 }
 

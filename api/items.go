@@ -1,6 +1,3 @@
-// Package api holds the wire types of workqueue's HTTP API: what the
-// server (httpapi, through service) writes and the Go client reads. It is
-// a leaf: it names no store, engine or forge, so that a client links none.
 package api
 
 import (
@@ -92,44 +89,4 @@ type FileView struct {
 	Action       string `json:"action"`
 	Path         string `json:"file_path"`
 	PreviousPath string `json:"previous_path,omitempty"`
-}
-
-// Problem is an RFC 9457 problem document, the body of every error
-// answer. Code is the application error code (wq.EINVALID, …) and is
-// stable; Refusal is set when a submission was refused, naming the
-// action, path or field and the rule; RequestID is set on internal errors,
-// to find the log line that says more.
-type Problem struct {
-	Type    string      `json:"type"`
-	Title   string      `json:"title"`
-	Status  int         `json:"status"`
-	Detail  string      `json:"detail"`
-	Code    string      `json:"code"`
-	Refusal *wq.Refusal `json:"refusal,omitempty"` // the first of Refusals
-	// Refusals are every refusal of a refused submission, in action
-	// order, so that a caller fixes them all in one go.
-	Refusals  []*wq.Refusal `json:"refusals,omitempty"`
-	Reason    string        `json:"reason,omitempty"` // a stable refinement of code (wait_foreign_active, ...)
-	RequestID string        `json:"request_id,omitempty"`
-}
-
-// Err is the problem as the application error it stands for: the
-// *wq.Refusal when there is one, else a *wq.Error with its code and
-// detail, so that a client tests wq.ErrorCode as the server did.
-func (p *Problem) Err() error {
-	if len(p.Refusals) > 0 {
-		return wq.Refusals(p.Refusals)
-	}
-	if p.Refusal != nil {
-		return p.Refusal
-	}
-	code := p.Code
-	if code == "" {
-		code = wq.EINTERNAL
-	}
-	msg := p.Detail
-	if p.RequestID != "" {
-		msg += " (request " + p.RequestID + ")"
-	}
-	return &wq.Error{Code: code, Message: msg, Reason: p.Reason}
 }

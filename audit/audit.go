@@ -1,5 +1,3 @@
-// Package audit writes audit entries (DDR-28) to sinks. Safe wraps any
-// sink so that a failing or panicking sink never breaks processing.
 package audit
 
 import (

@@ -1,8 +1,3 @@
-// Package auth answers "who is calling, and may they do this?" for the
-// HTTP API (DESIGN section 8). Bearer tokens only (DDR-24): static tokens
-// stored as SHA-256 hashes, OIDC JWTs verified against their issuer's
-// keys, and opaque tokens validated by an introspection endpoint; rules
-// map what a token proves to permissions, optionally narrowed to projects.
 package auth
 
 import (

@@ -8,6 +8,12 @@
 // reads no forge and no file; the caller hands Match the job and a
 // function that fetches the job's log.
 //
+// Parse (rules.go) reads a rules document strictly; Rules.Compile
+// (compile.go) validates it into a Herder, each problem a FieldError
+// naming its field. Herder.Match (match.go) gives a failed job's Verdict,
+// reading the log only if it must; Herder.Delay gives, without the log,
+// when a retry would be due.
+//
 // # Semantics
 //
 // Patterns. A pattern written between slashes ("/exit code 13[79]/") is a

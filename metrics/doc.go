@@ -1,8 +1,16 @@
-// Package metrics is workqueue's Prometheus instrumentation (issue 15):
-// one registry of its own (never the global default) holding every
-// collector, typed methods the rest of the code calls, a RoundTripper for
-// the forge adapters' HTTP clients and scrape-time counts read from the
-// stores. No other package imports Prometheus.
+// Package metrics is workqueue's Prometheus instrumentation (issue 15).
+// No other package imports Prometheus.
+//
+//   - Metrics (metrics.go) is one registry of its own (never the global
+//     default) holding every collector, the Handler that serves it, and
+//     the typed methods the rest of the code calls: the engine's (it
+//     implements engine.Metrics), the webhook receiver's, auth's (JWKS
+//     fetches, throttling), the control plane's (allocations, gate
+//     refusals) and the audit sinks'.
+//   - ForgeTransport (forge.go) is a RoundTripper for the forge adapters'
+//     HTTP clients, counting and timing each call by Operation.
+//   - WatchItems and WatchControlPlane (store.go) report counts read from
+//     the stores at scrape time, at most every 15 seconds.
 //
 // Every method is safe on a nil *Metrics, so a component built without
 // metrics needs no checks. Labels are low in cardinality by construction:

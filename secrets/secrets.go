@@ -1,18 +1,3 @@
-// Package secrets finds secrets in what callers send, to keep them out of
-// everything the service stores (session checkpoints, leases, sessions,
-// events, incident titles and bodies, audit metadata: hard rules 1 and 5
-// of seed 003's #660) and out of the changes it pushes (push protection,
-// Scan).
-//
-// It combines a maintained scanner's rule set, gitleaks v8's detector
-// (about 200 vendor rules with keywords, entropy and allowlists, and
-// the service's own decoding of base64 and percent-encoded words), with the service's
-// structural rules (rules.go): secret-named members at any depth, URL
-// userinfo, header lines, key = value assignments, command-line
-// passwords, key blocks, and vendor prefixes in any case or glued to a
-// word. Redaction keeps text readable: each secret becomes
-// "[REDACTED:rule]". It errs on the side of masking: a checkpoint that
-// loses a word is recoverable, a stored token is not.
 package secrets
 
 import (

@@ -1,7 +1,9 @@
 // Package eventually waits, in tests, for a condition that another
 // goroutine or process makes true (a real forge, a served binary), without
-// each test writing its own deadline loop. Tests of time-driven behaviour
-// drive a fake clock instead.
+// each test writing its own deadline loop: True for a condition, Value
+// for a value, TrueEvery for a benchmark that measures how soon a
+// condition holds. Tests of time-driven behaviour drive a fake clock
+// instead.
 package eventually
 
 import (

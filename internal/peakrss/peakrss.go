@@ -1,5 +1,7 @@
 // Package peakrss reads and resets the process's peak resident memory
-// (Linux's VmHWM), for benchmarks that report the peak of one phase.
+// (Linux's VmHWM), and reads another process's (PeakOf): for benchmarks
+// that report the peak of one phase, and a test that bounds a served
+// binary's.
 package peakrss
 
 import (

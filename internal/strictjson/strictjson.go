@@ -4,6 +4,12 @@
 // quietly merges member names given twice or in another case; a service
 // that inspects what it stores must see the bytes the caller sent, so
 // those are refused here, naming the member.
+//
+// Decode decodes a body strictly: known members only, each once and in
+// its case (an unknown one with a "did you mean" from package suggest).
+// CheckShape (shape.go), which Decode runs first, refuses without decoding
+// a body nested too deep or too wide; TopLevelString reads one member, to
+// route a body before it is decoded.
 package strictjson
 
 import (

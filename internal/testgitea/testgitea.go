@@ -1,6 +1,7 @@
 // Package testgitea gives tests the real Gitea that scripts/test starts
-// (TEST_GITEA_URL, TEST_GITEA_TOKEN, TEST_GITEA_USER), and fresh
-// repositories on it.
+// (TEST_GITEA_URL, TEST_GITEA_TOKEN, TEST_GITEA_USER): fresh repositories
+// on it (NewRepo), a second account's token for reviews (Reviewer), and
+// commits pushed from a clone for what the API cannot write (Git).
 //
 // Without TEST_GITEA_URL a Gitea test skips, except when CI is set: then it
 // fails, because a Gitea half that silently skips is a failed run.

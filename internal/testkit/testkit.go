@@ -1,4 +1,7 @@
-// Package testkit holds small things many packages' tests need alike.
+// Package testkit holds small things many packages' tests need alike: a
+// logger that writes nowhere (Quiet), goroutines released together as
+// racing callers arrive (AtOnce), and a list of lines many goroutines add
+// to (Record).
 package testkit
 
 import (

@@ -49,7 +49,8 @@ type Driver interface {
 
 	// Write runs fn in one write transaction and commits it if fn returns
 	// nil; if fn returns an error nothing it wrote stays, and Write
-	// returns that error. The transaction holds the per-item lock of
+	// returns that error, translated (so a store that reads its own
+	// constraints' violations does so inside fn). The transaction holds the per-item lock of
 	// DDR-34 for whatever items fn writes (SQLite: BEGIN IMMEDIATE on its
 	// one writer; PostgreSQL: the rows fn locks). fn must not call Write
 	// itself; on SQLite its statements run to their end even if ctx is
@@ -78,7 +79,7 @@ type Driver interface {
 	// component: the files of dir in fsys, written for this dialect (by
 	// convention dir ends in Dialect().Name). Migrate applies it after the
 	// queue's and SchemaVersion counts it. Call it before Migrate.
-	// EINVALID for a chain it cannot read or registered twice.
+	// An error for a chain it cannot read or a component registered twice.
 	AddMigrations(component string, fsys fs.FS, dir string) error
 }
 

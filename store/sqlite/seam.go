@@ -55,15 +55,16 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return s.commits.write(ctx, fn)
 }
 
-// Write is write for a store built on the driver.
+// Write is write for a store built on the driver; fn's error is
+// translated, as PostgreSQL's is.
 func (s *Store) Write(ctx context.Context, fn func(tx seam.Tx) error) error {
-	return s.write(ctx, func(tx *sql.Tx) error { return fn(writeTx{executor{tx}, tx}) })
+	return s.write(ctx, func(tx *sql.Tx) error { return translate(fn(writeTx{executor{tx}, tx})) })
 }
 
 // Fenced runs fn in a write transaction if lease l still holds the item;
 // ErrLeaseLost otherwise. op names the write in errors.
 func (s *Store) Fenced(ctx context.Context, l wq.Lease, op string, fn func(tx seam.Tx) error) error {
-	return s.fenced(ctx, l, op, func(tx *sql.Tx, _ wq.Phase) error { return fn(writeTx{executor{tx}, tx}) })
+	return s.fenced(ctx, l, op, func(tx *sql.Tx, _ wq.Phase) error { return translate(fn(writeTx{executor{tx}, tx})) })
 }
 
 // AddMigrations registers an item type's own migration chain (the SQLite

@@ -88,9 +88,32 @@ func (c Config) Notes() []string {
 	return out
 }
 
-// ItemTypes are the item types this build can process: serve registers
-// each when handled_types names it.
-var ItemTypes = []string{"example", "mr"}
+// ItemTypes are the item types this build can process, sorted: the item
+// type registry (package itemtype) adds each with RegisterItemType, and
+// serve registers each when handled_types names it.
+var ItemTypes []string
+
+// itemTypeWarnings are the registered types' warnings, by type.
+var itemTypeWarnings = map[string]func(Config) []Warning{}
+
+// Warning is what an item type's configuration section makes a trap:
+// Field names the key it is about, Message says why.
+type Warning struct {
+	Field, Message string
+}
+
+// RegisterItemType adds an item type this build can process, with the
+// warnings its section gives (nil: none). The item type registry calls it;
+// registration happens at start, before any configuration is read.
+func RegisterItemType(name string, warnings func(Config) []Warning) {
+	if !slices.Contains(ItemTypes, name) {
+		ItemTypes = append(ItemTypes, name)
+		slices.Sort(ItemTypes)
+	}
+	if warnings != nil {
+		itemTypeWarnings[name] = warnings
+	}
+}
 
 // Check reads the configuration file at path like Load and returns what
 // it resolved (the defaults filled in) and every problem at once, before
@@ -152,17 +175,18 @@ func (c Config) validateItemTypes(bad func(field, format string, args ...any)) {
 
 // typeWarnings says when the API takes items that this instance will not
 // process: right for an API-only instance beside processing ones
-// (DDR-25), a trap for a single instance.
+// (DDR-25), a trap for a single instance. Each item type says it of its
+// own section.
 func (c Config) typeWarnings(doc *yaml.Node) Problems {
 	var out Problems
-	line := lineOf(doc, "handled_types")
-	if len(c.Projects) > 0 && !slices.Contains(c.HandledTypes, "mr") {
-		out = append(out, &Problem{Field: "handled_types", Line: line, Warning: true,
-			Message: "projects are configured but mr is not handled here: mr items wait until an instance with mr in its handled_types runs on the same database"})
-	}
-	if c.Example.Enabled && !slices.Contains(c.HandledTypes, "example") {
-		out = append(out, &Problem{Field: "example.enabled", Line: lineOf(doc, "example.enabled"), Warning: true,
-			Message: "example items are taken but not processed here: they wait until an instance with example in its handled_types runs on the same database"})
+	for _, t := range ItemTypes {
+		warn := itemTypeWarnings[t]
+		if warn == nil {
+			continue
+		}
+		for _, w := range warn(c) {
+			out = append(out, &Problem{Field: w.Field, Line: lineOf(doc, w.Field), Warning: true, Message: w.Message})
+		}
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
+	_ "github.com/workqueue-dev/workqueue/itemtype/types" // the item types handled_types names
 )
 
 func TestExampleConfigLoads(t *testing.T) {

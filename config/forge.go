@@ -12,13 +12,12 @@ import (
 
 	"github.com/workqueue-dev/workqueue/forge"
 	_ "github.com/workqueue-dev/workqueue/forge/kinds" // the kinds forges[].kind names
-	"github.com/workqueue-dev/workqueue/mr"
 )
 
 // Forge is one code forge the service writes to.
 type Forge struct {
 	Name string `yaml:"name"`
-	Kind string `yaml:"kind"` // a registered kind of forge: gitea or gitlab (forge/kinds)
+	Kind string `yaml:"kind"` // gitea or gitlab
 	URL  string `yaml:"url"`
 	// The API token: from an environment variable or a file, never inline.
 	TokenEnv  string `yaml:"token_env"`
@@ -273,18 +272,21 @@ func orDefault(v, def int64) int64 {
 }
 
 // MRProject is how a project on a forge is configured for the mr item
-// type's changes, and false when no project entry covers it.
-func (c Config) MRProject(forgeName, project string) (mr.Project, bool) {
+// type's changes, with the defaults filled in, and false when no project
+// entry covers it. The mr type's registration (mr/mrtype) reads it into
+// the type's own mr.Project: config says what is configured, and links no
+// item type.
+func (c Config) MRProject(forgeName, project string) (ProjectSettings, bool) {
 	p, ok := c.ProjectFor(forgeName, project)
 	if !ok {
-		return mr.Project{}, false
+		return ProjectSettings{}, false
 	}
 	fg, _ := c.ForgeNamed(forgeName)
-	return mr.Project{
-		Policy: mr.Policy{BlockedPaths: p.BlockedPaths,
+	return ProjectSettings{
+		Policy: PolicySettings{BlockedPaths: p.BlockedPaths,
 			MaxFileBytes: orDefault(p.MaxFileBytes, DefaultMaxFileBytes), MaxTotalBytes: orDefault(p.MaxTotalBytes, DefaultMaxTotalBytes),
 			AllowBinary: p.AllowBinary, AllowGitConfigFiles: p.AllowGitConfigFiles, AllowSecrets: p.AllowSecrets,
-			SecretAllowlist: secretAllowlist(p.SecretAllowlist)},
+			SecretAllowlist: p.SecretAllowlist},
 		AutoMerge:    p.AutoMerge,
 		Label:        c.MR.ManagedLabel,
 		BranchPrefix: p.SourceBranchPrefix(),
@@ -292,12 +294,22 @@ func (c Config) MRProject(forgeName, project string) (mr.Project, bool) {
 	}, true
 }
 
-func secretAllowlist(list []SecretAllow) []mr.SecretAllow {
-	out := make([]mr.SecretAllow, len(list))
-	for i, a := range list {
-		out[i] = mr.SecretAllow{Paths: a.Paths, Rules: a.Rules}
-	}
-	return out
+// ProjectSettings are a project's settings for changes, resolved: the
+// defaults filled in, the forge's abilities looked up.
+type ProjectSettings struct {
+	Policy       PolicySettings
+	AutoMerge    bool
+	Label        string // the label put on merge requests (mr.managed_label)
+	BranchPrefix string // source branches the service may write start with it
+	FileModes    bool   // the project's forge can set a file's executable bit
+}
+
+// PolicySettings are a project's inspection policy, resolved.
+type PolicySettings struct {
+	BlockedPaths                                   []string
+	MaxFileBytes, MaxTotalBytes                    int64
+	AllowBinary, AllowGitConfigFiles, AllowSecrets bool
+	SecretAllowlist                                []SecretAllow
 }
 
 // oneOf says "a, b or c".

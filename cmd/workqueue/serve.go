@@ -22,17 +22,15 @@ import (
 	"github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
 	"github.com/workqueue-dev/workqueue/controlplane/incident"
-	"github.com/workqueue-dev/workqueue/controlplane/mrgate"
 	"github.com/workqueue-dev/workqueue/dashboard"
 	"github.com/workqueue-dev/workqueue/engine"
-	"github.com/workqueue-dev/workqueue/example"
 	"github.com/workqueue-dev/workqueue/forge"
 	_ "github.com/workqueue-dev/workqueue/forge/kinds" // the kinds of forge shipped
 	"github.com/workqueue-dev/workqueue/httpapi"
+	"github.com/workqueue-dev/workqueue/itemtype"
+	_ "github.com/workqueue-dev/workqueue/itemtype/types" // the item types shipped
 	"github.com/workqueue-dev/workqueue/mcpserver"
 	"github.com/workqueue-dev/workqueue/metrics"
-	"github.com/workqueue-dev/workqueue/mr"
-	"github.com/workqueue-dev/workqueue/mr/mrstore"
 	"github.com/workqueue-dev/workqueue/service"
 	"github.com/workqueue-dev/workqueue/store"
 )
@@ -69,10 +67,10 @@ type Main struct {
 	// once it has.
 	stopSync context.CancelFunc
 	synced   chan struct{}
-	// stopBulk stops the mr type's bulk reconciliation; bulkDone is closed
-	// once it has.
-	stopBulk  context.CancelFunc
-	bulkDone  chan struct{}
+	// stopTypes stops the work item types do beside the engine (the mr
+	// type's bulk reconciliation); typesDone is closed once it has.
+	stopTypes context.CancelFunc
+	typesDone chan struct{}
 	closeOnce sync.Once
 	closeErr  error
 	// dashboardTrail gives the dashboard an item's audit entries: the
@@ -108,7 +106,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s, mrs := all.queue, all.mr
+	s := all.queue
 	m.Store = s
 	if m.Config.AutoMigrate {
 		applied, err := s.Migrate(ctx)
@@ -153,31 +151,17 @@ func (m *Main) Run(ctx context.Context) error {
 		RequireAssignment: cpc.RequireAssignment, HandledHere: m.Config.HandledTypes, Handlers: registryOf(s),
 		// Three sweeps missed: an instance handling the type is gone.
 		HandlerWindow: max(service.DefaultHandlerWindow, 3*time.Duration(m.Config.Processing.SweepInterval))}
-	// Each item type registers with the engine and, beside it, its face
-	// to callers; the example type only where it is configured.
-	// A change submitted for an assignment passes the control plane's
-	// gate, at submission and before each forge write.
-	assignments := mrgate.New(cps, forges)
-	herd, err := m.Config.Herder.Compile() // nil when no herder is configured
+	// Each registered item type the configuration enables registers with
+	// the engine and, beside it, its face to callers; the work a type
+	// does beside the engine runs where the type is handled.
+	built, err := itemtype.BuildAll(itemtype.Env{Config: m.Config, Queue: s, Forges: forges, ControlPlane: cps,
+		Notify: m.Engine.Notify, Clock: m.Clock, Log: m.Log}, all.types)
 	if err != nil {
 		return err
 	}
-	mrType := mr.Type(mr.Options{Store: mrs, Forges: forges, PublicURL: m.Config.PublicURL, Log: m.Log, Assignments: assignments,
-		ReconcileInterval:    time.Duration(m.Config.MR.ReconcileInterval),
-		MergeRecheckInterval: time.Duration(m.Config.MR.MergeRecheckInterval),
-		EmptyCheckInterval:   time.Duration(m.Config.MR.EmptyCheckInterval),
-		NoteMinInterval:      time.Duration(m.Config.MR.NoteMinInterval),
-		Herder:               herd,
-		DeleteSourceBranch: func(forge, project string) bool {
-			p, ok := m.Config.ProjectFor(forge, project)
-			return !ok || p.DeletesSourceBranch()
-		}})
-	m.Engine.Register(mrType)
-	items.Register(mrType, mr.API(mr.APIOptions{Store: mrs, Project: m.Config.MRProject, Assignments: assignments}))
-	if m.Config.ExampleEnabled() {
-		exampleType := example.Type(example.Options{StepDelay: time.Duration(m.Config.Example.StepDelay)})
-		m.Engine.Register(exampleType)
-		items.Register(exampleType, example.API(s))
+	for _, b := range built {
+		m.Engine.Register(b.Type)
+		items.Register(b.Type, b.API)
 	}
 	for _, t := range items.Types() {
 		m.Metrics.ItemTypes(t.Type()) // their series from the first scrape
@@ -185,13 +169,21 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.Engine.Start(ctx); err != nil {
 		return err
 	}
-	if slices.Contains(m.Config.HandledTypes, mr.ItemType) && m.Config.MR.BulkReconcileInterval > 0 {
-		bulk := &mr.BulkReconciler{Store: mrs, Forges: forges, Events: s, Notify: m.Engine.Notify,
-			Interval: time.Duration(m.Config.MR.BulkReconcileInterval), Clock: m.Clock, Log: m.Log}
-		var bulkCtx context.Context
-		bulkCtx, m.stopBulk = context.WithCancel(context.WithoutCancel(ctx))
-		m.bulkDone = make(chan struct{})
-		go func() { defer close(m.bulkDone); bulk.Run(bulkCtx) }()
+	var besides []func(context.Context)
+	for _, b := range built {
+		if b.Run != nil {
+			besides = append(besides, b.Run)
+		}
+	}
+	if len(besides) > 0 {
+		var typesCtx context.Context
+		typesCtx, m.stopTypes = context.WithCancel(context.WithoutCancel(ctx))
+		m.typesDone = make(chan struct{})
+		var wg sync.WaitGroup
+		for _, run := range besides {
+			wg.Go(func() { run(typesCtx) })
+		}
+		go func() { wg.Wait(); close(m.typesDone) }()
 	}
 	hookForges := map[string]service.WebhookForge{}
 	for _, f := range m.Config.Forges {
@@ -330,23 +322,24 @@ func (m *Main) serveIncidents(ctx context.Context, api *httpapi.Options, cps con
 	return nil
 }
 
-// stores are the database's stores: the queue's, the mr type's and the
-// control plane's.
+// stores are the database's stores: the queue's, each item type's (by
+// type name) and the control plane's.
 type stores struct {
 	queue wq.Store
-	mr    mr.Store
+	types map[string]any
 	cp    controlplane.Store
 }
 
 // openStores opens the database the URL names with every component's
-// store on it, so that their migrations are registered before any runs.
+// store on it, every registered item type's included, so that their
+// migrations are registered before any runs.
 func openStores(ctx context.Context, url string) (stores, error) {
 	db, err := store.Open(ctx, url)
 	if err != nil {
 		return stores{}, fmt.Errorf("open database: %w", err)
 	}
 	s := stores{queue: db}
-	if s.mr, err = mrstore.New(db); err == nil {
+	if s.types, err = itemtype.Stores(db); err == nil {
 		s.cp, err = cpstore.New(db)
 	}
 	if err != nil {
@@ -481,9 +474,9 @@ func (m *Main) close() error {
 		m.stopSync()
 		<-m.synced
 	}
-	if m.stopBulk != nil {
-		m.stopBulk()
-		<-m.bulkDone
+	if m.stopTypes != nil {
+		m.stopTypes()
+		<-m.typesDone
 	}
 	if m.Engine != nil {
 		m.Engine.Stop(context.Background())

@@ -1,9 +1,10 @@
-// Package testapi wires the item service for tests as serve does: the mr
-// type (its projects from a configuration) and the example type
-// registered with their faces to callers.
+// Package testapi wires the item service for tests as serve does: every
+// registered item type (the mr type, its projects from a configuration,
+// and the example type) with its face to callers.
 package testapi
 
 import (
+	"slices"
 	"testing"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -11,19 +12,32 @@ import (
 	"github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
 	"github.com/workqueue-dev/workqueue/controlplane/incident"
-	"github.com/workqueue-dev/workqueue/example"
+	"github.com/workqueue-dev/workqueue/itemtype"
+	_ "github.com/workqueue-dev/workqueue/itemtype/types" // the item types shipped
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
-	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/service"
 )
 
-// Items is the item service on st with the mr and example types.
+// Items is the item service on st with every registered item type (the
+// mr and example types), built as serve builds them for cfg with every
+// type handled, on no forge and no control plane.
 func Items(st *testdb.Store, cfg config.Config) *service.Items {
-	// As serve with both types in handled_types: no item is flagged unhandled.
-	items := &service.Items{Store: st, HandledHere: []string{mr.ItemType, example.Name}}
-	items.Register(mr.Type(mr.Options{Store: st, Forges: map[string]wq.Forge{}}), mr.API(mr.APIOptions{Store: st, Project: cfg.MRProject}))
-	items.Register(example.Type(example.Options{}), example.API(st))
+	cfg.HandledTypes = slices.Clone(config.ItemTypes) // no item is flagged unhandled
+	items := &service.Items{Store: st, HandledHere: cfg.HandledTypes}
+	stores := map[string]any{}
+	for _, p := range itemtype.All() {
+		if p.OpenStore != nil {
+			stores[p.Name] = st // the test database holds every type's store
+		}
+	}
+	built, err := itemtype.BuildAll(itemtype.Env{Config: cfg, Queue: st, Forges: map[string]wq.Forge{}}, stores)
+	if err != nil {
+		panic(err) // a registered type that cannot be built from a configuration that config accepts
+	}
+	for _, b := range built {
+		items.Register(b.Type, b.API)
+	}
 	return items
 }
 

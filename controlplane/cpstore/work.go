@@ -117,7 +117,7 @@ func (s *store) ReviseWork(ctx context.Context, key controlplane.WorkKey, change
 	var out *controlplane.Work
 	err := s.write(ctx, func(c conn) error {
 		w, err := newWorkRow().scan(c.queryRow(ctx, `SELECT `+workCols+` FROM cp_work w
-			WHERE w.forge = ? AND w.repo = ? AND w.kind = ? AND w.number = ?`+c.d.lockRow, key.Forge, key.Repo, string(key.Kind), key.Number))
+			WHERE w.forge = ? AND w.repo = ? AND w.kind = ? AND w.number = ?`+c.d.LockRow, key.Forge, key.Repo, string(key.Kind), key.Number))
 		if err != nil {
 			return notFound(err, "work", fmt.Sprintf("%s %s#%d of %s", key.Kind, key.Repo, key.Number, key.Forge))
 		}
@@ -384,10 +384,10 @@ func newLease(a controlplane.Assignment, l controlplane.Lease, now time.Time) (c
 // or session, ECONFLICT for an ended session.
 func (c conn) lockFor(ctx context.Context, a controlplane.Assignment) (controlplane.State, error) {
 	var state string
-	if err := c.queryRow(ctx, `SELECT state FROM cp_work WHERE id = ?`+c.d.lockRow, a.WorkID).Scan(&state); err != nil {
+	if err := c.queryRow(ctx, `SELECT state FROM cp_work WHERE id = ?`+c.d.LockRow, a.WorkID).Scan(&state); err != nil {
 		return "", notFound(err, "work", a.WorkID)
 	}
-	return controlplane.State(state), c.liveSession(ctx, a.SessionID, c.d.shareRow)
+	return controlplane.State(state), c.liveSession(ctx, a.SessionID, c.d.ShareRow)
 }
 
 // assign is Assign after the work was locked and found open: expire the

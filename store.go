@@ -170,15 +170,17 @@ type Store interface {
 	Close() error
 }
 
-// WakeupListener is implemented by stores that several instances share
-// (PostgreSQL): ListenWakeups calls ready once it is subscribed, then wake
-// for every item some instance enqueued work for, until ctx ends or the
-// connection fails. Every write that marks an item actionable sends the
-// wake-up in its own transaction, so it is heard only once committed.
+// The registries below and beside Store (HandlerRegistry, HistoryStore,
+// SecretStore, ItemCounter) are separate interfaces so that a caller asks
+// for only what it uses, but every driver keeps them all: the drivers'
+// seam (store/seam.Driver) embeds them, and the conformance suite
+// store/storetest checks each on both drivers. WakeupListener alone is
+// optional.
+
 // HandlerRegistry records which instances handle which item types. The
 // engine records its handled types at every sweep; the API flags a
 // submission of a type that no instance has handled since a while ago,
-// which would otherwise wait without a word. Both drivers implement it.
+// which would otherwise wait without a word. Every driver implements it.
 type HandlerRegistry interface {
 	// RecordHandlers says that instance handled types at now.
 	RecordHandlers(ctx context.Context, instance string, types []string, now time.Time) error
@@ -187,6 +189,13 @@ type HandlerRegistry interface {
 	LastHandled(ctx context.Context, itemType string) (time.Time, error)
 }
 
+// WakeupListener is implemented by stores that several instances share
+// (PostgreSQL): ListenWakeups calls ready once it is subscribed, then wake
+// for every item some instance enqueued work for, until ctx ends or the
+// connection fails. Every write that marks an item actionable sends the
+// wake-up in its own transaction, so it is heard only once committed.
+// It is optional: a store that one process owns (SQLite) has nobody to
+// wake.
 type WakeupListener interface {
 	ListenWakeups(ctx context.Context, ready func(), wake func(itemType string, id ItemID)) error
 }

@@ -1,6 +1,8 @@
 // Package store opens the store driver a database URL names. It is the one
-// place above the drivers that knows both. Item types keep stores of their
-// own, built on the driver it returns (its exported pieces for item types).
+// place above the drivers that knows them. Item types and the control
+// plane keep stores of their own, built on the driver it returns through
+// the extension seam every driver implements (store/seam.Driver), so that
+// they never name a driver.
 package store
 
 import (
@@ -24,9 +26,9 @@ const (
 // without linking the drivers).
 func ParseURL(url string) (kind, path string, err error) { return dburl.Parse(url) }
 
-// Open opens the store the URL names: a *sqlite.Store or a
-// *postgres.Store. It does not migrate; item types register their
-// migrations with it first.
+// Open opens the store the URL names, the SQLite or the PostgreSQL
+// driver; either is a seam.Driver. It does not migrate; item types
+// register their migrations with it first.
 func Open(ctx context.Context, url string) (wq.Store, error) {
 	kind, path, err := ParseURL(url)
 	if err != nil {

@@ -1,10 +1,13 @@
 // Package cpstore is the control plane's Store (controlplane.Store) on both
 // drivers: its own migration chain (component "controlplane", tables
 // prefixed cp_) and the methods. The methods are written once, in this
-// package's shared files, over a thin dialect (sqlite.go, postgres.go) that
-// says how its driver runs a statement, a write transaction and a row lock,
-// and how its errors read. The drivers never name the control plane; this
-// package builds on what they export for item types.
+// package's shared files with ? placeholders, over the drivers' extension
+// seam (store/seam.Driver): its Dialect says how the driver writes
+// placeholders, a row lock and a time, its Reader and Write run the
+// statements, and its Translate and Violation read the driver's errors
+// (dialect in cpstore.go). The drivers never name the control plane, and
+// this package names no driver: a driver that implements the seam runs
+// it.
 //
 // Hard rule 2 (one holder per work item) is kept three times over: Assign
 // and Reclaim serialise on the work item (SQLite's single writer;
@@ -70,23 +73,18 @@ type store struct {
 var _ controlplane.Store = (*store)(nil)
 
 // dialect is what differs between the drivers, as the driver's seam says
-// it, with the errors of the control plane's own constraints.
+// it, with the errors of the control plane's own constraints. Its LockRow
+// and ShareRow are how a write decides on a work row: SQLite's one
+// writer serialises every write already (""); PostgreSQL locks the work
+// row (" FOR UPDATE"), which serialises the assignments of one work item
+// across every serve process on the database.
 type dialect struct {
 	seam.Dialect
-	// lockRow ends a SELECT of a row in a write transaction so that the
-	// row stays locked until commit, shareRow so that it cannot change
-	// until then; "" where write transactions are serialised already
-	// (SQLite's one writer, whose BEGIN IMMEDIATE serialises every write;
-	// PostgreSQL locks the work row it decides on, which serialises the
-	// assignments of one work item across every serve process on the
-	// database).
-	lockRow, shareRow string
-	translate         func(error) error // a driver error as the application's; nil stays nil
+	translate func(error) error // a driver error as the application's; nil stays nil
 }
 
 func newDialect(db seam.Driver) dialect {
-	sd := db.Dialect()
-	return dialect{Dialect: sd, lockRow: sd.LockRow, shareRow: sd.ShareRow, translate: func(err error) error { return translate(db, err) }}
+	return dialect{Dialect: db.Dialect(), translate: func(err error) error { return translate(db, err) }}
 }
 
 // heldConstraints are the constraints of hard rule 2 (one active lease,

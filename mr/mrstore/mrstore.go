@@ -3,8 +3,11 @@
 // mr.Store methods, written in the same transactions as the item under
 // the driver's per-item lock and lease fence. The drivers never name the
 // type, and this package names no driver: it builds on the extension seam
-// (store/seam.Driver), and writes its SQL once, with ? placeholders, over
-// the seam's dialect (sql.go holds the statements' one helper).
+// (store/seam.Driver) and writes its SQL once, with ? placeholders, bound
+// for the driver's dialect (conn in sql.go); the few places where the
+// dialects differ are written in SQL both read alike (CAST(labels AS
+// TEXT) for PostgreSQL's jsonb, CASE for a boolean ordering). Its
+// migrations are one folder per dialect under migrations/.
 package mrstore
 
 import (

@@ -1,8 +1,10 @@
 // Package seam is the extension seam of the store drivers: the interface
 // (Driver) that every driver (store/sqlite, store/postgres) implements and
-// that the stores of item types (mr/mrstore) and of the control plane
+// that the stores of item types and of the control plane
 // (controlplane/cpstore) build on, so that they write their SQL once and
-// never name a driver (River's riverdriver.Driver).
+// never name a driver (River's riverdriver.Driver). A third driver is one
+// package that implements Driver and passes store/storetest; no store
+// built on the seam changes.
 //
 // A store beside the queue's keeps its own tables and writes them in the
 // same transactions as the queue's, under the same per-item lock and

@@ -52,9 +52,11 @@ type Driver interface {
 	// Write runs fn in one write transaction and commits it if fn returns
 	// nil; if fn returns an error nothing it wrote stays, and Write
 	// returns that error, translated (so a store that reads its own
-	// constraints' violations does so inside fn). The transaction holds the per-item lock of
-	// DDR-34 for whatever items fn writes (SQLite: BEGIN IMMEDIATE on its
-	// one writer; PostgreSQL: the rows fn locks). fn must not call Write
+	// constraints' violations does so inside fn). On SQLite the
+	// transaction is BEGIN IMMEDIATE on the one writer, which serialises
+	// every write (the per-item lock of DDR-34 for free); on PostgreSQL it
+	// is READ COMMITTED and holds the rows its statements lock (an UPDATE,
+	// a SELECT … Dialect.LockRow) until commit. fn must not call Write
 	// itself; on SQLite its statements run to their end even if ctx is
 	// cancelled meanwhile (group commit). Write returns once the commit
 	// is durable. EUNAVAILABLE.

@@ -163,28 +163,12 @@ func codeOfStatus(status int) string {
 	return wq.EINTERNAL
 }
 
-// Me is who the server takes the caller for (GET /me).
-type Me struct {
-	Identity    string   `json:"identity"`
-	Kind        string   `json:"kind"`
-	Issuer      string   `json:"issuer,omitempty"`
-	Groups      []string `json:"groups,omitempty"`
-	Rules       []string `json:"rules"`
-	Permissions []string `json:"permissions"`
-	Grants      []Grant  `json:"grants"`
-}
-
-// Grant is permissions one rule of the server's gave the caller, over
-// some projects (none: every project).
-type Grant struct {
-	Rule        string   `json:"rule"`
-	Permissions []string `json:"permissions"`
-	Projects    []string `json:"projects,omitempty"`
-}
+// Me is who the server takes the caller for (GET /me): api.Me.
+type Me = api.Me
 
 // Me asks the server who the token belongs to and what it may do.
-func (c *Client) Me(ctx context.Context) (*Me, error) {
-	var out Me
+func (c *Client) Me(ctx context.Context) (*api.Me, error) {
+	var out api.Me
 	if err := c.do(ctx, http.MethodGet, "/me", nil, &out); err != nil {
 		return nil, err
 	}

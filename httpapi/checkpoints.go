@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
 )
 
@@ -22,12 +23,12 @@ func (s *Server) putCheckpoint(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var c cp.Checkpoint
+	var c api.Checkpoint
 	if !s.decodeBodyUpTo(w, r, &c, maxCheckpointBody) {
 		return
 	}
-	v, err := s.cp.WriteCheckpoint(r.Context(), controlCaller(r), c, requireComplete)
-	s.answer(w, r, http.StatusOK, v, err)
+	v, err := s.cp.WriteCheckpoint(r.Context(), controlCaller(r), checkpointIn(&c), requireComplete)
+	s.answer(w, r, http.StatusOK, checkpointOf(v), err)
 }
 
 // listCheckpoints lists checkpoints by session, by work unit, or both;
@@ -52,7 +53,7 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) {
 		f.WorkNumber, f.HasNumber = v, true
 	}
 	list, err := s.cp.ListCheckpoints(r.Context(), controlCaller(r), f)
-	s.answer(w, r, http.StatusOK, map[string]any{"checkpoints": list}, err)
+	s.answer(w, r, http.StatusOK, api.CheckpointList{Checkpoints: mapSlice(list, checkpointValue)}, err)
 }
 
 // boolParam reads an optional ?name=true|false.
@@ -66,18 +67,4 @@ func (s *Server) boolParam(w http.ResponseWriter, r *http.Request, name string) 
 		s.Error(w, r, wq.Errorf(wq.EINVALID, "%s: want true or false, got %q", name, v))
 		return false, false
 	}
-}
-
-// reconcileBody names a checkpoint and, optionally, the live head.
-type reconcileBody struct {
-	sessionField
-	Forge      string  `json:"forge"`
-	Repo       string  `json:"repo"`
-	WorkKind   cp.Kind `json:"work_kind"`
-	WorkNumber int64   `json:"work_number"`
-	HeadSHA    *string `json:"head_sha"`
-}
-
-func (b *reconcileBody) key() cp.CheckpointKey {
-	return cp.CheckpointKey{Forge: b.Forge, Repo: b.Repo, SessionID: b.SessionID, WorkKind: b.WorkKind, WorkNumber: b.WorkNumber}
 }

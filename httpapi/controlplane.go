@@ -2,12 +2,12 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/internal/strictjson"
@@ -23,47 +23,62 @@ func (s *Server) controlRoutes() []route {
 	}
 	agent := func(h http.HandlerFunc) http.HandlerFunc { return s.authenticated(auth.Agent, h) }
 	return []route{
-		{"POST", "/api/v1/sessions", agent(jsonAction(s, http.StatusCreated, func(r *http.Request, c cp.Caller, b *sessionBody) (any, error) {
-			return s.cp.RegisterSession(r.Context(), c, b.Role, b.Name, b.Capabilities)
+		{"POST", "/api/v1/sessions", agent(jsonAction(s, http.StatusCreated, func(r *http.Request, c cp.Caller, b *api.SessionRequest) (any, error) {
+			v, err := s.cp.RegisterSession(r.Context(), c, cp.Role(b.Role), b.Name, b.Capabilities)
+			return wired(v, err, sessionOf)
 		}))},
 		{"GET", "/api/v1/sessions", agent(s.listSessions)},
 		{"GET", "/api/v1/sessions/{id}", agent(s.sessionAction(s.cp.Session))},
 		{"POST", "/api/v1/sessions/{id}/heartbeat", agent(s.sessionAction(s.cp.HeartbeatSession))},
 		{"POST", "/api/v1/sessions/{id}/end", agent(s.sessionAction(s.cp.EndSession))},
-		{"POST", "/api/v1/allocations", agent(jsonAction(s, http.StatusOK, func(r *http.Request, c cp.Caller, b *allocateBody) (any, error) {
-			return s.cp.Allocate(r.Context(), c, b.SessionID, b.Repo, b.Apply)
+		{"POST", "/api/v1/allocations", agent(jsonAction(s, http.StatusOK, func(r *http.Request, c cp.Caller, b *api.AllocationRequest) (any, error) {
+			if err := requireSession(b.SessionID); err != nil {
+				return nil, err
+			}
+			v, err := s.cp.Allocate(r.Context(), c, b.SessionID, b.Repo, b.Apply)
+			return wired(v, err, allocationOf)
 		}))},
 		{"POST", "/api/v1/gate", agent(s.gate)},
 		{"GET", "/api/v1/leases", agent(s.listLeases)},
 		{"POST", "/api/v1/leases/expire", agent(s.expireLeases)},
 		{"GET", "/api/v1/leases/{id}", agent(s.inspectLease)},
-		{"POST", "/api/v1/leases/{id}/heartbeat", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *leaseBody) (any, error) {
-			return s.cp.HeartbeatLease(r.Context(), c, r.PathValue("id"), b.SessionID, b.HeadSHA)
+		{"POST", "/api/v1/leases/{id}/heartbeat", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *api.LeaseRequest) (any, error) {
+			v, err := s.cp.HeartbeatLease(r.Context(), c, r.PathValue("id"), b.SessionID, b.HeadSHA)
+			return wired(v, err, leaseViewOf)
 		}))},
-		{"POST", "/api/v1/leases/{id}/adopt", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *leaseBody) (any, error) {
-			return s.cp.AdoptLease(r.Context(), c, r.PathValue("id"), b.SessionID, b.WorktreePath, b.HeadSHA)
+		{"POST", "/api/v1/leases/{id}/adopt", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *api.LeaseRequest) (any, error) {
+			v, err := s.cp.AdoptLease(r.Context(), c, r.PathValue("id"), b.SessionID, b.WorktreePath, b.HeadSHA)
+			return wired(v, err, leaseViewOf)
 		}))},
-		{"POST", "/api/v1/leases/{id}/release", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *leaseBody) (any, error) {
-			return s.cp.ReleaseLease(r.Context(), c, r.PathValue("id"), b.SessionID)
+		{"POST", "/api/v1/leases/{id}/release", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *api.LeaseRequest) (any, error) {
+			v, err := s.cp.ReleaseLease(r.Context(), c, r.PathValue("id"), b.SessionID)
+			return wired(v, err, leaseViewOf)
 		}))},
-		{"POST", "/api/v1/leases/{id}/abandon", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *leaseBody) (any, error) {
-			return s.cp.AbandonLease(r.Context(), c, r.PathValue("id"), b.SessionID, b.Proof)
+		{"POST", "/api/v1/leases/{id}/abandon", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *api.LeaseRequest) (any, error) {
+			v, err := s.cp.AbandonLease(r.Context(), c, r.PathValue("id"), b.SessionID, abandonProof(b.Proof))
+			return wired(v, err, leaseViewOf)
 		}))},
-		{"POST", "/api/v1/leases/{id}/reclaim", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *leaseBody) (any, error) {
-			return s.cp.ReclaimLease(r.Context(), c, r.PathValue("id"), b.SessionID)
+		{"POST", "/api/v1/leases/{id}/reclaim", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *api.LeaseRequest) (any, error) {
+			v, err := s.cp.ReclaimLease(r.Context(), c, r.PathValue("id"), b.SessionID)
+			return wired(v, err, allocationOf)
 		}))},
-		{"POST", "/api/v1/actions", agent(jsonAction(s, http.StatusOK, func(r *http.Request, c cp.Caller, b *cp.ActionRequest) (any, error) {
-			return s.cp.Act(r.Context(), c, *b)
+		{"POST", "/api/v1/actions", agent(jsonAction(s, http.StatusOK, func(r *http.Request, c cp.Caller, b *api.ActionRequest) (any, error) {
+			v, err := s.cp.Act(r.Context(), c, actionRequest(b))
+			return wired(v, err, actionResultOf)
 		}))},
 		{"PUT", "/api/v1/checkpoints", agent(s.putCheckpoint)},
 		{"GET", "/api/v1/checkpoints", agent(s.listCheckpoints)},
-		{"POST", "/api/v1/checkpoints/reconcile", agent(jsonAction(s, http.StatusOK, func(r *http.Request, c cp.Caller, b *reconcileBody) (any, error) {
-			return s.cp.ReconcileCheckpoint(r.Context(), c, b.key(), b.HeadSHA)
+		{"POST", "/api/v1/checkpoints/reconcile", agent(jsonAction(s, http.StatusOK, func(r *http.Request, c cp.Caller, b *api.CheckpointReconcileRequest) (any, error) {
+			if err := requireSession(b.SessionID); err != nil {
+				return nil, err
+			}
+			v, err := s.cp.ReconcileCheckpoint(r.Context(), c, checkpointKey(&b.CheckpointKey), b.HeadSHA)
+			return wired(v, err, checkpointReconcileOf)
 		}))},
 		{"GET", "/api/v1/work", agent(s.listWork)},
 		{"POST", "/api/v1/work/sync", s.authenticated(auth.Admin, func(w http.ResponseWriter, r *http.Request) {
 			rep, err := s.cp.Sync(r.Context(), controlCaller(r))
-			s.answer(w, r, http.StatusOK, rep, err)
+			s.answer(w, r, http.StatusOK, syncReportOf(rep), err)
 		})},
 	}
 }
@@ -103,51 +118,33 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, status int, v an
 	writeJSON(w, status, v)
 }
 
-type sessionBody struct {
-	Role         cp.Role         `json:"role"`
-	Name         string          `json:"name"`
-	Capabilities json.RawMessage `json:"capabilities"`
-}
-
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	limit, ok := s.limitParam(w, r)
 	if !ok {
 		return
 	}
 	list, err := s.cp.Sessions(r.Context(), controlCaller(r), limit)
-	s.answer(w, r, http.StatusOK, map[string]any{"sessions": list}, err)
+	s.answer(w, r, http.StatusOK, api.SessionList{Sessions: mapSlice(list, sessionValue)}, err)
 }
 
 func (s *Server) sessionAction(act func(ctx context.Context, c cp.Caller, id string) (*cp.SessionView, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v, err := act(r.Context(), controlCaller(r), r.PathValue("id"))
-		s.answer(w, r, http.StatusOK, v, err)
+		s.answer(w, r, http.StatusOK, sessionOf(v), err)
 	}
 }
 
-// sessionField is the session_id every body that acts for a session
-// carries, and requires.
-type sessionField struct {
-	SessionID string `json:"session_id"`
-}
-
-func (f *sessionField) session() string { return f.SessionID }
-
-type allocateBody struct {
-	sessionField
-	Repo  string `json:"repo"`
-	Apply bool   `json:"apply"`
-}
-
-type gateBody struct {
-	SessionID    string    `json:"session_id"`
-	AssignmentID string    `json:"assignment_id"`
-	Action       cp.Action `json:"action"`
-	LiveHeadSHA  string    `json:"live_head_sha"`
+// requireSession refuses a body that acts for a session without naming
+// it.
+func requireSession(sessionID string) error {
+	if sessionID == "" {
+		return wq.Errorf(wq.EINVALID, "session_id: required")
+	}
+	return nil
 }
 
 func (s *Server) gate(w http.ResponseWriter, r *http.Request) {
-	var b gateBody
+	var b api.GateRequest
 	if !s.decodeBody(w, r, &b) {
 		return
 	}
@@ -157,8 +154,8 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	d, err := s.cp.Gate(r.Context(), controlCaller(r), b.SessionID, b.AssignmentID, b.Action, b.LiveHeadSHA)
-	s.answer(w, r, http.StatusOK, d, err)
+	d, err := s.cp.Gate(r.Context(), controlCaller(r), b.SessionID, b.AssignmentID, cp.Action(b.Action), b.LiveHeadSHA)
+	s.answer(w, r, http.StatusOK, decisionOf(d), err)
 }
 
 func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
@@ -176,7 +173,7 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
 	}
 	f := cp.LeaseFilter{SessionID: q.Get("session_id"), WorkID: q.Get("work_id"), All: all, Limit: limit}
 	list, err := s.cp.Leases(r.Context(), controlCaller(r), f)
-	s.answer(w, r, http.StatusOK, map[string]any{"leases": list}, err)
+	s.answer(w, r, http.StatusOK, api.LeaseList{Leases: mapSlice(list, leaseValue)}, err)
 }
 
 func (s *Server) inspectLease(w http.ResponseWriter, r *http.Request) {
@@ -184,7 +181,7 @@ func (s *Server) inspectLease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := s.cp.InspectLease(r.Context(), controlCaller(r), r.PathValue("id"), r.URL.Query().Get("session_id"))
-	s.answer(w, r, http.StatusOK, v, err)
+	s.answer(w, r, http.StatusOK, leaseViewOf(v), err)
 }
 
 func (s *Server) expireLeases(w http.ResponseWriter, r *http.Request) {
@@ -192,27 +189,16 @@ func (s *Server) expireLeases(w http.ResponseWriter, r *http.Request) {
 	if expired == nil {
 		expired = []cp.Lease{}
 	}
-	s.answer(w, r, http.StatusOK, map[string]any{"expired": expired}, err)
+	s.answer(w, r, http.StatusOK, api.ExpiredLeases{Expired: mapSlice(expired, leaseValue)}, err)
 }
 
-type leaseBody struct {
-	sessionField
-	HeadSHA      string          `json:"head_sha"`
-	WorktreePath string          `json:"worktree_path"`
-	Proof        cp.AbandonProof `json:"proof"`
-}
-
-// jsonAction decodes a body of type T strictly, refuses one without its
-// session_id when T acts for a session, and answers what act returns with
-// status.
+// jsonAction decodes a body of type T strictly and answers what act
+// returns with status; act refuses a body without the session_id it
+// needs (requireSession) before it acts.
 func jsonAction[T any](s *Server, status int, act func(r *http.Request, c cp.Caller, b *T) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var b T
 		if !s.decodeBody(w, r, &b) {
-			return
-		}
-		if sb, ok := any(&b).(interface{ session() string }); ok && sb.session() == "" {
-			s.Error(w, r, wq.Errorf(wq.EINVALID, "session_id: required"))
 			return
 		}
 		v, err := act(r, controlCaller(r), &b)
@@ -220,9 +206,15 @@ func jsonAction[T any](s *Server, status int, act func(r *http.Request, c cp.Cal
 	}
 }
 
-// leaseAction is a POST /api/v1/leases/{id}/… handler.
-func (s *Server) leaseAction(act func(r *http.Request, c cp.Caller, b *leaseBody) (any, error)) http.HandlerFunc {
-	return jsonAction(s, http.StatusOK, act)
+// leaseAction is a POST /api/v1/leases/{id}/… handler: a body naming
+// the session acting.
+func (s *Server) leaseAction(act func(r *http.Request, c cp.Caller, b *api.LeaseRequest) (any, error)) http.HandlerFunc {
+	return jsonAction(s, http.StatusOK, func(r *http.Request, c cp.Caller, b *api.LeaseRequest) (any, error) {
+		if err := requireSession(b.SessionID); err != nil {
+			return nil, err
+		}
+		return act(r, c, b)
+	})
 }
 
 func (s *Server) listWork(w http.ResponseWriter, r *http.Request) {
@@ -247,7 +239,7 @@ func (s *Server) listWork(w http.ResponseWriter, r *http.Request) {
 	if list == nil {
 		list = []cp.Work{}
 	}
-	s.answer(w, r, http.StatusOK, map[string]any{"work": list}, err)
+	s.answer(w, r, http.StatusOK, api.WorkList{Work: mapSlice(list, workValue)}, err)
 }
 
 // knownParams refuses a query parameter not in names.

@@ -1,6 +1,25 @@
-// Package httpapi is workqueue's HTTP interface: the probes, and the items
-// API under /api/v1 behind bearer tokens. Errors are RFC 9457 problem
-// documents with the application error code as a stable "code" member.
+// Package httpapi is workqueue's HTTP interface, one handler (Server,
+// built by NewServer from Options) serving:
+//
+//   - the probes, GET /healthz and GET /readyz;
+//   - the items API under /api/v1/items, GET /me and the OpenAPI
+//     document (openapi.json, which a test holds every route and answer
+//     to);
+//   - the forges' webhooks at POST /webhooks/{forge};
+//   - the control plane's routes: sessions, allocations, the gate, gated
+//     actions, leases, checkpoints and the inventory's work;
+//   - the incident bridge's reconcile route and its providers' webhook
+//     receivers;
+//   - the MCP transport at /mcp, with its OAuth protected-resource
+//     metadata;
+//   - GET /metrics, and the dashboard under /ui/.
+//
+// Every API route takes a bearer token (or, for webhooks, the delivery's
+// signature) and audits the decision; request bodies are bounded and
+// decoded strictly. Bodies are package api's wire types: the domain's
+// values are mapped to them here (wire.go). Errors are RFC 9457 problem
+// documents (api.Problem) with the application error code as a stable
+// "code" member and the status api.StatusOf gives it.
 package httpapi
 
 import (

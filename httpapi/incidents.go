@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/controlplane/incident"
@@ -22,11 +23,12 @@ type IncidentSecrets struct {
 // description declares, rather than the catch-all's undeclared 404.
 func (s *Server) incidentRoutes() []route {
 	return append([]route{{"POST", "/api/v1/incidents/reconcile", s.authenticated(auth.Incidents, jsonAction(s, http.StatusOK,
-		func(r *http.Request, _ cp.Caller, body *incidentBody) (any, error) {
+		func(r *http.Request, _ cp.Caller, body *api.IncidentReconcileRequest) (any, error) {
 			if s.incidents == nil {
 				return nil, wq.Errorf(wq.EUNAVAILABLE, "the incident bridge is off: configure incidents to reconcile observations")
 			}
-			return s.incidents.Reconcile(r.Context(), body.Observation, body.Apply)
+			res, err := s.incidents.Reconcile(r.Context(), observation(&body.Observation), body.Apply)
+			return wired(res, err, incidentResultOf)
 		}))}}, s.incidentWebhookRoutes()...)
 }
 
@@ -54,11 +56,6 @@ func (s *Server) incidentWebhookRoutes() []route {
 	return rs
 }
 
-type incidentBody struct {
-	Observation incident.Observation `json:"observation"`
-	Apply       bool                 `json:"apply"`
-}
-
 // incidentWebhook reads a provider's delivery, authenticates and parses
 // it with parse, and reconciles every observation it carries, applied.
 // The answer lists each result, so that a provider's delivery log shows
@@ -77,15 +74,15 @@ func (s *Server) incidentWebhook(parse func(r *http.Request, body []byte) (incid
 			s.Error(w, r, err)
 			return
 		}
-		results := []*incident.Result{}
+		answer := api.IncidentDelivery{Ignored: d.Ignored, Results: []*api.IncidentResult{}}
 		for _, obs := range d.Observations {
 			res, err := s.incidents.Reconcile(r.Context(), obs, true)
 			if err != nil {
 				s.Error(w, r, err)
 				return
 			}
-			results = append(results, res)
+			answer.Results = append(answer.Results, incidentResultOf(res))
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"results": results, "ignored": d.Ignored})
+		writeJSON(w, http.StatusOK, answer)
 	}
 }

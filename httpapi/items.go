@@ -97,30 +97,28 @@ func (s *Server) decision(r *http.Request, c *auth.Caller, perm auth.Permission,
 	s.audit.WriteAudit(r.Context(), e)
 }
 
-// meResponse is GET /me: who the caller is to this service.
-type meResponse struct {
-	Identity    string            `json:"identity"`
-	Kind        string            `json:"kind"`
-	Issuer      string            `json:"issuer,omitempty"`
-	Groups      []string          `json:"groups,omitempty"`
-	Rules       []string          `json:"rules"`
-	Permissions []auth.Permission `json:"permissions"`
-	Grants      []auth.Grant      `json:"grants"`
-	// AccessToken is the OAuth proxy's session token, handed back so that
-	// a browser session can call the API with it as a bearer (DDR-27).
-	AccessToken string `json:"access_token,omitempty"`
-}
-
 func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 	c := callerOf(r.Context())
 	token, _ := r.Context().Value(proxyTokenKey{}).(string)
-	perms := c.Permissions()
-	if perms == nil {
-		perms = []auth.Permission{}
-	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, meResponse{Identity: c.Identity, Kind: c.Kind, Issuer: c.Issuer, Groups: c.Groups,
-		Rules: c.Rules(), Permissions: perms, Grants: c.Grants, AccessToken: token})
+	writeJSON(w, http.StatusOK, api.Me{Identity: c.Identity, Kind: c.Kind, Issuer: c.Issuer, Groups: c.Groups,
+		Rules: c.Rules(), Permissions: permissionWords(c.Permissions(), []string{}), AccessToken: token,
+		Grants: mapSlice(c.Grants, func(g *auth.Grant) api.Grant {
+			return api.Grant{Rule: g.Rule, Permissions: permissionWords(g.Permissions, nil), Projects: g.Projects}
+		})})
+}
+
+// permissionWords are permissions as the API's words; none is none (nil
+// or the empty list as the caller gives it).
+func permissionWords(perms []auth.Permission, none []string) []string {
+	if perms == nil {
+		return none
+	}
+	out := make([]string, len(perms))
+	for i, p := range perms {
+		out[i] = string(p)
+	}
+	return out
 }
 
 func (s *Server) submitItem(w http.ResponseWriter, r *http.Request) {

@@ -22,7 +22,7 @@ import (
 )
 
 // TestEveryDocumentedEventIsAnswered2xx posts every delivery of
-// webhook/testdata (each event kind as GitLab's and Gitea's webhook
+// forge/testdata (each event kind as GitLab's and Gitea's webhook
 // documentation show it, GitLab's work items under Issue Hook included)
 // to POST /webhooks/{forge}: each is answered 2xx, since GitLab disables
 // a hook after four failed deliveries in a row and then sends nothing,
@@ -80,7 +80,7 @@ func TestEveryDocumentedEventIsAnswered2xx(t *testing.T) {
 	}
 	stored := map[string]float64{}
 	for kind, request := range map[string]func(event, secret string, body []byte) *http.Request{"gitlab": gitlab, "gitea": gitea} {
-		dir := filepath.Join("..", "webhook", "testdata", kind)
+		dir := filepath.Join("..", "forge", "testdata", kind)
 		b, err := os.ReadFile(filepath.Join(dir, "events.json"))
 		if err != nil {
 			t.Fatal(err)

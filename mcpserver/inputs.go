@@ -3,7 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 
-	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/api"
 )
 
 // The tools' inputs and the outputs that are not an API type as it is.
@@ -54,27 +54,8 @@ type itemQuery struct {
 	Limit    int    `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
 }
 
-type sessionStart struct {
-	Role         cp.Role         `json:"role" jsonschema:"author (works issues into pull requests and answers requested changes), reviewer (reviews pull requests others wrote) or merger (merges approved, mergeable pull requests)"`
-	Name         string          `json:"name,omitempty" jsonschema:"a name people recognise, such as the host and the agent"`
-	Capabilities json.RawMessage `json:"capabilities,omitempty" jsonschema:"what this session can do, as a JSON object of your choosing"`
-}
-
 type sessionRef struct {
 	SessionID string `json:"session_id" jsonschema:"your session's id, as start_session answered it"`
-}
-
-type allocationRequest struct {
-	SessionID string `json:"session_id" jsonschema:"your session's id"`
-	Repo      string `json:"repo,omitempty" jsonschema:"only repositories matching this glob, such as org/* or group/**"`
-	Apply     bool   `json:"apply,omitempty" jsonschema:"true assigns the work under a lease; false (the default) is a dry run that writes nothing"`
-}
-
-type gateQuestion struct {
-	SessionID    string    `json:"session_id" jsonschema:"your session's id"`
-	AssignmentID string    `json:"assignment_id" jsonschema:"the assignment's id, as allocate_work or reclaim_lease answered it"`
-	Action       cp.Action `json:"action" jsonschema:"the mutation you are about to make: comment, push, open_pr, review, merge or close"`
-	LiveHeadSHA  string    `json:"live_head_sha,omitempty" jsonschema:"the pull request's head commit as you see it now, so that a moved head is refused"`
 }
 
 // assignedWork names the work a gated action is for: the assignment
@@ -85,8 +66,8 @@ type assignedWork struct {
 }
 
 // request is the action on the assigned work.
-func (w assignedWork) request(action cp.Action) cp.ActionRequest {
-	return cp.ActionRequest{SessionID: w.SessionID, AssignmentID: w.AssignmentID, Action: action}
+func (w assignedWork) request(action api.Action) api.ActionRequest {
+	return api.ActionRequest{SessionID: w.SessionID, AssignmentID: w.AssignmentID, Action: action}
 }
 
 type commentAction struct {
@@ -101,15 +82,11 @@ type reviewAction struct {
 }
 
 type workQuery struct {
-	Forge string   `json:"forge,omitempty" jsonschema:"only this configured forge's"`
-	Repo  string   `json:"repo,omitempty" jsonschema:"only this repository's (its full path)"`
-	Kind  cp.Kind  `json:"kind,omitempty" jsonschema:"issue or pr"`
-	State cp.State `json:"state,omitempty" jsonschema:"open, merged or closed"`
-	Limit int      `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
-}
-
-type workList struct {
-	Work []cp.Work `json:"work" jsonschema:"the issues and pull requests, by forge, repository, kind and number"`
+	Forge string    `json:"forge,omitempty" jsonschema:"only this configured forge's"`
+	Repo  string    `json:"repo,omitempty" jsonschema:"only this repository's (its full path)"`
+	Kind  api.Kind  `json:"kind,omitempty" jsonschema:"issue or pr"`
+	State api.State `json:"state,omitempty" jsonschema:"open, merged or closed"`
+	Limit int       `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
 }
 
 type leaseQuery struct {
@@ -117,14 +94,6 @@ type leaseQuery struct {
 	WorkID    string `json:"work_id,omitempty" jsonschema:"only this work item's (its id in the inventory)"`
 	All       bool   `json:"all,omitempty" jsonschema:"ended leases too"`
 	Limit     int    `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
-}
-
-type leaseList struct {
-	Leases []cp.Lease `json:"leases" jsonschema:"the leases"`
-}
-
-type expiredLeases struct {
-	Expired []cp.Lease `json:"expired" jsonschema:"the leases this call marked expired"`
 }
 
 type leaseInspection struct {
@@ -150,23 +119,14 @@ type leaseAdoption struct {
 
 type leaseAbandonment struct {
 	leaseAct
-	Proof abandonProof `json:"proof" jsonschema:"why the holder is gone; every claim must be true"`
+	Proof api.AbandonProof `json:"proof" jsonschema:"why the holder is gone; every claim must be true"`
 }
 
-// abandonProof is cp.AbandonProof described.
-type abandonProof struct {
-	DeadProcess        bool `json:"dead_process,omitempty" jsonschema:"the holder's process is gone"`
-	MissingWorktree    bool `json:"missing_worktree,omitempty" jsonschema:"the holder's worktree is gone"`
-	NoLiveMutationRisk bool `json:"no_live_mutation_risk,omitempty" jsonschema:"nothing can still write to the forge for the holder"`
-	NoOpenPR           bool `json:"no_open_pr,omitempty" jsonschema:"no open pull request carries the holder's work"`
-	OperatorAuthorized bool `json:"operator_authorized,omitempty" jsonschema:"an operator authorized it (admin tokens only)"`
-}
-
-// checkpointWrite is cp.Checkpoint's writable fields described, and
+// checkpointWrite is api.Checkpoint's writable fields described, and
 // write_checkpoint's require_complete.
 type checkpointWrite struct {
-	checkpointKey
-	Role                 cp.Role         `json:"role,omitempty" jsonschema:"default: the session's"`
+	api.CheckpointKey
+	Role                 api.Role        `json:"role,omitempty" jsonschema:"default: the session's"`
 	ProviderIdentity     string          `json:"provider_identity,omitempty" jsonschema:"who you act as on the forge"`
 	WorktreePath         string          `json:"worktree_path,omitempty" jsonschema:"where you work"`
 	Branch               string          `json:"branch,omitempty" jsonschema:"the branch you work on"`
@@ -186,36 +146,18 @@ type checkpointWrite struct {
 	RequireComplete      bool            `json:"require_complete,omitempty" jsonschema:"refuse unless session_id, role, workflow_stage, next_valid_action and recovery_instructions are all given, as before stopping"`
 }
 
-// checkpointKey names one checkpoint.
-type checkpointKey struct {
-	SessionID  string  `json:"session_id" jsonschema:"the session's id"`
-	Forge      string  `json:"forge" jsonschema:"the configured forge's name"`
-	Repo       string  `json:"repo" jsonschema:"the repository's full path"`
-	WorkKind   cp.Kind `json:"work_kind,omitempty" jsonschema:"issue or pr; leave out for the session's own checkpoint"`
-	WorkNumber int64   `json:"work_number,omitempty" jsonschema:"the issue or pull request number; leave out (0) for the session's own"`
-}
-
 type checkpointFound struct {
-	Found      bool           `json:"found" jsonschema:"whether the checkpoint exists"`
-	Checkpoint *cp.Checkpoint `json:"checkpoint,omitempty" jsonschema:"the checkpoint, when found"`
+	Found      bool            `json:"found" jsonschema:"whether the checkpoint exists"`
+	Checkpoint *api.Checkpoint `json:"checkpoint,omitempty" jsonschema:"the checkpoint, when found"`
 }
 
 type checkpointQuery struct {
-	SessionID  string  `json:"session_id,omitempty" jsonschema:"only this session's"`
-	Forge      string  `json:"forge,omitempty" jsonschema:"only this forge's"`
-	Repo       string  `json:"repo,omitempty" jsonschema:"only this repository's"`
-	WorkKind   cp.Kind `json:"work_kind,omitempty" jsonschema:"only this kind's: issue or pr"`
-	WorkNumber *int64  `json:"work_number,omitempty" jsonschema:"only this issue or pull request number's (0: sessions' own checkpoints)"`
-	Limit      int     `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
-}
-
-type checkpointList struct {
-	Checkpoints []cp.Checkpoint `json:"checkpoints" jsonschema:"the checkpoints, newest first"`
-}
-
-type checkpointReconcile struct {
-	checkpointKey
-	HeadSHA *string `json:"head_sha,omitempty" jsonschema:"your worktree's head commit now (default: a pull request's head from the inventory)"`
+	SessionID  string   `json:"session_id,omitempty" jsonschema:"only this session's"`
+	Forge      string   `json:"forge,omitempty" jsonschema:"only this forge's"`
+	Repo       string   `json:"repo,omitempty" jsonschema:"only this repository's"`
+	WorkKind   api.Kind `json:"work_kind,omitempty" jsonschema:"only this kind's: issue or pr"`
+	WorkNumber *int64   `json:"work_number,omitempty" jsonschema:"only this issue or pull request number's (0: sessions' own checkpoints)"`
+	Limit      int      `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
 }
 
 type incidentReconcile struct {
@@ -223,7 +165,8 @@ type incidentReconcile struct {
 	Apply       bool        `json:"apply,omitempty" jsonschema:"true files the issue or updates the link; false (the default) is a dry run"`
 }
 
-// observation is incident.Observation described.
+// observation is api.Observation described; its times are text, which
+// the service parses (and refuses by name) itself.
 type observation struct {
 	Provider     string  `json:"provider" jsonschema:"sentry or glitchtip"`
 	Organization string  `json:"organization" jsonschema:"the provider's organization"`

@@ -24,6 +24,7 @@ import (
 
 	sdk "code.gitea.io/sdk/gitea"
 
+	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/client"
 	"github.com/workqueue-dev/workqueue/config"
@@ -162,7 +163,7 @@ func TestTwentySessionsRacingForOneIssueGetOneAssignment(t *testing.T) {
 			const sessions = 20
 			ids := make([]string, sessions)
 			for i := range ids {
-				s, err := clients[i%len(clients)].RegisterSession(ctx, cp.RoleAuthor, fmt.Sprint("agent-", i), nil)
+				s, err := clients[i%len(clients)].RegisterSession(ctx, api.RoleAuthor, fmt.Sprint("agent-", i), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -174,7 +175,7 @@ func TestTwentySessionsRacingForOneIssueGetOneAssignment(t *testing.T) {
 					WorkKey: cp.WorkKey{Forge: "gitea", Repo: repo, Kind: cp.KindIssue, Number: 1}, UpdatedAt: time.Now()}}, time.Now()); err != nil {
 					t.Fatal(err)
 				}
-				outcomes := make([]cp.Outcome, sessions)
+				outcomes := make([]api.Outcome, sessions)
 				errs := make([]error, sessions)
 				testkit.AtOnce(sessions, func(i int) {
 					a, err := clients[i%len(clients)].Allocate(ctx, ids[i], repo, true)
@@ -183,14 +184,14 @@ func TestTwentySessionsRacingForOneIssueGetOneAssignment(t *testing.T) {
 					}
 					errs[i] = err
 				})
-				count := map[cp.Outcome]int{}
+				count := map[api.Outcome]int{}
 				for i, o := range outcomes {
 					if errs[i] != nil {
 						t.Fatalf("round %d, session %d: %v", round, i, errs[i])
 					}
 					count[o]++
 				}
-				if count[cp.OutcomeAssigned] != 1 || count[cp.OutcomeWait] != sessions-1 {
+				if count[api.OutcomeAssigned] != 1 || count[api.OutcomeWait] != sessions-1 {
 					t.Fatalf("round %d: %v, want one assigned and %d told to wait", round, count, sessions-1)
 				}
 			}
@@ -235,12 +236,12 @@ func TestChangesForAssignmentsPassTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	sync()
-	author, err := agents.RegisterSession(ctx, cp.RoleAuthor, "author", nil)
+	author, err := agents.RegisterSession(ctx, api.RoleAuthor, "author", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	held, err := agents.Allocate(ctx, author.ID, w.repo, true)
-	if err != nil || held.Outcome != cp.OutcomeAssigned || held.Work.Number != issue.Index {
+	if err != nil || held.Outcome != api.OutcomeAssigned || held.Work.Number != issue.Index {
 		t.Fatalf("allocate the issue: %+v, %v", held, err)
 	}
 
@@ -287,7 +288,7 @@ func TestChangesForAssignmentsPassTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	back, err := agents.Allocate(ctx, author.ID, w.repo, true)
-	if err != nil || back.Outcome != cp.OutcomeAssigned || back.Work.Number != number {
+	if err != nil || back.Outcome != api.OutcomeAssigned || back.Work.Number != number {
 		t.Fatalf("allocate the pull request back to its author: %+v, %v", back, err)
 	}
 	if _, _, err := gitea.CreateFile(owner, name, "someone.txt", sdk.CreateFileOptions{FileOptions: sdk.FileOptions{
@@ -446,12 +447,12 @@ func TestSentryAlertsFileExactlyOneIssueThatAnAgentIsThenHanded(t *testing.T) {
 		t.Fatalf("sync: %d %v", status, out)
 	}
 	agents, _ := client.New(w.base, agentTok)
-	author, err := agents.RegisterSession(t.Context(), cp.RoleAuthor, "author", nil)
+	author, err := agents.RegisterSession(t.Context(), api.RoleAuthor, "author", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, err := agents.Allocate(t.Context(), author.ID, w.repo, true)
-	if err != nil || a.Outcome != cp.OutcomeAssigned || a.Work.Kind != cp.KindIssue || a.Work.Number != issues[0].Index {
+	if err != nil || a.Outcome != api.OutcomeAssigned || a.Work.Kind != api.KindIssue || a.Work.Number != issues[0].Index {
 		t.Fatalf("allocate: %+v, %v; want the incident's issue #%d", a, err, issues[0].Index)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/client"
 	"github.com/workqueue-dev/workqueue/config"
@@ -72,7 +73,7 @@ func TestAHostileAgentCannotTalkItsWayAroundTheGate(t *testing.T) {
 				t.Fatalf("sync: %d %v", status, out)
 			}
 		}
-		session := func(c *client.Client, role cp.Role) string {
+		session := func(c *client.Client, role api.Role) string {
 			t.Helper()
 			s, err := c.RegisterSession(ctx, role, string(role), nil)
 			if err != nil {
@@ -86,13 +87,13 @@ func TestAHostileAgentCannotTalkItsWayAroundTheGate(t *testing.T) {
 			}
 		}
 		sync()
-		aliceAuthor, malloryAuthor := session(alice, cp.RoleAuthor), session(mallory, cp.RoleAuthor)
+		aliceAuthor, malloryAuthor := session(alice, api.RoleAuthor), session(mallory, api.RoleAuthor)
 		aliceIssue, err := alice.Allocate(ctx, aliceAuthor, repo, true)
-		if err != nil || aliceIssue.Outcome != cp.OutcomeAssigned {
+		if err != nil || aliceIssue.Outcome != api.OutcomeAssigned {
 			t.Fatalf("alice's allocation: %+v, %v", aliceIssue, err)
 		}
 		malloryIssue, err := mallory.Allocate(ctx, malloryAuthor, repo, true)
-		if err != nil || malloryIssue.Outcome != cp.OutcomeAssigned {
+		if err != nil || malloryIssue.Outcome != api.OutcomeAssigned {
 			t.Fatalf("mallory's allocation: %+v, %v", malloryIssue, err)
 		}
 
@@ -130,9 +131,9 @@ func TestAHostileAgentCannotTalkItsWayAroundTheGate(t *testing.T) {
 
 		// 5. Alice's own reviewer and merger sessions never judge it.
 		sync()
-		aliceReviewer := session(alice, cp.RoleReviewer)
+		aliceReviewer := session(alice, api.RoleReviewer)
 		dry, err := alice.Allocate(ctx, aliceReviewer, repo, false)
-		if err != nil || dry.Outcome == cp.OutcomePreview {
+		if err != nil || dry.Outcome == api.OutcomePreview {
 			t.Fatalf("alice's reviewer session was offered %+v, %v", dry, err)
 		}
 		if !skippedAs(dry, number, cp.SkipOwnPR) {
@@ -140,9 +141,9 @@ func TestAHostileAgentCannotTalkItsWayAroundTheGate(t *testing.T) {
 		}
 
 		// Mallory's reviewer session is handed it.
-		malloryReviewer := session(mallory, cp.RoleReviewer)
+		malloryReviewer := session(mallory, api.RoleReviewer)
 		review, err := mallory.Allocate(ctx, malloryReviewer, repo, true)
-		if err != nil || review.Outcome != cp.OutcomeAssigned || review.Work.Number != number {
+		if err != nil || review.Outcome != api.OutcomeAssigned || review.Work.Number != number {
 			t.Fatalf("mallory's review allocation: %+v, %v", review, err)
 		}
 
@@ -152,45 +153,45 @@ func TestAHostileAgentCannotTalkItsWayAroundTheGate(t *testing.T) {
 		if _, err := alice.InspectLease(ctx, review.Lease.ID, ""); wq.ErrorCode(err) != wq.ENOTFOUND {
 			t.Errorf("alice read mallory's lease: %v, want not found", err)
 		}
-		_, err = alice.AbandonLease(ctx, review.Lease.ID, client.LeaseRequest{SessionID: aliceReviewer, Proof: &cp.AbandonProof{
+		_, err = alice.AbandonLease(ctx, review.Lease.ID, api.LeaseRequest{SessionID: aliceReviewer, Proof: &api.AbandonProof{
 			DeadProcess: true, MissingWorktree: true, NoOpenPR: true, NoLiveMutationRisk: true}})
 		refusedWith(t, "alice abandons mallory's live lease with the full proof", err, cp.RefuseProof)
-		_, err = alice.AdoptLease(ctx, review.Lease.ID, client.LeaseRequest{SessionID: aliceReviewer})
+		_, err = alice.AdoptLease(ctx, review.Lease.ID, api.LeaseRequest{SessionID: aliceReviewer})
 		refusedWith(t, "alice adopts mallory's live lease", err, cp.RefuseWaitForeignActive)
-		_, err = mallory.AdoptLease(ctx, review.Lease.ID, client.LeaseRequest{SessionID: session(mallory, cp.RoleReviewer)})
+		_, err = mallory.AdoptLease(ctx, review.Lease.ID, api.LeaseRequest{SessionID: session(mallory, api.RoleReviewer)})
 		refusedWith(t, "another of mallory's sessions adopts her live lease", err, cp.RefuseWaitForeignActive)
 
 		// 2. Someone pushes to the pull request: the reviewer cannot
 		// declare the new head, and its review is refused.
 		pushed := personPushes(t, gitea, owner, name, branch, "someone.txt")
-		_, err = mallory.HeartbeatLease(ctx, review.Lease.ID, client.LeaseRequest{SessionID: malloryReviewer, HeadSHA: pushed})
+		_, err = mallory.HeartbeatLease(ctx, review.Lease.ID, api.LeaseRequest{SessionID: malloryReviewer, HeadSHA: pushed})
 		refusedWith(t, "a heartbeat declaring the pushed head", err, cp.GateHeadMoved)
-		_, err = mallory.HeartbeatLease(ctx, review.Lease.ID, client.LeaseRequest{SessionID: malloryReviewer, HeadSHA: "HEAD"})
+		_, err = mallory.HeartbeatLease(ctx, review.Lease.ID, api.LeaseRequest{SessionID: malloryReviewer, HeadSHA: "HEAD"})
 		if wq.ErrorCode(err) != wq.EINVALID {
 			t.Errorf("a heartbeat naming no commit: %v, want invalid", err)
 		}
-		_, err = mallory.Act(ctx, cp.ActionRequest{SessionID: malloryReviewer, AssignmentID: review.Assignment.ID, Action: cp.ActReview, Verdict: cp.VerdictApprove})
+		_, err = mallory.Act(ctx, api.ActionRequest{SessionID: malloryReviewer, AssignmentID: review.Assignment.ID, Action: api.ActReview, Verdict: api.VerdictApprove})
 		refusedWith(t, "an approval after the push", err, cp.GateHeadMoved)
 		if reviews, _, _ := gitea.ListPullReviews(owner, name, number, sdk.ListPullReviewsOptions{}); len(reviews) != 0 {
 			t.Errorf("Gitea holds %d reviews after the refused approval", len(reviews))
 		}
-		if l, err := mallory.InspectLease(ctx, review.Lease.ID, malloryReviewer); err != nil || l.State == cp.LeaseActive {
+		if l, err := mallory.InspectLease(ctx, review.Lease.ID, malloryReviewer); err != nil || l.State == api.LeaseActive {
 			t.Errorf("the reviewer's lease after the head moved: %+v, %v; want ended", l, err)
 		}
 
 		// 3. Reviewed again at the new head, then pushed again: the
 		// approval counts no more, and no merger is handed it.
 		again, err := mallory.Allocate(ctx, malloryReviewer, repo, true)
-		if err != nil || again.Outcome != cp.OutcomeAssigned || again.Assignment.ExpectedHeadSHA != pushed {
+		if err != nil || again.Outcome != api.OutcomeAssigned || again.Assignment.ExpectedHeadSHA != pushed {
 			t.Fatalf("the review allocated again: %+v, %v; want it pinned at %s", again, err, pushed)
 		}
-		if _, err := mallory.Act(ctx, cp.ActionRequest{SessionID: malloryReviewer, AssignmentID: again.Assignment.ID, Action: cp.ActReview,
-			Verdict: cp.VerdictApprove}); err != nil {
+		if _, err := mallory.Act(ctx, api.ActionRequest{SessionID: malloryReviewer, AssignmentID: again.Assignment.ID, Action: api.ActReview,
+			Verdict: api.VerdictApprove}); err != nil {
 			t.Fatal(err)
 		}
 		personPushes(t, gitea, owner, name, branch, "someone-else.txt")
-		megMerger := session(meg, cp.RoleMerger)
-		if m, err := meg.Allocate(ctx, megMerger, repo, true); err != nil || m.Outcome == cp.OutcomeAssigned {
+		megMerger := session(meg, api.RoleMerger)
+		if m, err := meg.Allocate(ctx, megMerger, repo, true); err != nil || m.Outcome == api.OutcomeAssigned {
 			t.Errorf("a merger was handed the pull request past its approval: %+v, %v", m, err)
 		}
 		if pr, _, _ := gitea.GetPullRequest(owner, name, number); pr.HasMerged {
@@ -201,9 +202,9 @@ func TestAHostileAgentCannotTalkItsWayAroundTheGate(t *testing.T) {
 
 // skippedAs reports whether the allocation passed over pull request number
 // for reason.
-func skippedAs(a *cp.Allocation, number int64, reason string) bool {
+func skippedAs(a *api.Allocation, number int64, reason string) bool {
 	for _, c := range a.Candidates {
-		if c.Work.Kind == cp.KindPR && c.Work.Number == number {
+		if c.Work.Kind == api.KindPR && c.Work.Number == number {
 			return c.Reason == reason
 		}
 	}

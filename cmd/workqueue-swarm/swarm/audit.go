@@ -119,7 +119,7 @@ func (r *run) audit(ctx context.Context, issues []int64) error {
 	// lease of each (ended ones too), and each session's role.
 	work := map[string]cp.Work{}
 	for _, state := range []cp.State{cp.StateOpen, cp.StateMerged, cp.StateClosed} {
-		list, err := r.admin.Work(ctx, map[string][]string{"repo": {r.cfg.Repo}, "state": {string(state)}, "limit": {fmt.Sprint(maxList)}})
+		list, err := controlList[cp.Work](ctx, r, "/api/v1/work", "work", map[string][]string{"repo": {r.cfg.Repo}, "state": {string(state)}, "limit": {fmt.Sprint(maxList)}})
 		if err != nil {
 			return fmt.Errorf("list the inventory: %w", err)
 		}
@@ -132,7 +132,7 @@ func (r *run) audit(ctx context.Context, issues []int64) error {
 	}
 	var leases []cp.Lease
 	for _, id := range slices.Sorted(maps.Keys(work)) {
-		list, err := r.admin.Leases(ctx, map[string][]string{"work_id": {id}, "all": {"true"}, "limit": {fmt.Sprint(maxList)}})
+		list, err := controlList[cp.Lease](ctx, r, "/api/v1/leases", "leases", map[string][]string{"work_id": {id}, "all": {"true"}, "limit": {fmt.Sprint(maxList)}})
 		if err != nil {
 			return fmt.Errorf("list the leases of work %s: %w", id, err)
 		}
@@ -601,6 +601,16 @@ func underLeases(pulls []pull, leases []cp.Lease, work map[string]cp.Work, roles
 	}
 	c.Detail = fmt.Sprintf("%d pull requests opened, %d verdicts, %d merges, each checked against %d leases", opened, reviewed, merged, len(leases))
 	return c
+}
+
+// controlList reads a list of the control plane's REST API, the member
+// of the answer that holds it, as the domain's values the audit judges.
+func controlList[T any](ctx context.Context, r *run, path, member string, query map[string][]string) ([]T, error) {
+	var out map[string][]T
+	if err := r.admin.Call(ctx, "GET", path, query, nil, &out); err != nil {
+		return nil, err
+	}
+	return out[member], nil
 }
 
 // workName names a work item for people.

@@ -1,0 +1,24 @@
+package api
+
+// ActionRequest is POST /api/v1/actions: a mutation a session asks the
+// service to make on its behalf, after the gate.
+type ActionRequest struct {
+	SessionID    string `json:"session_id"`
+	AssignmentID string `json:"assignment_id"`
+	Action       Action `json:"action"` // ActComment, ActReview, ActMerge or ActClose
+	// Body is the comment's or the review's text.
+	Body string `json:"body,omitempty"`
+	// Verdict is a review's: VerdictApprove or VerdictRequestChanges.
+	Verdict string `json:"verdict,omitempty"`
+}
+
+// ActionResult is what a gated action did.
+type ActionResult struct {
+	Action    Action `json:"action"`
+	Work      *Work  `json:"work"`
+	CommentID int64  `json:"comment_id,omitempty"`
+	// HeadSHA is the head a review or merge was pinned to.
+	HeadSHA string `json:"head_sha,omitempty"`
+	// Released says the action ended the session's lease.
+	Released bool `json:"released"`
+}

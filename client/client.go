@@ -1,5 +1,9 @@
 // Package client is a small Go client of workqueue's HTTP API, used by the
-// workqueue command's client subcommands.
+// workqueue command's client subcommands and by the MCP tools
+// (mcpserver). It sends and reads package api's wire types, the same the
+// server decodes and writes, and links nothing of the server: no store,
+// engine, control plane or forge. An error answer is an *Error that
+// unwraps to the application error it stands for.
 package client
 
 import (

@@ -5,7 +5,11 @@
 //
 // Every tool makes exactly one REST call through a client.Client, so a
 // tool call is authorized, validated and audited as that REST call is,
-// and answers what it answers. Where the client comes from is the
+// and answers what it answers: its output is the call's answer, in
+// package api's types. A tool whose input is the call's body takes that api
+// request type itself (its jsonschema tags describe it for a model);
+// the others (inputs.go) name a path parameter beside the body, or
+// describe per tool what one body type carries for several. Where the client comes from is the
 // transport's business:
 //
 //   - ServeIO, behind `workqueue mcp` on an agent's machine, uses one

@@ -28,11 +28,13 @@ type Item struct {
 	// instance handles its type. Set on a submission's answer and on a
 	// single item's view.
 	Warnings []string `json:"warnings,omitempty"`
-	// Detail is the item type's own view (MRDetail for mr items), absent
-	// for types without one.
+	// Detail is the item type's own view, absent for types without one;
+	// each type declares its shape beside it (the wire shapes of a type
+	// live with the type).
 	Detail json.RawMessage `json:"detail,omitempty"`
-	// Summary is the item type's short view, in lists only (MRSummary for
-	// mr items): what a table shows without loading each item.
+	// Summary is the item type's short view, in lists only: what a table
+	// shows without loading each item. A summary with a "title" member
+	// gives the dashboard's title column.
 	Summary    json.RawMessage `json:"summary,omitempty"`
 	Dimensions []Dimension     `json:"dimensions,omitempty"`
 }
@@ -57,36 +59,4 @@ type Submitted struct {
 type ItemPage struct {
 	Items      []*Item `json:"items"`
 	NextCursor string  `json:"next_cursor"`
-}
-
-// MRSummary is what an item list shows of an mr item (its "summary").
-type MRSummary struct {
-	Title string `json:"title"`
-	MRIID int64  `json:"mr_iid,omitempty"` // the merge request's number, once opened
-	MRURL string `json:"mr_url,omitempty"`
-}
-
-// MRDetail is the view of an mr item's detail. File contents are left
-// out: they can be large, and the paths say what changes.
-type MRDetail struct {
-	Forge        string     `json:"forge"`                 // the configured forge
-	Project      string     `json:"project"`               // the project's full path
-	SourceBranch string     `json:"source_branch"`         // the service's branch
-	TargetBranch string     `json:"target_branch"`         // the branch it merges into
-	Title        string     `json:"title"`                 // of the merge request
-	Description  string     `json:"description,omitempty"` // without the service's hidden marker
-	Labels       []string   `json:"labels,omitempty"`
-	AutoMerge    bool       `json:"auto_merge"`
-	Files        []FileView `json:"files"`
-	MRIID        int64      `json:"mr_iid,omitempty"`
-	MRURL        string     `json:"mr_url,omitempty"`
-	HeadSHA      string     `json:"head_sha,omitempty"`
-	PipelineID   int64      `json:"head_pipeline_id,omitempty"`
-}
-
-// FileView names one file action.
-type FileView struct {
-	Action       string `json:"action"`
-	Path         string `json:"file_path"`
-	PreviousPath string `json:"previous_path,omitempty"`
 }

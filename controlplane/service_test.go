@@ -22,7 +22,7 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
-	"github.com/workqueue-dev/workqueue/forge"
+	wqforge "github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
 	_ "github.com/workqueue-dev/workqueue/forge/kinds" // the kinds whose deliveries are parsed
 	"github.com/workqueue-dev/workqueue/internal/eventually"
@@ -676,7 +676,7 @@ func TestSyncLeavesWhatAWebhookDeliveredMeanwhileToIt(t *testing.T) {
 	forge.set("org/a", anIssue(1, "Old"))
 	fresh := anIssue(9, "Opened during the sync")
 	forge.onList = func(string) {
-		if _, err := inv.Apply(context.Background(), "g", &forge.Delivery{Project: "org/a", Work: &fresh}); err != nil {
+		if _, err := inv.Apply(context.Background(), "g", &wqforge.Delivery{Project: "org/a", Work: &fresh}); err != nil {
 			t.Error(err)
 		}
 	}
@@ -762,7 +762,7 @@ func TestApplyWritesADeliveredIssue(t *testing.T) {
 	inv, store, forge, clock := newInventory(t)
 	ctx := context.Background()
 	opened := anIssue(5, "Broken", "bug")
-	if ok, err := inv.Apply(ctx, "g", &forge.Delivery{Project: "org/a", Work: &opened}); !ok || err != nil {
+	if ok, err := inv.Apply(ctx, "g", &wqforge.Delivery{Project: "org/a", Work: &opened}); !ok || err != nil {
 		t.Fatalf("Apply = %v, %v", ok, err)
 	}
 	w, _ := store.get("org/a", cp.KindIssue, 5)
@@ -774,7 +774,7 @@ func TestApplyWritesADeliveredIssue(t *testing.T) {
 	clock.Advance(time.Second)
 	closed := opened
 	closed.State, closed.Author, closed.UpdatedAt = wq.MergeRequestClosed, "", t0
-	if ok, err := inv.Apply(ctx, "g", &forge.Delivery{Project: "org/a", Work: &closed}); !ok || err != nil {
+	if ok, err := inv.Apply(ctx, "g", &wqforge.Delivery{Project: "org/a", Work: &closed}); !ok || err != nil {
 		t.Fatalf("Apply = %v, %v", ok, err)
 	}
 	got, _ := store.get("org/a", cp.KindIssue, 5)
@@ -784,7 +784,7 @@ func TestApplyWritesADeliveredIssue(t *testing.T) {
 	if n := forge.count("GetWork"); n != 0 {
 		t.Errorf("%d forge reads for deliveries that said everything", n)
 	}
-	for name, d := range map[string]*forge.Delivery{
+	for name, d := range map[string]*wqforge.Delivery{
 		"an unconfigured repo":  {Project: "other/c", Work: &opened},
 		"an unconfigured forge": {Project: "org/a", Work: &opened},
 		"no work":               {Project: "org/a", Number: 3},
@@ -828,7 +828,7 @@ func TestApplyKeepsOrRechecksAPullRequestsVerdict(t *testing.T) {
 		inv, store, forge := stored(t, wq.ReviewChangesRequested)
 		same := delivered("")
 		same.HeadSHA = aPR(2, "").HeadSHA
-		if _, err := inv.Apply(ctx, "g", &forge.Delivery{Project: "org/a", Number: 2, Work: same}); err != nil {
+		if _, err := inv.Apply(ctx, "g", &wqforge.Delivery{Project: "org/a", Number: 2, Work: same}); err != nil {
 			t.Fatal(err)
 		}
 		w, _ := store.get("org/a", cp.KindPR, 2)
@@ -839,7 +839,7 @@ func TestApplyKeepsOrRechecksAPullRequestsVerdict(t *testing.T) {
 	t.Run("a verdict counts only for the head it was given on: a new head the event does not judge has none", func(t *testing.T) {
 		for _, verdict := range []string{wq.ReviewApproved, wq.ReviewChangesRequested} {
 			inv, store, _ := stored(t, verdict)
-			if _, err := inv.Apply(ctx, "g", &forge.Delivery{Project: "org/a", Number: 2, Work: delivered("")}); err != nil {
+			if _, err := inv.Apply(ctx, "g", &wqforge.Delivery{Project: "org/a", Number: 2, Work: delivered("")}); err != nil {
 				t.Fatal(err)
 			}
 			w, _ := store.get("org/a", cp.KindPR, 2)
@@ -850,7 +850,7 @@ func TestApplyKeepsOrRechecksAPullRequestsVerdict(t *testing.T) {
 	})
 	t.Run("a verdict the payload settles is written", func(t *testing.T) {
 		inv, store, forge := stored(t, wq.ReviewApproved)
-		if _, err := inv.Apply(ctx, "g", &forge.Delivery{Project: "org/a", Work: delivered(wq.ReviewChangesRequested)}); err != nil {
+		if _, err := inv.Apply(ctx, "g", &wqforge.Delivery{Project: "org/a", Work: delivered(wq.ReviewChangesRequested)}); err != nil {
 			t.Fatal(err)
 		}
 		if w, _ := store.get("org/a", cp.KindPR, 2); w.ReviewState != cp.ReviewChangesRequested || forge.count("GetWork") != 0 {
@@ -862,7 +862,7 @@ func TestApplyKeepsOrRechecksAPullRequestsVerdict(t *testing.T) {
 		answered := aPR(2, wq.ReviewApproved) // the reviewer who asked for changes approved
 		answered.HeadSHA, answered.UpdatedAt = "sha-new", t0
 		forge.set("org/a", answered)
-		if _, err := inv.Apply(ctx, "g", &forge.Delivery{Project: "org/a", Work: delivered(""), RecheckReview: true}); err != nil {
+		if _, err := inv.Apply(ctx, "g", &wqforge.Delivery{Project: "org/a", Work: delivered(""), RecheckReview: true}); err != nil {
 			t.Fatal(err)
 		}
 		w, _ := store.get("org/a", cp.KindPR, 2)
@@ -875,7 +875,7 @@ func TestApplyKeepsOrRechecksAPullRequestsVerdict(t *testing.T) {
 		forge.fail["GetWork org/a"] = &wq.ForgeError{Kind: wq.ForgeTransient, Op: "fake", Status: 503}
 		same := delivered("")
 		same.HeadSHA, same.Title = aPR(2, "").HeadSHA, "renamed"
-		ok, err := inv.Apply(ctx, "g", &forge.Delivery{Project: "org/a", Work: same, RecheckReview: true})
+		ok, err := inv.Apply(ctx, "g", &wqforge.Delivery{Project: "org/a", Work: same, RecheckReview: true})
 		if !ok || err != nil {
 			t.Fatalf("Apply = %v, %v", ok, err)
 		}
@@ -888,7 +888,7 @@ func TestApplyKeepsOrRechecksAPullRequestsVerdict(t *testing.T) {
 		forge.set("org/a", aPR(6, wq.ReviewApproved))
 		hook := aPR(6, "")
 		hook.Author = "" // GitLab
-		if _, err := inv.Apply(ctx, "g", &forge.Delivery{Project: "org/a", Work: &hook}); err != nil {
+		if _, err := inv.Apply(ctx, "g", &wqforge.Delivery{Project: "org/a", Work: &hook}); err != nil {
 			t.Fatal(err)
 		}
 		if w, _ := store.get("org/a", cp.KindPR, 6); w.Author != "bob" || w.ReviewState != cp.ReviewApproved || forge.count("GetWork") != 1 {
@@ -896,7 +896,7 @@ func TestApplyKeepsOrRechecksAPullRequestsVerdict(t *testing.T) {
 		}
 		forge.fail["GetWork org/a"] = errors.New("down")
 		other := aPR(7, "")
-		if _, err := inv.Apply(ctx, "g", &forge.Delivery{Project: "org/a", Work: &other}); err != nil {
+		if _, err := inv.Apply(ctx, "g", &wqforge.Delivery{Project: "org/a", Work: &other}); err != nil {
 			t.Fatal(err)
 		}
 		if w, _ := store.get("org/a", cp.KindPR, 7); w.ReviewState != cp.ReviewNone || w.Author != "bob" {
@@ -912,7 +912,7 @@ func TestApplyRefusesWhatIsNotWork(t *testing.T) {
 		{Kind: wq.WorkIssue, Number: 1, State: "reopened", UpdatedAt: t0},
 		{Kind: wq.WorkIssue, Number: 0, State: wq.MergeRequestOpen, UpdatedAt: t0},
 	} {
-		if ok, err := inv.Apply(context.Background(), "g", &forge.Delivery{Project: "org/a", Work: &w}); ok || wq.ErrorCode(err) != wq.EINVALID {
+		if ok, err := inv.Apply(context.Background(), "g", &wqforge.Delivery{Project: "org/a", Work: &w}); ok || wq.ErrorCode(err) != wq.EINVALID {
 			t.Errorf("%+v: %v, %v; want invalid", w, ok, err)
 		}
 	}
@@ -981,7 +981,7 @@ func TestAGiteaIssueIsInventoriedAndKeptCurrentByItsWebhook(t *testing.T) {
 	const secret = "inventory-s3cret"
 	receiver := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		d, err := forge.ParseWebhook(wq.ForgeGitea, secret, r.Header, body)
+		d, err := wqforge.ParseWebhook(wq.ForgeGitea, secret, r.Header, body)
 		if err != nil {
 			t.Errorf("a delivery the webhook package refuses: %v", err)
 			rw.WriteHeader(http.StatusBadRequest)
@@ -1058,7 +1058,7 @@ func TestAPushMovesTheHeadOfThePullRequestItHeads(t *testing.T) {
 	}
 	push := func(repo, before, after string) bool {
 		t.Helper()
-		ok, err := inv.Apply(ctx, "g", &forge.Delivery{Project: repo, Push: &forge.BranchPush{Branch: "x", Before: before, After: after}})
+		ok, err := inv.Apply(ctx, "g", &wqforge.Delivery{Project: repo, Push: &wqforge.BranchPush{Branch: "x", Before: before, After: after}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1085,7 +1085,7 @@ func TestAPushMovesTheHeadOfThePullRequestItHeads(t *testing.T) {
 	clock.Advance(time.Second)
 	later := aPR(2, "none")
 	later.HeadSHA, later.UpdatedAt, later.State = "h9", t0.Add(time.Second), wq.MergeRequestMerged
-	if ok, err := inv.Apply(ctx, "g", &forge.Delivery{Project: "org/a", Work: &later}); !ok || err != nil {
+	if ok, err := inv.Apply(ctx, "g", &wqforge.Delivery{Project: "org/a", Work: &later}); !ok || err != nil {
 		t.Fatalf("the pull request's own event: %v, %v", ok, err)
 	}
 	if w, _ := store.get("org/a", cp.KindPR, 2); w.State != cp.StateMerged {

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/internal/strictjson"
+	"github.com/workqueue-dev/workqueue/mr/mrapi"
 )
 
 // APIOptions wire the type's face to callers.
@@ -103,22 +103,22 @@ func (a *TypeAPI) Submit(ctx context.Context, s wq.Submission, by wq.Submitter, 
 }
 
 // Detail is the item's desired merge request and what the forge holds of
-// it (api.MRDetail).
+// it (mrapi.Detail).
 func (a *TypeAPI) Detail(ctx context.Context, it *wq.Item) (any, error) {
 	d, err := a.opts.Store.GetMRDetail(ctx, it.ID)
 	if err != nil {
 		return nil, err
 	}
-	v := api.MRDetail{Forge: d.Forge, Project: d.Project, SourceBranch: d.SourceBranch, TargetBranch: d.TargetBranch,
+	v := mrapi.Detail{Forge: d.Forge, Project: d.Project, SourceBranch: d.SourceBranch, TargetBranch: d.TargetBranch,
 		Title: d.Title, Description: d.Description, Labels: d.Labels, AutoMerge: d.AutoMerge,
-		MRIID: d.MRNumber, MRURL: d.MRURL, HeadSHA: d.HeadSHA, PipelineID: d.HeadPipelineID, Files: []api.FileView{}}
+		MRIID: d.MRNumber, MRURL: d.MRURL, HeadSHA: d.HeadSHA, PipelineID: d.HeadPipelineID, Files: []mrapi.FileView{}}
 	for _, f := range d.FileActions {
-		v.Files = append(v.Files, api.FileView{Action: f.Action, Path: f.FilePath, PreviousPath: f.PreviousPath})
+		v.Files = append(v.Files, mrapi.FileView{Action: f.Action, Path: f.FilePath, PreviousPath: f.PreviousPath})
 	}
 	return v, nil
 }
 
-// Summaries are the title and merge request of many items (api.MRSummary),
+// Summaries are the title and merge request of many items (mrapi.Summary),
 // read in one query, for item lists.
 func (a *TypeAPI) Summaries(ctx context.Context, items []*wq.Item) (map[wq.ItemID]any, error) {
 	ids := make([]wq.ItemID, len(items))
@@ -131,7 +131,7 @@ func (a *TypeAPI) Summaries(ctx context.Context, items []*wq.Item) (map[wq.ItemI
 	}
 	out := make(map[wq.ItemID]any, len(sums))
 	for id, m := range sums {
-		out[id] = api.MRSummary{Title: m.Title, MRIID: m.MRNumber, MRURL: m.MRURL}
+		out[id] = mrapi.Summary{Title: m.Title, MRIID: m.MRNumber, MRURL: m.MRURL}
 	}
 	return out, nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/workqueue-dev/workqueue/forge/gitlab/gitlabtest"
 	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/mr/mrapi"
 )
 
 // The CI retry herder end to end on GitLab (issue 14): a whole serve,
@@ -309,7 +310,7 @@ func (w *glWorld) glSubmit(branch, file, content string) (string, string) {
 // needs_ci_retry row read.
 type glView struct {
 	api.Item
-	MR      api.MRDetail
+	MR      mrapi.Detail
 	CI      mr.CIRetryDetail
 	CIRow   *api.Dimension // nil: no job failed yet
 	rawJSON string

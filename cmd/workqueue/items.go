@@ -27,6 +27,7 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/client"
+	"github.com/workqueue-dev/workqueue/mr/mrapi"
 )
 
 // clientFlags are the flags of every command that talks to a server.
@@ -810,20 +811,20 @@ func printItem(w io.Writer, it *api.Item) {
 
 // mrSummary is what a list shows of an mr item: its summary, or from its
 // detail when it has one instead; nil for other types.
-func mrSummary(it *api.Item) *api.MRSummary {
-	var sum api.MRSummary
+func mrSummary(it *api.Item) *mrapi.Summary {
+	var sum mrapi.Summary
 	if it.ItemType == "mr" && len(it.Summary) > 0 && json.Unmarshal(it.Summary, &sum) == nil {
 		return &sum
 	}
 	if d := mrDetail(it); d != nil {
-		return &api.MRSummary{Title: d.Title, MRIID: d.MRIID, MRURL: d.MRURL}
+		return &mrapi.Summary{Title: d.Title, MRIID: d.MRIID, MRURL: d.MRURL}
 	}
 	return nil
 }
 
 // mrDetail is the detail of an mr item, nil for other types.
-func mrDetail(it *api.Item) *api.MRDetail {
-	var d api.MRDetail
+func mrDetail(it *api.Item) *mrapi.Detail {
+	var d mrapi.Detail
 	if it.ItemType != "mr" || json.Unmarshal(it.Detail, &d) != nil {
 		return nil
 	}

@@ -1,6 +1,6 @@
 // Package testapi wires the item service for tests as serve does: every
-// registered item type (the mr type, its projects from a configuration,
-// and the example type) with its face to callers.
+// registered item type (itemtype/types registers the shipped ones), its
+// projects from a configuration, with its face to callers.
 package testapi
 
 import (
@@ -19,8 +19,7 @@ import (
 	"github.com/workqueue-dev/workqueue/service"
 )
 
-// Items is the item service on st with every registered item type (the
-// mr and example types), built as serve builds them for cfg with every
+// Items is the item service on st with every registered item type, built as serve builds them for cfg with every
 // type handled, on no forge and no control plane.
 func Items(st *testdb.Store, cfg config.Config) *service.Items {
 	cfg.HandledTypes = slices.Clone(config.ItemTypes) // no item is flagged unhandled

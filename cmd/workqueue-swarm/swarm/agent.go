@@ -14,6 +14,7 @@ import (
 
 	"github.com/workqueue-dev/workqueue/api"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/mr/mrapi"
 )
 
 // agent is one simulated agent session: an MCP client of the service
@@ -412,7 +413,7 @@ func followItem(ctx context.Context, conn *mcpConn, id string, between func(cont
 		if err := conn.call(ctx, "get_item", map[string]any{"id": id}, &item); err != nil {
 			return 0, err
 		}
-		var d api.MRDetail
+		var d mrapi.Detail
 		if len(item.Detail) > 0 {
 			if err := json.Unmarshal(item.Detail, &d); err != nil {
 				return 0, fmt.Errorf("item %s: decode its detail: %w", id, err)

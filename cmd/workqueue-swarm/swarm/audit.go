@@ -12,9 +12,9 @@ import (
 
 	sdk "code.gitea.io/sdk/gitea"
 
-	"github.com/workqueue-dev/workqueue/api"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/forge"
+	"github.com/workqueue-dev/workqueue/mr/mrapi"
 )
 
 // maxList is the most a control-plane list answers (wq.MaxListLimit);
@@ -285,7 +285,7 @@ func (r *run) items(ctx context.Context) ([]itemOwner, error) {
 			if err != nil {
 				return nil, fmt.Errorf("read item %s: %w", it.ID, err)
 			}
-			var d api.MRDetail
+			var d mrapi.Detail
 			if len(item.Detail) > 0 {
 				if err := json.Unmarshal(item.Detail, &d); err != nil {
 					return nil, fmt.Errorf("item %s: decode its detail: %w", it.ID, err)

@@ -12,10 +12,10 @@ import (
 	"github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
 	"github.com/workqueue-dev/workqueue/controlplane/incident"
-	"github.com/workqueue-dev/workqueue/itemtype"
-	_ "github.com/workqueue-dev/workqueue/itemtype/types" // the item types shipped
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
+	"github.com/workqueue-dev/workqueue/itemtype"
+	_ "github.com/workqueue-dev/workqueue/itemtype/types" // the item types shipped
 	"github.com/workqueue-dev/workqueue/service"
 )
 
@@ -24,13 +24,7 @@ import (
 func Items(st *testdb.Store, cfg config.Config) *service.Items {
 	cfg.HandledTypes = slices.Clone(config.ItemTypes) // no item is flagged unhandled
 	items := &service.Items{Store: st, HandledHere: cfg.HandledTypes}
-	stores := map[string]any{}
-	for _, p := range itemtype.All() {
-		if p.OpenStore != nil {
-			stores[p.Name] = st // the test database holds every type's store
-		}
-	}
-	built, err := itemtype.BuildAll(itemtype.Env{Config: cfg, Queue: st, Forges: map[string]wq.Forge{}}, stores)
+	built, err := itemtype.BuildAll(itemtype.Env{Config: cfg, Queue: st, Forges: map[string]wq.Forge{}}, st.Types)
 	if err != nil {
 		panic(err) // a registered type that cannot be built from a configuration that config accepts
 	}

@@ -18,8 +18,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/itemtype"
+	_ "github.com/workqueue-dev/workqueue/itemtype/types" // the item types shipped
 	"github.com/workqueue-dev/workqueue/mr"
-	"github.com/workqueue-dev/workqueue/mr/mrstore"
 	"github.com/workqueue-dev/workqueue/store"
 	"github.com/workqueue-dev/workqueue/store/seam"
 )
@@ -80,12 +81,18 @@ func postgresURL(t testing.TB) string {
 	return u.String()
 }
 
-// Store is a migrated database with the generic store and the mr type's.
-// Queue is the driver itself: pass it where optional interfaces matter
-// (an engine listens for wake-ups only on a store that can send them).
+// Store is a migrated database with the generic store and every
+// registered item type's (itemtype/types registers the shipped ones), as
+// serve opens them: a new type's migrations run in every test database
+// without a line here. Queue is the driver itself: pass it where optional
+// interfaces matter (an engine listens for wake-ups only on a store that
+// can send them). Types holds each type's store by type name; MR is the
+// shipped mr type's, embedded because most tests of the queue's types
+// drive it.
 type Store struct {
 	Queue
 	MR
+	Types map[string]any
 }
 
 // Queue and MR name Store's parts.
@@ -113,14 +120,15 @@ func OpenURL(t testing.TB, url string) *Store {
 		checkReadySet(t, db)
 		db.Close()
 	})
-	mrs, err := mrstore.New(db)
+	types, err := itemtype.Stores(db)
 	if err != nil {
-		t.Fatalf("open mr store: %v", err)
+		t.Fatalf("open the item types' stores: %v", err)
 	}
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	return &Store{Queue: db, MR: mrs}
+	mrs, _ := types[mr.ItemType].(mr.Store)
+	return &Store{Queue: db, MR: mrs, Types: types}
 }
 
 // EachKind runs f as a subtest on each database kind, in parallel with

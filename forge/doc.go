@@ -1,10 +1,29 @@
-// Package forge holds what the forge adapters (forge/gitea, forge/gitlab)
-// share: the one table that turns a forge's HTTP answer into a
-// *workqueue.ForgeError, so that both forges' refusals mean the same thing
-// to the executors. Where the two forges genuinely answer alike calls
-// differently, the table says so per operation, with the reason. They
-// also share the refusals both make alike before sending anything (an
-// empty comment, a verdict that cannot be given as asked, one by the pull
-// request's own author, and a base URL or token New cannot use), so that
-// the same call is refused the same way on either forge.
+// Package forge is what every kind of code forge shares, and the one
+// place that knows which kinds there are.
+//
+//   - The registry of kinds (plugin.go): a Plugin per kind carries its
+//     client's constructor (Open), its webhook reader (ParseWebhook), the
+//     event types its deliveries store and how to read them (EventTypes,
+//     DecodeEvent), how to read a CI job's page (JobPage) and what it can
+//     do (SetsFileModes). forge/kinds registers the kinds shipped
+//     (forge/gitea, forge/gitlab); forge/forgetest/relay is a third, for
+//     tests. Nothing outside forge/ switches on a kind (scripts/check).
+//   - Webhooks (webhook.go, event.go): a verified delivery (Delivery,
+//     with the inventory's Work and Push), the checks every kind's
+//     delivery passes (ParseWebhook), and the forge-neutral events item
+//     types read (Event: a merge request changed, a review was given, a
+//     pipeline, status or job changed), with the helpers the kinds' readers
+//     share (Unmarshal, VerifyHMAC, PushDelivery, PayloadTime).
+//   - The one table that turns a forge's HTTP answer into a
+//     *workqueue.ForgeError (classify.go), so that every kind's refusals
+//     mean the same thing to the executors; where two forges genuinely
+//     answer alike calls differently, the table says so per operation,
+//     with the reason.
+//   - The refusals every adapter makes alike before sending anything
+//     (review.go: an empty comment, a verdict that cannot be given as
+//     asked, one by the pull request's own author; adapter.go: a base URL
+//     or token New cannot use), and the closing-issue references of a
+//     description (closes.go).
+//
+// forge/forgetest is the conformance suite every adapter passes.
 package forge

@@ -2,6 +2,7 @@ package mr_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/forge/gitlab/gitlabtest"
+	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testforge"
 	"github.com/workqueue-dev/workqueue/mr"
@@ -103,17 +105,13 @@ func (w *world) submit(sub mr.Submission, want wq.SubmitResult) *wq.Item {
 // real and asynchronous here.
 func (w *world) waitFor(id wq.ItemID, what string, cond func(*wq.Item, *mr.Detail) bool) (*wq.Item, *mr.Detail) {
 	w.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		it, d := w.get(id)
-		if cond(it, d) {
-			return it, d
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("timed out waiting for %s: item %+v detail %+v", what, it, d)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var it *wq.Item
+	var d *mr.Detail
+	eventually.TrueEvery(w.t, 60*time.Second, 50*time.Millisecond, what, func() (bool, any) {
+		it, d = w.get(id)
+		return cond(it, d), fmt.Sprintf("item %+v detail %+v", it, d)
+	})
+	return it, d
 }
 
 func (w *world) waitTerminal(id wq.ItemID) (*wq.Item, *mr.Detail) {

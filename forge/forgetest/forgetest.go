@@ -10,6 +10,7 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/internal/eventually"
 )
 
 // Project is a fresh project on a forge, with a main branch holding
@@ -153,20 +154,15 @@ func waitBlocker(t *testing.T, p Project, number int64, want wq.MergeBlocker) *w
 // to 30s, and returns it.
 func waitFor(t *testing.T, p Project, number int64, what string, done func(*wq.MergeRequest) bool) *wq.MergeRequest {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		mr, err := p.Forge.GetMergeRequest(context.Background(), p.Path, number)
-		if err != nil {
+	var mr *wq.MergeRequest
+	eventually.TrueEvery(t, 30*time.Second, 100*time.Millisecond, fmt.Sprintf("merge request %d %s", number, what), func() (bool, any) {
+		var err error
+		if mr, err = p.Forge.GetMergeRequest(context.Background(), p.Path, number); err != nil {
 			t.Fatal(err)
 		}
-		if done(mr) {
-			return mr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("merge request %d never became %s: %+v", number, what, mr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return done(mr), mr
+	})
+	return mr
 }
 
 // projectHaving makes projects as newProject does, and skips the test,

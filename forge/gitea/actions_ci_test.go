@@ -15,6 +15,7 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
+	poll "github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 	"github.com/workqueue-dev/workqueue/internal/testrunner"
 )
@@ -67,13 +68,10 @@ func pushWorkflow(t *testing.T, f *gitea.Forge, repo string) string {
 // returns "", and fails the test with its last complaint otherwise.
 func eventually(t *testing.T, check func() string) {
 	t.Helper()
-	var why string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if why = check(); why == "" {
-			return
-		}
-	}
-	t.Fatal(why)
+	poll.TrueEvery(t, 30*time.Second, 100*time.Millisecond, "the check", func() (bool, any) {
+		why := check()
+		return why == "", why
+	})
 }
 
 func TestAFailedActionsJobIsFoundReadAndRerunOnRealGitea(t *testing.T) {

@@ -325,7 +325,6 @@ func NormalMode(mode string) string {
 	return mode
 }
 
-
 // Commit is a commit the forge made.
 type Commit struct {
 	SHA string

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/workqueue-dev/workqueue/config"
+	_ "github.com/workqueue-dev/workqueue/itemtype/types" // the item types handled_types names
 )
 
 // manifests is every object of deploy/kubernetes, decoded into the

@@ -167,6 +167,10 @@ func (c Config) secretProblems(doc *yaml.Node) Problems {
 // for: items of it would wait forever.
 func (c Config) validateItemTypes(bad func(field, format string, args ...any)) {
 	for i, t := range c.HandledTypes {
+		if t != "" && len(ItemTypes) == 0 {
+			bad(fmt.Sprintf("handled_types[%d]", i), "%q cannot be checked: this program registers no item types (a program that reads configuration imports itemtype/types)", t)
+			continue
+		}
 		if t != "" && !slices.Contains(ItemTypes, t) {
 			bad(fmt.Sprintf("handled_types[%d]", i), "%q is not an item type this instance can process; want one of %s", t, strings.Join(ItemTypes, ", "))
 		}

@@ -92,7 +92,20 @@ auth: {tokens: [{name: submitter, sha256: %s, permissions: [submit, read]}]}
 		d, _ := it["detail"].(map[string]any)
 		n, _ := d["mr_iid"].(float64)
 		number = int64(n)
-		return number > 0, it
+		if number == 0 {
+			return false, it
+		}
+		// Settled: nothing left due, so no reconcile of ours can read the
+		// merge before the delivery does (only the delivery may end it).
+		dims, _ := it["dimensions"].([]any)
+		for _, d := range dims {
+			dim := d.(map[string]any)
+			until, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(dim["pending_until"]))
+			if dim["status"] == "true" && until.Before(time.Now()) {
+				return false, it
+			}
+		}
+		return true, it
 	})
 
 	srv.SetMergeRequestState(project, number, "merged") // a person merges it on the forge
@@ -100,7 +113,8 @@ auth: {tokens: [{name: submitter, sha256: %s, permissions: [submit, read]}]}
 		SourceBranch: "workqueue/relayed", TargetBranch: "main", Action: "merge", State: "merged", UpdatedAt: time.Now().UTC()}})
 	status, got := call("POST", "/webhooks/rl", hook, relay.Headers(secret, "merge_request", "relay-1", hook))
 	if status != http.StatusOK || got["stored"] != float64(1) {
-		t.Fatalf("the relay's delivery: %d %v", status, got)
+		_, it := call("GET", "/api/v1/items/"+id, nil, http.Header{})
+		t.Fatalf("the relay's delivery: %d %v; the item: %v", status, got, it)
 	}
 	eventually.True(t, 30*time.Second, "completion by the relay's webhook", func() (bool, any) {
 		_, it := call("GET", "/api/v1/items/"+id, nil, http.Header{})

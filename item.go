@@ -106,4 +106,21 @@ type Change struct {
 	// an executor can never overwrite what it did not see (such as
 	// clear a needs_* row that a resubmission set during the forge call).
 	SeenRevision int64
+	// Last says this is the action's last write: the executor returns
+	// right after it and acts no more (no forge call, no other write).
+	// When the write sets dimensions only and leaves the item nothing to
+	// do, the engine folds its exit decision into it (Store.ApplyAndFinish:
+	// one transaction instead of two), so the lease may be released by
+	// the time Apply returns. A write after a Last one is an error.
+	Last bool
+}
+
+// ErrNotFoldable refuses a change Store.ApplyAndFinish cannot take.
+var ErrNotFoldable = Errorf(EINVALID, "apply and finish: the change must be an action's last, dimensions only, under a seen revision")
+
+// FoldsExit reports whether the exit decision can be folded into c
+// (Store.ApplyAndFinish): it is an action's last write, of dimensions
+// only, under a seen revision.
+func (c Change) FoldsExit() bool {
+	return c.Last && c.Phase == "" && c.Error == "" && c.SeenRevision != 0
 }

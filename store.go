@@ -125,6 +125,16 @@ type Store interface {
 	// returns false: the loop must go on. ErrLeaseLost.
 	FinishProcessing(ctx context.Context, l Lease, seen int64, now time.Time) (exited bool, err error)
 
+	// ApplyAndFinish is an action's last write and the exit decision on
+	// the state it leaves, in one transaction (Change.Last): c sets
+	// dimensions only, under the lease and c.SeenRevision as ApplyChange
+	// writes them (ErrLeaseLost, ErrSuperseded: nothing written). Once
+	// written, under the per-item lock, if no event is pending and the
+	// revision is still c.SeenRevision, it sets actionable = false and
+	// releases the lease, as FinishProcessing does, and returns true;
+	// otherwise the lease stays held and the loop goes on.
+	ApplyAndFinish(ctx context.Context, l Lease, c Change, now time.Time) (exited bool, err error)
+
 	// DueItems returns up to limit items of the given types that the sweep
 	// should process: active, not leased, and either actionable and past
 	// retry_after, or with a pending event, or with a needs_* row (status

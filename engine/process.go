@@ -37,6 +37,9 @@ type worker struct {
 	// lostCounted makes a loop count one lease loss however many of its
 	// writes find it.
 	lostCounted atomic.Bool
+	// exited is set once an action's last write took the exit decision
+	// with it (Change.Last): the lease is released, the loop is over.
+	exited atomic.Bool
 }
 
 // process runs the loop for one item the producer claimed: until the
@@ -125,7 +128,7 @@ func (w *worker) startHeartbeat(ctx context.Context, cancel context.CancelFunc) 
 func (h *heartbeat) beat() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.stopped || h.ctx.Err() != nil {
+	if h.stopped || h.ctx.Err() != nil || h.w.exited.Load() {
 		return
 	}
 	e := h.w.e
@@ -245,6 +248,10 @@ func (w *worker) loop(ctx context.Context, item *wq.Item, noEvents bool) loopEnd
 		}
 		// 3. Execute.
 		next, ok := w.execute(ctx, item, action, now)
+		if w.exited.Load() {
+			e.itemsExited.Add(1)
+			return loopExited // the action's last write took the exit decision
+		}
 		if !ok {
 			return loopStopped
 		}
@@ -339,6 +346,17 @@ func (w *worker) execute(ctx context.Context, item *wq.Item, action string, now 
 	start := time.Now() // wall time: how long the action really ran
 	err := safeExecute(ctx, exec, &wq.Execution{Item: item, Action: action, Now: now, Writer: writer, Lease: w.lease})
 	e.actionsExecuted.Add(1)
+	if w.exited.Load() {
+		// The last write held and released the lease with the exit: the
+		// action is done, whatever the executor returned after it.
+		e.metrics.Executed(item.ItemType, action, executionOutcome(nil, false), time.Since(start))
+		if err != nil {
+			w.log().Warn("executor failed after its last write; the write stands", "action", action, "err", err)
+		}
+		e.audit.WriteAudit(ctx, wq.AuditEntry{Time: e.clock.Now(), EventType: wq.AuditAction, ItemID: item.ID.String(),
+			ItemType: item.ItemType, Actor: w.name, Trigger: map[string]any{"source": "worker", "action": action}})
+		return nil, true
+	}
 	e.metrics.Executed(item.ItemType, action, executionOutcome(err, isLost(w.lost)), time.Since(start))
 	if errors.Is(err, wq.ErrSuperseded) && !isLost(w.lost) {
 		// Newer work arrived during the action; its write was dropped.
@@ -585,6 +603,7 @@ type leaseWriter struct {
 	written []wq.DimensionUpdate
 	at      time.Time // when the rows were written
 	reload  bool
+	last    bool // a Last write was made: no other may follow
 }
 
 // storedTime is t as both stores read it back.
@@ -606,17 +625,35 @@ func (lw *leaseWriter) after() *wq.Item {
 	if lw.reload || len(lw.written) == 0 {
 		return nil
 	}
+	return lw.with(lw.written, lw.at)
+}
+
+// with is the action's item with the rows written written at at.
+func (lw *leaseWriter) with(written []wq.DimensionUpdate, at time.Time) *wq.Item {
 	next := *lw.item
-	next.Dimensions = make(wq.Dimensions, len(lw.item.Dimensions)+len(lw.written))
+	next.Dimensions = make(wq.Dimensions, len(lw.item.Dimensions)+len(written))
 	for k, d := range lw.item.Dimensions {
 		next.Dimensions[k] = d
 	}
-	for _, u := range lw.written {
+	for _, u := range written {
 		// Times as the stores keep them: UTC, to the microsecond.
 		next.Dimensions[u.DimensionKey] = wq.Dimension{Status: u.Status, Detail: u.Detail,
-			PendingUntil: storedTime(u.PendingUntil), UpdatedAt: storedTime(lw.at)}
+			PendingUntil: storedTime(u.PendingUntil), UpdatedAt: storedTime(at)}
 	}
 	return &next
+}
+
+// foldsExit reports whether c, written now, can carry the exit decision:
+// it is the action's last write of dimensions alone, every write before
+// it was too (so the state it leaves is known without a load), the item
+// has no failures for a success to clear, and on that state the decider
+// asks for nothing more.
+func (lw *leaseWriter) foldsExit(c wq.Change, now time.Time) bool {
+	if !c.FoldsExit() || lw.reload || failing(lw.item) || lw.item.Phase != wq.PhaseActive {
+		return false
+	}
+	written := append(slices.Clip(lw.written), c.Dimensions...)
+	return lw.w.typ.Decide(lw.with(written, now), now) == ""
 }
 
 // Apply writes c under the lease, and only if no work was enqueued since
@@ -625,8 +662,24 @@ func (lw *leaseWriter) after() *wq.Item {
 // returns and the loop answers by deciding again.
 func (lw *leaseWriter) Apply(ctx context.Context, c wq.Change) error {
 	w := lw.w
+	if lw.last {
+		return fmt.Errorf("engine: action %s wrote after its last write", lw.action)
+	}
+	lw.last = c.Last
 	now := w.e.clock.Now()
 	c.SeenRevision = lw.item.Revision
+	if lw.foldsExit(c, now) {
+		exited, err := w.e.store.ApplyAndFinish(ctx, w.lease, c, now)
+		if err != nil {
+			return lw.refusedWrite(ctx, err, now)
+		}
+		lw.written, lw.at = append(lw.written, c.Dimensions...), now
+		if exited {
+			w.exited.Store(true)
+		}
+		w.auditDimensions(ctx, lw.item, c.Dimensions, map[string]any{"source": "worker", "action": lw.action}, now)
+		return nil
+	}
 	if c.Phase.Terminal() && c.Phase != wq.PhaseFailed && failing(lw.item) {
 		// The action succeeded, and the terminal write clears the lease:
 		// the loop's RecordSuccess would come too late (refused as a lost
@@ -642,20 +695,8 @@ func (lw *leaseWriter) Apply(ctx context.Context, c wq.Change) error {
 		}
 	}
 	old, err := w.e.store.ApplyChange(ctx, w.lease, c, now)
-	if errors.Is(err, wq.ErrSuperseded) {
-		w.e.writesSuperseded.Add(1)
-		w.e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditWriteSuperseded, ItemID: lw.item.ID.String(),
-			ItemType: lw.item.ItemType, Actor: w.name, Trigger: map[string]any{"source": "worker", "action": lw.action,
-				"reason": "newer_work", "seen_revision": lw.item.Revision}})
-		return err
-	}
-	if errors.Is(err, wq.ErrLeaseLost) {
-		w.refused("apply change (" + lw.action + ")")
-		lw.refusedAudited = true
-		return err
-	}
 	if err != nil {
-		return err
+		return lw.refusedWrite(ctx, err, now)
 	}
 	lw.terminal = lw.terminal || c.Phase.Terminal()
 	if c.Phase != "" || c.Error != "" {
@@ -671,4 +712,21 @@ func (lw *leaseWriter) Apply(ctx context.Context, c wq.Change) error {
 	}
 	w.auditDimensions(ctx, lw.item, c.Dimensions, trigger, now)
 	return nil
+}
+
+// refusedWrite audits a write the store refused (superseded by newer
+// work, or under a lost lease) and returns err for the executor.
+func (lw *leaseWriter) refusedWrite(ctx context.Context, err error, now time.Time) error {
+	w := lw.w
+	switch {
+	case errors.Is(err, wq.ErrSuperseded):
+		w.e.writesSuperseded.Add(1)
+		w.e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditWriteSuperseded, ItemID: lw.item.ID.String(),
+			ItemType: lw.item.ItemType, Actor: w.name, Trigger: map[string]any{"source": "worker", "action": lw.action,
+				"reason": "newer_work", "seen_revision": lw.item.Revision}})
+	case errors.Is(err, wq.ErrLeaseLost):
+		w.refused("apply change (" + lw.action + ")")
+		lw.refusedAudited = true
+	}
+	return err
 }

@@ -56,7 +56,7 @@ func Type(opts Options) wq.ItemType {
 					}
 				}
 				next, _ := nextStep(x.Item, x.Now)
-				return x.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{{
+				return x.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{{
 					DimensionKey: wq.DimensionKey{Dimension: dimStep, Variant: next}, Status: wq.StatusFalse}}})
 			},
 			ActionFinish: func(ctx context.Context, x *wq.Execution) error {

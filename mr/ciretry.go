@@ -172,7 +172,7 @@ func (x *executors) retryCIJobs(ctx context.Context, ex *wq.Execution) error {
 			decide(j, CIOutcomeUnsupported, "", "this forge's CI jobs cannot be retried, or no herder is configured", 0)
 		}
 		rd.Jobs = later
-		return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{ciRetryUpdate(rd)}})
+		return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{ciRetryUpdate(rd)}})
 	}
 	var head int64
 	if len(due) > 0 {
@@ -258,5 +258,5 @@ func (x *executors) retryCIJobs(ctx context.Context, ex *wq.Execution) error {
 		decide(j, CIOutcomeRetried, v.Matcher, v.Why, newID)
 	}
 	rd.Jobs = later
-	return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{ciRetryUpdate(rd)}})
+	return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{ciRetryUpdate(rd)}})
 }

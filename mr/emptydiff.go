@@ -188,5 +188,5 @@ func (x *executors) checkEmptyDiff(ctx context.Context, ex *wq.Execution) error 
 			return x.supersede(ctx, ex, d, f)
 		}
 	}
-	return ex.Writer.Apply(ctx, wq.Change{Dimensions: next})
+	return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: next})
 }

@@ -328,7 +328,7 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		}
 	}
 	now := ex.Now
-	return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{
+	return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{
 		dim(DimMR, wq.StatusFalse, time.Time{}),
 		dim(DimReconcile, wq.StatusTrue, time.Time{}), // look at it now: merge when mergeable
 		dim(DimEmptyCheck, wq.StatusTrue, now.Add(x.EmptyCheckInterval)),

@@ -207,7 +207,7 @@ func (x *executors) noteWritten(ctx context.Context, ex *wq.Execution, nd NoteDe
 	if edited {
 		u.Status, u.PendingUntil = wq.StatusTrue, nd.EditAfter
 	}
-	return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{u}})
+	return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{u}})
 }
 
 // finalNote makes exec leave the status note showing how the item ended:

@@ -99,7 +99,7 @@ func (x *executors) reconcileMR(ctx context.Context, ex *wq.Execution) error {
 	case !latest:
 		// The desired content changed since the push: push it first (a
 		// resubmission sets needs_mr itself; this is the backstop).
-		return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{dim(DimMR, wq.StatusTrue, time.Time{})}})
+		return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{dim(DimMR, wq.StatusTrue, time.Time{})}})
 	case mr.State == wq.MergeRequestMerged:
 		return x.merged(ctx, ex, d, f)
 	case mr.State == wq.MergeRequestClosed:
@@ -176,7 +176,7 @@ func (x *executors) blockedByTarget(ctx context.Context, ex *wq.Execution, d *De
 	}
 	if target != mr.MergeBase {
 		detail, _ := json.Marshal(RebuildRequest{Rebuild: why, Head: d.HeadSHA, Target: target, MergeBase: mr.MergeBase})
-		return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{{
+		return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{{
 			DimensionKey: wq.DimensionKey{Dimension: DimMR}, Status: wq.StatusTrue, Detail: detail}}})
 	}
 	if why == string(wq.MergeConflict) {
@@ -207,7 +207,7 @@ func (x *executors) recheck(ctx context.Context, ex *wq.Execution, wait time.Dur
 	if detail != (ReconcileDetail{}) {
 		raw, _ = json.Marshal(detail)
 	}
-	return ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{{
+	return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{{
 		DimensionKey: wq.DimensionKey{Dimension: DimReconcile}, Status: wq.StatusTrue,
 		PendingUntil: ex.Now.Add(wait), Detail: raw}}})
 }

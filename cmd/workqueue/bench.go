@@ -271,7 +271,7 @@ func benchType(rec *overlapRecorder) wq.ItemType {
 		},
 		Executors: map[string]wq.Executor{"act": func(ctx context.Context, x *wq.Execution) error {
 			defer rec.enter(x.Item.ID)()
-			return x.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{
+			return x.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{
 				{DimensionKey: wq.DimensionKey{Dimension: "needs_act"}, Status: wq.StatusFalse}}})
 		}},
 	}

@@ -241,11 +241,13 @@ type dimsReq struct {
 	seen int64 // 0: no revision check
 	dims []wq.DimensionUpdate
 	now  time.Time
+	exit bool // the action's last write: take the exit decision with it (ApplyAndFinish)
 }
 
 type dimsRes struct {
-	old wq.Phase
-	err error
+	old    wq.Phase
+	exited bool
+	err    error
 }
 
 // applyDimensions writes the dimensions of many executors' changes in one
@@ -254,19 +256,27 @@ type dimsRes struct {
 // tokens checked, the dimensions of those whose revision still holds are
 // upserted, and every locked item is returned with the revision it had,
 // from which each change learns whether it was written, superseded or
-// refused for a lost lease.
+// refused for a lost lease. A request with exit set is also the exit
+// decision, as finishItems takes it: the batch first takes the advisory
+// locks of those items (in key order), then the statement's exit clears
+// actionable and the lease of each whose write held and that has no event
+// pending. One round trip either way, where a write and its exit were two.
 func (s *Store) applyDimensions(ctx context.Context, reqs []dimsReq) ([]dimsRes, error) {
 	var (
-		ids                       []wq.ItemID
+		ids, exitIDs              []wq.ItemID
 		tokens                    []string
 		seens                     []int64
+		exits                     []bool
 		dimReqs                   []int64 // the ordinal (from 1) of the request a dimension row belongs to
 		names, variants, statuses []string
 		details                   []*string
 		pendings, updated         []*time.Time
 	)
 	for n, r := range reqs {
-		ids, tokens, seens = append(ids, r.l.ItemID), append(tokens, r.l.Token), append(seens, r.seen)
+		ids, tokens, seens, exits = append(ids, r.l.ItemID), append(tokens, r.l.Token), append(seens, r.seen), append(exits, r.exit)
+		if r.exit {
+			exitIDs = append(exitIDs, r.l.ItemID)
+		}
 		// One row per key, the last update of a key winning as it would
 		// upserted one after another.
 		last := map[wq.DimensionKey]int{}
@@ -290,9 +300,13 @@ func (s *Store) applyDimensions(ctx context.Context, reqs []dimsReq) ([]dimsRes,
 	}
 	// Rows are matched to requests by ordinal, not by item id: a request
 	// under a lost lease never writes under the holder's.
-	rows, err := s.pool.Query(ctx, `WITH t AS (
-			SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[]) WITH ORDINALITY AS t(id, token, seen, n)),
-		locked AS (SELECT t.n, w.id, w.phase, w.revision, t.seen FROM work_items w JOIN t ON w.id = t.id AND w.lease_token = t.token
+	b := &pgx.Batch{}
+	if len(exitIDs) > 0 {
+		b.Queue(`SELECT pg_advisory_xact_lock($1, k) FROM unnest($2::int[]) WITH ORDINALITY AS a(k, n) ORDER BY n`, lockItem, lockKeys(exitIDs))
+	}
+	b.Queue(`WITH t AS (
+			SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $11::bool[]) WITH ORDINALITY AS t(id, token, seen, exit, n)),
+		locked AS (SELECT t.n, w.id, w.phase, w.revision, t.seen, t.exit FROM work_items w JOIN t ON w.id = t.id AND w.lease_token = t.token
 			ORDER BY w.id FOR UPDATE OF w),
 		up AS (INSERT INTO work_item_statuses (work_item_id, dimension, variant, status, detail, pending_until, updated_at)
 			SELECT l.id, d.dimension, d.variant, d.status, d.detail::jsonb, d.pending_until, d.updated_at
@@ -301,28 +315,42 @@ func (s *Store) applyDimensions(ctx context.Context, reqs []dimsReq) ([]dimsRes,
 			JOIN locked l ON l.n = d.n WHERE l.seen = 0 OR l.revision = l.seen
 			ON CONFLICT (work_item_id, dimension, variant) DO UPDATE SET status = excluded.status,
 				detail = excluded.detail, pending_until = excluded.pending_until, updated_at = excluded.updated_at
-			RETURNING 1)
-		SELECT n, phase, revision FROM locked`,
-		uuidArray(ids), tokens, seens, dimReqs, names, variants, statuses, details, pendings, updated)
+			RETURNING 1),
+		ex AS (UPDATE work_items w SET actionable = false, leased_until = NULL, lease_token = NULL, lease_owner = NULL
+			FROM locked l WHERE w.id = l.id AND l.exit AND l.revision = l.seen
+			AND NOT EXISTS (SELECT 1 FROM pending_events p WHERE p.work_item_id = l.id)
+			RETURNING l.n)
+		SELECT l.n, l.phase, l.revision, ex.n IS NOT NULL FROM locked l LEFT JOIN ex ON ex.n = l.n`,
+		uuidArray(ids), tokens, seens, dimReqs, names, variants, statuses, details, pendings, updated, exits)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if len(exitIDs) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return nil, translate(err)
+		}
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return nil, translate(err)
 	}
 	type state struct {
 		phase    wq.Phase
 		revision int64
+		exited   bool
 	}
 	locked := map[int64]state{}
 	for rows.Next() {
 		var (
-			n     int64
-			phase string
-			rev   int64
+			n      int64
+			phase  string
+			rev    int64
+			exited bool
 		)
-		if err := rows.Scan(&n, &phase, &rev); err != nil {
+		if err := rows.Scan(&n, &phase, &rev, &exited); err != nil {
 			rows.Close()
 			return nil, translate(err)
 		}
-		locked[n] = state{wq.Phase(phase), rev}
+		locked[n] = state{wq.Phase(phase), rev, exited}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -337,7 +365,7 @@ func (s *Store) applyDimensions(ctx context.Context, reqs []dimsReq) ([]dimsRes,
 		case r.seen != 0 && st.revision != r.seen:
 			out[i].err = wq.ErrSuperseded
 		default:
-			out[i].old = st.phase
+			out[i].old, out[i].exited = st.phase, st.exited
 		}
 	}
 	return out, nil

@@ -311,6 +311,23 @@ func (s *Store) ApplyChange(ctx context.Context, l wq.Lease, c wq.Change, now ti
 	return old, err
 }
 
+// ApplyAndFinish writes an action's last dimensions and takes the exit
+// decision on them: coalesced with other executors' writes, in one
+// statement after the exiting items' advisory locks (coalesced.go).
+func (s *Store) ApplyAndFinish(ctx context.Context, l wq.Lease, c wq.Change, now time.Time) (bool, error) {
+	if !c.FoldsExit() {
+		return false, wq.ErrNotFoldable
+	}
+	r, err := s.co.dims.do(ctx, dimsReq{l: l, seen: c.SeenRevision, dims: c.Dimensions, now: now, exit: true})
+	if err == nil {
+		err = r.err
+	}
+	if err != nil {
+		return false, fmt.Errorf("apply the last change to %s: %w", l.ItemID, err)
+	}
+	return r.exited, nil
+}
+
 // RecordSuccess resets the failure counters.
 func (s *Store) RecordSuccess(ctx context.Context, l wq.Lease, now time.Time) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE work_items SET attempts = 0, failing_since = NULL, retry_after = NULL, error = '', updated_at = $3

@@ -500,6 +500,40 @@ func (s *Store) FinishProcessing(ctx context.Context, l wq.Lease, seen int64, no
 	return exited, err
 }
 
+// ApplyAndFinish writes an action's last dimensions and takes the exit
+// decision on them in one transaction (the writer's lock stands for the
+// per-item lock).
+func (s *Store) ApplyAndFinish(ctx context.Context, l wq.Lease, c wq.Change, now time.Time) (bool, error) {
+	if !c.FoldsExit() {
+		return false, wq.ErrNotFoldable
+	}
+	exited := false
+	err := s.fenced(ctx, l, "apply the last change to", func(tx *sql.Tx, _ wq.Phase) error {
+		var revision int64
+		var pending bool
+		if err := tx.QueryRowContext(ctx, `SELECT revision, EXISTS (SELECT 1 FROM pending_events WHERE work_item_id = ?)
+			FROM work_items WHERE id = ?`, l.ItemID.String(), l.ItemID.String()).Scan(&revision, &pending); err != nil {
+			return translate(err)
+		}
+		if revision != c.SeenRevision {
+			return wq.ErrSuperseded
+		}
+		if err := upsertDimensions(ctx, tx, l.ItemID, c.Dimensions, now); err != nil {
+			return err
+		}
+		if pending {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE work_items SET actionable = 0, leased_until = NULL, lease_token = NULL, lease_owner = NULL
+			WHERE id = ?`, l.ItemID.String()); err != nil {
+			return translate(err)
+		}
+		exited = true
+		return nil
+	})
+	return exited, err
+}
+
 // DueItems finds the items the sweep should process, through three indexed
 // discovery paths. CROSS JOIN pins SQLite's join order: each path starts
 // from its small set of due rows and looks items up by primary key, instead

@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 	t.Run("secrets", func(t *testing.T) { secrets(t, open) })
 	t.Run("history", func(t *testing.T) { history(t, open) })
 	t.Run("seam", func(t *testing.T) { seamArea(t, open) })
+	t.Run("last writes", func(t *testing.T) { lastWrites(t, open) })
 }
 
 // ctx is the suite's context.

@@ -347,6 +347,25 @@ const maxRereads = 8
 // identify fills the identities of the sessions each candidate names.
 func (s *Service) identify(ctx context.Context, cands []Candidate) error {
 	ids := map[string]string{}
+	if r, ok := s.Store.(IdentityReader); ok {
+		// One read for every session named, where the store can.
+		var sessions []string
+		for _, c := range cands {
+			for _, id := range []string{c.AuthorSession, c.LeaseSession} {
+				if _, seen := ids[id]; id != "" && !seen {
+					ids[id] = ""
+					sessions = append(sessions, id)
+				}
+			}
+		}
+		found, err := r.SessionIdentities(ctx, sessions)
+		if err != nil {
+			return err
+		}
+		for _, id := range sessions {
+			ids[id] = found[id] // "" for a session not found, as below
+		}
+	}
 	of := func(session string) (string, error) {
 		if session == "" {
 			return "", nil

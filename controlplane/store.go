@@ -23,6 +23,13 @@ type Candidate struct {
 	LeaseIdentity  string
 }
 
+// IdentityReader is what a Store may add to read many sessions'
+// identities at once (the store leaves out a session it does not have):
+// the allocator then makes one read where it made one per session.
+type IdentityReader interface {
+	SessionIdentities(ctx context.Context, ids []string) (map[string]string, error)
+}
+
 // WorkFilter selects work for ListWork. Zero fields do not filter.
 type WorkFilter struct {
 	Forge string
@@ -125,7 +132,10 @@ type Store interface {
 	// ListWork returns work ordered by (forge, repo, kind, number).
 	ListWork(ctx context.Context, f WorkFilter) ([]Work, error)
 	// Candidates returns every open work item with who holds it at now
-	// (its live lease, its terminal lock), in one read.
+	// (its live lease, its terminal lock). It may keep the open work in
+	// memory between calls while no write changed it; who holds what is
+	// read on every call. Assign re-checks what it takes, so a holder
+	// that came after the read loses the race there.
 	Candidates(ctx context.Context, now time.Time) ([]Candidate, error)
 
 	// Assign creates a and l (and a terminal lock when a.Terminal) and

@@ -32,7 +32,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -65,9 +65,20 @@ func New(db wq.Store) (controlplane.Store, error) {
 
 // store is the control plane's store on either driver.
 type store struct {
-	db         seam.Driver
-	d          dialect
-	candidates atomic.Int64 // how many the last Candidates returned
+	db   seam.Driver
+	d    dialect
+	open openWork
+}
+
+// openWork is the open work as of one version of the inventory
+// (cp_work_version, which every write of cp_work bumps), sorted by key:
+// Candidates re-reads it only when the version moved, here or in another
+// instance. Its slices are shared by every Candidates answer made from
+// it, and only read.
+type openWork struct {
+	mu      sync.Mutex
+	version int64
+	work    []controlplane.Work
 }
 
 var _ controlplane.Store = (*store)(nil)

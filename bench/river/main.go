@@ -28,6 +28,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,6 +57,11 @@ type result struct {
 	Workers        int     `json:"workers"`
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	JobsPerSecond  float64 `json:"jobs_per_second"`
+	// CPUMsPer1000 is the machine's busy CPU time during the burn-down
+	// (this process, the database server, the kernel: /proc/stat), in
+	// milliseconds per 1,000 jobs: read as workqueue bench engine reads
+	// it, for the same comparison.
+	CPUMsPer1000 float64 `json:"cpu_ms_per_1000"`
 }
 
 // riverVersion is the River release this module pins (go.mod).
@@ -144,7 +151,7 @@ func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time
 	completed, cancel := client.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: jobs + 1000})
 	defer cancel()
 	fmt.Fprintf(os.Stderr, "burning down with %d workers\n", workers)
-	start := time.Now()
+	busy, start := machineBusy(), time.Now()
 	if err := client.Start(ctx); err != nil {
 		return result{}, fmt.Errorf("start client: %w", err)
 	}
@@ -163,14 +170,40 @@ func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time
 			return result{}, ctx.Err()
 		}
 	}
-	elapsed := time.Since(start)
+	elapsed, busy := time.Since(start), machineBusy()-busy
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer stopCancel()
 	if err := client.Stop(stopCtx); err != nil {
 		return result{}, fmt.Errorf("stop client: %w", err)
 	}
 	return result{System: "river", Version: riverVersion, Jobs: jobs, Workers: workers,
-		ElapsedSeconds: elapsed.Seconds(), JobsPerSecond: float64(jobs) / elapsed.Seconds()}, nil
+		ElapsedSeconds: elapsed.Seconds(), JobsPerSecond: float64(jobs) / elapsed.Seconds(),
+		CPUMsPer1000: float64(busy) / float64(time.Millisecond) * 1000 / float64(jobs)}, nil
+}
+
+// machineBusy is the CPU time all cores have spent on anything but idling
+// and waiting for I/O since boot (the first line of /proc/stat, in
+// USER_HZ ticks of 10 ms), or 0 where /proc is not there. This module
+// cannot import the product's internal/machinecpu, which reads the same.
+func machineBusy() time.Duration {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0
+	}
+	var ticks int64
+	for i, f := range fields[1:9] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		n, _ := strconv.ParseInt(f, 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // createSchema makes an empty schema for this run, so that River's tables

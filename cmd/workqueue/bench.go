@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -25,6 +26,7 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/engine"
+	"github.com/workqueue-dev/workqueue/internal/machinecpu"
 	"github.com/workqueue-dev/workqueue/internal/peakrss"
 	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/store"
@@ -34,11 +36,14 @@ import (
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure the engine's burn-down and the submit API's load on a database",
+		Short: "Measure the engine's burn-down, the submit API's load and allocation on a database",
 		Long: `Measure this build on a database: how fast the engine works through due
-items, and how fast the HTTP API takes submissions. Each subcommand prints
+items, how fast the HTTP API takes submissions, and how long the control
+plane takes to allocate work to an agent session. Each subcommand prints
 its figures and the process's peak resident memory (VmHWM, reset when the
-measured phase starts; Linux only, 0 elsewhere).
+measured phase starts; Linux only, 0 elsewhere); engine and submit also
+print the machine's busy CPU time per 1,000 items or requests (all
+processes: this one, the database server, the kernel; from /proc/stat).
 
 Both write into the database they are given: use a scratch database, or
 leave --database out for a temporary SQLite file that is removed at the
@@ -54,14 +59,15 @@ same PostgreSQL and prints the ratio.`,
 		"database URL: sqlite:///abs/path.db, sqlite:relative.db or postgres://… (default: a temporary SQLite file)")
 	var output string
 	addOutputFlag(cmd.PersistentFlags(), &output)
-	cmd.AddCommand(newBenchEngineCommand(), newBenchSubmitCommand())
+	cmd.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the measured phase to this file (go tool pprof reads it)")
+	cmd.PersistentFlags().String("memprofile", "", "write the allocations made during the measured phase to this file (go tool pprof reads it)")
+	cmd.AddCommand(newBenchEngineCommand(), newBenchSubmitCommand(), newBenchAllocateCommand())
 	return cmd
 }
 
 func newBenchEngineCommand() *cobra.Command {
 	var (
 		items, workers, instances, claimBatch int
-		cpuProfile, memProfile                string
 	)
 	cmd := &cobra.Command{
 		Use:   "engine",
@@ -102,22 +108,6 @@ engine's and the database's. The items stay in the database, idle.`,
 				return usageError{fmt.Errorf("--claim-batch: want 1 to 1000 (processing.claim_batch), got %d", claimBatch)}
 			}
 			b.claimBatch = claimBatch
-			// Profiles' files are made now, so that a path that cannot be
-			// written fails before the seeding.
-			for _, p := range []struct {
-				flag, path string
-				dst        **os.File
-			}{{"--cpuprofile", cpuProfile, &b.cpuProfile}, {"--memprofile", memProfile, &b.memProfile}} {
-				if p.path == "" {
-					continue
-				}
-				f, err := os.Create(p.path)
-				if err != nil {
-					return fmt.Errorf("%s: %w", p.flag, err)
-				}
-				defer f.Close()
-				*p.dst = f
-			}
 			r, err := b.engine(cmd.Context(), items, workers, instances)
 			if err != nil {
 				return err
@@ -135,8 +125,6 @@ engine's and the database's. The items stay in the database, idle.`,
 	cmd.Flags().IntVar(&instances, "instances", 1, "engines sharing the database, each with its own connections")
 	cmd.Flags().IntVar(&claimBatch, "claim-batch", config.Default().Processing.ClaimBatch,
 		"items claimed in one statement (processing.claim_batch)")
-	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the burn-down to this file (go tool pprof reads it)")
-	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write the allocations made during the burn-down to this file (go tool pprof reads it)")
 	return cmd
 }
 
@@ -217,6 +205,23 @@ func newBench(cmd *cobra.Command) (*bench, error) {
 		b.close()
 		return nil, err
 	}
+	// Profiles' files are made now, so that a path that cannot be written
+	// fails before the seeding.
+	for _, p := range []struct {
+		flag string
+		dst  **os.File
+	}{{"cpuprofile", &b.cpuProfile}, {"memprofile", &b.memProfile}} {
+		path, _ := cmd.Flags().GetString(p.flag)
+		if path == "" {
+			continue
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			b.close()
+			return nil, fmt.Errorf("--%s: %w", p.flag, err)
+		}
+		*p.dst = f
+	}
 	return b, nil
 }
 
@@ -224,6 +229,54 @@ func (b *bench) close() {
 	if b.tempDir != "" {
 		os.RemoveAll(b.tempDir)
 	}
+	for _, f := range []*os.File{b.cpuProfile, b.memProfile} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// measured is what every bench reads around its measured phase.
+type measured struct {
+	elapsed time.Duration
+	peakRSS int64
+	busy    time.Duration // the machine's CPU, all processes (machinecpu)
+}
+
+// measure starts the measured phase: the profiles asked for, the peak
+// RSS reset, the clocks read. The function it returns ends it.
+func (b *bench) measure() (end func() measured, err error) {
+	if b.cpuProfile != nil {
+		if err := pprof.StartCPUProfile(b.cpuProfile); err != nil {
+			return nil, err
+		}
+	}
+	if b.memProfile != nil {
+		// One sample per 4 KiB allocated (the default is per 512 KiB),
+		// from here on: the profile is of the measured phase, not of the
+		// seeding.
+		runtime.MemProfileRate = 4096
+	}
+	// What the setup (seeding, migrations) left behind is given back
+	// first, so that the peak is the measured phase's own.
+	debug.FreeOSMemory()
+	peakrss.Reset()
+	busy, start := machinecpu.Busy(), time.Now()
+	var once sync.Once
+	var m measured
+	return func() measured {
+		once.Do(func() {
+			m = measured{elapsed: time.Since(start), peakRSS: peakrss.Peak(), busy: machinecpu.Busy() - busy}
+			if b.cpuProfile != nil {
+				pprof.StopCPUProfile()
+			}
+			if b.memProfile != nil {
+				runtime.GC()
+				_ = pprof.Lookup("allocs").WriteTo(b.memProfile, 0)
+			}
+		})
+		return m
+	}, nil
 }
 
 // print writes r as JSON or YAML, or text for people, as asked.
@@ -248,6 +301,10 @@ type engineResult struct {
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	ItemsPerSecond float64 `json:"items_per_second"` // all instances together
 	PeakRSSBytes   int64   `json:"peak_rss_bytes"`
+	// CPUMsPer1000 is the machine's busy CPU time during the burn-down
+	// (this process, the database server, the kernel: machinecpu), in
+	// milliseconds per 1,000 items.
+	CPUMsPer1000 float64 `json:"cpu_ms_per_1000"`
 	// OverlappingExecutions counts executions of an item that began while
 	// another execution of it was running (in any instance): zero unless
 	// the leases failed to fence.
@@ -346,23 +403,11 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int) (engi
 		return n
 	}
 	fmt.Fprintf(b.progress, "burning down with %d instance(s) of %d workers\n", instances, workers)
-	if b.cpuProfile != nil {
-		if err := pprof.StartCPUProfile(b.cpuProfile); err != nil {
-			return engineResult{}, err
-		}
-		defer pprof.StopCPUProfile()
+	end, err := b.measure()
+	if err != nil {
+		return engineResult{}, err
 	}
-	if b.memProfile != nil {
-		// One sample per 4 KiB allocated (the default is per 512 KiB),
-		// from here on: the profile is of the burn-down, not of the
-		// seeding.
-		runtime.MemProfileRate = 4096
-		defer func() {
-			runtime.GC()
-			_ = pprof.Lookup("allocs").WriteTo(b.memProfile, 0)
-		}()
-	}
-	peakrss.Reset()
+	defer end()
 	start := time.Now()
 	for _, e := range engines {
 		if err := e.Start(ctx); err != nil {
@@ -390,8 +435,7 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int) (engi
 			return engineResult{}, err
 		}
 	}
-	elapsed := time.Since(start)
-	peak := peakrss.Peak()
+	m := end()
 	var total engine.Stats
 	for _, e := range engines {
 		st := e.Stats()
@@ -403,8 +447,8 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int) (engi
 		return engineResult{}, fmt.Errorf("engine stats %+v: want exactly %d actions, as many exits and no failure", total, items)
 	}
 	return engineResult{Benchmark: "engine", Database: b.kind, Items: items, Workers: workers, Instances: instances,
-		ElapsedSeconds: elapsed.Seconds(), ItemsPerSecond: float64(items) / elapsed.Seconds(), PeakRSSBytes: peak,
-		OverlappingExecutions: rec.overlaps}, nil
+		ElapsedSeconds: m.elapsed.Seconds(), ItemsPerSecond: float64(items) / m.elapsed.Seconds(), PeakRSSBytes: m.peakRSS,
+		CPUMsPer1000: machinecpu.PerThousand(m.busy, items), OverlappingExecutions: rec.overlaps}, nil
 }
 
 // seedBenchItems inserts n actionable bench items, many to a transaction
@@ -492,6 +536,7 @@ type submitResult struct {
 	Errors            int64   `json:"errors"`
 	FirstError        string  `json:"first_error,omitempty"`
 	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
+	CPUMsPer1000      float64 `json:"cpu_ms_per_1000"` // the machine's busy CPU per 1,000 requests
 }
 
 // benchForge and benchProject are the forge and project the bench's
@@ -553,7 +598,11 @@ func (b *bench) submit(ctx context.Context, requests, clients int) (submitResult
 		firstErr.CompareAndSwap(nil, err.Error())
 	}
 	fmt.Fprintf(b.progress, "sending %d submissions with %d clients on %s\n", requests, clients, b.kind)
-	peakrss.Reset()
+	end, err := b.measure()
+	if err != nil {
+		return submitResult{}, err
+	}
+	defer end()
 	start := time.Now()
 	for range clients {
 		wg.Go(func() {
@@ -603,16 +652,15 @@ func (b *bench) submit(ctx context.Context, requests, clients int) (submitResult
 			fmt.Fprintf(b.progress, "%d/%d submissions answered (%.0f/s), %d errors\n", n, requests, float64(n)/now.Sub(start).Seconds(), errs.Load())
 		}
 	}
-	elapsed := time.Since(start)
-	peak := peakrss.Peak()
+	got := end()
 	if err := ctx.Err(); err != nil {
 		return submitResult{}, err
 	}
 	slices.Sort(latencies)
 	r := submitResult{Benchmark: "submit", Database: b.kind, Requests: requests, Clients: clients,
-		ElapsedSeconds: elapsed.Seconds(), RequestsPerSecond: float64(requests) / elapsed.Seconds(),
+		ElapsedSeconds: got.elapsed.Seconds(), RequestsPerSecond: float64(requests) / got.elapsed.Seconds(),
 		P50Millis: millis(percentile(latencies, 50)), P99Millis: millis(percentile(latencies, 99)),
-		Errors: errs.Load(), PeakRSSBytes: peak}
+		Errors: errs.Load(), PeakRSSBytes: got.peakRSS, CPUMsPer1000: machinecpu.PerThousand(got.busy, requests)}
 	if first, ok := firstErr.Load().(string); ok {
 		r.FirstError = first
 	}

@@ -320,7 +320,7 @@ func (s *Store) applyDimensions(ctx context.Context, reqs []dimsReq) ([]dimsRes,
 			FROM locked l WHERE w.id = l.id AND l.exit AND l.revision = l.seen
 			AND NOT EXISTS (SELECT 1 FROM pending_events p WHERE p.work_item_id = l.id)
 			RETURNING l.n)
-		SELECT l.n, l.phase, l.revision, ex.n IS NOT NULL FROM locked l LEFT JOIN ex ON ex.n = l.n`,
+		SELECT n, phase, revision, false FROM locked UNION ALL SELECT n, '', 0, true FROM ex`,
 		uuidArray(ids), tokens, seens, dimReqs, names, variants, statuses, details, pendings, updated, exits)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
@@ -350,7 +350,15 @@ func (s *Store) applyDimensions(ctx context.Context, reqs []dimsReq) ([]dimsRes,
 			rows.Close()
 			return nil, translate(err)
 		}
-		locked[n] = state{wq.Phase(phase), rev, exited}
+		// An exit's row (from ex) only marks its request exited: joined to
+		// locked in SQL, ex was scanned again for every locked row.
+		st := locked[n]
+		if exited {
+			st.exited = true
+		} else {
+			st.phase, st.revision = wq.Phase(phase), rev
+		}
+		locked[n] = st
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/mr"
@@ -105,6 +106,47 @@ func TestBenchSubmitQueuesEverySubmissionWithoutProcessingIt(t *testing.T) {
 	})
 }
 
+func TestBenchAllocateAssignsOneIssueAnApplyAndReportsLatencies(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		url := testdb.URL(t, kind)
+		var got allocateResult
+		runBench(t, &got, "bench", "allocate", "--database", url, "--work", "60", "--sessions", "5", "--calls", "20", "-o", "json")
+		if got.Benchmark != "allocate" || got.Database != kind || got.Work != 60 || got.Sessions != 5 || got.Calls != 20 {
+			t.Errorf("result %+v: want the allocate benchmark on %s with 60 issues, 5 sessions and 20 calls", got, kind)
+		}
+		if got.ApplyP50Millis <= 0 || got.ApplyP99Millis < got.ApplyP50Millis || got.DryRunP50Millis <= 0 ||
+			got.DryRunP99Millis < got.DryRunP50Millis || got.PeakRSSBytes <= 0 {
+			t.Errorf("result %+v: want 0 < p50 <= p99 for both kinds, and a peak RSS", got)
+		}
+		// Each apply took one issue under a lease of its own; dry runs took
+		// none.
+		all, err := openStores(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer all.queue.Close()
+		held, err := all.cp.ListLeases(context.Background(), controlplane.LeaseFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		works := map[string]bool{}
+		for _, l := range held {
+			works[l.WorkID] = true
+		}
+		leases := len(works)
+		if leases != 20 {
+			t.Errorf("%d issues leased, want one per apply (20)", leases)
+		}
+	})
+}
+
+func TestBenchAllocateRefusesMoreAppliesThanIssues(t *testing.T) {
+	t.Parallel()
+	if out, err := runCommand(t, "bench", "allocate", "--work", "5", "--calls", "6"); err == nil || !strings.Contains(err.Error(), "--calls") {
+		t.Errorf("--calls beyond --work: %v\n%s", err, out)
+	}
+}
+
 func TestBenchWithoutADatabaseRunsOnATemporarySQLiteFile(t *testing.T) {
 	t.Parallel()
 	out, err := runCommand(t, "bench", "engine", "--items", "50", "--workers", "2")
@@ -126,9 +168,10 @@ func TestBenchRefusesAnUnknownOutputFormat(t *testing.T) {
 func TestBenchHelpExplainsItsFlags(t *testing.T) {
 	t.Parallel()
 	for args, flags := range map[string][]string{
-		"bench --help":        {"engine", "submit", "--database", "--output"},
-		"bench engine --help": {"--items", "--workers", "--database", "peak"},
-		"bench submit --help": {"--requests", "--clients", "--database", "p99"},
+		"bench --help":          {"engine", "submit", "--database", "--output"},
+		"bench engine --help":   {"--items", "--workers", "--database", "peak"},
+		"bench submit --help":   {"--requests", "--clients", "--database", "p99"},
+		"bench allocate --help": {"--work", "--sessions", "--calls", "--database", "p99"},
 	} {
 		out, err := runCommand(t, strings.Fields(args)...)
 		if err != nil || !strings.Contains(out, "Usage:") {

@@ -73,7 +73,7 @@ func checkPlans(t *testing.T, conn *pgxpool.Conn) {
 		"exit decision": {"uuid, text, bigint", `UPDATE work_items SET actionable = false, leased_until = NULL, lease_token = NULL, lease_owner = NULL
 			WHERE id = $1 AND lease_token = $2 AND revision = $3
 			AND NOT EXISTS (SELECT 1 FROM pending_events WHERE work_item_id = $1)`, id + ", 't', 1"},
-		"sweep": {"text[], timestamptz, int", postgres.DueItemsSQL, "'{mr}', now(), 1000"},
+		"sweep": {"text[], timestamptz, int, uuid", postgres.DueItemsSQL, "'{mr}', now(), 1000, " + id},
 		"claim": {"uuid[], text[], text[], timestamptz, timestamptz, text", postgres.ClaimSQL,
 			"ARRAY[" + id + "]::uuid[], '{t}', '{mr}', now(), now(), 'o'"},
 	} {

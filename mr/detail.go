@@ -107,6 +107,8 @@ type Store interface {
 	// item for the natural key ("" when there is none).
 	LatestMROwner(ctx context.Context, forge, project, sourceBranch string) (caller string, phase wq.Phase, err error)
 
+	// (LatestReader: a store may answer both in one read.)
+
 	// ResubmitMR replaces the desired state of an active or failed item,
 	// provided its revision is still seen: it sets the detail's desired
 	// fields and the content hash, sets needs_mr, marks the item
@@ -141,6 +143,13 @@ type Store interface {
 	// recorded, ordered by project: what the bulk reconciliation compares
 	// with each project's one listing of open merge requests.
 	OpenMRs(ctx context.Context, forge string) ([]OpenMR, error)
+}
+
+// LatestReader is what a Store may add to read the latest generation's
+// caller, phase and number for a natural key in one statement, where a
+// new submission made two (LatestMROwner, LatestMRGeneration).
+type LatestReader interface {
+	LatestMR(ctx context.Context, forge, project, sourceBranch string) (caller string, phase wq.Phase, generation int, err error)
 }
 
 // OpenMR is an active item's merge request as the service recorded it.

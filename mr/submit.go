@@ -93,6 +93,19 @@ func Submit(ctx context.Context, store Store, sub Submission, project Project, c
 // submit is Submit; takeover lets caller change an unfinished item of
 // another identity (an admin, or an assignment's holder pushing onto
 // that item's pull request), which then becomes caller's.
+// latestMR reads the latest generation's caller, phase and number for
+// d's natural key: in one read where the store can.
+func latestMR(ctx context.Context, store Store, d Detail) (owner string, phase wq.Phase, gen int, err error) {
+	if r, ok := store.(LatestReader); ok {
+		return r.LatestMR(ctx, d.Forge, d.Project, d.SourceBranch)
+	}
+	if owner, phase, err = store.LatestMROwner(ctx, d.Forge, d.Project, d.SourceBranch); err != nil {
+		return "", "", 0, err
+	}
+	gen, err = store.LatestMRGeneration(ctx, d.Forge, d.Project, d.SourceBranch)
+	return owner, phase, gen, err
+}
+
 func submit(ctx context.Context, store Store, sub Submission, project Project, caller string, takeover bool, now time.Time) (*wq.Item, wq.SubmitResult, error) {
 	if err := sub.validate(); err != nil {
 		return nil, "", err
@@ -158,16 +171,14 @@ func submit(ctx context.Context, store Store, sub Submission, project Project, c
 			// A cancelled item can leave its branch and pull request on
 			// the forge (a gate refusal, a person's pull request keeping
 			// it): they are still its caller's.
-			if owner, phase, err := store.LatestMROwner(ctx, d.Forge, d.Project, d.SourceBranch); err != nil {
+			owner, phase, gen, err := latestMR(ctx, store, d)
+			if err != nil {
 				return nil, "", err
-			} else if owner != "" && owner != caller && phase == wq.PhaseCancelled && !takeover {
+			}
+			if owner != "" && owner != caller && phase == wq.PhaseCancelled && !takeover {
 				return nil, "", &wq.Error{Code: wq.ECONFLICT, Reason: wq.ReasonOwnerConflict, Message: fmt.Sprintf(
 					"%s: branch %q of %s was %s's, whose item was cancelled and may have left its branch and pull request: "+
 						"submit to a branch of your own", wq.ReasonOwnerConflict, d.SourceBranch, d.Project, owner)}
-			}
-			gen, err := store.LatestMRGeneration(ctx, d.Forge, d.Project, d.SourceBranch)
-			if err != nil {
-				return nil, "", err
 			}
 			created, err := store.CreateMR(ctx, wq.NewItem{ItemType: ItemType, IdempotencyKey: IdempotencyKey(d.Forge, d.Project, d.SourceBranch),
 				Generation: gen + 1, CallerIdentity: caller, ContentHash: hash}, d, now)

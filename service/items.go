@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"strings"
 	"time"
 
@@ -47,6 +48,20 @@ type Items struct {
 	// process, so that a burst of them queues instead of racing (and
 	// losing) on the store's guards.
 	keys keylock.Set
+
+	// lastHandled keeps each type's LastHandled answer for
+	// lastHandledFor: a burst of submissions of a type no instance here
+	// handles read the registry once each (a statement per submission).
+	lastHandledMu sync.Mutex
+	lastHandled   map[string]handledRead
+}
+
+// lastHandledFor is how long a LastHandled answer stands: a tiny part of
+// the window it is compared with.
+const lastHandledFor = 2 * time.Second
+
+type handledRead struct {
+	last, read time.Time
 }
 
 type registered struct {
@@ -163,7 +178,7 @@ func (s *Items) warnings(ctx context.Context, it *wq.Item) []string {
 	if s.Handlers == nil {
 		return nil
 	}
-	last, err := s.Handlers.LastHandled(ctx, it.ItemType)
+	last, err := s.lastHandledOf(ctx, it.ItemType)
 	if err != nil {
 		return nil
 	}
@@ -180,6 +195,29 @@ func (s *Items) warnings(ctx context.Context, it *wq.Item) []string {
 			it.ItemType, now.Sub(last).Round(time.Second), last.UTC().Format(time.RFC3339))}
 	}
 	return nil
+}
+
+// lastHandledOf is Handlers.LastHandled, read at most once per
+// lastHandledFor for each type.
+func (s *Items) lastHandledOf(ctx context.Context, itemType string) (time.Time, error) {
+	now := s.now()
+	s.lastHandledMu.Lock()
+	r, ok := s.lastHandled[itemType]
+	s.lastHandledMu.Unlock()
+	if ok && now.Sub(r.read) < lastHandledFor && !now.Before(r.read) {
+		return r.last, nil
+	}
+	last, err := s.Handlers.LastHandled(ctx, itemType)
+	if err != nil {
+		return time.Time{}, err
+	}
+	s.lastHandledMu.Lock()
+	if s.lastHandled == nil {
+		s.lastHandled = map[string]handledRead{}
+	}
+	s.lastHandled[itemType] = handledRead{last: last, read: now}
+	s.lastHandledMu.Unlock()
+	return last, nil
 }
 
 // Get returns one item with its detail and dimensions, if the caller may

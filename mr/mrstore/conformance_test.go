@@ -167,6 +167,41 @@ func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 		}
 	})
 
+	t.Run("the latest generation read at once agrees with its owner and its number read apart", func(t *testing.T) {
+		s := open(t)
+		latest, ok := any(s).(mr.LatestReader)
+		if db, isTestDB := any(s).(*testdb.Store); isTestDB {
+			latest, ok = db.MR.(mr.LatestReader)
+		}
+		if !ok {
+			t.Fatalf("the mr store %T does not read the latest generation at once", s)
+		}
+		check := func(step string) {
+			t.Helper()
+			caller, phase, gen, err := latest.LatestMR(ctx, "gitea", "o/r", "wq/a")
+			owner, ownerPhase, err1 := s.LatestMROwner(ctx, "gitea", "o/r", "wq/a")
+			g, err2 := s.LatestMRGeneration(ctx, "gitea", "o/r", "wq/a")
+			if err != nil || err1 != nil || err2 != nil || caller != owner || phase != ownerPhase || gen != g {
+				t.Errorf("%s: LatestMR = %q %q %d (%v); apart %q %q %d (%v, %v)", step, caller, phase, gen, err, owner, ownerPhase, g, err1, err2)
+			}
+		}
+		check("no item")
+		first, err := s.CreateMR(ctx, newItem(1), detail, T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("one active item")
+		l, _ := s.ClaimItem(ctx, first.ID, "w", T0, time.Minute)
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCancelled}, T0); err != nil {
+			t.Fatal(err)
+		}
+		check("its generation cancelled")
+		if _, err := s.CreateMR(ctx, newItem(2), detail, T0); err != nil {
+			t.Fatal(err)
+		}
+		check("a second generation")
+	})
+
 	t.Run("resubmitting replaces the desired state, needs_mr and wakes the item, only at the seen revision", func(t *testing.T) {
 		s := open(t)
 		it := create(t, s)

@@ -146,6 +146,22 @@ func (s store) LatestMRGeneration(ctx context.Context, forge, project, source st
 	return g, nil
 }
 
+// LatestMR reads what LatestMROwner and LatestMRGeneration read, from
+// the one row of the latest generation.
+func (s store) LatestMR(ctx context.Context, forge, project, source string) (string, wq.Phase, int, error) {
+	var caller, phase string
+	var g int
+	err := s.reader().queryRow(ctx, `SELECT w.caller_identity, w.phase, w.generation FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+		WHERE m.forge = ? AND m.project = ? AND m.source_branch = ? ORDER BY w.generation DESC LIMIT 1`, forge, project, source).Scan(&caller, &phase, &g)
+	if notFound(err) {
+		return "", "", 0, nil
+	}
+	if err != nil {
+		return "", "", 0, fmt.Errorf("latest mr: %w", err)
+	}
+	return caller, wq.Phase(phase), g, nil
+}
+
 // ResubmitMR replaces an active or failed item's desired state, under
 // the revision fence of the driver's ReplaceDesired.
 func (s store) ResubmitMR(ctx context.Context, id wq.ItemID, seen int64, d mr.Detail, hash, caller string, now time.Time) (*wq.Item, error) {

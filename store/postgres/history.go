@@ -13,12 +13,15 @@ import (
 
 var _ wq.HistoryStore = (*Store)(nil)
 
-// AppendHistory stores entries in one batch, one transaction.
+// AppendHistory stores entries in one statement over arrays. (COPY cost
+// a round trip to describe the table and a stream set up on every call,
+// and the history writer's batches are small: 1 ms a call, a third of the
+// database's time per submission.)
 func (s *Store) AppendHistory(ctx context.Context, entries []wq.AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	rows := make([][]any, len(entries))
+	ids, ats, bodies := make([]string, len(entries)), make([]time.Time, len(entries)), make([]string, len(entries))
 	for i, e := range entries {
 		if e.ItemID == "" || e.Time.IsZero() {
 			return wq.Errorf(wq.EINVALID, "history: an entry needs its item and its time")
@@ -27,9 +30,12 @@ func (s *Store) AppendHistory(ctx context.Context, entries []wq.AuditEntry) erro
 		if err != nil {
 			return fmt.Errorf("history: %w", err)
 		}
-		rows[i] = []any{e.ItemID, e.Time.UTC(), string(b)}
+		ids[i], ats[i], bodies[i] = e.ItemID, e.Time.UTC(), string(b)
 	}
-	if _, err := s.pool.CopyFrom(ctx, pgx.Identifier{"item_history"}, []string{"item_id", "at", "entry"}, pgx.CopyFromRows(rows)); err != nil {
+	// WITH ORDINALITY and ORDER BY keep the entries' order in seq.
+	if _, err := s.pool.Exec(ctx, `INSERT INTO item_history (item_id, at, entry)
+		SELECT id, at, entry FROM unnest($1::text[], $2::timestamptz[], $3::text[]) WITH ORDINALITY AS e(id, at, entry, n) ORDER BY n`,
+		ids, ats, bodies); err != nil {
 		return fmt.Errorf("append history: %w", translate(err))
 	}
 	return nil

@@ -127,16 +127,17 @@ func insertItem(ctx context.Context, tx pgx.Tx, n *wq.NewItem, now time.Time) er
 	if n.Generation == 0 {
 		n.Generation = 1
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO work_items (id, item_type, idempotency_key, generation,
-		caller_identity, content_hash, forge, project, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
+	// The wake-up is sent by the insert itself (one round trip, not two);
+	// PostgreSQL delivers it at commit, after the dimensions below.
+	if _, err := tx.Exec(ctx, `WITH ins AS (INSERT INTO work_items (id, item_type, idempotency_key, generation,
+		caller_identity, content_hash, forge, project, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+		RETURNING id, item_type)
+		SELECT pg_notify('`+wakeupChannel+`', item_type || ':' || id::text) FROM ins`,
 		n.ID, n.ItemType, nullString(n.IdempotencyKey), n.Generation, n.CallerIdentity, n.ContentHash, n.Forge, n.Project,
 		now.UTC()); err != nil {
 		return translate(err)
 	}
-	if err := upsertDimensions(ctx, tx, n.ID, n.Dimensions, now); err != nil {
-		return err
-	}
-	return notifyItem(ctx, tx, n.ID)
+	return upsertDimensions(ctx, tx, n.ID, n.Dimensions, now)
 }
 
 // executor runs statements on the pool or in a transaction.

@@ -20,6 +20,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -35,8 +36,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
+	_ "modernc.org/sqlite" // database/sql's "sqlite", the driver workqueue runs on
 )
 
 // noOpArgs is a job that does nothing: what is measured is River's own
@@ -52,6 +56,7 @@ func (noOpWorker) Work(context.Context, *river.Job[noOpArgs]) error { return nil
 // result is what one run measured; -o json prints it.
 type result struct {
 	System         string  `json:"system"`
+	Database       string  `json:"database"` // postgres or sqlite
 	Version        string  `json:"version"`
 	Jobs           int     `json:"jobs"`
 	Workers        int     `json:"workers"`
@@ -69,6 +74,7 @@ const riverVersion = "v0.51.2"
 
 func main() {
 	database := flag.String("database", os.Getenv("TEST_DATABASE_URL"), "PostgreSQL URL (default $TEST_DATABASE_URL); River's tables go into a fresh schema in it, dropped at the end")
+	sqlitePath := flag.String("sqlite", "", "run on a new SQLite file at this path instead, with River's SQLite driver (the file must not exist; it is removed at the end)")
 	jobs := flag.Int("jobs", 20_000, "no-op jobs to burn down")
 	workers := flag.Int("workers", 2_000, "River's MaxWorkers for the queue")
 	cooldown := flag.Duration("fetch-cooldown", 2*time.Millisecond, "River's FetchCooldown")
@@ -76,13 +82,26 @@ func main() {
 	output := flag.String("o", "text", "output format: text or json")
 	keep := flag.Bool("keep", false, "keep the schema afterwards (its name is printed on stderr)")
 	flag.Parse()
-	if *database == "" || *jobs < 1 || *workers < 1 || (*output != "text" && *output != "json") {
+	if (*database == "" && *sqlitePath == "") || *jobs < 1 || *workers < 1 || (*output != "text" && *output != "json") {
 		flag.Usage()
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	r, err := run(ctx, *database, *jobs, *workers, *cooldown, *poll, *keep)
+	var r result
+	var err error
+	if *sqlitePath != "" {
+		if _, statErr := os.Stat(*sqlitePath); statErr == nil {
+			fmt.Fprintln(os.Stderr, "river bench: -sqlite: the file exists already; give a new path")
+			os.Exit(2)
+		}
+		defer os.Remove(*sqlitePath)
+		defer os.Remove(*sqlitePath + "-wal")
+		defer os.Remove(*sqlitePath + "-shm")
+		r, err = runSQLite(ctx, *sqlitePath, *jobs, *workers, *cooldown, *poll)
+	} else {
+		r, err = run(ctx, *database, *jobs, *workers, *cooldown, *poll, *keep)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "river bench:", err)
 		os.Exit(1)
@@ -91,8 +110,8 @@ func main() {
 		json.NewEncoder(os.Stdout).Encode(r)
 		return
 	}
-	fmt.Printf("River %s: %d no-op jobs, %d workers, %.2fs: %.0f jobs/s\n",
-		r.Version, r.Jobs, r.Workers, r.ElapsedSeconds, r.JobsPerSecond)
+	fmt.Printf("River %s on %s: %d no-op jobs, %d workers, %.2fs: %.0f jobs/s\n",
+		r.Version, r.Database, r.Jobs, r.Workers, r.ElapsedSeconds, r.JobsPerSecond)
 }
 
 func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time.Duration, keep bool) (result, error) {
@@ -110,9 +129,32 @@ func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time
 		return result{}, fmt.Errorf("connect: %w", err)
 	}
 	defer pool.Close()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	r, err := burnDown(ctx, riverpgxv5.New(pool), schema, jobs, workers, cooldown, poll)
+	r.Database = "postgres"
+	return r, err
+}
 
-	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema, Logger: log})
+// runSQLite burns down on a SQLite file at path with River's SQLite
+// driver, as its documentation advises it: one connection (River's
+// operations run in parallel, which SQLite answers with SQLITE_BUSY),
+// WAL, and synchronous=FULL as workqueue runs its SQLite.
+func runSQLite(ctx context.Context, path string, jobs, workers int, cooldown, poll time.Duration) (result, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)")
+	if err != nil {
+		return result{}, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	r, err := burnDown(ctx, riversqlite.New(db), "", jobs, workers, cooldown, poll)
+	r.Database = "sqlite"
+	return r, err
+}
+
+// burnDown migrates River into schema, inserts the jobs and times the
+// client from start until every job is recorded completed.
+func burnDown[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], schema string, jobs, workers int, cooldown, poll time.Duration) (result, error) {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema, Logger: log})
 	if err != nil {
 		return result{}, err
 	}
@@ -122,7 +164,7 @@ func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time
 
 	registry := river.NewWorkers()
 	river.AddWorker(registry, &noOpWorker{})
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+	client, err := river.NewClient(driver, &river.Config{
 		Schema:            schema,
 		Logger:            log,
 		FetchCooldown:     cooldown,

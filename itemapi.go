@@ -56,6 +56,15 @@ type Summarizer interface {
 	Summaries(ctx context.Context, items []*Item) (map[ItemID]any, error)
 }
 
+// SubmitDetailer is an optional part of an ItemAPI whose submission
+// knows the item's detail: SubmitDetail is Submit that also returns the
+// detail exactly as Detail would read it right after (nil when it does
+// not know it, to have it read), so that the answer to a submission
+// needs no read of what the submission just wrote or read.
+type SubmitDetailer interface {
+	SubmitDetail(ctx context.Context, s Submission, by Submitter, now time.Time) (*Item, any, SubmitResult, error)
+}
+
 // Assigned is a submission made for an assignment of the control plane
 // (DESIGN section 9): the item type checks it against the gate; the
 // service lets a caller with permission agent make it.

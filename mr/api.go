@@ -74,13 +74,22 @@ func (a *TypeAPI) Decode(body []byte) (wq.Submission, error) {
 // Submit checks that the project is configured for changes, then
 // validates, inspects and upserts the submission (see Submit).
 func (a *TypeAPI) Submit(ctx context.Context, s wq.Submission, by wq.Submitter, now time.Time) (*wq.Item, wq.SubmitResult, error) {
+	it, _, result, err := a.SubmitDetail(ctx, s, by, now)
+	return it, result, err
+}
+
+// SubmitDetail is Submit that also returns the item's detail as Detail
+// reads it (wq.SubmitDetailer) when the submission knows it: for a new
+// item, what it wrote; for an unchanged one, what it read. Nil after an
+// update, whose forge state the submission did not read.
+func (a *TypeAPI) SubmitDetail(ctx context.Context, s wq.Submission, by wq.Submitter, now time.Time) (*wq.Item, any, wq.SubmitResult, error) {
 	r, ok := s.(*request)
 	if !ok {
-		return nil, "", fmt.Errorf("mr: submission of type %T", s)
+		return nil, nil, "", fmt.Errorf("mr: submission of type %T", s)
 	}
 	project, ok := a.opts.Project(r.Forge, r.Project)
 	if !ok {
-		return nil, "", wq.Errorf(wq.EINVALID, "project: %q on forge %q is not configured for changes", r.Project, r.Forge)
+		return nil, nil, "", wq.Errorf(wq.EINVALID, "project: %q on forge %q is not configured for changes", r.Project, r.Forge)
 	}
 	sub := r.Submission
 	takeover := by.Admin
@@ -88,18 +97,22 @@ func (a *TypeAPI) Submit(ctx context.Context, s wq.Submission, by wq.Submitter, 
 		// Validated first, so that the gate is asked about a well-formed
 		// change only.
 		if err := sub.validate(); err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
 		var (
 			g   AssignmentGrant
 			err error
 		)
 		if sub, g, err = forAssignment(ctx, a.opts.Assignments, sub, by.Identity); err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
 		takeover = takeover || g.Push
 	}
-	return submit(ctx, a.opts.Store, sub, project, by.Identity, takeover, now)
+	it, d, result, err := submit(ctx, a.opts.Store, sub, project, by.Identity, takeover, now)
+	if err != nil || d == nil {
+		return it, nil, result, err
+	}
+	return it, detailView(d), result, nil
 }
 
 // Detail is the item's desired merge request and what the forge holds of
@@ -109,13 +122,18 @@ func (a *TypeAPI) Detail(ctx context.Context, it *wq.Item) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return detailView(d), nil
+}
+
+// detailView is a detail on the wire.
+func detailView(d *Detail) mrapi.Detail {
 	v := mrapi.Detail{Forge: d.Forge, Project: d.Project, SourceBranch: d.SourceBranch, TargetBranch: d.TargetBranch,
 		Title: d.Title, Description: d.Description, Labels: d.Labels, AutoMerge: d.AutoMerge,
 		MRIID: d.MRNumber, MRURL: d.MRURL, HeadSHA: d.HeadSHA, PipelineID: d.HeadPipelineID, Files: []mrapi.FileView{}}
 	for _, f := range d.FileActions {
 		v.Files = append(v.Files, mrapi.FileView{Action: f.Action, Path: f.FilePath, PreviousPath: f.PreviousPath})
 	}
-	return v, nil
+	return v
 }
 
 // Summaries are the title and merge request of many items (mrapi.Summary),

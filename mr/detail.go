@@ -107,7 +107,7 @@ type Store interface {
 	// item for the natural key ("" when there is none).
 	LatestMROwner(ctx context.Context, forge, project, sourceBranch string) (caller string, phase wq.Phase, err error)
 
-	// (LatestReader: a store may answer both in one read.)
+	// (CurrentReader: a store may answer the three in one read.)
 
 	// ResubmitMR replaces the desired state of an active or failed item,
 	// provided its revision is still seen: it sets the detail's desired
@@ -145,11 +145,25 @@ type Store interface {
 	OpenMRs(ctx context.Context, forge string) ([]OpenMR, error)
 }
 
-// LatestReader is what a Store may add to read the latest generation's
-// caller, phase and number for a natural key in one statement, where a
-// new submission made two (LatestMROwner, LatestMRGeneration).
-type LatestReader interface {
-	LatestMR(ctx context.Context, forge, project, sourceBranch string) (caller string, phase wq.Phase, generation int, err error)
+// CurrentReader is what a Store may add to read, for a natural key,
+// what a submission decides on (Current) in one statement where it made
+// three (FindMRItem, LatestMROwner, LatestMRGeneration) before creating
+// an item.
+type CurrentReader interface {
+	CurrentMR(ctx context.Context, forge, project, sourceBranch string) (Current, error)
+}
+
+// Current is what a submission decides on for its natural key: the
+// active or failed item with its detail, if there is one (Item nil if
+// not), and the latest generation's caller, phase and number (zero when
+// no item ever had the key). When Item is set, it is the latest
+// generation.
+type Current struct {
+	Item       *wq.Item
+	Detail     *Detail
+	Owner      string
+	Phase      wq.Phase
+	Generation int
 }
 
 // OpenMR is an active item's merge request as the service recorded it.

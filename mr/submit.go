@@ -87,28 +87,41 @@ const (
 // reason wq.ReasonOwnerConflict), so that nobody rewrites another's
 // change while the item still names its first caller.
 func Submit(ctx context.Context, store Store, sub Submission, project Project, caller string, now time.Time) (*wq.Item, wq.SubmitResult, error) {
-	return submit(ctx, store, sub, project, caller, false, now)
+	it, _, result, err := submit(ctx, store, sub, project, caller, false, now)
+	return it, result, err
+}
+
+// current reads what a submission decides on for d's natural key: in
+// one read where the store can (CurrentReader).
+func current(ctx context.Context, store Store, d Detail) (Current, error) {
+	if r, ok := store.(CurrentReader); ok {
+		return r.CurrentMR(ctx, d.Forge, d.Project, d.SourceBranch)
+	}
+	var (
+		c   Current
+		err error
+	)
+	if c.Item, c.Detail, err = store.FindMRItem(ctx, d.Forge, d.Project, d.SourceBranch); err != nil || c.Item != nil {
+		if c.Item != nil {
+			c.Owner, c.Phase, c.Generation = c.Item.CallerIdentity, c.Item.Phase, c.Item.Generation
+		}
+		return c, err
+	}
+	if c.Owner, c.Phase, err = store.LatestMROwner(ctx, d.Forge, d.Project, d.SourceBranch); err != nil {
+		return Current{}, err
+	}
+	c.Generation, err = store.LatestMRGeneration(ctx, d.Forge, d.Project, d.SourceBranch)
+	return c, err
 }
 
 // submit is Submit; takeover lets caller change an unfinished item of
 // another identity (an admin, or an assignment's holder pushing onto
 // that item's pull request), which then becomes caller's.
-// latestMR reads the latest generation's caller, phase and number for
-// d's natural key: in one read where the store can.
-func latestMR(ctx context.Context, store Store, d Detail) (owner string, phase wq.Phase, gen int, err error) {
-	if r, ok := store.(LatestReader); ok {
-		return r.LatestMR(ctx, d.Forge, d.Project, d.SourceBranch)
-	}
-	if owner, phase, err = store.LatestMROwner(ctx, d.Forge, d.Project, d.SourceBranch); err != nil {
-		return "", "", 0, err
-	}
-	gen, err = store.LatestMRGeneration(ctx, d.Forge, d.Project, d.SourceBranch)
-	return owner, phase, gen, err
-}
-
-func submit(ctx context.Context, store Store, sub Submission, project Project, caller string, takeover bool, now time.Time) (*wq.Item, wq.SubmitResult, error) {
+// It also returns the item's detail as the store keeps it when it knows
+// it without a read (created or unchanged), nil otherwise.
+func submit(ctx context.Context, store Store, sub Submission, project Project, caller string, takeover bool, now time.Time) (*wq.Item, *Detail, wq.SubmitResult, error) {
 	if err := sub.validate(); err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	// Every refusal at once (wq.Refusals): the branch, each refused
 	// action, each action the project's forge cannot do.
@@ -132,7 +145,7 @@ func submit(ctx context.Context, store Store, sub Submission, project Project, c
 	}
 	if len(refusals) > 0 {
 		slices.SortStableFunc(refusals, func(a, b *Refusal) int { return cmp.Compare(a.Index, b.Index) })
-		return nil, "", refusals
+		return nil, nil, "", refusals
 	}
 	d := Detail{
 		Forge: sub.Forge, Project: sub.Project, SourceBranch: sub.SourceBranch, TargetBranch: sub.TargetBranch,
@@ -159,24 +172,22 @@ func submit(ctx context.Context, store Store, sub Submission, project Project, c
 			}
 			select {
 			case <-ctx.Done():
-				return nil, "", ctx.Err()
+				return nil, nil, "", ctx.Err()
 			case <-time.After(time.Duration(1+rand.IntN(5*min(attempt, 20))) * time.Millisecond):
 			}
 		}
-		item, current, err := store.FindMRItem(ctx, d.Forge, d.Project, d.SourceBranch)
+		cur, err := current(ctx, store, d)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
+		item := cur.Item
 		if item == nil {
 			// A cancelled item can leave its branch and pull request on
 			// the forge (a gate refusal, a person's pull request keeping
 			// it): they are still its caller's.
-			owner, phase, gen, err := latestMR(ctx, store, d)
-			if err != nil {
-				return nil, "", err
-			}
+			owner, phase, gen := cur.Owner, cur.Phase, cur.Generation
 			if owner != "" && owner != caller && phase == wq.PhaseCancelled && !takeover {
-				return nil, "", &wq.Error{Code: wq.ECONFLICT, Reason: wq.ReasonOwnerConflict, Message: fmt.Sprintf(
+				return nil, nil, "", &wq.Error{Code: wq.ECONFLICT, Reason: wq.ReasonOwnerConflict, Message: fmt.Sprintf(
 					"%s: branch %q of %s was %s's, whose item was cancelled and may have left its branch and pull request: "+
 						"submit to a branch of your own", wq.ReasonOwnerConflict, d.SourceBranch, d.Project, owner)}
 			}
@@ -186,12 +197,12 @@ func submit(ctx context.Context, store Store, sub Submission, project Project, c
 				continue // a concurrent submission created it first
 			}
 			if err != nil {
-				return nil, "", err
+				return nil, nil, "", err
 			}
-			return created, ResultCreated, nil
+			return created, &d, ResultCreated, nil
 		}
 		if item.CallerIdentity != caller && !takeover {
-			return nil, "", &wq.Error{Code: wq.ECONFLICT, Reason: wq.ReasonOwnerConflict, Message: fmt.Sprintf(
+			return nil, nil, "", &wq.Error{Code: wq.ECONFLICT, Reason: wq.ReasonOwnerConflict, Message: fmt.Sprintf(
 				"%s: item %s for branch %q of %s belongs to %s, who submitted it; another caller changes it only with an assignment "+
 					"allowing push on its pull request, or as an admin", wq.ReasonOwnerConflict, item.ID, d.SourceBranch, d.Project, item.CallerIdentity)}
 		}
@@ -199,12 +210,12 @@ func submit(ctx context.Context, store Store, sub Submission, project Project, c
 			// The item is winding down: an update now would be lost
 			// when it ends cancelled. Say so; a submission after the
 			// cancel ends starts a new generation.
-			return nil, "", &wq.Error{Code: wq.ECONFLICT, Reason: ReasonCancelPending, Message: fmt.Sprintf(
+			return nil, nil, "", &wq.Error{Code: wq.ECONFLICT, Reason: ReasonCancelPending, Message: fmt.Sprintf(
 				"%s: item %s for branch %q is being cancelled; submit again once it has ended (it starts a new item)",
 				ReasonCancelPending, item.ID, d.SourceBranch)}
 		}
-		if item.Phase == wq.PhaseActive && item.ContentHash == hash && sameDesired(*current, d) {
-			return item, ResultUnchanged, nil
+		if item.Phase == wq.PhaseActive && item.ContentHash == hash && sameDesired(*cur.Detail, d) {
+			return item, cur.Detail, ResultUnchanged, nil
 		}
 		result := ResultUpdated
 		if item.Phase == wq.PhaseFailed {
@@ -215,11 +226,11 @@ func submit(ctx context.Context, store Store, sub Submission, project Project, c
 			continue // the item changed meanwhile: decide again
 		}
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
-		return updated, result, nil
+		return updated, nil, result, nil
 	}
-	return nil, "", wq.Errorf(wq.EUNAVAILABLE, "too many concurrent changes to %s %s; try again", d.Project, d.SourceBranch)
+	return nil, nil, "", wq.Errorf(wq.EUNAVAILABLE, "too many concurrent changes to %s %s; try again", d.Project, d.SourceBranch)
 }
 
 // sameDesired compares the fields a submission sets besides the content.

@@ -136,7 +136,17 @@ func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*
 		defer unlock()
 	}
 	now := s.now()
-	it, result, err := t.api.Submit(ctx, sub, wq.Submitter{Identity: caller.Identity, Admin: caller.CanOn(auth.Admin, scope.Project)}, now)
+	by := wq.Submitter{Identity: caller.Identity, Admin: caller.CanOn(auth.Admin, scope.Project)}
+	var (
+		it     *wq.Item
+		detail any
+		result wq.SubmitResult
+	)
+	if sd, ok := t.api.(wq.SubmitDetailer); ok {
+		it, detail, result, err = sd.SubmitDetail(ctx, sub, by, now)
+	} else {
+		it, result, err = t.api.Submit(ctx, sub, by, now)
+	}
 	if wq.ErrorReason(err) == wq.ReasonOwnerConflict && s.Audit != nil {
 		s.Audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditSubmitRefused, Actor: caller.Identity, ItemType: name,
 			Trigger:  map[string]any{"source": "api", "rules": caller.Rules()},
@@ -155,7 +165,12 @@ func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*
 		}
 	}
 	s.audit(ctx, now, wq.AuditSubmitted(result), it, caller, meta)
-	view, err := s.view(ctx, it)
+	var view *api.Item
+	if detail != nil {
+		view, err = s.render(it, detail)
+	} else {
+		view, err = s.view(ctx, it)
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -401,16 +416,24 @@ func (s *Items) audit(ctx context.Context, now time.Time, event string, it *wq.I
 
 // view renders an item with its type's detail.
 func (s *Items) view(ctx context.Context, it *wq.Item) (*api.Item, error) {
+	t, ok := s.types[it.ItemType]
+	if !ok {
+		return render(it, nil), nil
+	}
+	d, err := t.api.Detail(ctx, it)
+	if err != nil {
+		return nil, err
+	}
+	return s.render(it, d)
+}
+
+// render renders an item with d, its type's detail (nil for none).
+func (s *Items) render(it *wq.Item, d any) (*api.Item, error) {
 	var detail json.RawMessage
-	if t, ok := s.types[it.ItemType]; ok {
-		d, err := t.api.Detail(ctx, it)
-		if err != nil {
-			return nil, err
-		}
-		if d != nil {
-			if detail, err = json.Marshal(d); err != nil {
-				return nil, fmt.Errorf("render the detail of %s: %w", it.ID, err)
-			}
+	if d != nil {
+		var err error
+		if detail, err = json.Marshal(d); err != nil {
+			return nil, fmt.Errorf("render the detail of %s: %w", it.ID, err)
 		}
 	}
 	return render(it, detail), nil

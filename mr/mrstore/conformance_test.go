@@ -167,22 +167,32 @@ func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 		}
 	})
 
-	t.Run("the latest generation read at once agrees with its owner and its number read apart", func(t *testing.T) {
+	t.Run("what a submission decides on, read at once, agrees with the item, its owner and its number read apart", func(t *testing.T) {
 		s := open(t)
-		latest, ok := any(s).(mr.LatestReader)
+		currentOf, ok := any(s).(mr.CurrentReader)
 		if db, isTestDB := any(s).(*testdb.Store); isTestDB {
-			latest, ok = db.MR.(mr.LatestReader)
+			currentOf, ok = db.MR.(mr.CurrentReader)
 		}
 		if !ok {
-			t.Fatalf("the mr store %T does not read the latest generation at once", s)
+			t.Fatalf("the mr store %T does not read what a submission decides on at once", s)
 		}
 		check := func(step string) {
 			t.Helper()
-			caller, phase, gen, err := latest.LatestMR(ctx, "gitea", "o/r", "wq/a")
-			owner, ownerPhase, err1 := s.LatestMROwner(ctx, "gitea", "o/r", "wq/a")
+			c, err := currentOf.CurrentMR(ctx, "gitea", "o/r", "wq/a")
+			item, d, err0 := s.FindMRItem(ctx, "gitea", "o/r", "wq/a")
+			owner, phase, err1 := s.LatestMROwner(ctx, "gitea", "o/r", "wq/a")
 			g, err2 := s.LatestMRGeneration(ctx, "gitea", "o/r", "wq/a")
-			if err != nil || err1 != nil || err2 != nil || caller != owner || phase != ownerPhase || gen != g {
-				t.Errorf("%s: LatestMR = %q %q %d (%v); apart %q %q %d (%v, %v)", step, caller, phase, gen, err, owner, ownerPhase, g, err1, err2)
+			if err != nil || err0 != nil || err1 != nil || err2 != nil {
+				t.Fatalf("%s: %v; apart %v, %v, %v", step, err, err0, err1, err2)
+			}
+			if c.Owner != owner || c.Phase != phase || c.Generation != g {
+				t.Errorf("%s: CurrentMR's latest = %q %q %d; apart %q %q %d", step, c.Owner, c.Phase, c.Generation, owner, phase, g)
+			}
+			if diff := cmp.Diff(item, c.Item); diff != "" {
+				t.Errorf("%s: CurrentMR's item differs from FindMRItem's (-apart +at once):\n%s", step, diff)
+			}
+			if diff := cmp.Diff(d, c.Detail); diff != "" {
+				t.Errorf("%s: CurrentMR's detail differs from FindMRItem's (-apart +at once):\n%s", step, diff)
 			}
 		}
 		check("no item")
@@ -196,10 +206,16 @@ func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 			t.Fatal(err)
 		}
 		check("its generation cancelled")
-		if _, err := s.CreateMR(ctx, newItem(2), detail, T0); err != nil {
+		second, err := s.CreateMR(ctx, newItem(2), detail, T0)
+		if err != nil {
 			t.Fatal(err)
 		}
 		check("a second generation")
+		l, _ = s.ClaimItem(ctx, second.ID, "w", T0, time.Minute)
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseFailed, Error: "e"}, T0); err != nil {
+			t.Fatal(err)
+		}
+		check("the second generation failed")
 	})
 
 	t.Run("resubmitting replaces the desired state, needs_mr and wakes the item, only at the seen revision", func(t *testing.T) {

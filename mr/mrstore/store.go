@@ -58,19 +58,19 @@ func (s store) CreateMR(ctx context.Context, n wq.NewItem, d mr.Detail, now time
 		return nil, err
 	}
 	n.Scope = wq.Scope{Forge: d.Forge, Project: d.Project}
-	err = s.db.Write(ctx, func(tx seam.Tx) error {
-		if err := tx.InsertItem(ctx, &n, now); err != nil {
-			return err
-		}
-		_, err := s.in(tx).exec(ctx, `INSERT INTO mr_details (work_item_id, forge, project, source_branch, target_branch, title,
-			description, commit_message, labels, file_actions, auto_merge, assignment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			n.ID, d.Forge, d.Project, d.SourceBranch, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge, d.AssignmentID)
-		return err
-	})
+	if n.ID == (wq.ItemID{}) {
+		n.ID = wq.NewItemID()
+	}
+	q, args := s.dialect.Bind(`INSERT INTO mr_details (work_item_id, forge, project, source_branch, target_branch, title,
+		description, commit_message, labels, file_actions, auto_merge, assignment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		[]any{n.ID, d.Forge, d.Project, d.SourceBranch, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge, d.AssignmentID})
+	// The item, its detail and the read back in one round trip where the
+	// driver can (seam.Driver.Insert).
+	it, err := s.db.Insert(ctx, &n, now, seam.Stmt{SQL: q, Args: args})
 	if err != nil {
 		return nil, fmt.Errorf("create mr item: %w", err)
 	}
-	return s.db.GetItem(ctx, n.ID)
+	return it, nil
 }
 
 // GetMRDetail returns an item's detail.
@@ -146,20 +146,38 @@ func (s store) LatestMRGeneration(ctx context.Context, forge, project, source st
 	return g, nil
 }
 
-// LatestMR reads what LatestMROwner and LatestMRGeneration read, from
-// the one row of the latest generation.
-func (s store) LatestMR(ctx context.Context, forge, project, source string) (string, wq.Phase, int, error) {
-	var caller, phase string
-	var g int
-	err := s.reader().queryRow(ctx, `SELECT w.caller_identity, w.phase, w.generation FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
-		WHERE m.forge = ? AND m.project = ? AND m.source_branch = ? ORDER BY w.generation DESC LIMIT 1`, forge, project, source).Scan(&caller, &phase, &g)
+// CurrentMR reads, in one statement, the active or failed item of the
+// natural key if there is one (the latest generation: a new one starts
+// only when none is active or failed), else the latest generation; then,
+// for an active or failed item only, the item and its detail.
+func (s store) CurrentMR(ctx context.Context, forge, project, source string) (mr.Current, error) {
+	var (
+		c            mr.Current
+		id           wq.ItemID
+		owner, phase string
+	)
+	err := s.reader().queryRow(ctx, `SELECT w.id, w.caller_identity, w.phase, w.generation FROM mr_details m
+		JOIN work_items w ON w.id = m.work_item_id
+		WHERE m.forge = ? AND m.project = ? AND m.source_branch = ?
+		ORDER BY CASE WHEN w.phase IN ('active', 'failed') THEN 0 ELSE 1 END, w.generation DESC LIMIT 1`,
+		forge, project, source).Scan(&id, &owner, &phase, &c.Generation)
 	if notFound(err) {
-		return "", "", 0, nil
+		return mr.Current{}, nil
 	}
 	if err != nil {
-		return "", "", 0, fmt.Errorf("latest mr: %w", err)
+		return mr.Current{}, fmt.Errorf("current mr item: %w", err)
 	}
-	return caller, wq.Phase(phase), g, nil
+	c.Owner, c.Phase = owner, wq.Phase(phase)
+	if c.Phase != wq.PhaseActive && c.Phase != wq.PhaseFailed {
+		return c, nil
+	}
+	if c.Item, err = s.db.GetItem(ctx, id); err != nil {
+		return mr.Current{}, err
+	}
+	if c.Detail, err = s.GetMRDetail(ctx, id); err != nil {
+		return mr.Current{}, err
+	}
+	return c, nil
 }
 
 // ResubmitMR replaces an active or failed item's desired state, under

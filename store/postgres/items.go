@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/store/seam"
 )
 
 const itemColumns = `id, item_type, phase, reason, actionable, revision, leased_until, lease_owner,
@@ -47,30 +48,38 @@ func scanItem(row pgx.Row) (*wq.Item, error) {
 	return &it, nil
 }
 
-// CreateItem inserts an active, actionable item and its initial dimensions.
+// CreateItem inserts an active, actionable item and its initial
+// dimensions, and reads it back, in one round trip (Insert).
 func (s *Store) CreateItem(ctx context.Context, n wq.NewItem, now time.Time) (*wq.Item, error) {
-	if err := s.write(ctx, func(tx pgx.Tx) error { return insertItem(ctx, tx, &n, now) }); err != nil {
+	it, err := s.Insert(ctx, &n, now)
+	if err != nil {
 		return nil, fmt.Errorf("create %s item: %w", n.ItemType, err)
 	}
-	return s.GetItem(ctx, n.ID)
+	return it, nil
 }
 
 func upsertDimensions(ctx context.Context, tx pgx.Tx, id wq.ItemID, dims []wq.DimensionUpdate, now time.Time) error {
 	for _, d := range dims {
-		var detail *string
-		if len(d.Detail) > 0 {
-			s := string(d.Detail)
-			detail = &s
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO work_item_statuses
-			(work_item_id, dimension, variant, status, detail, pending_until, updated_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7)
-			ON CONFLICT (work_item_id, dimension, variant) DO UPDATE SET status = excluded.status,
-			detail = excluded.detail, pending_until = excluded.pending_until, updated_at = excluded.updated_at`,
-			id, d.Dimension, d.Variant, d.Status, detail, tsArg(d.PendingUntil), now.UTC()); err != nil {
+		st := dimensionStmt(id, d, now)
+		if _, err := tx.Exec(ctx, st.SQL, st.Args...); err != nil {
 			return fmt.Errorf("upsert dimension %s/%s of %s: %w", d.Dimension, d.Variant, id, translate(err))
 		}
 	}
 	return nil
+}
+
+// dimensionStmt upserts one dimension row of item id.
+func dimensionStmt(id wq.ItemID, d wq.DimensionUpdate, now time.Time) seam.Stmt {
+	var detail *string
+	if len(d.Detail) > 0 {
+		s := string(d.Detail)
+		detail = &s
+	}
+	return seam.Stmt{SQL: `INSERT INTO work_item_statuses
+		(work_item_id, dimension, variant, status, detail, pending_until, updated_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7)
+		ON CONFLICT (work_item_id, dimension, variant) DO UPDATE SET status = excluded.status,
+		detail = excluded.detail, pending_until = excluded.pending_until, updated_at = excluded.updated_at`,
+		Args: []any{id, d.Dimension, d.Variant, d.Status, detail, tsArg(d.PendingUntil), now.UTC()}}
 }
 
 // GetItem returns the item with its dimensions: both queries in one

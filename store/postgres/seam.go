@@ -121,23 +121,71 @@ func (s *Store) ReadySetDrift(ctx context.Context) ([]string, error) {
 // and generation when they are zero. ECONFLICT if its idempotency key is
 // held.
 func insertItem(ctx context.Context, tx pgx.Tx, n *wq.NewItem, now time.Time) error {
+	for _, st := range insertStmts(n, now) {
+		if _, err := tx.Exec(ctx, st.SQL, st.Args...); err != nil {
+			return fmt.Errorf("insert %s item %s: %w", n.ItemType, n.ID, translate(err))
+		}
+	}
+	return nil
+}
+
+// insertStmts are the statements that insert n, active and actionable,
+// and its dimensions, after filling in its ID and generation when they
+// are zero. The wake-up is sent by the insert itself (one statement, not
+// two); PostgreSQL delivers it at commit, after the dimensions.
+func insertStmts(n *wq.NewItem, now time.Time) []seam.Stmt {
 	if n.ID == uuid.Nil {
 		n.ID = wq.NewItemID()
 	}
 	if n.Generation == 0 {
 		n.Generation = 1
 	}
-	// The wake-up is sent by the insert itself (one round trip, not two);
-	// PostgreSQL delivers it at commit, after the dimensions below.
-	if _, err := tx.Exec(ctx, `WITH ins AS (INSERT INTO work_items (id, item_type, idempotency_key, generation,
+	stmts := make([]seam.Stmt, 0, 1+len(n.Dimensions))
+	stmts = append(stmts, seam.Stmt{SQL: `WITH ins AS (INSERT INTO work_items (id, item_type, idempotency_key, generation,
 		caller_identity, content_hash, forge, project, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
 		RETURNING id, item_type)
-		SELECT pg_notify('`+wakeupChannel+`', item_type || ':' || id::text) FROM ins`,
-		n.ID, n.ItemType, nullString(n.IdempotencyKey), n.Generation, n.CallerIdentity, n.ContentHash, n.Forge, n.Project,
-		now.UTC()); err != nil {
-		return translate(err)
+		SELECT pg_notify('` + wakeupChannel + `', item_type || ':' || id::text) FROM ins`,
+		Args: []any{n.ID, n.ItemType, nullString(n.IdempotencyKey), n.Generation, n.CallerIdentity, n.ContentHash, n.Forge, n.Project, now.UTC()}})
+	for _, d := range n.Dimensions {
+		stmts = append(stmts, dimensionStmt(n.ID, d, now))
 	}
-	return upsertDimensions(ctx, tx, n.ID, n.Dimensions, now)
+	return stmts
+}
+
+// Insert inserts n with its dimensions, runs rows, and reads the item
+// back, all in one batch: one round trip, which PostgreSQL runs as one
+// implicit transaction (the extended protocol's one Sync at the batch's
+// end), so that a failing statement leaves nothing of the others, and
+// the reads at its end see what the statements before them wrote.
+func (s *Store) Insert(ctx context.Context, n *wq.NewItem, now time.Time, rows ...seam.Stmt) (*wq.Item, error) {
+	b := &pgx.Batch{}
+	writes := append(insertStmts(n, now), rows...)
+	for _, st := range writes {
+		b.Queue(st.SQL, st.Args...)
+	}
+	arr := uuidArray([]wq.ItemID{n.ID})
+	b.Queue(`SELECT `+itemColumns+` FROM work_items WHERE id = ANY($1)`, arr)
+	b.Queue(`SELECT work_item_id, dimension, variant, status, detail::text, pending_until, updated_at
+		FROM work_item_statuses WHERE work_item_id = ANY($1)`, arr)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	for range writes {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("insert %s item %s: %w", n.ItemType, n.ID, translate(err))
+		}
+	}
+	it, err := scanItem(br.QueryRow())
+	if err != nil {
+		return nil, fmt.Errorf("read back inserted item %s: %w", n.ID, err)
+	}
+	it.Dimensions = wq.Dimensions{}
+	if err := scanDimensionsInto(br, map[wq.ItemID]*wq.Item{it.ID: it}); err != nil {
+		return nil, fmt.Errorf("read back inserted item %s: %w", n.ID, err)
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("insert %s item %s: %w", n.ItemType, n.ID, translate(err))
+	}
+	return it, nil
 }
 
 // executor runs statements on the pool or in a transaction.

@@ -62,6 +62,18 @@ type Driver interface {
 	// is durable. EUNAVAILABLE.
 	Write(ctx context.Context, fn func(tx Tx) error) error
 
+	// Insert inserts n as Tx.InsertItem does, then runs rows, a store's
+	// own rows for the item, in the same transaction, and returns the
+	// item as GetItem reads it. Rows name the item by n.ID, so set it
+	// beforehand (wq.NewItemID) when they do; Insert fills in n's ID and
+	// generation when they are zero. Where the driver can, all of it
+	// travels in one round trip (PostgreSQL: one pipelined batch, one
+	// implicit transaction), so rows report only an error, never a count.
+	// ECONFLICT if n's idempotency key is held; nothing stays on any
+	// error. On PostgreSQL it wakes the instances handling the type on
+	// commit.
+	Insert(ctx context.Context, n *wq.NewItem, now time.Time, rows ...Stmt) (*wq.Item, error)
+
 	// Fenced is Write under lease l: it runs fn only if l's token still
 	// holds the item, with the item's row held until commit, and returns
 	// wq.ErrLeaseLost otherwise. op names the write in errors
@@ -101,6 +113,13 @@ type Executor interface {
 	// QueryRow runs a query for one row; its Scan returns the driver's
 	// no-rows error when there is none.
 	QueryRow(ctx context.Context, query string, args ...any) Row
+}
+
+// Stmt is one statement and its arguments, in the driver's placeholder
+// style (Dialect.Bind writes one).
+type Stmt struct {
+	SQL  string
+	Args []any
 }
 
 // Tx is one write transaction of Driver.Write or Driver.Fenced.

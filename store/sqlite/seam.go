@@ -168,6 +168,26 @@ type rows struct{ *sql.Rows }
 
 func (r rows) Close() { r.Rows.Close() }
 
+// Insert inserts n with its dimensions and runs rows in one write
+// transaction, then reads the item back.
+func (s *Store) Insert(ctx context.Context, n *wq.NewItem, now time.Time, rows ...seam.Stmt) (*wq.Item, error) {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := insertItem(ctx, tx, n, now); err != nil {
+			return err
+		}
+		for _, st := range rows {
+			if _, err := tx.ExecContext(ctx, st.SQL, st.Args...); err != nil {
+				return fmt.Errorf("insert %s item %s: %w", n.ItemType, n.ID, translate(err))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.GetItem(ctx, n.ID)
+}
+
 // writeTx is a write transaction as the seam's Tx.
 type writeTx struct {
 	executor

@@ -8,6 +8,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/store/seam"
 )
@@ -61,6 +63,47 @@ func seamArea(t *testing.T, open func(t *testing.T) wq.Store) {
 		if dim, ok := it.Dimensions[wq.DimensionKey{Dimension: "needs_x"}]; !ok || dim.Status != wq.StatusTrue {
 			t.Errorf("inserted item's dimensions = %v; want needs_x true", it.Dimensions)
 		}
+	})
+
+	t.Run("an item inserted with its store's rows comes back as a read gives it", func(t *testing.T) {
+		d := driver(t)
+		n := wq.NewItem{ID: wq.NewItemID(), ItemType: "test", IdempotencyKey: "k", CallerIdentity: "alice", ContentHash: "h",
+			Scope: wq.Scope{Forge: "f", Project: "o/r"},
+			Dimensions: []wq.DimensionUpdate{
+				{DimensionKey: wq.DimensionKey{Dimension: "needs_x"}, Status: wq.StatusTrue, Detail: []byte(`{"b": 1, "a": [true]}`)},
+				{DimensionKey: wq.DimensionKey{Dimension: "needs_y", Variant: "v"}, Status: wq.StatusFalse, PendingUntil: T0.Add(time.Hour)},
+			}}
+		now := T0.Add(123456789 * time.Nanosecond) // finer than either database keeps
+		q, args := d.Dialect().Bind(`UPDATE work_items SET reason = ? WHERE id = ?`, []any{"the-store's-row", n.ID})
+		it, err := d.Insert(ctx, &n, now, seam.Stmt{SQL: q, Args: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(get(t, d, n.ID), it); diff != "" {
+			t.Errorf("Insert returned an item other than GetItem reads (-read +returned):\n%s", diff)
+		}
+		if it.Reason != "the-store's-row" || it.Generation != 1 || it.Phase != wq.PhaseActive || !it.Actionable {
+			t.Errorf("inserted item: reason %q, generation %d, phase %s, actionable %v; want the row's reason, 1, active, actionable",
+				it.Reason, it.Generation, it.Phase, it.Actionable)
+		}
+	})
+
+	t.Run("an insert whose store row fails leaves no item, and a held key is a conflict", func(t *testing.T) {
+		d := driver(t)
+		n := wq.NewItem{ID: wq.NewItemID(), ItemType: "test"}
+		q, args := d.Dialect().Bind(`INSERT INTO no_such_table (id) VALUES (?)`, []any{n.ID})
+		if _, err := d.Insert(ctx, &n, T0, seam.Stmt{SQL: q, Args: args}); err == nil {
+			t.Fatal("Insert with a failing row succeeded")
+		}
+		_, err := d.GetItem(ctx, n.ID)
+		wantCode(t, err, wq.ENOTFOUND)
+
+		create(t, d, wq.NewItem{IdempotencyKey: "held"})
+		m := wq.NewItem{ItemType: "test", IdempotencyKey: "held"}
+		_, err = d.Insert(ctx, &m, T0)
+		wantCode(t, err, wq.ECONFLICT)
+		_, err = d.GetItem(ctx, m.ID)
+		wantCode(t, err, wq.ENOTFOUND)
 	})
 
 	t.Run("a write whose function fails leaves nothing and returns its error", func(t *testing.T) {

@@ -28,8 +28,15 @@ type History struct {
 	Retention time.Duration
 	// PerItem bounds what ItemAudit returns of an item (the newest).
 	PerItem int
-	Clock   clockwork.Clock
-	Log     *slog.Logger
+	// Linger is how long Run lets entries gather after the first one
+	// queued before it writes them (DefaultHistoryLinger; negative: not
+	// at all), so that a busy instance writes one batch, one commit, per
+	// window instead of one per request or two. It is wall time: a
+	// batching window, not a deadline a test steps through. A full batch
+	// and a shutdown end it early.
+	Linger time.Duration
+	Clock  clockwork.Clock
+	Log    *slog.Logger
 
 	mu      sync.Mutex // guards the fields below
 	queued  []wq.AuditEntry
@@ -47,6 +54,11 @@ const MaxQueuedHistory = 100_000
 
 // historyBatch bounds one write.
 const historyBatch = 500
+
+// DefaultHistoryLinger is History.Linger's default: well under what a
+// person notices on a page of another instance, and long enough that a
+// submission's entry rides with those of the others made meanwhile.
+const DefaultHistoryLinger = 10 * time.Millisecond
 
 // DefaultHistoryPerItem is how many entries of an item a page shows.
 const DefaultHistoryPerItem = 500
@@ -122,6 +134,7 @@ func (h *History) Run(ctx context.Context) {
 			h.Flush(context.WithoutCancel(ctx))
 			return
 		case <-h.wake:
+			h.linger(ctx)
 			h.Flush(ctx)
 		case <-prune.Chan():
 			h.prune(ctx)
@@ -156,6 +169,34 @@ func (h *History) Flush(ctx context.Context) {
 		if err != nil {
 			h.logger().Warn("item history: write failed; kept for the next write", "entries", len(batch), "error", err)
 			return
+		}
+	}
+}
+
+// linger waits for Linger, or until a full batch is queued or ctx ends.
+func (h *History) linger(ctx context.Context) {
+	d := h.Linger
+	if d == 0 {
+		d = DefaultHistoryLinger
+	}
+	if d < 0 {
+		return
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		h.mu.Lock()
+		full := len(h.queued) >= historyBatch
+		h.mu.Unlock()
+		if full {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		case <-h.wake:
 		}
 	}
 }

@@ -3,12 +3,14 @@ package audit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/audit"
+	"github.com/workqueue-dev/workqueue/internal/eventually"
 )
 
 // memHistory is a HistoryStore in memory that can be made to fail.
@@ -67,4 +69,54 @@ func TestHistoryShowsQueuedEntriesAndKeepsThemThroughAFailedWrite(t *testing.T) 
 	if got := h.ItemAudit(ctx, "a"); len(got) != 1 {
 		t.Errorf("after the write the item shows %v, want its entry once", got)
 	}
+}
+
+func TestHistoryWritesWhatGathersWhileItLingersInOneBatch(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := &countingHistory{}
+	// A linger no test waits out: only a full batch ends it.
+	h := &audit.History{Store: store, Linger: time.Hour}
+	at := time.Date(2026, 3, 2, 9, 30, 0, 0, time.UTC)
+	h.WriteAudit(ctx, wq.AuditEntry{Time: at, EventType: wq.AuditItemCreated, ItemID: "first"})
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	for i := range 499 {
+		h.WriteAudit(ctx, wq.AuditEntry{Time: at, EventType: wq.AuditItemCreated, ItemID: fmt.Sprint("item-", i)})
+	}
+	eventually.True(t, 10*time.Second, "the 500 entries written", func() (bool, any) { n := store.count(); return n == 500, n })
+	if got := store.writes(); got != 1 {
+		t.Errorf("500 entries queued while the history lingered took %d writes; want one batch", got)
+	}
+	h.WriteAudit(ctx, wq.AuditEntry{Time: at, EventType: wq.AuditItemCreated, ItemID: "last"})
+	cancel() // a shutdown ends the linger and writes what is left
+	<-done
+	if store.count() != 501 {
+		t.Errorf("after shutdown %d entries stored; want 501", store.count())
+	}
+}
+
+// countingHistory is a HistoryStore in memory that counts its writes.
+type countingHistory struct {
+	memHistory
+	n int
+}
+
+func (c *countingHistory) AppendHistory(ctx context.Context, entries []wq.AuditEntry) error {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	return c.memHistory.AppendHistory(ctx, entries)
+}
+
+func (c *countingHistory) writes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func (c *countingHistory) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
 }

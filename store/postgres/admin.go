@@ -85,20 +85,18 @@ func (s *Store) RequestCancel(ctx context.Context, id wq.ItemID, dims []wq.Dimen
 // clean slate, upserts dims and bumps the revision, so that a worker
 // holding it (its lease is kept) decides again.
 func (s *Store) reactivate(ctx context.Context, id wq.ItemID, dims []wq.DimensionUpdate, now time.Time, op, want string, phases []string) (*wq.Item, error) {
+	var itemType string
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE work_items SET phase = 'active', reason = '', error = '', attempts = 0, failing_since = NULL,
+		err := tx.QueryRow(ctx, `UPDATE work_items SET phase = 'active', reason = '', error = '', attempts = 0, failing_since = NULL,
 			retry_after = NULL, finished_at = NULL, actionable = true, revision = revision + 1, updated_at = $2
-			WHERE id = $1 AND phase = ANY($3)`, id, now.UTC(), phases)
+			WHERE id = $1 AND phase = ANY($3) RETURNING item_type`, id, now.UTC(), phases).Scan(&itemType)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoMatch
+		}
 		if err != nil {
 			return translate(err)
 		}
-		if tag.RowsAffected() != 1 {
-			return errNoMatch
-		}
-		if err := upsertDimensions(ctx, tx, id, dims, now); err != nil {
-			return err
-		}
-		return notifyItem(ctx, tx, id)
+		return upsertDimensions(ctx, tx, id, dims, now)
 	})
 	if errors.Is(err, errNoMatch) {
 		return nil, s.phaseConflict(ctx, id, op, want)
@@ -106,6 +104,7 @@ func (s *Store) reactivate(ctx context.Context, id wq.ItemID, dims []wq.Dimensio
 	if err != nil {
 		return nil, fmt.Errorf("%s item %s: %w", op, id, translate(err))
 	}
+	s.wakes.wake(wakeupPayload(itemType, id))
 	return s.GetItem(ctx, id)
 }
 

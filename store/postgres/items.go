@@ -567,9 +567,12 @@ func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int64, e
 
 // InsertDelivery stores a webhook delivery's events once.
 func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, events []wq.Event, now time.Time) (wq.Delivery, error) {
-	var out wq.Delivery
+	var (
+		out   wq.Delivery
+		wakes []string
+	)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		out = wq.Delivery{}
+		out, wakes = wq.Delivery{}, wakes[:0]
 		tag, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (source, delivery_id, received_at) VALUES ($1, $2, $3)
 			ON CONFLICT DO NOTHING`, source, deliveryID, now.UTC())
 		if err != nil {
@@ -593,11 +596,13 @@ func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, e
 		for _, ev := range events {
 			// Under the item's lock, which a terminal write takes too: an
 			// item that ended meanwhile takes no event.
-			tag, err := tx.Exec(ctx, `UPDATE work_items SET actionable = true, revision = revision + 1 WHERE id = $1 AND phase = 'active'`, ev.ItemID)
-			if err != nil {
+			var itemType string
+			err := tx.QueryRow(ctx, `UPDATE work_items SET actionable = true, revision = revision + 1 WHERE id = $1 AND phase = 'active'
+				RETURNING item_type`, ev.ItemID).Scan(&itemType)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return translate(err)
 			}
-			if tag.RowsAffected() == 0 {
+			if errors.Is(err, pgx.ErrNoRows) {
 				var phase string
 				if err := tx.QueryRow(ctx, `SELECT phase FROM work_items WHERE id = $1`, ev.ItemID).Scan(&phase); errors.Is(err, pgx.ErrNoRows) {
 					return wq.Errorf(wq.ENOTFOUND, "item %s not found", ev.ItemID)
@@ -612,15 +617,16 @@ func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, e
 				ev.ItemID, source, ev.EventType, deliveryID, string(ev.Body), tsArg(ev.EventTS), now.UTC()); err != nil {
 				return translate(err)
 			}
-			if err := notifyItem(ctx, tx, ev.ItemID); err != nil {
-				return err
-			}
+			wakes = append(wakes, wakeupPayload(itemType, ev.ItemID))
 			out.Stored++
 		}
 		return nil
 	})
 	if err != nil {
 		return wq.Delivery{}, fmt.Errorf("insert delivery %s/%s: %w", source, deliveryID, err)
+	}
+	if len(wakes) > 0 {
+		s.wakes.wake(wakes...) // once committed (waker)
 	}
 	return out, nil
 }

@@ -33,6 +33,7 @@ const (
 type Store struct {
 	pool   *pgxpool.Pool
 	co     coalescers
+	wakes  *waker             // wake-ups of committed writes
 	chains migration.Registry // item types' migrations (AddMigrations)
 }
 
@@ -67,7 +68,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", translate(err))
 	}
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, wakes: &waker{pool: pool}}
 	s.startCoalescers()
 	return s, nil
 }
@@ -84,6 +85,7 @@ func redactErr(err error) string {
 // Close closes the pool.
 func (s *Store) Close() error {
 	s.co.close()
+	s.wakes.close()
 	s.pool.Close()
 	return nil
 }

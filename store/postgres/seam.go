@@ -56,15 +56,32 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return translate(pgx.BeginFunc(ctx, s.pool, fn))
 }
 
-// Write is write for a store built on the driver.
+// Write is write for a store built on the driver; the wake-ups of what
+// it inserted or resubmitted are sent once it committed (waker).
 func (s *Store) Write(ctx context.Context, fn func(tx seam.Tx) error) error {
-	return s.write(ctx, func(tx pgx.Tx) error { return fn(writeTx{executor{tx}, tx}) })
+	var wakes []string
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		wakes = wakes[:0] // pgx.BeginFunc runs fn once; kept exact all the same
+		return fn(writeTx{executor{tx}, tx, &wakes})
+	})
+	if err == nil && len(wakes) > 0 {
+		s.wakes.wake(wakes...)
+	}
+	return err
 }
 
 // Fenced runs fn in a transaction that holds the item's row under lease l;
 // ErrLeaseLost if the lease no longer holds. op names the write in errors.
 func (s *Store) Fenced(ctx context.Context, l wq.Lease, op string, fn func(tx seam.Tx) error) error {
-	return s.fenced(ctx, l, op, func(tx pgx.Tx, _ wq.Phase) error { return fn(writeTx{executor{tx}, tx}) })
+	var wakes []string
+	err := s.fenced(ctx, l, op, func(tx pgx.Tx, _ wq.Phase) error {
+		wakes = wakes[:0]
+		return fn(writeTx{executor{tx}, tx, &wakes})
+	})
+	if err == nil && len(wakes) > 0 {
+		s.wakes.wake(wakes...)
+	}
+	return err
 }
 
 // AddMigrations registers an item type's own migration chain (the
@@ -116,10 +133,10 @@ func (s *Store) ReadySetDrift(ctx context.Context) ([]string, error) {
 	return ids, translate(err)
 }
 
-// insertItem inserts n, active and actionable, with its dimensions, in tx,
-// and wakes the instances handling its type on commit; it fills in n's ID
-// and generation when they are zero. ECONFLICT if its idempotency key is
-// held.
+// insertItem inserts n, active and actionable, with its dimensions, in
+// tx; it fills in n's ID and generation when they are zero. ECONFLICT if
+// its idempotency key is held. The caller wakes the instances handling
+// its type once tx committed.
 func insertItem(ctx context.Context, tx pgx.Tx, n *wq.NewItem, now time.Time) error {
 	for _, st := range insertStmts(n, now) {
 		if _, err := tx.Exec(ctx, st.SQL, st.Args...); err != nil {
@@ -131,8 +148,7 @@ func insertItem(ctx context.Context, tx pgx.Tx, n *wq.NewItem, now time.Time) er
 
 // insertStmts are the statements that insert n, active and actionable,
 // and its dimensions, after filling in its ID and generation when they
-// are zero. The wake-up is sent by the insert itself (one statement, not
-// two); PostgreSQL delivers it at commit, after the dimensions.
+// are zero.
 func insertStmts(n *wq.NewItem, now time.Time) []seam.Stmt {
 	if n.ID == uuid.Nil {
 		n.ID = wq.NewItemID()
@@ -141,10 +157,8 @@ func insertStmts(n *wq.NewItem, now time.Time) []seam.Stmt {
 		n.Generation = 1
 	}
 	stmts := make([]seam.Stmt, 0, 1+len(n.Dimensions))
-	stmts = append(stmts, seam.Stmt{SQL: `WITH ins AS (INSERT INTO work_items (id, item_type, idempotency_key, generation,
-		caller_identity, content_hash, forge, project, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
-		RETURNING id, item_type)
-		SELECT pg_notify('` + wakeupChannel + `', item_type || ':' || id::text) FROM ins`,
+	stmts = append(stmts, seam.Stmt{SQL: `INSERT INTO work_items (id, item_type, idempotency_key, generation,
+		caller_identity, content_hash, forge, project, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
 		Args: []any{n.ID, n.ItemType, nullString(n.IdempotencyKey), n.Generation, n.CallerIdentity, n.ContentHash, n.Forge, n.Project, now.UTC()}})
 	for _, d := range n.Dimensions {
 		stmts = append(stmts, dimensionStmt(n.ID, d, now))
@@ -156,7 +170,8 @@ func insertStmts(n *wq.NewItem, now time.Time) []seam.Stmt {
 // back, all in one batch: one round trip, which PostgreSQL runs as one
 // implicit transaction (the extended protocol's one Sync at the batch's
 // end), so that a failing statement leaves nothing of the others, and
-// the reads at its end see what the statements before them wrote.
+// the reads at its end see what the statements before them wrote. The
+// wake-up follows the commit (waker).
 func (s *Store) Insert(ctx context.Context, n *wq.NewItem, now time.Time, rows ...seam.Stmt) (*wq.Item, error) {
 	b := &pgx.Batch{}
 	writes := append(insertStmts(n, now), rows...)
@@ -185,6 +200,7 @@ func (s *Store) Insert(ctx context.Context, n *wq.NewItem, now time.Time, rows .
 	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("insert %s item %s: %w", n.ItemType, n.ID, translate(err))
 	}
+	s.wakes.wake(wakeupPayload(n.ItemType, n.ID))
 	return it, nil
 }
 
@@ -214,32 +230,40 @@ func (e executor) QueryRow(ctx context.Context, q string, args ...any) seam.Row 
 type writeTx struct {
 	executor
 	tx pgx.Tx
+	// wakes are the wake-ups its writes owe, sent once it committed.
+	wakes *[]string
 }
 
 // InsertItem inserts n with its dimensions in the transaction.
 func (t writeTx) InsertItem(ctx context.Context, n *wq.NewItem, now time.Time) error {
-	return insertItem(ctx, t.tx, n, now)
+	if err := insertItem(ctx, t.tx, n, now); err != nil {
+		return err
+	}
+	*t.wakes = append(*t.wakes, wakeupPayload(n.ItemType, n.ID))
+	return nil
 }
 
 // ReplaceDesired makes an active or failed item active and actionable with
 // a new desired state (content hash) and a clean slate, in the
-// transaction, upserts dims and wakes the instances handling its type on
-// commit: a resubmission (DDR-40). ECONFLICT if the item's revision is no
+// transaction, upserts dims and wakes the instances handling its type
+// once the transaction committed: a resubmission (DDR-40). ECONFLICT if the item's revision is no
 // longer seen or it is completed or cancelled.
 func (t writeTx) ReplaceDesired(ctx context.Context, id wq.ItemID, seen int64, hash string, dims []wq.DimensionUpdate, now time.Time) error {
-	tag, err := t.tx.Exec(ctx, `UPDATE work_items SET phase = 'active', reason = '', actionable = true, revision = revision + 1,
+	var itemType string
+	err := t.tx.QueryRow(ctx, `UPDATE work_items SET phase = 'active', reason = '', actionable = true, revision = revision + 1,
 		attempts = 0, failing_since = NULL, retry_after = NULL, error = '', finished_at = NULL, content_hash = $3, updated_at = $4
-		WHERE id = $1 AND revision = $2 AND phase IN ('active', 'failed')`, id, seen, hash, now.UTC())
+		WHERE id = $1 AND revision = $2 AND phase IN ('active', 'failed') RETURNING item_type`, id, seen, hash, now.UTC()).Scan(&itemType)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return wq.Errorf(wq.ECONFLICT, "item %s changed since it was read", id)
+	}
 	if err != nil {
 		return translate(err)
-	}
-	if tag.RowsAffected() != 1 {
-		return wq.Errorf(wq.ECONFLICT, "item %s changed since it was read", id)
 	}
 	if err := upsertDimensions(ctx, t.tx, id, dims, now); err != nil {
 		return err
 	}
-	return notifyItem(ctx, t.tx, id)
+	*t.wakes = append(*t.wakes, wakeupPayload(itemType, id))
+	return nil
 }
 
 // timeDest scans a stored time in UTC; NULL is the zero time.

@@ -80,10 +80,12 @@ func (w *waker) send() {
 	}
 }
 
-// close sends nothing more and waits for a send in flight.
+// close drops what is queued, sends nothing more, and waits for the send
+// in flight (at most its timeout): the other instances' sweeps find what
+// it did not send.
 func (w *waker) close() {
 	w.mu.Lock()
-	w.closed = true
+	w.closed, w.queued = true, nil
 	w.mu.Unlock()
 	w.done.Wait()
 }

@@ -155,11 +155,13 @@ func (s *Store) finishItems(ctx context.Context, reqs []finishReq) ([]finishRes,
 	}
 	b := &pgx.Batch{}
 	b.Queue(`SELECT pg_advisory_xact_lock($1, k) FROM unnest($2::int[]) WITH ORDINALITY AS a(k, n) ORDER BY n`, lockItem, lockKeys(ids))
-	b.Queue(`UPDATE work_items w SET actionable = false, leased_until = NULL, lease_token = NULL, lease_owner = NULL
+	b.Queue(`WITH ex AS (UPDATE work_items w SET actionable = false, leased_until = NULL, lease_token = NULL, lease_owner = NULL
 		FROM unnest($1::uuid[], $2::text[], $3::bigint[]) AS t(id, token, seen)
 		WHERE w.id = t.id AND w.lease_token = t.token AND w.revision = t.seen
 		AND NOT EXISTS (SELECT 1 FROM pending_events p WHERE p.work_item_id = w.id)
-		RETURNING w.id, t.token`, uuidArray(ids), tokens, seens)
+		RETURNING w.id, t.token),
+		unready AS (DELETE FROM work_item_ready r WHERE r.id IN (SELECT id FROM ex))
+		SELECT id, token FROM ex`, uuidArray(ids), tokens, seens)
 	b.Queue(`SELECT w.id, t.token FROM work_items w JOIN unnest($1::uuid[], $2::text[]) AS t(id, token)
 		ON w.id = t.id AND w.lease_token = t.token`, uuidArray(ids), tokens)
 	br := s.pool.SendBatch(ctx, b)
@@ -319,7 +321,8 @@ func (s *Store) applyDimensions(ctx context.Context, reqs []dimsReq) ([]dimsRes,
 		ex AS (UPDATE work_items w SET actionable = false, leased_until = NULL, lease_token = NULL, lease_owner = NULL
 			FROM locked l WHERE w.id = l.id AND l.exit AND l.revision = l.seen
 			AND NOT EXISTS (SELECT 1 FROM pending_events p WHERE p.work_item_id = l.id)
-			RETURNING l.n)
+			RETURNING l.n, w.id),
+		unready AS (DELETE FROM work_item_ready r WHERE r.id IN (SELECT id FROM ex))
 		SELECT n, phase, revision, false FROM locked UNION ALL SELECT n, '', 0, true FROM ex`,
 		uuidArray(ids), tokens, seens, dimReqs, names, variants, statuses, details, pendings, updated, exits)
 	br := s.pool.SendBatch(ctx, b)

@@ -625,8 +625,6 @@ func (s *Store) InsertDelivery(ctx context.Context, source, deliveryID string, e
 	if err != nil {
 		return wq.Delivery{}, fmt.Errorf("insert delivery %s/%s: %w", source, deliveryID, err)
 	}
-	if len(wakes) > 0 {
-		s.wakes.wake(wakes...) // once committed (waker)
-	}
+	s.wakes.wake(wakes...) // once committed (waker)
 	return out, nil
 }

@@ -59,29 +59,17 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // Write is write for a store built on the driver; the wake-ups of what
 // it inserted or resubmitted are sent once it committed (waker).
 func (s *Store) Write(ctx context.Context, fn func(tx seam.Tx) error) error {
-	var wakes []string
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		wakes = wakes[:0] // pgx.BeginFunc runs fn once; kept exact all the same
-		return fn(writeTx{executor{tx}, tx, &wakes})
+	return s.waking(func(wakes *[]string) error {
+		return s.write(ctx, func(tx pgx.Tx) error { return fn(writeTx{executor{tx}, tx, wakes}) })
 	})
-	if err == nil && len(wakes) > 0 {
-		s.wakes.wake(wakes...)
-	}
-	return err
 }
 
 // Fenced runs fn in a transaction that holds the item's row under lease l;
 // ErrLeaseLost if the lease no longer holds. op names the write in errors.
 func (s *Store) Fenced(ctx context.Context, l wq.Lease, op string, fn func(tx seam.Tx) error) error {
-	var wakes []string
-	err := s.fenced(ctx, l, op, func(tx pgx.Tx, _ wq.Phase) error {
-		wakes = wakes[:0]
-		return fn(writeTx{executor{tx}, tx, &wakes})
+	return s.waking(func(wakes *[]string) error {
+		return s.fenced(ctx, l, op, func(tx pgx.Tx, _ wq.Phase) error { return fn(writeTx{executor{tx}, tx, wakes}) })
 	})
-	if err == nil && len(wakes) > 0 {
-		s.wakes.wake(wakes...)
-	}
-	return err
 }
 
 // AddMigrations registers an item type's own migration chain (the
@@ -246,8 +234,8 @@ func (t writeTx) InsertItem(ctx context.Context, n *wq.NewItem, now time.Time) e
 // ReplaceDesired makes an active or failed item active and actionable with
 // a new desired state (content hash) and a clean slate, in the
 // transaction, upserts dims and wakes the instances handling its type
-// once the transaction committed: a resubmission (DDR-40). ECONFLICT if the item's revision is no
-// longer seen or it is completed or cancelled.
+// once the transaction committed: a resubmission (DDR-40). ECONFLICT if
+// the item's revision is no longer seen or it is completed or cancelled.
 func (t writeTx) ReplaceDesired(ctx context.Context, id wq.ItemID, seen int64, hash string, dims []wq.DimensionUpdate, now time.Time) error {
 	var itemType string
 	err := t.tx.QueryRow(ctx, `UPDATE work_items SET phase = 'active', reason = '', actionable = true, revision = revision + 1,

@@ -20,6 +20,17 @@ const wakeupChannel = "workqueue_wakeup"
 // wakeupPayload is an item's wake-up as listeners read it.
 func wakeupPayload(itemType string, id wq.ItemID) string { return itemType + ":" + id.String() }
 
+// waking runs write, a transaction whose statements append the
+// wake-ups they owe to wakes, and sends those once it committed.
+func (s *Store) waking(write func(wakes *[]string) error) error {
+	var wakes []string
+	if err := write(&wakes); err != nil {
+		return err
+	}
+	s.wakes.wake(wakes...)
+	return nil
+}
+
 // waker sends the wake-ups of committed writes, as many as have queued
 // in one statement, one small transaction. A transaction that notifies
 // takes PostgreSQL's one notify-queue lock from its commit's start to its
@@ -46,6 +57,9 @@ const maxWakeupsPerSend = 1000
 
 // wake queues payloads and starts a sender if none runs.
 func (w *waker) wake(payloads ...string) {
+	if len(payloads) == 0 {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {

@@ -130,10 +130,6 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 		return nil, nil
 	}
 	until := now.Add(d).UTC()
-	tokens := make([]string, len(ids))
-	for i := range ids {
-		tokens[i] = uuid.NewString()
-	}
 	b := &pgx.Batch{}
 	// Only the ids select rows, and the other conditions test the locked
 	// rows (FOR UPDATE returns their latest version), not the table: so
@@ -142,7 +138,7 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 	// without statistics (a new database) walked every active item of the
 	// type to claim 32.
 	arr := uuidArray(ids)
-	b.Queue(claimSQL, arr, tokens, types, until, now.UTC(), owner)
+	b.Queue(claimSQL, arr, types, until, now.UTC(), owner)
 	b.Queue(`SELECT work_item_id, dimension, variant, status, detail::text, pending_until, updated_at
 		FROM work_item_statuses WHERE work_item_id = ANY($1)`, arr)
 	br := s.pool.SendBatch(ctx, b)
@@ -186,14 +182,22 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 	return out, nil
 }
 
-// claimSQL claims: $1 the ids, $2 their tokens, $3 the types, $4 the
-// lease's end, $5 now, $6 the owner.
+// claimSQL claims: $1 the ids, $2 the types, $3 the lease's end, $4
+// now, $5 the owner. It locks the ids' rows, keeps those it may claim
+// (tested on the locked version, as FOR UPDATE returns it), and updates
+// them by id, with no join: the generic plan takes every array for 10
+// rows, and a join of the locked rows with the table or with an array
+// was a nested loop that compared every row of one side with every row
+// of the other (10,000 comparisons for a claim of 100, half the
+// statement's time), or, on a new database's statistics, walked every
+// item. Each lease's token is drawn by the server (gen_random_uuid, from
+// its strong random source) and returned.
 var claimSQL = `WITH claimable AS (
 			SELECT id, item_type, phase, leased_until FROM work_items WHERE id = ANY($1)
 			ORDER BY id FOR UPDATE SKIP LOCKED)
-		UPDATE work_items w SET leased_until = $4, lease_token = t.token, lease_owner = $6
-		FROM claimable c JOIN unnest($1::uuid[], $2::text[]) AS t(id, token) ON t.id = c.id
-		WHERE w.id = c.id AND c.item_type = ANY($3) AND c.phase = 'active' AND (c.leased_until IS NULL OR c.leased_until < $5)
+		UPDATE work_items w SET leased_until = $3, lease_token = gen_random_uuid()::text, lease_owner = $5
+		WHERE w.id = ANY(ARRAY(SELECT c.id FROM claimable c
+			WHERE c.item_type = ANY($2) AND c.phase = 'active' AND (c.leased_until IS NULL OR c.leased_until < $4)))
 		RETURNING w.lease_token, NOT EXISTS (SELECT 1 FROM pending_events p WHERE p.work_item_id = w.id), ` + claimColumns
 
 // claimColumns are itemColumns qualified by the claim's alias w, as the

@@ -294,11 +294,12 @@ func (e *Engine) produce(wg *sync.WaitGroup) {
 
 func (e *Engine) work(name string) {
 	defer e.wg.Done()
+	var sc scratch
 	for c := range e.claims {
 		if e.stopping.Load() {
 			e.release(c.Lease) // shutting down: let another instance have it now
 		} else {
-			e.process(name, c)
+			e.process(name, c, &sc)
 		}
 		e.queue.Done(c.Lease.ItemID)
 	}

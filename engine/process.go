@@ -40,11 +40,21 @@ type worker struct {
 	// exited is set once an action's last write took the exit decision
 	// with it (Change.Last): the lease is released, the loop is over.
 	exited atomic.Bool
+	// scratch is its goroutine's, reused from item to item.
+	scratch *scratch
+}
+
+// scratch is what one worker goroutine reuses from one item to the next
+// instead of allocating it for each: foldsExit's item and rows, which
+// the decider reads and keeps nothing of.
+type scratch struct {
+	item wq.Item
+	dims []wq.DimensionUpdate
 }
 
 // process runs the loop for one item the producer claimed: until the
 // deadline, drain events, decide, execute (DESIGN section 5).
-func (e *Engine) process(name string, c wq.Claim) {
+func (e *Engine) process(name string, c wq.Claim, sc *scratch) {
 	ctx := e.runCtx
 	id, lease, item := c.Lease.ItemID, c.Lease, c.Item
 	if now := e.clock.Now(); lease.Until.Sub(now) < e.cfg.Lease-e.cfg.Heartbeat {
@@ -63,7 +73,7 @@ func (e *Engine) process(name string, c wq.Claim) {
 		e.release(lease)
 		return
 	}
-	w := &worker{e: e, name: name, lease: lease, typ: typ, lost: make(chan struct{})}
+	w := &worker{e: e, name: name, lease: lease, typ: typ, lost: make(chan struct{}), scratch: sc}
 	itemCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stopHeartbeat := w.startHeartbeat(itemCtx, cancel)
@@ -630,17 +640,29 @@ func (lw *leaseWriter) after() *wq.Item {
 
 // with is the action's item with the rows written written at at.
 func (lw *leaseWriter) with(written []wq.DimensionUpdate, at time.Time) *wq.Item {
-	next := *lw.item
-	next.Dimensions = make(wq.Dimensions, len(lw.item.Dimensions)+len(written))
+	next := new(wq.Item)
+	lw.into(next, written, at)
+	return next
+}
+
+// into makes next the action's item with the rows written written at at,
+// reusing next's map of dimensions.
+func (lw *leaseWriter) into(next *wq.Item, written []wq.DimensionUpdate, at time.Time) {
+	dims := next.Dimensions
+	*next = *lw.item
+	if dims == nil {
+		dims = make(wq.Dimensions, len(lw.item.Dimensions)+len(written))
+	}
+	clear(dims)
 	for k, d := range lw.item.Dimensions {
-		next.Dimensions[k] = d
+		dims[k] = d
 	}
 	for _, u := range written {
 		// Times as the stores keep them: UTC, to the microsecond.
-		next.Dimensions[u.DimensionKey] = wq.Dimension{Status: u.Status, Detail: u.Detail,
+		dims[u.DimensionKey] = wq.Dimension{Status: u.Status, Detail: u.Detail,
 			PendingUntil: storedTime(u.PendingUntil), UpdatedAt: storedTime(at)}
 	}
-	return &next
+	next.Dimensions = dims
 }
 
 // foldsExit reports whether c, written now, can carry the exit decision:
@@ -652,8 +674,12 @@ func (lw *leaseWriter) foldsExit(c wq.Change, now time.Time) bool {
 	if !c.FoldsExit() || lw.reload || failing(lw.item) || lw.item.Phase != wq.PhaseActive {
 		return false
 	}
-	written := append(slices.Clip(lw.written), c.Dimensions...)
-	return lw.w.typ.Decide(lw.with(written, now), now) == ""
+	// The decider is pure and keeps nothing of its input, so the item it
+	// decides on is the writer's own scratch copy: no allocation a write.
+	sc := lw.w.scratch
+	sc.dims = append(append(sc.dims[:0], lw.written...), c.Dimensions...)
+	lw.into(&sc.item, sc.dims, now)
+	return lw.w.typ.Decide(&sc.item, now) == ""
 }
 
 // Apply writes c under the lease, and only if no work was enqueued since

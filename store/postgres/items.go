@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/store/seam"
@@ -22,30 +23,37 @@ const itemColumns = `id, item_type, phase, reason, actionable, revision, leased_
 	attempts, retry_after, error, idempotency_key, generation, caller_identity, content_hash,
 	last_event_at, created_at, updated_at, finished_at, failing_since, forge, project`
 
-func scanItem(row pgx.Row) (*wq.Item, error) {
+// scanItem scans a row of itemColumns, after the leading columns lead
+// (the claim's token and whether events are pending). Nullable
+// timestamps scan into values, not pointers: a pointer scanned is one
+// allocation a column, and items are scanned once each in a burn-down.
+func scanItem(row pgx.Row, lead ...any) (*wq.Item, error) {
 	var (
 		it                                           wq.Item
 		phase                                        string
-		leasedUntil, retryAfter, lastEvent, finished *time.Time
-		failingSince                                 *time.Time
-		leaseOwner, key                              *string
+		leasedUntil, retryAfter, lastEvent, finished pgtype.Timestamptz
+		failingSince                                 pgtype.Timestamptz
+		leaseOwner, key                              pgtype.Text
 	)
-	if err := row.Scan(&it.ID, &it.ItemType, &phase, &it.Reason, &it.Actionable, &it.Revision, &leasedUntil, &leaseOwner,
+	if err := row.Scan(append(lead, &it.ID, &it.ItemType, &phase, &it.Reason, &it.Actionable, &it.Revision, &leasedUntil, &leaseOwner,
 		&it.Attempts, &retryAfter, &it.Error, &key, &it.Generation, &it.CallerIdentity, &it.ContentHash,
-		&lastEvent, &it.CreatedAt, &it.UpdatedAt, &finished, &failingSince, &it.Forge, &it.Project); err != nil {
+		&lastEvent, &it.CreatedAt, &it.UpdatedAt, &finished, &failingSince, &it.Forge, &it.Project)...); err != nil {
 		return nil, translate(err)
 	}
 	it.Phase = wq.Phase(phase)
-	if leaseOwner != nil {
-		it.LeaseOwner = *leaseOwner
-	}
-	if key != nil {
-		it.IdempotencyKey = *key
-	}
-	it.LeasedUntil, it.RetryAfter, it.LastEventAt, it.FinishedAt = tsVal(leasedUntil), tsVal(retryAfter), tsVal(lastEvent), tsVal(finished)
-	it.FailingSince = tsVal(failingSince)
+	it.LeaseOwner, it.IdempotencyKey = leaseOwner.String, key.String
+	it.LeasedUntil, it.RetryAfter, it.LastEventAt, it.FinishedAt = tsValue(leasedUntil), tsValue(retryAfter), tsValue(lastEvent), tsValue(finished)
+	it.FailingSince = tsValue(failingSince)
 	it.CreatedAt, it.UpdatedAt = it.CreatedAt.UTC(), it.UpdatedAt.UTC()
 	return &it, nil
+}
+
+// tsValue is a nullable timestamp's time in UTC, zero for NULL.
+func tsValue(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
 }
 
 // CreateItem inserts an active, actionable item and its initial
@@ -153,7 +161,7 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 			token    string
 			noEvents bool
 		)
-		it, err := scanItem(prefixed{rows, []any{&token, &noEvents}})
+		it, err := scanItem(rows, &token, &noEvents)
 		if err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("claim %d items: %w", len(ids), err)
@@ -203,16 +211,6 @@ var claimSQL = `WITH claimable AS (
 // claimColumns are itemColumns qualified by the claim's alias w, as the
 // claim's RETURNING needs them (its FROM list has ids of its own).
 var claimColumns = "w." + strings.Join(strings.Split(strings.Join(strings.Fields(itemColumns), " "), ", "), ", w.")
-
-// prefixed scans leading columns into lead and the rest with row: the
-// claim returns the token and whether events are pending before the
-// item's columns.
-type prefixed struct {
-	row  pgx.Row
-	lead []any
-}
-
-func (p prefixed) Scan(dest ...any) error { return p.row.Scan(append(p.lead, dest...)...) }
 
 // fenced runs fn in a transaction after locking the item's row under the
 // lease token.

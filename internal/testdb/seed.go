@@ -86,7 +86,9 @@ func seedPostgres(ctx context.Context, tb testing.TB, url string, s Seed) {
 	if _, err := conn.Exec(ctx, `WITH ids AS (
 			INSERT INTO work_items (id, item_type, actionable, created_at, updated_at)
 			SELECT gen_random_uuid(), $1, $2, $3, $3 FROM generate_series(1, $4)
-			RETURNING id)
+			RETURNING id, item_type, retry_after, actionable),
+		ready AS (INSERT INTO work_item_ready (id, item_type, retry_after)
+			SELECT id, item_type, retry_after FROM ids WHERE actionable) -- no trigger does it (migration 13)
 		INSERT INTO work_item_statuses (work_item_id, dimension, variant, status, pending_until, updated_at)
 		SELECT id, 'needs_reconcile', '', 'true', $5, $3 FROM ids WHERE $5::timestamptz IS NOT NULL`,
 		s.ItemType, s.Actionable, s.Now.UTC(), s.Count, pending); err != nil {

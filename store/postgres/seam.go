@@ -145,8 +145,13 @@ func insertStmts(n *wq.NewItem, now time.Time) []seam.Stmt {
 		n.Generation = 1
 	}
 	stmts := make([]seam.Stmt, 0, 1+len(n.Dimensions))
-	stmts = append(stmts, seam.Stmt{SQL: `INSERT INTO work_items (id, item_type, idempotency_key, generation,
-		caller_identity, content_hash, forge, project, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
+	// The item enters the ready set in the same statement (migration 13:
+	// no trigger does it).
+	stmts = append(stmts, seam.Stmt{SQL: `WITH item AS (INSERT INTO work_items (id, item_type, idempotency_key, generation,
+		caller_identity, content_hash, forge, project, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+		RETURNING id, item_type, retry_after, actionable, phase)
+		INSERT INTO work_item_ready (id, item_type, retry_after)
+		SELECT id, item_type, retry_after FROM item WHERE actionable AND phase = 'active'`,
 		Args: []any{n.ID, n.ItemType, nullString(n.IdempotencyKey), n.Generation, n.CallerIdentity, n.ContentHash, n.Forge, n.Project, now.UTC()}})
 	for _, d := range n.Dimensions {
 		stmts = append(stmts, dimensionStmt(n.ID, d, now))

@@ -10,3 +10,6 @@ var ClaimSQL = claimSQL
 
 // Pool is the store's connection pool, for the plan tests.
 func Pool(s *Store) *pgxpool.Pool { return s.pool }
+
+// CheckServerVersion is the migration's version check, for its test.
+var CheckServerVersion = checkServerVersion

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -111,6 +112,9 @@ func (s *Store) Migrate(ctx context.Context) ([]int, error) {
 		return nil, fmt.Errorf("migrate: %w", translate(err))
 	}
 	defer conn.Release()
+	if err := checkServerVersion(conn.Conn().PgConn().ParameterStatus("server_version_num"), conn.Conn().PgConn().ParameterStatus("server_version")); err != nil {
+		return nil, err
+	}
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, 0)`, lockMigration); err != nil {
 		return nil, fmt.Errorf("migrate: lock: %w", translate(err))
 	}
@@ -222,4 +226,21 @@ func nullString(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// MinServerVersion is the oldest PostgreSQL the store runs on, as
+// server_version_num: 13, for gen_random_uuid() in the core, which the
+// claim draws its lease tokens with.
+const MinServerVersion = 130000
+
+// checkServerVersion refuses a server older than MinServerVersion by
+// name, before any migration runs, instead of a claim failing later on a
+// missing function. A server that does not report its version number
+// (a proxy) is let through.
+func checkServerVersion(num, name string) error {
+	n, err := strconv.Atoi(num)
+	if err != nil || n >= MinServerVersion {
+		return nil
+	}
+	return wq.Errorf(wq.EINVALID, "postgres: this server is PostgreSQL %s; workqueue needs PostgreSQL 13 or newer", name)
 }

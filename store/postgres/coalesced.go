@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	wq "github.com/workqueue-dev/workqueue"
 )
@@ -264,15 +265,23 @@ type dimsRes struct {
 // actionable and the lease of each whose write held and that has no event
 // pending. One round trip either way, where a write and its exit were two.
 func (s *Store) applyDimensions(ctx context.Context, reqs []dimsReq) ([]dimsRes, error) {
+	// Every array is made at its size at once (one allocation each, not
+	// a chain of growths), and the nullable columns are values: in a
+	// burn-down this runs for every item.
+	nrows := 0
+	for _, r := range reqs {
+		nrows += len(r.dims)
+	}
 	var (
-		ids, exitIDs              []wq.ItemID
-		tokens                    []string
-		seens                     []int64
-		exits                     []bool
-		dimReqs                   []int64 // the ordinal (from 1) of the request a dimension row belongs to
-		names, variants, statuses []string
-		details                   []*string
-		pendings, updated         []*time.Time
+		ids                       = make([]wq.ItemID, 0, len(reqs))
+		exitIDs                   []wq.ItemID
+		tokens                    = make([]string, 0, len(reqs))
+		seens                     = make([]int64, 0, len(reqs))
+		exits                     = make([]bool, 0, len(reqs))
+		dimReqs                   = make([]int64, 0, nrows) // the ordinal (from 1) of the request a dimension row belongs to
+		names, variants, statuses = make([]string, 0, nrows), make([]string, 0, nrows), make([]string, 0, nrows)
+		details                   = make([]pgtype.Text, 0, nrows)
+		pendings, updated         = make([]pgtype.Timestamptz, 0, nrows), make([]pgtype.Timestamptz, 0, nrows)
 	)
 	for n, r := range reqs {
 		ids, tokens, seens, exits = append(ids, r.l.ItemID), append(tokens, r.l.Token), append(seens, r.seen), append(exits, r.exit)
@@ -281,23 +290,23 @@ func (s *Store) applyDimensions(ctx context.Context, reqs []dimsReq) ([]dimsRes,
 		}
 		// One row per key, the last update of a key winning as it would
 		// upserted one after another.
-		last := map[wq.DimensionKey]int{}
-		for i, d := range r.dims {
-			last[d.DimensionKey] = i
+		var last map[wq.DimensionKey]int
+		if len(r.dims) > 1 {
+			last = make(map[wq.DimensionKey]int, len(r.dims))
+			for i, d := range r.dims {
+				last[d.DimensionKey] = i
+			}
 		}
-		now := r.now.UTC()
+		now := pgtype.Timestamptz{Time: r.now.UTC(), Valid: true}
 		for i, d := range r.dims {
-			if last[d.DimensionKey] != i {
+			if last != nil && last[d.DimensionKey] != i {
 				continue
 			}
-			var detail *string
-			if len(d.Detail) > 0 {
-				v := string(d.Detail)
-				detail = &v
-			}
 			dimReqs, names, variants = append(dimReqs, int64(n+1)), append(names, d.Dimension), append(variants, d.Variant)
-			statuses, details = append(statuses, string(d.Status)), append(details, detail)
-			pendings, updated = append(pendings, tsArg(d.PendingUntil)), append(updated, &now)
+			statuses = append(statuses, string(d.Status))
+			details = append(details, pgtype.Text{String: string(d.Detail), Valid: len(d.Detail) > 0})
+			pendings = append(pendings, pgtype.Timestamptz{Time: d.PendingUntil.UTC(), Valid: !d.PendingUntil.IsZero()})
+			updated = append(updated, now)
 		}
 	}
 	// Rows are matched to requests by ordinal, not by item id: a request

@@ -52,8 +52,9 @@ func (s *Store) ListItems(ctx context.Context, f wq.ItemFilter) ([]*wq.Item, err
 	}
 	defer rows.Close()
 	var items []*wq.Item
+	var sc itemScanner
 	for rows.Next() {
-		it, err := scanItem(rows)
+		it, err := sc.scan(rows)
 		if err != nil {
 			return nil, err
 		}

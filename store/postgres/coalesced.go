@@ -54,9 +54,10 @@ func (s *Store) loadItems(ctx context.Context, ids []wq.ItemID) ([]loaded, error
 	if err != nil {
 		return nil, translate(err)
 	}
-	found := map[wq.ItemID]*wq.Item{}
+	found := make(map[wq.ItemID]*wq.Item, len(ids))
+	var sc itemScanner
 	for rows.Next() {
-		it, err := scanItem(rows)
+		it, err := sc.scan(rows)
 		if err != nil {
 			rows.Close()
 			return nil, err

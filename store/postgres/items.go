@@ -24,28 +24,44 @@ const itemColumns = `id, item_type, phase, reason, actionable, revision, leased_
 	last_event_at, created_at, updated_at, finished_at, failing_since, forge, project`
 
 // scanItem scans a row of itemColumns, after the leading columns lead
-// (the claim's token and whether events are pending). Nullable
-// timestamps scan into values, not pointers: a pointer scanned is one
-// allocation a column, and items are scanned once each in a burn-down.
+// (the claim's token and whether events are pending).
 func scanItem(row pgx.Row, lead ...any) (*wq.Item, error) {
-	var (
-		it                                           wq.Item
-		phase                                        string
-		leasedUntil, retryAfter, lastEvent, finished pgtype.Timestamptz
-		failingSince                                 pgtype.Timestamptz
-		leaseOwner, key                              pgtype.Text
-	)
-	if err := row.Scan(append(lead, &it.ID, &it.ItemType, &phase, &it.Reason, &it.Actionable, &it.Revision, &leasedUntil, &leaseOwner,
-		&it.Attempts, &retryAfter, &it.Error, &key, &it.Generation, &it.CallerIdentity, &it.ContentHash,
-		&lastEvent, &it.CreatedAt, &it.UpdatedAt, &finished, &failingSince, &it.Forge, &it.Project)...); err != nil {
+	var sc itemScanner
+	return sc.scan(row, lead...)
+}
+
+// itemScanner scans rows of itemColumns one after another into new
+// items, reusing its destinations: the nullable columns' values and the
+// list of destinations, one allocation each a row otherwise, and a claim
+// or a load scans a row for every item a burn-down works.
+type itemScanner struct {
+	it                                           wq.Item
+	phase                                        string
+	leasedUntil, retryAfter, lastEvent, finished pgtype.Timestamptz
+	failingSince                                 pgtype.Timestamptz
+	leaseOwner, key                              pgtype.Text
+	dest                                         []any
+}
+
+func (sc *itemScanner) scan(row pgx.Row, lead ...any) (*wq.Item, error) {
+	sc.it = wq.Item{}
+	sc.dest = append(append(sc.dest[:0], lead...), &sc.it.ID, &sc.it.ItemType, &sc.phase, &sc.it.Reason, &sc.it.Actionable,
+		&sc.it.Revision, &sc.leasedUntil, &sc.leaseOwner, &sc.it.Attempts, &sc.retryAfter, &sc.it.Error, &sc.key,
+		&sc.it.Generation, &sc.it.CallerIdentity, &sc.it.ContentHash, &sc.lastEvent, &sc.it.CreatedAt, &sc.it.UpdatedAt,
+		&sc.finished, &sc.failingSince, &sc.it.Forge, &sc.it.Project)
+	err := row.Scan(sc.dest...)
+	clear(sc.dest) // keep no caller's destination past the row
+	if err != nil {
 		return nil, translate(err)
 	}
-	it.Phase = wq.Phase(phase)
-	it.LeaseOwner, it.IdempotencyKey = leaseOwner.String, key.String
-	it.LeasedUntil, it.RetryAfter, it.LastEventAt, it.FinishedAt = tsValue(leasedUntil), tsValue(retryAfter), tsValue(lastEvent), tsValue(finished)
-	it.FailingSince = tsValue(failingSince)
+	it := new(wq.Item)
+	*it = sc.it
+	it.Phase = wq.Phase(sc.phase)
+	it.LeaseOwner, it.IdempotencyKey = sc.leaseOwner.String, sc.key.String
+	it.LeasedUntil, it.RetryAfter, it.LastEventAt, it.FinishedAt = tsValue(sc.leasedUntil), tsValue(sc.retryAfter), tsValue(sc.lastEvent), tsValue(sc.finished)
+	it.FailingSince = tsValue(sc.failingSince)
 	it.CreatedAt, it.UpdatedAt = it.CreatedAt.UTC(), it.UpdatedAt.UTC()
-	return &it, nil
+	return it, nil
 }
 
 // tsValue is a nullable timestamp's time in UTC, zero for NULL.
@@ -127,7 +143,7 @@ func (s *Store) ClaimItem(ctx context.Context, id wq.ItemID, owner string, now t
 }
 
 // ClaimItems leases the claimable ones of ids in one statement, each under
-// its own token (made here, as ClaimItem makes it), and reads their
+// its own token (drawn by the server: claimSQL), and reads their
 // dimensions in the same batch: one round trip, one transaction. SKIP
 // LOCKED leaves an item another claimer is leasing right now to that
 // claimer instead of waiting for it; an item it committed meanwhile fails
@@ -155,13 +171,14 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 	if err != nil {
 		return nil, fmt.Errorf("claim %d items: %w", len(ids), translate(err))
 	}
-	claimed := map[wq.ItemID]*wq.Claim{}
+	claimed := make(map[wq.ItemID]*wq.Claim, len(ids))
+	var sc itemScanner
 	for rows.Next() {
 		var (
 			token    string
 			noEvents bool
 		)
-		it, err := scanItem(rows, &token, &noEvents)
+		it, err := sc.scan(rows, &token, &noEvents)
 		if err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("claim %d items: %w", len(ids), err)

@@ -13,3 +13,6 @@ func Pool(s *Store) *pgxpool.Pool { return s.pool }
 
 // CheckServerVersion is the migration's version check, for its test.
 var CheckServerVersion = checkServerVersion
+
+// IsUUIDCodec reports whether c is the store's uuid codec.
+func IsUUIDCodec(c any) bool { _, ok := c.(uuidCodec); return ok }

@@ -446,6 +446,10 @@ func TestStopEndsALoopOfManyStepsAfterTheActionInFlight(t *testing.T) {
 		<-started
 		stopped := make(chan struct{})
 		go func() { e.Stop(context.Background()); close(stopped) }() // the grace is on the fake clock: it never ends
+		// The action is released once Stop has begun: released before,
+		// it finished before the stop and the loop rightly took its next
+		// step (a race in this test, seen on a slow machine).
+		eventually.True(t, 10*time.Second, "Stop begins", func() (bool, any) { return e.Stopping(), nil })
 		close(release)
 		select {
 		case <-stopped:

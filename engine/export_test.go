@@ -11,3 +11,6 @@ func (e *Engine) SetCrashAfterEventApplied(die func(id wq.ItemID) bool) {
 // PauseHeartbeats stops the engine's heartbeats, as if its process were
 // paused or partitioned away from the database.
 func (e *Engine) PauseHeartbeats() { e.faults.heartbeatPaused.Store(true) }
+
+// Stopping reports whether Stop has begun.
+func (e *Engine) Stopping() bool { return e.stopping.Load() }

@@ -18,6 +18,7 @@ type coalescers struct {
 	load   *batcher[wq.ItemID, loaded]
 	finish *batcher[finishReq, finishRes]
 	dims   *batcher[dimsReq, dimsRes]
+	insert *batcher[insertReq, *wq.Item]
 }
 
 func (s *Store) startCoalescers() {
@@ -25,6 +26,7 @@ func (s *Store) startCoalescers() {
 		load:   newBatcher(s.loadItems),
 		finish: newBatcher(s.finishItems),
 		dims:   newBatcher(s.applyDimensions),
+		insert: newBatcher(s.insertItems),
 	}
 }
 
@@ -32,6 +34,7 @@ func (c coalescers) close() {
 	c.load.close()
 	c.finish.close()
 	c.dims.close()
+	c.insert.close()
 }
 
 // loaded is one item load: the item, or ENOTFOUND.

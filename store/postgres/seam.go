@@ -138,12 +138,7 @@ func insertItem(ctx context.Context, tx pgx.Tx, n *wq.NewItem, now time.Time) er
 // and its dimensions, after filling in its ID and generation when they
 // are zero.
 func insertStmts(n *wq.NewItem, now time.Time) []seam.Stmt {
-	if n.ID == uuid.Nil {
-		n.ID = wq.NewItemID()
-	}
-	if n.Generation == 0 {
-		n.Generation = 1
-	}
+	fillNew(n)
 	stmts := make([]seam.Stmt, 0, 1+len(n.Dimensions))
 	// The item enters the ready set in the same statement (migration 13:
 	// no trigger does it).
@@ -159,42 +154,82 @@ func insertStmts(n *wq.NewItem, now time.Time) []seam.Stmt {
 	return stmts
 }
 
+// fillNew fills in n's ID and generation when they are zero.
+func fillNew(n *wq.NewItem) {
+	if n.ID == uuid.Nil {
+		n.ID = wq.NewItemID()
+	}
+	if n.Generation == 0 {
+		n.Generation = 1
+	}
+}
+
 // Insert inserts n with its dimensions, runs rows, and reads the item
 // back, all in one batch: one round trip, which PostgreSQL runs as one
 // implicit transaction (the extended protocol's one Sync at the batch's
 // end), so that a failing statement leaves nothing of the others, and
-// the reads at its end see what the statements before them wrote. The
-// wake-up follows the commit (waker).
+// the reads at its end see what the statements before them wrote.
+// Inserts made at the same moment share that batch and its commit
+// (insertItems); one that fails makes them run one by one, so that its
+// error is only its own. The wake-up follows the commit (waker).
 func (s *Store) Insert(ctx context.Context, n *wq.NewItem, now time.Time, rows ...seam.Stmt) (*wq.Item, error) {
+	fillNew(n)
+	return s.co.insert.do(ctx, insertReq{n: n, now: now, rows: rows})
+}
+
+// insertReq is one Insert.
+type insertReq struct {
+	n    *wq.NewItem
+	now  time.Time
+	rows []seam.Stmt
+}
+
+// insertItems runs the Inserts queued at one moment in one batch: each
+// one's statements, then its read-back. One round trip and one commit
+// for all of them: a submission's commit (its WAL flush) and its round
+// trip were most of what PostgreSQL spent on it beyond the rows.
+func (s *Store) insertItems(ctx context.Context, reqs []insertReq) ([]*wq.Item, error) {
 	b := &pgx.Batch{}
-	writes := append(insertStmts(n, now), rows...)
-	for _, st := range writes {
-		b.Queue(st.SQL, st.Args...)
+	writes := make([]int, len(reqs))
+	for i, r := range reqs {
+		stmts := append(insertStmts(r.n, r.now), r.rows...)
+		writes[i] = len(stmts)
+		for _, st := range stmts {
+			b.Queue(st.SQL, st.Args...)
+		}
+		arr := uuidArray([]wq.ItemID{r.n.ID})
+		b.Queue(`SELECT `+itemColumns+` FROM work_items WHERE id = ANY($1)`, arr)
+		b.Queue(`SELECT work_item_id, dimension, variant, status, detail::text, pending_until, updated_at
+			FROM work_item_statuses WHERE work_item_id = ANY($1)`, arr)
 	}
-	arr := uuidArray([]wq.ItemID{n.ID})
-	b.Queue(`SELECT `+itemColumns+` FROM work_items WHERE id = ANY($1)`, arr)
-	b.Queue(`SELECT work_item_id, dimension, variant, status, detail::text, pending_until, updated_at
-		FROM work_item_statuses WHERE work_item_id = ANY($1)`, arr)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
-	for range writes {
-		if _, err := br.Exec(); err != nil {
-			return nil, fmt.Errorf("insert %s item %s: %w", n.ItemType, n.ID, translate(err))
+	out := make([]*wq.Item, len(reqs))
+	var sc itemScanner
+	for i, r := range reqs {
+		for range writes[i] {
+			if _, err := br.Exec(); err != nil {
+				return nil, fmt.Errorf("insert %s item %s: %w", r.n.ItemType, r.n.ID, translate(err))
+			}
 		}
-	}
-	it, err := scanItem(br.QueryRow())
-	if err != nil {
-		return nil, fmt.Errorf("read back inserted item %s: %w", n.ID, err)
-	}
-	it.Dimensions = wq.Dimensions{}
-	if err := scanDimensionsInto(br, map[wq.ItemID]*wq.Item{it.ID: it}); err != nil {
-		return nil, fmt.Errorf("read back inserted item %s: %w", n.ID, err)
+		it, err := sc.scan(br.QueryRow())
+		if err != nil {
+			return nil, fmt.Errorf("read back inserted item %s: %w", r.n.ID, err)
+		}
+		it.Dimensions = wq.Dimensions{}
+		if err := scanDimensionsInto(br, map[wq.ItemID]*wq.Item{it.ID: it}); err != nil {
+			return nil, fmt.Errorf("read back inserted item %s: %w", r.n.ID, err)
+		}
+		out[i] = it
 	}
 	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("insert %s item %s: %w", n.ItemType, n.ID, translate(err))
+		r := reqs[0]
+		return nil, fmt.Errorf("insert %s item %s: %w", r.n.ItemType, r.n.ID, translate(err))
 	}
-	s.wakes.wake(wakeupPayload(n.ItemType, n.ID))
-	return it, nil
+	for _, r := range reqs {
+		s.wakes.wake(wakeupPayload(r.n.ItemType, r.n.ID))
+	}
+	return out, nil
 }
 
 // executor runs statements on the pool or in a transaction.

@@ -1,0 +1,154 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/internal/eventually"
+	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/store"
+	"github.com/workqueue-dev/workqueue/store/postgres"
+	"github.com/workqueue-dev/workqueue/store/seam"
+)
+
+// TestInsertsMadeAtOnceEachGetTheirOwnOutcome: inserts made at the same
+// moment share one batch and one commit, and each still gets what it
+// would alone. Of two for one held key exactly one wins and the other is
+// a conflict; one whose row fails leaves nothing of itself and fails no
+// other; every item answered is the item stored; and every item created
+// wakes the instances.
+func TestInsertsMadeAtOnceEachGetTheirOwnOutcome(t *testing.T) {
+	ctx := context.Background()
+	pg := testdb.Open(t, store.KindPostgres).Queue.(*postgres.Store)
+	h := listen(t, pg)
+	const keys, perKey, failing = 40, 2, 10
+	type outcome struct {
+		key  string
+		item *wq.Item
+		err  error
+		bad  bool
+	}
+	var (
+		mu  sync.Mutex
+		got []outcome
+		wg  sync.WaitGroup
+	)
+	start := make(chan struct{})
+	insert := func(key string, bad bool) {
+		defer wg.Done()
+		<-start
+		n := wq.NewItem{ItemType: "test", IdempotencyKey: key}
+		var rows []seam.Stmt
+		if bad {
+			// A row naming an item that does not exist: pending_events
+			// keeps its foreign key.
+			rows = append(rows, seam.Stmt{SQL: `INSERT INTO pending_events (work_item_id, source, event_type, delivery_id, body, received_at)
+				VALUES ($1, 'test', 'push', 'd', '{}', now())`, Args: []any{wq.NewItemID()}})
+		}
+		it, err := pg.Insert(ctx, &n, time.Now(), rows...)
+		mu.Lock()
+		got = append(got, outcome{key: key, item: it, err: err, bad: bad})
+		mu.Unlock()
+	}
+	for k := range keys {
+		for range perKey {
+			wg.Add(1)
+			go insert(fmt.Sprintf("k%d", k), false)
+		}
+	}
+	for f := range failing {
+		wg.Add(1)
+		go insert(fmt.Sprintf("bad%d", f), true)
+	}
+	close(start)
+	wg.Wait()
+
+	won := map[string]int{}
+	var created []wq.ItemID
+	for _, o := range got {
+		switch {
+		case o.bad:
+			if o.err == nil {
+				t.Errorf("%s: an insert whose row fails succeeded", o.key)
+			}
+		case o.err == nil:
+			won[o.key]++
+			created = append(created, o.item.ID)
+			stored, err := pg.GetItem(ctx, o.item.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(stored, o.item); diff != "" {
+				t.Errorf("%s: the item answered differs from the one stored (-stored +answered):\n%s", o.key, diff)
+			}
+		default:
+			var werr *wq.Error
+			if !errors.As(o.err, &werr) || werr.Code != wq.ECONFLICT {
+				t.Errorf("%s: %v, want a conflict", o.key, o.err)
+			}
+		}
+	}
+	for k := range keys {
+		if key := fmt.Sprintf("k%d", k); won[key] != 1 {
+			t.Errorf("key %s: %d inserts won, want exactly 1", key, won[key])
+		}
+	}
+	items, err := pg.ListItems(ctx, wq.ItemFilter{ItemType: "test", Limit: wq.MaxListLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != keys {
+		t.Errorf("%d items stored, want %d (one per key, none of the failing inserts)", len(items), keys)
+	}
+	eventually.True(t, 10*time.Second, "every created item wakes the listeners", func() (bool, any) {
+		missing := 0
+		for _, id := range created {
+			if typ, ok := h.of(id); !ok || typ != "test" {
+				missing++
+			}
+		}
+		return missing == 0, fmt.Sprintf("%d of %d created items not heard", missing, len(created))
+	})
+}
+
+// TestInsertsMadeAtOnceWithoutConflictAllLand: inserts of distinct keys
+// made at the same moment all create their items, each answered with
+// the item stored.
+func TestInsertsMadeAtOnceWithoutConflictAllLand(t *testing.T) {
+	ctx := context.Background()
+	pg := testdb.Open(t, store.KindPostgres).Queue.(*postgres.Store)
+	const n = 64
+	items := make([]*wq.Item, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			nw := wq.NewItem{ItemType: "test", IdempotencyKey: fmt.Sprintf("k%d", i),
+				Dimensions: []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_x"}, Status: wq.StatusTrue}}}
+			items[i], errs[i] = pg.Insert(ctx, &nw, time.Now())
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("insert %d: %v", i, errs[i])
+		}
+		stored, err := pg.GetItem(ctx, items[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(stored, items[i]); diff != "" {
+			t.Errorf("insert %d: the item answered differs from the one stored (-stored +answered):\n%s", i, diff)
+		}
+	}
+}

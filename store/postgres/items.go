@@ -23,15 +23,9 @@ const itemColumns = `id, item_type, phase, reason, actionable, revision, leased_
 	attempts, retry_after, error, idempotency_key, generation, caller_identity, content_hash,
 	last_event_at, created_at, updated_at, finished_at, failing_since, forge, project`
 
-// scanItem scans a row of itemColumns, after the leading columns lead
-// (the claim's token and whether events are pending).
-func scanItem(row pgx.Row, lead ...any) (*wq.Item, error) {
-	var sc itemScanner
-	return sc.scan(row, lead...)
-}
-
-// itemScanner scans rows of itemColumns one after another into new
-// items, reusing its destinations: the nullable columns' values and the
+// itemScanner scans rows of itemColumns (after the leading columns a
+// caller passes: the claim's token and whether events are pending) one
+// after another into new items, reusing its destinations: the nullable columns' values and the
 // list of destinations, one allocation each a row otherwise, and a claim
 // or a load scans a row for every item a burn-down works.
 type itemScanner struct {
@@ -62,14 +56,6 @@ func (sc *itemScanner) scan(row pgx.Row, lead ...any) (*wq.Item, error) {
 	it.FailingSince = tsValue(sc.failingSince)
 	it.CreatedAt, it.UpdatedAt = it.CreatedAt.UTC(), it.UpdatedAt.UTC()
 	return it, nil
-}
-
-// tsValue is a nullable timestamp's time in UTC, zero for NULL.
-func tsValue(t pgtype.Timestamptz) time.Time {
-	if !t.Valid {
-		return time.Time{}
-	}
-	return t.Time.UTC()
 }
 
 // CreateItem inserts an active, actionable item and its initial

@@ -147,3 +147,46 @@ func TestAnEventDuringTheActionSupersedesItsFoldedExit(t *testing.T) {
 		}
 	})
 }
+
+// A worker reuses one scratch item for its folded-exit decisions, from
+// item to item: the decision for an item sees that item's dimensions
+// only, never a row of the item the worker had before. Here the first
+// item has a tag; the second has none and must be tagged by its own
+// action, which a decision that still saw the first item's tag would
+// skip by exiting at once.
+func TestAFoldedExitDecidesOnItsOwnItemNotTheWorkersLast(t *testing.T) {
+	forEachDB(t, func(t *testing.T, h *harness) {
+		tag := wq.DimensionKey{Dimension: "tag"}
+		typ := wq.ItemType{Name: "test",
+			Decide: func(it *wq.Item, now time.Time) string {
+				switch d, tagged := it.Dimensions[tag]; {
+				case it.Dimensions.Needs("needs_act", "", now):
+					return "act"
+				case !tagged || d.Status != wq.StatusTrue:
+					return "tag"
+				}
+				return ""
+			},
+			Executors: map[string]wq.Executor{
+				"act": func(ctx context.Context, x *wq.Execution) error {
+					return x.Writer.Apply(ctx, lastWrite("needs_act", wq.StatusFalse))
+				},
+				"tag": func(ctx context.Context, x *wq.Execution) error {
+					return x.Writer.Apply(ctx, lastWrite("tag", wq.StatusTrue))
+				},
+			},
+		}
+		cfg := testConfig("w")
+		cfg.Workers = 1 // both items through the one worker, and its one scratch item
+		e := h.engine(cfg, typ)
+		first := h.run(e, wq.NewItem{Dimensions: []wq.DimensionUpdate{dim("tag", "", wq.StatusTrue)}})
+		second := h.create(wq.NewItem{})
+		h.settle(e)
+		for _, id := range []wq.ItemID{first.ID, second.ID} {
+			got := h.get(id)
+			if got.Dimensions[tag].Status != wq.StatusTrue || got.Actionable {
+				t.Errorf("item %s: %+v; want it tagged and asleep", id, got.Dimensions)
+			}
+		}
+	})
+}

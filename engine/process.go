@@ -675,7 +675,8 @@ func (lw *leaseWriter) foldsExit(c wq.Change, now time.Time) bool {
 		return false
 	}
 	// The decider is pure and keeps nothing of its input, so the item it
-	// decides on is the writer's own scratch copy: no allocation a write.
+	// decides on is the worker goroutine's scratch copy, rebuilt here from
+	// this item alone: no allocation a write.
 	sc := lw.w.scratch
 	sc.dims = append(append(sc.dims[:0], lw.written...), c.Dimensions...)
 	lw.into(&sc.item, sc.dims, now)

@@ -4,9 +4,11 @@
 // of seed 003's #660) and out of the changes it pushes (push protection,
 // Scan).
 //
-// It combines a maintained scanner's rule set, gitleaks v8's detector
-// (about 200 vendor rules with keywords, entropy and allowlists, and the
-// service's own decoding of base64 and percent-encoded words), with the
+// It combines a maintained scanner's rule set, gitleaks v8's default
+// rules (about 200 vendor rules with keywords, entropy and allowlists, run
+// by gitleaks.go as gitleaks' detector runs them, each compiled when a
+// text first needs it; and the service's own decoding of base64 and
+// percent-encoded words), with the
 // service's structural rules (rules.go): secret-named members at any
 // depth, URL userinfo, header lines, key = value assignments,
 // command-line passwords, key blocks, and vendor prefixes in any case or

@@ -8,10 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"unicode/utf8"
-
-	"github.com/zricethezav/gitleaks/v8/detect"
 )
 
 // MaskPrefix starts every mask: "[REDACTED:rule]".
@@ -19,25 +16,6 @@ const MaskPrefix = "[REDACTED"
 
 // Mask is what replaces a secret found by rule.
 func Mask(rule string) string { return MaskPrefix + ":" + rule + "]" }
-
-// detector is gitleaks' detector with its default rule set, made once:
-// its configuration is read through a package-global viper, and the
-// detector itself is safe for concurrent scans (DetectString keeps no
-// findings of its own). Two of its parts are left to this package, for
-// speed (they were nine tenths of its time on prose): its decoding
-// passes, which run every rule again on the whole text (encoded looks
-// through the encoded words alone, with both rule sets), and its
-// generic-api-key rule, whose ground the structural secret-assignment
-// rule covers.
-var detector = sync.OnceValue(func() *detect.Detector {
-	d, err := detect.NewDetectorDefaultConfig()
-	if err != nil {
-		panic("secrets: gitleaks' default rules do not load: " + err.Error())
-	}
-	d.MaxDecodeDepth = 0
-	delete(d.Config.Rules, "generic-api-key")
-	return d
-})
 
 // span is a secret found in a text: bytes [start, end) and the rule that
 // found it.
@@ -100,7 +78,7 @@ func encodedAt(s string, broad bool, depth int) []span {
 	for _, m := range encodedWords(s) {
 		word := s[m[0]:m[1]]
 		for _, text := range decodings(word) {
-			if hasStructural(text, false) || len(detector().DetectString(text)) > 0 || len(encodedAt(text, false, depth-1)) > 0 {
+			if hasStructural(text, false) || leakRules().any(text) || len(encodedAt(text, false, depth-1)) > 0 {
 				out = append(out, span{start: m[0], end: m[1], rule: "encoded-secret"})
 				break
 			}
@@ -217,7 +195,7 @@ func hasStructural(s string, broad bool) bool {
 func scanner(s string) []span {
 	var out []span
 	lines := lineStarts(s)
-	for _, f := range detector().DetectString(s) {
+	for _, f := range leakRules().find(s) {
 		secret := strings.TrimSpace(f.Secret)
 		if secret == "" {
 			secret = strings.TrimSpace(f.Match)

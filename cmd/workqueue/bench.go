@@ -61,7 +61,8 @@ same PostgreSQL and prints the ratio.`,
 	addOutputFlag(cmd.PersistentFlags(), &output)
 	cmd.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the measured phase to this file (go tool pprof reads it)")
 	cmd.PersistentFlags().String("memprofile", "", "write the allocations made during the measured phase to this file (go tool pprof reads it)")
-	cmd.AddCommand(newBenchEngineCommand(), newBenchSubmitCommand(), newBenchAllocateCommand())
+	cmd.AddCommand(newBenchEngineCommand(), newBenchSubmitCommand(), newBenchAllocateCommand(),
+		newBenchEngineInstanceCommand())
 	return cmd
 }
 
@@ -81,12 +82,14 @@ for nothing once the action has set it false (the workload of
 BenchmarkThroughput in engine/). It prints items/s, the elapsed time and
 the peak RSS of the process during the burn-down.
 
-With --instances K it runs K engines in this process, each with stores
-(connections) of its own as separate processes would have, all on the
-one database: compare their items/s with one instance's for the
-scale-out factor. A recorder in the bench's executor counts executions
-of one item that overlapped in time, across all instances; it must print
-0 (the run fails on any other sign that an item was worked twice).
+With --instances K it runs K engines as K processes of this binary, as
+K instances of serve would run, all on the one database: compare their
+items/s with one instance's for the scale-out factor. The peak RSS it
+prints is the largest instance's (-o json lists each). Every instance
+records the span of each execution on the machine's monotonic clock, and
+the executions of one item that overlapped in time, across instances,
+are counted; it must print 0 (the run fails on any other sign that an
+item was worked twice). --cpuprofile and --memprofile need --instances 1.
 
 The type exists only inside this command; serve never registers it. The
 engine runs with the product's processing defaults (workers from
@@ -107,6 +110,9 @@ engine's and the database's. The items stay in the database, idle.`,
 			if claimBatch < 1 || claimBatch > 1000 {
 				return usageError{fmt.Errorf("--claim-batch: want 1 to 1000 (processing.claim_batch), got %d", claimBatch)}
 			}
+			if instances > 1 && (b.cpuProfile != nil || b.memProfile != nil) {
+				return usageError{errors.New("--cpuprofile, --memprofile: only with --instances 1 (each instance is a process of its own)")}
+			}
 			b.claimBatch = claimBatch
 			r, err := b.engine(cmd.Context(), items, workers, instances)
 			if err != nil {
@@ -122,7 +128,7 @@ engine's and the database's. The items stay in the database, idle.`,
 	}
 	cmd.Flags().IntVar(&items, "items", 20_000, "items to burn down")
 	cmd.Flags().IntVar(&workers, "workers", config.Default().Processing.Workers, "engine workers (processing.workers), per instance")
-	cmd.Flags().IntVar(&instances, "instances", 1, "engines sharing the database, each with its own connections")
+	cmd.Flags().IntVar(&instances, "instances", 1, "engines sharing the database, each a process of its own")
 	cmd.Flags().IntVar(&claimBatch, "claim-batch", config.Default().Processing.ClaimBatch,
 		"items claimed in one statement (processing.claim_batch)")
 	return cmd
@@ -300,7 +306,9 @@ type engineResult struct {
 	Instances      int     `json:"instances"`
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	ItemsPerSecond float64 `json:"items_per_second"` // all instances together
-	PeakRSSBytes   int64   `json:"peak_rss_bytes"`
+	PeakRSSBytes   int64   `json:"peak_rss_bytes"`   // the largest instance's
+	// InstancePeakRSSBytes is each instance's peak with --instances K > 1.
+	InstancePeakRSSBytes []int64 `json:"instance_peak_rss_bytes,omitempty"`
 	// CPUMsPer1000 is the machine's busy CPU time during the burn-down
 	// (this process, the database server, the kernel: machinecpu), in
 	// milliseconds per 1,000 items.
@@ -335,12 +343,16 @@ func benchType(rec *overlapRecorder) wq.ItemType {
 }
 
 // overlapRecorder counts executions of one item that ran at the same
-// time, in any of the process's engines: the fenced leases must keep it
-// at zero however many instances share the database.
+// time in the process's engine: the fenced leases must keep it at zero.
+// With clock set it also records every execution's span on that clock
+// (machineNanos: the machine's), for bench engine --instances to compare
+// across processes.
 type overlapRecorder struct {
-	mu       sync.Mutex
-	running  map[wq.ItemID]int
-	overlaps int64
+	mu         sync.Mutex
+	running    map[wq.ItemID]int
+	overlaps   int64
+	clock      func() int64 // nil: no spans kept
+	executions []execution
 }
 
 // enter records that an execution of id starts; the function it returns
@@ -351,104 +363,114 @@ func (r *overlapRecorder) enter(id wq.ItemID) (exit func()) {
 	if r.running[id]++; r.running[id] > 1 {
 		r.overlaps++
 	}
+	var start int64
+	if r.clock != nil {
+		start = r.clock()
+	}
 	return func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.running[id]--; r.running[id] == 0 {
 			delete(r.running, id)
 		}
+		if r.clock != nil {
+			r.executions = append(r.executions, execution{ID: id, Start: start, End: r.clock()})
+		}
 	}
 }
 
 func (b *bench) engine(ctx context.Context, items, workers, instances int) (engineResult, error) {
-	// Each instance has stores of its own, as a process of its own would:
-	// its own connections, its own SQLite writer.
-	queues := make([]wq.Store, instances)
-	for i := range queues {
-		all, err := openStores(ctx, b.url)
-		if err != nil {
-			return engineResult{}, err
-		}
-		queues[i] = all.queue
-		defer all.queue.Close()
+	if instances > 1 {
+		return b.engineInstances(ctx, items, workers, instances)
 	}
-	if _, err := queues[0].Migrate(ctx); err != nil {
-		return engineResult{}, fmt.Errorf("migrate: %w", err)
-	}
-	fmt.Fprintf(b.progress, "seeding %d %s items on %s\n", items, benchItemType, b.kind)
-	if err := seedBenchItems(ctx, queues[0], items, time.Now()); err != nil {
+	all, err := openStores(ctx, b.url)
+	if err != nil {
 		return engineResult{}, err
 	}
-
-	cfg := config.Default()
-	cfg.HandledTypes = []string{benchItemType}
-	cfg.Processing.Workers = workers
-	cfg.Processing.ClaimBatch = b.claimBatch
+	defer all.queue.Close()
+	if err := b.seedEngine(ctx, all.queue, items); err != nil {
+		return engineResult{}, err
+	}
 	rec := &overlapRecorder{running: map[wq.ItemID]int{}}
-	engines := make([]*engine.Engine, instances)
-	for i, s := range queues {
-		ecfg := cfg.Engine()
-		ecfg.Owner = fmt.Sprintf("%s/bench%d", ecfg.Owner, i)
-		e, err := engine.New(ecfg, s, clockwork.NewRealClock(), discardAudit{}, b.log())
-		if err != nil {
-			return engineResult{}, err
-		}
-		e.Register(benchType(rec))
-		engines[i] = e
+	e, err := b.newBenchEngine(all.queue, workers, 0, rec)
+	if err != nil {
+		return engineResult{}, err
 	}
-	acted := func() (n int64) {
-		for _, e := range engines {
-			n += e.Stats().ActionsExecuted
-		}
-		return n
-	}
-	fmt.Fprintf(b.progress, "burning down with %d instance(s) of %d workers\n", instances, workers)
+	fmt.Fprintf(b.progress, "burning down with %d workers\n", workers)
 	end, err := b.measure()
 	if err != nil {
 		return engineResult{}, err
 	}
 	defer end()
 	start := time.Now()
-	for _, e := range engines {
-		if err := e.Start(ctx); err != nil {
-			return engineResult{}, err
-		}
-		defer e.Stop(context.WithoutCancel(ctx))
+	if err := e.Start(ctx); err != nil {
+		return engineResult{}, err
 	}
+	defer e.Stop(context.WithoutCancel(ctx))
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	lastReport := start
-	for acted() < int64(items) {
+	for e.Stats().ActionsExecuted < int64(items) {
 		select {
 		case <-ctx.Done():
 			return engineResult{}, ctx.Err()
 		case now := <-tick.C:
 			if now.Sub(lastReport) >= 2*time.Second {
 				lastReport = now
-				done := acted()
-				fmt.Fprintf(b.progress, "%d/%d items acted on (%.0f/s)\n", done, items, float64(done)/now.Sub(start).Seconds())
+				b.reportBurnDown(e.Stats().ActionsExecuted, items, now.Sub(start))
 			}
 		}
 	}
-	for _, e := range engines {
-		if err := e.WaitIdle(ctx); err != nil { // the last exits come after the last actions
-			return engineResult{}, err
-		}
+	if err := e.WaitIdle(ctx); err != nil { // the last exits come after the last actions
+		return engineResult{}, err
 	}
 	m := end()
-	var total engine.Stats
-	for _, e := range engines {
-		st := e.Stats()
-		total.ActionsExecuted += st.ActionsExecuted
-		total.ActionsFailed += st.ActionsFailed
-		total.ItemsExited += st.ItemsExited
+	if err := checkBurnDown(e.Stats(), items); err != nil {
+		return engineResult{}, err
 	}
-	if total.ActionsExecuted != int64(items) || total.ActionsFailed != 0 || total.ItemsExited < int64(items) {
-		return engineResult{}, fmt.Errorf("engine stats %+v: want exactly %d actions, as many exits and no failure", total, items)
-	}
-	return engineResult{Benchmark: "engine", Database: b.kind, Items: items, Workers: workers, Instances: instances,
+	return engineResult{Benchmark: "engine", Database: b.kind, Items: items, Workers: workers, Instances: 1,
 		ElapsedSeconds: m.elapsed.Seconds(), ItemsPerSecond: float64(items) / m.elapsed.Seconds(), PeakRSSBytes: m.peakRSS,
 		CPUMsPer1000: machinecpu.PerThousand(m.busy, items), OverlappingExecutions: rec.overlaps}, nil
+}
+
+// seedEngine migrates the database and seeds the burn-down's items.
+func (b *bench) seedEngine(ctx context.Context, s wq.Store, items int) error {
+	if _, err := s.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	fmt.Fprintf(b.progress, "seeding %d %s items on %s\n", items, benchItemType, b.kind)
+	return seedBenchItems(ctx, s, items, time.Now())
+}
+
+// newBenchEngine is the engine of instance index: the product's
+// processing defaults, workers and the claim batch from the flags, only
+// the bench type, audit discarded.
+func (b *bench) newBenchEngine(s wq.Store, workers, index int, rec *overlapRecorder) (*engine.Engine, error) {
+	cfg := config.Default()
+	cfg.HandledTypes = []string{benchItemType}
+	cfg.Processing.Workers = workers
+	cfg.Processing.ClaimBatch = b.claimBatch
+	ecfg := cfg.Engine()
+	ecfg.Owner = fmt.Sprintf("%s/bench%d", ecfg.Owner, index)
+	e, err := engine.New(ecfg, s, clockwork.NewRealClock(), discardAudit{}, b.log())
+	if err != nil {
+		return nil, err
+	}
+	e.Register(benchType(rec))
+	return e, nil
+}
+
+func (b *bench) reportBurnDown(done int64, items int, elapsed time.Duration) {
+	fmt.Fprintf(b.progress, "%d/%d items acted on (%.0f/s)\n", done, items, float64(done)/elapsed.Seconds())
+}
+
+// checkBurnDown fails a burn-down whose engines did not act exactly once
+// on every item, exit every item and fail nothing.
+func checkBurnDown(total engine.Stats, items int) error {
+	if total.ActionsExecuted != int64(items) || total.ActionsFailed != 0 || total.ItemsExited < int64(items) {
+		return fmt.Errorf("engine stats %+v: want exactly %d actions, as many exits and no failure", total, items)
+	}
+	return nil
 }
 
 // seedBenchItems inserts n actionable bench items, many to a transaction

@@ -211,6 +211,11 @@ func TestBenchEngineWithTwoInstancesWorksEachItemOnce(t *testing.T) {
 		if got.Instances != 2 || got.Items != 300 || got.OverlappingExecutions != 0 {
 			t.Errorf("result %+v: want 2 instances, 300 items and no overlapping execution", got)
 		}
+		// Each instance was a process of its own, which reported its peak.
+		if len(got.InstancePeakRSSBytes) != 2 || slices.Min(got.InstancePeakRSSBytes) <= 0 ||
+			got.PeakRSSBytes != slices.Max(got.InstancePeakRSSBytes) {
+			t.Errorf("peaks %d of instances %v: want two, the largest reported", got.PeakRSSBytes, got.InstancePeakRSSBytes)
+		}
 		phases, actionable := countItems(t, url, benchItemType)
 		if diff := cmp.Diff(map[wq.Phase]int64{wq.PhaseActive: 300}, phases); diff != "" || actionable != 0 {
 			t.Errorf("bench items by phase (-want +got):\n%s\nactionable: %d, want 0", diff, actionable)
@@ -237,11 +242,72 @@ func TestOverlapRecorderCountsOnlyExecutionsOfOneItemAtOnce(t *testing.T) {
 		}, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &overlapRecorder{running: map[wq.ItemID]int{}}
+			var now int64
+			r := &overlapRecorder{running: map[wq.ItemID]int{}, clock: func() int64 { now++; return now }}
 			tt.run(r)
 			if r.overlaps != tt.want || len(r.running) != 0 {
 				t.Errorf("overlaps %d, want %d; still running %v", r.overlaps, tt.want, r.running)
 			}
+			// The spans it kept tell the same, as bench engine --instances
+			// reads them across processes.
+			if got := countOverlaps(r.executions); got != tt.want {
+				t.Errorf("countOverlaps of the spans %v = %d, want %d", r.executions, got, tt.want)
+			}
 		})
+	}
+}
+
+func TestCountOverlapsComparesOnlySpansOfOneItem(t *testing.T) {
+	t.Parallel()
+	a, b := wq.NewItemID(), wq.NewItemID()
+	for _, tt := range []struct {
+		name  string
+		spans []execution
+		want  int64
+	}{
+		{"none", nil, 0},
+		{"one item, one after the other, touching", []execution{{a, 10, 20}, {a, 20, 30}}, 0},
+		{"two items at the same time", []execution{{a, 10, 20}, {b, 10, 20}}, 0},
+		{"one item in two instances at once, in any order", []execution{{a, 15, 25}, {b, 0, 100}, {a, 10, 20}}, 1},
+		{"a long run covers two later ones", []execution{{a, 0, 100}, {a, 10, 20}, {a, 30, 40}}, 2},
+		{"an overlap does not carry over to the next item", []execution{{a, 0, 100}, {b, 50, 60}, {a, 200, 300}}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := countOverlaps(slices.Clone(tt.spans)); got != tt.want {
+				t.Errorf("countOverlaps(%v) = %d, want %d", tt.spans, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestABenchInstanceGivesUpWhenItsParentGoesAway(t *testing.T) {
+	url := testdb.URL(t, "sqlite")
+	var stdout, stderr strings.Builder
+	cmd := newRootCommand(&stdout, &stderr)
+	cmd.SetIn(strings.NewReader("")) // the parent's end of the pipe closed
+	cmd.SetArgs([]string{"bench", benchInstanceCommand, "--database", url, "--workers", "2"})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(context.Background()) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), `stdin ended before "go"`) {
+			t.Errorf("err = %v, want stdin ended before \"go\"", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the instance still runs a minute after its stdin ended")
+	}
+	if stdout.String() != "ready\n" {
+		t.Errorf("stdout %q, want only ready", stdout.String())
+	}
+}
+
+func TestBenchEngineRefusesProfilesOfSeveralInstances(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr strings.Builder
+	cmd := newRootCommand(&stdout, &stderr)
+	cmd.SetArgs([]string{"bench", "engine", "--instances", "2", "--cpuprofile", filepath.Join(t.TempDir(), "cpu.out")})
+	err := cmd.ExecuteContext(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
+		t.Errorf("err = %v, want one naming --cpuprofile", err)
 	}
 }

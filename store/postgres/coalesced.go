@@ -19,6 +19,7 @@ type coalescers struct {
 	finish *batcher[finishReq, finishRes]
 	dims   *batcher[dimsReq, dimsRes]
 	insert *batcher[insertReq, *wq.Item]
+	read   *batcher[readReq, readRes]
 }
 
 func (s *Store) startCoalescers() {
@@ -27,6 +28,7 @@ func (s *Store) startCoalescers() {
 		finish: newBatcher(s.finishItems),
 		dims:   newBatcher(s.applyDimensions),
 		insert: newBatcher(s.insertItems),
+		read:   newBatcher(s.readRows),
 	}
 }
 
@@ -35,6 +37,7 @@ func (c coalescers) close() {
 	c.finish.close()
 	c.dims.close()
 	c.insert.close()
+	c.read.close()
 }
 
 // loaded is one item load: the item, or ENOTFOUND.

@@ -16,3 +16,7 @@ var CheckServerVersion = checkServerVersion
 
 // IsUUIDCodec reports whether c is the store's uuid codec.
 func IsUUIDCodec(c any) bool { _, ok := c.(uuidCodec); return ok }
+
+// CoalescedReads counts the single-row reads that went in a batch of more
+// than one.
+func CoalescedReads(s *Store) int64 { return s.coalescedReads.Load() }

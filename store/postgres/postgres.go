@@ -11,6 +11,7 @@ import (
 	"hash/fnv"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,6 +38,8 @@ type Store struct {
 	co     coalescers
 	wakes  *waker             // wake-ups of committed writes
 	chains migration.Registry // item types' migrations (AddMigrations)
+	// coalescedReads counts single-row reads that shared a batch.
+	coalescedReads atomic.Int64
 }
 
 var _ wq.Store = (*Store)(nil)

@@ -48,8 +48,9 @@ var dialect = seam.Dialect{
 // Dialect returns PostgreSQL's dialect.
 func (s *Store) Dialect() seam.Dialect { return dialect }
 
-// Reader is the connection pool.
-func (s *Store) Reader() seam.Executor { return executor{s.pool} }
+// Reader is the connection pool, its single-row reads coalesced
+// (reads.go).
+func (s *Store) Reader() seam.Executor { return poolReader{executor{s.pool}, s} }
 
 // write runs fn in one transaction and commits it if fn returns nil.
 func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {

@@ -4,4 +4,6 @@ package strictjson
 var (
 	CheckType        = checkType
 	FirstInvalidText = firstInvalidText
+	PlainMemberNames = plainMemberNames
+	WalkMemberNames  = walkMemberNames
 )

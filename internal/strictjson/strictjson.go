@@ -227,6 +227,14 @@ func memberAt(body []byte, off int64, indexed string) (path string, index int, i
 // caller's own JSON: its member names are data ("Authorization",
 // "Content-Type"), and only their text is checked, with the rest.
 func checkMemberNames(body []byte, typ reflect.Type) error {
+	if plainMemberNames(body) {
+		return nil // nothing walkMemberNames could refuse
+	}
+	return walkMemberNames(body, typ)
+}
+
+// walkMemberNames is checkMemberNames on the body's tokens.
+func walkMemberNames(body []byte, typ reflect.Type) error {
 	var err error
 	walkStrings(body, func(s stringToken) bool {
 		if !s.isName || s.malformed || free(typ, s.levels[:len(s.levels)-1]) {
@@ -245,6 +253,76 @@ func checkMemberNames(body []byte, typ reflect.Type) error {
 		return true
 	})
 	return err
+}
+
+// plainNames bounds the members of one object plainMemberNames compares
+// with each other; a wider object goes to the full walk.
+const plainNames = 32
+
+// plainMemberNames reports, for a body the decoder took (valid JSON),
+// that every member name of every object in it, free or not, is
+// lowercase ASCII written without escapes and given once in its object:
+// then checkMemberNames has nothing to refuse. It is a scan of the bytes
+// that allocates only its stack, where the full walk tokenises the body
+// through encoding/json (a fifth of a submission's handling); false sends
+// the body to the walk, which finds what is wrong, or that it is in a
+// member the schema leaves free.
+func plainMemberNames(body []byte) bool {
+	type frame struct {
+		object, wantName bool
+		first            int // its first name in names
+	}
+	var (
+		stackBuf [MaxDepth + 1]frame
+		namesBuf [64][]byte
+	)
+	stack, names := stackBuf[:0], namesBuf[:0]
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '{', '[':
+			if len(stack) == cap(stack) {
+				return false
+			}
+			stack = append(stack, frame{object: body[i] == '{', wantName: body[i] == '{', first: len(names)})
+		case '}', ']':
+			if len(stack) == 0 {
+				return false
+			}
+			names = names[:stack[len(stack)-1].first]
+			stack = stack[:len(stack)-1]
+		case ',':
+			if n := len(stack); n > 0 && stack[n-1].object {
+				stack[n-1].wantName = true
+			}
+		case '"':
+			start, plain := i+1, true
+			for i++; i < len(body) && body[i] != '"'; i++ {
+				switch c := body[i]; {
+				case c == '\\':
+					plain = false
+					i++ // the escaped byte, which may be a quote
+				case !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_'):
+					plain = false
+				}
+			}
+			n := len(stack)
+			if n == 0 || !stack[n-1].object || !stack[n-1].wantName {
+				continue // a string value
+			}
+			if !plain || i >= len(body) || len(names)-stack[n-1].first >= plainNames {
+				return false
+			}
+			name := body[start:i]
+			for _, other := range names[stack[n-1].first:] {
+				if bytes.Equal(other, name) {
+					return false
+				}
+			}
+			names = append(names, name)
+			stack[n-1].wantName = false
+		}
+	}
+	return true
 }
 
 // rawMessage is the type of a member holding free JSON.

@@ -1,6 +1,7 @@
 package strictjson_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -332,4 +333,89 @@ func BenchmarkCheckShape(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func BenchmarkDecodeSubmission(b *testing.B) {
+	body := []byte(validBody)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeSubmission(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestPlainMemberNamesPassesOnlyWhatTheWalkWouldPass(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"a":1,"b_2":{"a":"x"},"c":[{"a":1},{"a":2}]}`, true},
+		{`{"a":{"x":1},"b":{"x":1}}`, true}, // one name in sibling objects
+		{`{"a":"a","b":"a"}`, true},         // a value that looks like a name
+		{`{"a":"\"a\":1,\"a\":2","b":"\\"}`, true},
+		{`{"a":1,"a":2}`, false},
+		{`{"a":{"x":1,"x":2}}`, false},
+		{`{"a":[{"x":1,"x":2}]}`, false},
+		{`{"A":1}`, false},
+		{`{"a-b":1}`, false},
+		{`{"\u0061":1}`, false}, // an escape: the walk decides
+		{`{"é":1}`, false},
+	} {
+		var nothingKnown struct{}
+		walked := strictjson.WalkMemberNames([]byte(tc.body), reflect.TypeOf(nothingKnown))
+		if got := strictjson.PlainMemberNames([]byte(tc.body)); got != tc.want || got && walked != nil {
+			t.Errorf("%s: plain %v, want %v (the walk says %v)", tc.body, got, tc.want, walked)
+		}
+	}
+}
+
+// FuzzPlainMemberNames holds the shortcut to the walk: a body it passes
+// is one whose every member name the walk passes too, even with no name
+// free; and a body the walk passes without escapes or wide objects, it
+// passes.
+func FuzzPlainMemberNames(f *testing.F) {
+	for _, seed := range []string{validBody, `{"a":1,"a":2}`, `{"a":{"b":[{"c":"\"d\":1"}]},"b":{"b":1}}`, `[{"x":1},{"x":1}]`, `{"A":{}}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if !json.Valid(body) || strictjson.CheckShape(body) != nil {
+			return
+		}
+		var nothingKnown struct{}
+		walked := strictjson.WalkMemberNames(body, reflect.TypeOf(nothingKnown))
+		plain := strictjson.PlainMemberNames(body)
+		if plain && walked != nil {
+			t.Fatalf("%q: the shortcut passes what the walk refuses: %v", body, walked)
+		}
+		if !plain && walked == nil && !bytes.Contains(body, []byte(`\`)) && !hasWideObject(body) {
+			t.Fatalf("%q: the walk passes it, the shortcut does not", body)
+		}
+	})
+}
+
+// hasWideObject reports whether one of body's objects has more members
+// than the shortcut compares.
+func hasWideObject(body []byte) bool {
+	var doc any
+	_ = json.Unmarshal(body, &doc)
+	var wide func(v any) bool
+	wide = func(v any) bool {
+		switch v := v.(type) {
+		case map[string]any:
+			if len(v) >= 32 {
+				return true
+			}
+			for _, e := range v {
+				if wide(e) {
+					return true
+				}
+			}
+		case []any:
+			return slices.ContainsFunc(v, wide)
+		}
+		return false
+	}
+	return wide(doc)
 }

@@ -392,7 +392,7 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int) (engi
 		return engineResult{}, err
 	}
 	rec := &overlapRecorder{running: map[wq.ItemID]int{}}
-	e, err := b.newBenchEngine(all.queue, workers, 0, rec)
+	e, err := b.newBenchEngine(ctx, all.queue, workers, 0, rec)
 	if err != nil {
 		return engineResult{}, err
 	}
@@ -445,7 +445,17 @@ func (b *bench) seedEngine(ctx context.Context, s wq.Store, items int) error {
 // newBenchEngine is the engine of instance index: the product's
 // processing defaults, workers and the claim batch from the flags, only
 // the bench type, audit discarded.
-func (b *bench) newBenchEngine(s wq.Store, workers, index int, rec *overlapRecorder) (*engine.Engine, error) {
+//
+// The store's connections are opened and warmed first (seam.Warmer), as
+// a long-running instance's are: otherwise the burn-down pays for
+// starting the server's backends, once per connection, so twice as
+// often with two instances.
+func (b *bench) newBenchEngine(ctx context.Context, s wq.Store, workers, index int, rec *overlapRecorder) (*engine.Engine, error) {
+	if w, ok := s.(seam.Warmer); ok {
+		if err := w.Warm(ctx); err != nil {
+			return nil, fmt.Errorf("warm the connections: %w", err)
+		}
+	}
 	cfg := config.Default()
 	cfg.HandledTypes = []string{benchItemType}
 	cfg.Processing.Workers = workers

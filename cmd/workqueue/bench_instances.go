@@ -101,7 +101,7 @@ func (b *bench) engineInstance(ctx context.Context, in io.Reader, workers, index
 	}
 	defer all.queue.Close()
 	rec := &overlapRecorder{running: map[wq.ItemID]int{}, clock: machineNanos}
-	e, err := b.newBenchEngine(all.queue, workers, index, rec)
+	e, err := b.newBenchEngine(ctx, all.queue, workers, index, rec)
 	if err != nil {
 		return err
 	}

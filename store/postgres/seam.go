@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/store/seam"
@@ -104,6 +105,32 @@ func (s *Store) Violation(err error) (seam.Violation, bool) {
 func (s *Store) Analyze(ctx context.Context) error {
 	_, err := s.pool.Exec(ctx, `ANALYZE work_items, work_item_statuses, pending_events`)
 	return translate(err)
+}
+
+// Warm opens all the pool's connections at once and has each plan a read
+// of the queue's tables: a new backend loads the tables' and indexes'
+// descriptions at its first statement on them.
+func (s *Store) Warm(ctx context.Context) error {
+	conns := make([]*pgxpool.Conn, 0, s.pool.Config().MaxConns)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range cap(conns) {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return translate(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		if _, err := c.Exec(ctx, `SELECT FROM work_items w, work_item_statuses s, work_item_ready r, pending_events p
+			WHERE w.id = s.work_item_id AND w.id = r.id AND w.id = p.work_item_id AND false`); err != nil {
+			return translate(err)
+		}
+	}
+	return nil
 }
 
 // ReadySetDrift returns the items on which work_item_ready (the sweep's

@@ -271,3 +271,11 @@ type ReadySetChecker interface {
 type Analyzer interface {
 	Analyze(ctx context.Context) error
 }
+
+// Warmer is implemented by a driver that connects to a server: Warm opens
+// every connection its pool may hold and has each read the queue's
+// tables once, so that what follows runs on connections as warm as a
+// long-running instance's (bench measures from there).
+type Warmer interface {
+	Warm(ctx context.Context) error
+}

@@ -199,6 +199,19 @@ type HandlerRegistry interface {
 	LastHandled(ctx context.Context, itemType string) (time.Time, error)
 }
 
+// SharedSweeper is implemented by stores that several instances share
+// (PostgreSQL): DueItemsOf is DueItems for one instance, which finds its
+// own share of the due items first and the others' only when its own
+// holds fewer than limit, so that instances sweeping at once do not
+// queue, and then claim from each other, the same items. The shares are
+// split among the instances that recorded their handled types lately
+// (HandlerRegistry), so every due item is still found by whichever
+// instance sweeps: a share is a preference, never an exclusion. It is
+// optional: the engine calls DueItems where it is not there.
+type SharedSweeper interface {
+	DueItemsOf(ctx context.Context, instance string, types []string, now time.Time, limit int) ([]ItemID, error)
+}
+
 // WakeupListener is implemented by stores that several instances share
 // (PostgreSQL): ListenWakeups calls ready once it is subscribed, then wake
 // for every item some instance enqueued work for, until ctx ends or the

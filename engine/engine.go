@@ -323,7 +323,13 @@ func (e *Engine) PruneDeliveries(ctx context.Context) (int64, error) {
 func (e *Engine) Sweep(ctx context.Context) (int, error) {
 	start := time.Now() // wall time, not the injected clock: this measures the database
 	mark := e.queue.BeginSweep()
-	ids, err := e.store.DueItems(ctx, e.handled, e.clock.Now(), e.cfg.SweepBatch)
+	var ids []wq.ItemID
+	var err error
+	if ss, ok := e.store.(wq.SharedSweeper); ok {
+		ids, err = ss.DueItemsOf(ctx, e.cfg.Owner, e.handled, e.clock.Now(), e.cfg.SweepBatch)
+	} else {
+		ids, err = e.store.DueItems(ctx, e.handled, e.clock.Now(), e.cfg.SweepBatch)
+	}
 	e.queue.AddSwept(ids, mark)
 	e.metrics.Swept(time.Since(start), len(ids), err)
 	if err != nil {
@@ -349,11 +355,14 @@ func (e *Engine) sweepLoop(ctx context.Context) {
 				e.log.Warn("pruning webhook deliveries failed", "err", err)
 			}
 		}
+		// Recorded before the sweep, so that a store that splits the
+		// ready set among the instances (wq.SharedSweeper) counts this
+		// one from its first sweep.
+		e.recordHandlers(ctx)
 		n, err := e.Sweep(ctx)
 		if err != nil && ctx.Err() == nil {
 			e.log.Error("sweep failed", "err", err)
 		}
-		e.recordHandlers(ctx)
 		sweptOnce.Do(func() { close(e.swept) })
 		if n == e.cfg.SweepBatch {
 			// More may be due: sweep again once the workers have taken most

@@ -476,14 +476,36 @@ func (s *Store) FinishProcessing(ctx context.Context, l wq.Lease, seen int64, no
 // DueItems finds the items the sweep should process, through three indexed
 // discovery paths.
 func (s *Store) DueItems(ctx context.Context, types []string, now time.Time, limit int) ([]wq.ItemID, error) {
+	return s.DueItemsOf(ctx, "", types, now, limit)
+}
+
+// DueItemsOf is DueItems for instance ("" for none: the whole ready set
+// is its share): its own share of the ready set, or the others' once its
+// own has nothing due (wq.SharedSweeper). The pending events and the
+// deferred rows are read whole every time.
+// The ready items are split by the last byte of their id, random in a
+// UUIDv7, among the instances that recorded handling one of types in the
+// last sweepLive, this one counted whether it did or not yet.
+func (s *Store) DueItemsOf(ctx context.Context, instance string, types []string, now time.Time, limit int) ([]wq.ItemID, error) {
 	if len(types) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	start, err := s.sweepStart(ctx)
+	sw, err := s.sweepStart(ctx, instance, types, now)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, dueItemsSQL, types, now.UTC(), limit, start)
+	ids, err := s.dueItems(ctx, types, now, limit, sw, false)
+	if len(ids) == 0 && err == nil && sw.shares > 1 {
+		// Its own share is done: the others', whose instances may be
+		// gone or behind.
+		ids, err = s.dueItems(ctx, types, now, limit, sw, true)
+	}
+	return ids, err
+}
+
+// dueItems runs dueItemsSQL on the instance's share, or on the others'.
+func (s *Store) dueItems(ctx context.Context, types []string, now time.Time, limit int, sw sweep, others bool) ([]wq.ItemID, error) {
+	rows, err := s.pool.Query(ctx, dueItemsSQL, types, now.UTC(), limit, sw.start, sw.shares, sw.share, others)
 	if err != nil {
 		return nil, fmt.Errorf("find due items: %w", translate(err))
 	}
@@ -494,22 +516,44 @@ func (s *Store) DueItems(ctx context.Context, types []string, now time.Time, lim
 	return ids, nil
 }
 
+// sweepLive is how lately an instance must have recorded its handled
+// types to have a share of the ready set: an instance that stopped loses
+// its share this long after its last sweep (until then the others sweep
+// its items after their own).
+const sweepLive = 5 * time.Minute
+
+// sweep is where a sweep starts reading the ready set and which share of
+// it is the instance's own: shares instances, this one share (0-based).
+type sweep struct {
+	start         [16]byte
+	shares, share int
+}
+
 // sweepStart is where a sweep starts reading the ready set: an id drawn
-// at random between the ready set's least and greatest, so that the
-// sweeps of instances sharing the database read different parts of a
-// backlog instead of all queueing its oldest items and claiming them
-// from each other (two instances made 0.68-0.88 of one). The ids are
-// UUIDv7, ordered by time, so the draw is on their leading 64 bits.
-func (s *Store) sweepStart(ctx context.Context) ([16]byte, error) {
-	var lo, hi *[16]byte
+// at random between the ready set's least and greatest, so that sweeps
+// of one share read different parts of a backlog instead of all queueing
+// its oldest items (two instances made 0.68-0.88 of one). The ids are
+// UUIDv7, ordered by time, so the draw is on their leading 64 bits. It
+// also counts the live instances, in the same round trip, for the share.
+func (s *Store) sweepStart(ctx context.Context, instance string, types []string, now time.Time) (sweep, error) {
+	var (
+		lo, hi        *[16]byte
+		others, below int
+	)
 	if err := s.pool.QueryRow(ctx, `SELECT (SELECT id FROM work_item_ready ORDER BY id LIMIT 1),
-		(SELECT id FROM work_item_ready ORDER BY id DESC LIMIT 1)`).Scan(&lo, &hi); err != nil {
-		return [16]byte{}, fmt.Errorf("find due items: the ready set's span: %w", translate(err))
+		(SELECT id FROM work_item_ready ORDER BY id DESC LIMIT 1),
+		(SELECT count(DISTINCT instance) FROM item_type_handlers
+			WHERE $1 <> '' AND item_type = ANY($2) AND seen_at >= $3 AND instance <> $1),
+		(SELECT count(DISTINCT instance) FROM item_type_handlers
+			WHERE $1 <> '' AND item_type = ANY($2) AND seen_at >= $3 AND instance < $1)`,
+		instance, types, now.Add(-sweepLive).UTC()).Scan(&lo, &hi, &others, &below); err != nil {
+		return sweep{}, fmt.Errorf("find due items: the ready set's span: %w", translate(err))
 	}
-	if lo == nil || hi == nil {
-		return [16]byte{}, nil
+	sw := sweep{shares: others + 1, share: below}
+	if lo != nil && hi != nil {
+		sw.start = randomBetween(*lo, *hi)
 	}
-	return randomBetween(*lo, *hi), nil
+	return sw, nil
 }
 
 // randomBetween draws an id between lo and hi (inclusive) on their
@@ -525,10 +569,11 @@ func randomBetween(lo, hi [16]byte) [16]byte {
 }
 
 // dueItemsSQL is the sweep's query: $1 the types, $2 now, $3 the limit,
-// $4 where the path of actionable items starts (sweepStart): it reads the
-// ready items from there on, then, if it found fewer than the limit, the
-// ones before it (UNION ALL runs its inputs in turn and stops at the
-// limit).
+// $4 where the path of actionable items starts, $5 the shares and $6 the
+// instance's own (sweepStart), $7 true to read the other shares instead:
+// it reads the ready items of the share from there on, then, if it found
+// fewer than the limit, the ones before it (UNION ALL runs its inputs in
+// turn and stops at the limit).
 // The path of actionable items, where a backlog lives, stops at the limit
 // on its own: UNION reads all of its inputs before the outer LIMIT, so a
 // backlog of a million due items made every sweep read a million rows to
@@ -542,12 +587,14 @@ func randomBetween(lo, hi [16]byte) [16]byte {
 const dueItemsSQL = `
 	(SELECT id FROM (
 		(SELECT r.id FROM work_item_ready r,
-			LATERAL (SELECT 1 FROM work_items w WHERE w.id = r.id AND (w.leased_until IS NULL OR w.leased_until < $2) OFFSET 0) free
+			LATERAL (SELECT 1 FROM work_items w WHERE (get_byte(uuid_send(r.id), 15) % $5 = $6) <> $7
+				AND w.id = r.id AND (w.leased_until IS NULL OR w.leased_until < $2) OFFSET 0) free
 			WHERE r.item_type = ANY($1) AND (r.retry_after IS NULL OR r.retry_after <= $2) AND r.id >= $4
 			LIMIT $3)
 		UNION ALL
 		(SELECT r.id FROM work_item_ready r,
-			LATERAL (SELECT 1 FROM work_items w WHERE w.id = r.id AND (w.leased_until IS NULL OR w.leased_until < $2) OFFSET 0) free
+			LATERAL (SELECT 1 FROM work_items w WHERE (get_byte(uuid_send(r.id), 15) % $5 = $6) <> $7
+				AND w.id = r.id AND (w.leased_until IS NULL OR w.leased_until < $2) OFFSET 0) free
 			WHERE r.item_type = ANY($1) AND (r.retry_after IS NULL OR r.retry_after <= $2) AND r.id < $4
 			LIMIT $3)) ready
 		LIMIT $3)

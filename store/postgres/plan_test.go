@@ -108,7 +108,7 @@ func checkPlans(t *testing.T, conn *pgxpool.Conn) {
 		"exit decision": {"uuid, text, bigint", `UPDATE work_items SET actionable = false, leased_until = NULL, lease_token = NULL, lease_owner = NULL
 			WHERE id = $1 AND lease_token = $2 AND revision = $3
 			AND NOT EXISTS (SELECT 1 FROM pending_events WHERE work_item_id = $1)`, id + ", 't', 1"},
-		"sweep": {"text[], timestamptz, int, uuid", postgres.DueItemsSQL, "'{mr}', now(), 1000, " + id},
+		"sweep": {"text[], timestamptz, int, uuid, int, int, bool", postgres.DueItemsSQL, "'{mr}', now(), 1000, " + id + ", 2, 1, false"},
 		"claim": {"uuid[], text[], timestamptz, timestamptz, text", postgres.ClaimSQL,
 			"ARRAY[" + id + "]::uuid[], '{mr}', now(), now(), 'o'"},
 	} {

@@ -13,8 +13,8 @@ import (
 )
 
 // Single-row reads of the pool, coalesced. The stores built on the seam
-// read one row at a time through Reader (the mr type's current item for
-// a branch, which every submission reads before it decides): under load
+// read one row at a time through Reader (an item type's record of what a
+// submission decides on, read before every submission): under load
 // each such read was a round trip of its own, and its write to the
 // socket cost the process five times what its share of a batched insert
 // did. The reads queued while the last batch ran go as one pipelined

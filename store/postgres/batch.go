@@ -40,9 +40,13 @@ const batchRunners = 2
 // and returns one result per request (a per-call error goes in Res), or
 // an error for the batch as a whole.
 type batcher[Req, Res any] struct {
-	run   func(ctx context.Context, reqs []Req) ([]Res, error)
-	queue chan *pendingCall[Req, Res]
-	stop  chan struct{}
+	run func(ctx context.Context, reqs []Req) ([]Res, error)
+	// loneCancels runs a batch of one call under its caller's context, so
+	// that the caller's leaving cancels its statement as an uncoalesced
+	// call would (the reads: a slow one would hold a runner otherwise).
+	loneCancels bool
+	queue       chan *pendingCall[Req, Res]
+	stop        chan struct{}
 	// finished is closed once every call queued before close has its
 	// answer: a call that slipped into the queue after the last drain
 	// learns that the store is closed instead of waiting for ever.
@@ -65,8 +69,12 @@ type callResult[Res any] struct {
 var errStoreClosed = errors.New("postgres: store closed")
 
 func newBatcher[Req, Res any](run func(ctx context.Context, reqs []Req) ([]Res, error)) *batcher[Req, Res] {
-	b := &batcher[Req, Res]{run: run, queue: make(chan *pendingCall[Req, Res], maxCoalesced), stop: make(chan struct{}),
-		finished: make(chan struct{})}
+	return startBatcher(&batcher[Req, Res]{run: run})
+}
+
+// startBatcher starts b, whose run (and loneCancels) is set.
+func startBatcher[Req, Res any](b *batcher[Req, Res]) *batcher[Req, Res] {
+	b.queue, b.stop, b.finished = make(chan *pendingCall[Req, Res], maxCoalesced), make(chan struct{}), make(chan struct{})
 	for range batchRunners {
 		b.wg.Add(1)
 		go b.loop()
@@ -165,7 +173,11 @@ func (b *batcher[Req, Res]) runBatch(calls []*pendingCall[Req, Res]) {
 	}
 	// The batch runs for callers that may give up: without their
 	// cancellation, so that one caller leaving cannot fail the others.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), batchTimeout)
+	base := context.WithoutCancel(live[0].ctx)
+	if b.loneCancels && len(live) == 1 {
+		base = live[0].ctx
+	}
+	ctx, cancel := context.WithTimeout(base, batchTimeout)
 	defer cancel()
 	res, err := b.run(ctx, reqs)
 	if err != nil && len(live) > 1 {

@@ -28,7 +28,7 @@ func (s *Store) startCoalescers() {
 		finish: newBatcher(s.finishItems),
 		dims:   newBatcher(s.applyDimensions),
 		insert: newBatcher(s.insertItems),
-		read:   newBatcher(s.readRows),
+		read:   startBatcher(&batcher[readReq, readRes]{run: s.readRows, loneCancels: true}),
 	}
 }
 

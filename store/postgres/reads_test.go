@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/store"
 	"github.com/workqueue-dev/workqueue/store/postgres"
@@ -93,4 +95,25 @@ func TestACoalescedReadScansIntoWhatItsCallerGave(t *testing.T) {
 	if err := pg.Reader().QueryRow(ctx, `SELECT 'fine'::text`).Scan(&s); err != nil || s != "fine" {
 		t.Errorf("got %q, %v; want fine", s, err)
 	}
+}
+
+// A read that runs alone runs under its caller's context, as an
+// uncoalesced one would: the caller's giving up cancels its statement,
+// instead of leaving it to hold one of the batcher's runners.
+func TestALoneReadWhoseCallerGivesUpIsCancelled(t *testing.T) {
+	pg := testdb.Open(t, store.KindPostgres).Queue.(*postgres.Store)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	var slept string
+	err := pg.Reader().QueryRow(ctx, `SELECT pg_sleep(30)::text || 'workqueue-lone-read'`).Scan(&slept)
+	if !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
+		t.Fatalf("err %v, want the caller's deadline", err)
+	}
+	// The server stops the statement: nothing runs it a moment later.
+	eventually.True(t, 10*time.Second, "the read's statement ends once its caller gave up", func() (bool, any) {
+		var running int
+		err := postgres.Pool(pg).QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE query LIKE '%workqueue-lone-read%' AND query NOT LIKE '%pg_stat_activity%' AND state = 'active'`).Scan(&running)
+		return err == nil && running == 0, fmt.Sprintf("%d running, err %v", running, err)
+	})
 }

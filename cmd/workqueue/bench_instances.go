@@ -78,6 +78,10 @@ func newBenchEngineInstanceCommand() *cobra.Command {
 			if url, _ := cmd.Flags().GetString("database"); url == "" {
 				return usageError{errors.New("--database: required (the database bench engine seeded)")}
 			}
+			if workers < 1 || index < 0 || claimBatch < 1 || claimBatch > 1000 {
+				return usageError{fmt.Errorf("--workers %d, --claim-batch %d, --instance %d: want at least 1, 1 to 1000 and at least 0",
+					workers, claimBatch, index)}
+			}
 			b, err := newBench(cmd)
 			if err != nil {
 				return err

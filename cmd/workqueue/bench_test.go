@@ -311,3 +311,20 @@ func TestBenchEngineRefusesProfilesOfSeveralInstances(t *testing.T) {
 		t.Errorf("err = %v, want one naming --cpuprofile", err)
 	}
 }
+
+func TestABenchInstanceRefusesNonsenseFlags(t *testing.T) {
+	t.Parallel()
+	url := "sqlite://" + filepath.Join(t.TempDir(), "wq.db")
+	for _, args := range [][]string{
+		{"--workers", "0"}, {"--claim-batch", "0"}, {"--claim-batch", "1001"}, {"--instance", "-1"},
+	} {
+		var stdout, stderr strings.Builder
+		cmd := newRootCommand(&stdout, &stderr)
+		cmd.SetIn(strings.NewReader(""))
+		cmd.SetArgs(append([]string{"bench", benchInstanceCommand, "--database", url}, args...))
+		err := cmd.ExecuteContext(context.Background())
+		if err == nil || !strings.Contains(err.Error(), args[0]) || stdout.String() != "" {
+			t.Errorf("%v: err %v, stdout %q; want a refusal naming %s before anything starts", args, err, stdout.String(), args[0])
+		}
+	}
+}

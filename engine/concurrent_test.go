@@ -251,3 +251,30 @@ func TestAnotherInstancesWritesWakeThisEngineAtOnce(t *testing.T) {
 	}
 	waitFor("an event applied", func(got *wq.Item) bool { return got.Phase == wq.PhaseCancelled })
 }
+
+// An instance that crashed keeps a share of the ready set for a few
+// minutes (until its record ages out). The instance that replaces it
+// must still burn down the whole backlog at once: once its own share
+// cannot fill a sweep, the sweep tops it up from the others', instead of
+// leaving the crashed instance's items to the sweep interval. The clock
+// never moves here, so the engine's ticker never fires: only sweeps that
+// follow full ones can find the items.
+func TestABacklogIsBurnedDownWhileACrashedInstanceStillHoldsAShare(t *testing.T) {
+	const items = 60
+	h := newHarness(t, store.KindPostgres)
+	if err := h.store.(wq.HandlerRegistry).RecordHandlers(h.ctx, "crashed", []string{"test"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	for range items {
+		h.create(wq.NewItem{})
+	}
+	cfg := testConfig("restarted")
+	cfg.Workers = 2
+	cfg.SweepBatch = 10
+	e := h.engine(cfg, oneAction(markActed))
+	h.start(e)
+	eventually.True(t, 20*time.Second, "every item acted on, none left to the sweep interval", func() (bool, any) {
+		n := e.Stats().ActionsExecuted
+		return n == items, fmt.Sprintf("%d of %d acted on", n, items)
+	})
+}

@@ -480,12 +480,18 @@ func (s *Store) DueItems(ctx context.Context, types []string, now time.Time, lim
 }
 
 // DueItemsOf is DueItems for instance ("" for none: the whole ready set
-// is its share): its own share of the ready set, or the others' once its
-// own has nothing due (wq.SharedSweeper). The pending events and the
-// deferred rows are read whole every time.
+// is its share): its own share of the ready set first, then the others'
+// when its own cannot fill the limit (wq.SharedSweeper). The pending
+// events and the deferred rows are read whole every time.
 // The ready items are split by the last byte of their id, random in a
 // UUIDv7, among the instances that recorded handling one of types in the
 // last sweepLive, this one counted whether it did or not yet.
+// The top-up is what keeps a crashed instance's share moving: its record
+// lives on for sweepLive, and an engine sweeps again at once only after
+// a full sweep (one short of the limit waits for the sweep interval), so
+// reading the others' shares only once its own had nothing due left
+// them to the interval whenever its own still held a few items queued
+// in the process.
 func (s *Store) DueItemsOf(ctx context.Context, instance string, types []string, now time.Time, limit int) ([]wq.ItemID, error) {
 	if len(types) == 0 || limit <= 0 {
 		return nil, nil
@@ -495,12 +501,30 @@ func (s *Store) DueItemsOf(ctx context.Context, instance string, types []string,
 		return nil, err
 	}
 	ids, err := s.dueItems(ctx, types, now, limit, sw, false)
-	if len(ids) == 0 && err == nil && sw.shares > 1 {
-		// Its own share is done: the others', whose instances may be
-		// gone or behind.
-		ids, err = s.dueItems(ctx, types, now, limit, sw, true)
+	if err != nil || len(ids) >= limit || sw.shares == 1 {
+		return ids, err
 	}
-	return ids, err
+	// The others' shares, whose instances may be gone or behind. The
+	// pending events and deferred rows come again: asked for the whole
+	// limit, so that those repeats cannot crowd out the ready items.
+	more, err := s.dueItems(ctx, types, now, limit, sw, true)
+	if err != nil {
+		return nil, err
+	}
+	found := make(map[wq.ItemID]bool, len(ids))
+	for _, id := range ids {
+		found[id] = true
+	}
+	for _, id := range more {
+		if len(ids) == limit {
+			break
+		}
+		if !found[id] {
+			found[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // dueItems runs dueItemsSQL on the instance's share, or on the others'.

@@ -13,8 +13,9 @@ import (
 )
 
 // Instances sharing the database sweep their own shares of the ready
-// set: two live instances find disjoint halves that make up the whole,
-// one whose share has nothing due finds the others', and an instance
+// set first: two live instances find disjoint halves that make up the
+// whole, one whose share cannot fill the limit tops it up from the
+// others' (all of them when its own has nothing due), and an instance
 // gone for longer than a few minutes has no share any more.
 func TestInstancesSweepTheirOwnShareOfTheReadySetFirst(t *testing.T) {
 	ctx := context.Background()
@@ -52,19 +53,32 @@ func TestInstancesSweepTheirOwnShareOfTheReadySetFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a, b := due("a", 1000), due("b", 1000)
-	for i, ids := range [][]wq.ItemID{a, b} {
-		for _, id := range ids {
-			if share(id, 2) != i {
-				t.Errorf("instance %d found %v, of share %d", i, id, share(id, 2))
-			}
+	var a, b []wq.ItemID // each instance's own share
+	for _, id := range all {
+		if share(id, 2) == 0 {
+			a = append(a, id)
+		} else {
+			b = append(b, id)
 		}
 	}
-	if !slices.Equal(sorted(append(slices.Clone(a), b...)), sorted(all)) {
-		t.Errorf("a's %d and b's %d items do not make up the %d due", len(a), len(b), len(all))
+	// Asked for what their shares hold, each finds its own.
+	if got := due("a", len(a)); !slices.Equal(sorted(got), sorted(a)) {
+		t.Errorf("a asked for its share's %d found %d, %d of them its own", len(a), len(got), countOf(got, a))
 	}
-	if got := due("a", 10); len(got) != 10 || slices.ContainsFunc(got, func(id wq.ItemID) bool { return share(id, 2) != 0 }) {
-		t.Errorf("a asked for 10 found %d, not all of its own share", len(got))
+	if got := due("b", len(b)); !slices.Equal(sorted(got), sorted(b)) {
+		t.Errorf("b asked for its share's %d found %d, %d of them its own", len(b), len(got), countOf(got, b))
+	}
+	if got := due("a", 10); len(got) != 10 || countOf(got, a) != 10 {
+		t.Errorf("a asked for 10 found %d, %d of them its own share", len(got), countOf(got, a))
+	}
+	// Asked for more than its share holds, an instance finds its own
+	// first, then the others' up to the limit.
+	got := due("a", 1000)
+	if !slices.Equal(sorted(got), sorted(all)) || !slices.Equal(sorted(got[:len(a)]), sorted(a)) {
+		t.Errorf("a asked for 1000 found %d of %d, its own share first: %v", len(got), len(all), countOf(got[:min(len(a), len(got))], a) == len(a))
+	}
+	if got := due("a", len(a)+5); len(got) != len(a)+5 || countOf(got, b) != 5 {
+		t.Errorf("a asked for 5 more than its share found %d, %d of them b's", len(got), countOf(got, b))
 	}
 	// Nothing of b's share due (leased): b finds a's.
 	if _, err := pg.ClaimItems(ctx, b, []string{"test"}, "b", now, time.Minute); err != nil {
@@ -81,4 +95,15 @@ func TestInstancesSweepTheirOwnShareOfTheReadySetFirst(t *testing.T) {
 	if got := due("a", 1000); !slices.Equal(sorted(got), sorted(a)) {
 		t.Errorf("a, b gone, found %d items, want the %d not leased", len(got), len(a))
 	}
+}
+
+// countOf is how many of ids are in of.
+func countOf(ids, of []wq.ItemID) int {
+	n := 0
+	for _, id := range ids {
+		if slices.Contains(of, id) {
+			n++
+		}
+	}
+	return n
 }

@@ -594,10 +594,15 @@ func randomBetween(lo, hi [16]byte) [16]byte {
 
 // dueItemsSQL is the sweep's query: $1 the types, $2 now, $3 the limit,
 // $4 where the path of actionable items starts, $5 the shares and $6 the
-// instance's own (sweepStart), $7 true to read the other shares instead:
-// it reads the ready items of the share from there on, then, if it found
-// fewer than the limit, the ones before it (UNION ALL runs its inputs in
-// turn and stops at the limit).
+// instance's own (sweepStart), $7 true to read the other shares instead.
+// The path of actionable items reads, in turn (UNION ALL runs its inputs
+// in turn and stops at the limit): the items whose retry is due, then
+// those without a retry from $4 on, then the ones before $4. Each input
+// is a range of its own partial index (migration 14) with a limit of its
+// own, so a sweep reads about as many ready rows as it returns: an OR of
+// the two conditions made one bitmap of every ready item per sweep.
+// Due retries come first: they waited their backoff, and a backlog of
+// new items would otherwise fill every sweep before them.
 // The path of actionable items, where a backlog lives, stops at the limit
 // on its own: UNION reads all of its inputs before the outer LIMIT, so a
 // backlog of a million due items made every sweep read a million rows to
@@ -613,13 +618,19 @@ const dueItemsSQL = `
 		(SELECT r.id FROM work_item_ready r,
 			LATERAL (SELECT 1 FROM work_items w WHERE (get_byte(uuid_send(r.id), 15) % $5 = $6) <> $7
 				AND w.id = r.id AND (w.leased_until IS NULL OR w.leased_until < $2) OFFSET 0) free
-			WHERE r.item_type = ANY($1) AND (r.retry_after IS NULL OR r.retry_after <= $2) AND r.id >= $4
+			WHERE r.retry_after <= $2 AND r.item_type = ANY($1)
 			LIMIT $3)
 		UNION ALL
 		(SELECT r.id FROM work_item_ready r,
 			LATERAL (SELECT 1 FROM work_items w WHERE (get_byte(uuid_send(r.id), 15) % $5 = $6) <> $7
 				AND w.id = r.id AND (w.leased_until IS NULL OR w.leased_until < $2) OFFSET 0) free
-			WHERE r.item_type = ANY($1) AND (r.retry_after IS NULL OR r.retry_after <= $2) AND r.id < $4
+			WHERE r.item_type = ANY($1) AND r.retry_after IS NULL AND r.id >= $4
+			LIMIT $3)
+		UNION ALL
+		(SELECT r.id FROM work_item_ready r,
+			LATERAL (SELECT 1 FROM work_items w WHERE (get_byte(uuid_send(r.id), 15) % $5 = $6) <> $7
+				AND w.id = r.id AND (w.leased_until IS NULL OR w.leased_until < $2) OFFSET 0) free
+			WHERE r.item_type = ANY($1) AND r.retry_after IS NULL AND r.id < $4
 			LIMIT $3)) ready
 		LIMIT $3)
 	UNION

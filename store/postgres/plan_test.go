@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -158,7 +159,7 @@ func checkPlans(t *testing.T, conn *pgxpool.Conn) {
 			// It looks up the lease of each ready item it reads: a merge or
 			// hash join with work_items, chosen on statistics of a full
 			// ready set, walked every item's key at every sweep.
-			if name == "sweep" && !strings.Contains(text, "Index Scan using work_item_ready") {
+			if name == "sweep" && !strings.Contains(text, "Scan using work_item_ready") {
 				t.Errorf("the sweep's path of actionable items does not read work_item_ready's index:\n%s", text)
 			}
 			if name == "sweep" && (strings.Contains(text, "Merge") || strings.Contains(text, "Hash Join")) {
@@ -208,5 +209,124 @@ func TestAClaimFindsItsItemsByIDWithoutStatistics(t *testing.T) {
 	}
 	if text := strings.Join(plan, "\n"); strings.Contains(text, "work_items_type_phase") {
 		t.Errorf("the claim's plan walks the items of its types:\n%s", text)
+	}
+}
+
+// A sweep reads about as much of the ready set as it returns, however
+// large the backlog: an index range from its starting id that stops at
+// the limit, and the lease of about as many items; of the items waiting
+// for a retry it reads only the due ones. The condition on retry_after (none, or passed) once made
+// the planner OR two ranges of the type's index into a bitmap, which
+// holds every ready item before the limit applies: each sweep of a
+// backlog read all of it, so a burn-down cost the square of its size.
+// Both plans are checked, each executed: the one the planner makes for
+// the sweep's own arguments and the generic one a prepared statement
+// keeps.
+func TestASweepReadsNoMoreOfTheReadySetThanItReturns(t *testing.T) {
+	const backlog, limit, due, deferred = 20000, 1000, 3000, 500
+	for _, stats := range []string{"analysed while empty", "never analysed", "analysed"} {
+		t.Run(stats, func(t *testing.T) {
+			ctx := context.Background()
+			pg := testdb.Open(t, store.KindPostgres).Queue.(*postgres.Store) // migrated, closed at the end
+			conn, err := postgres.Pool(pg).Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Release()
+			tables := func(cmd string) {
+				t.Helper()
+				for _, table := range []string{"work_items", "work_item_statuses", "pending_events", "work_item_ready"} {
+					if _, err := conn.Exec(ctx, cmd+" "+table); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if stats == "analysed while empty" {
+				tables("ANALYZE")
+			}
+			now := time.Now()
+			var middle wq.ItemID
+			if err := pg.Write(ctx, func(tx seam.Tx) error {
+				for i := range backlog + due + deferred {
+					n := wq.NewItem{ItemType: "mr"}
+					if err := tx.InsertItem(ctx, &n, now); err != nil {
+						return err
+					}
+					if i == backlog/2 {
+						middle = n.ID
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			// Some items wait for a retry that is due, some for one that
+			// is not.
+			if _, err := conn.Exec(ctx, `UPDATE work_items SET retry_after = $1
+				WHERE id IN (SELECT id FROM work_items ORDER BY id DESC LIMIT $2)`, now.Add(-time.Minute), due+deferred); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Exec(ctx, `UPDATE work_items SET retry_after = $1
+				WHERE id IN (SELECT id FROM work_items ORDER BY id DESC LIMIT $2)`, now.Add(time.Hour), deferred); err != nil {
+				t.Fatal(err)
+			}
+			switch stats {
+			case "never analysed":
+				tables("VACUUM") // row counts, no statistics of the columns
+			case "analysed":
+				tables("ANALYZE")
+			}
+			if _, err := conn.Exec(ctx, "PREPARE sweep_rows (text[], timestamptz, int, uuid, int, int, bool) AS "+postgres.DueItemsSQL); err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Exec(ctx, "DEALLOCATE sweep_rows")
+			for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+				if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
+					t.Fatal(err)
+				}
+				rows, err := conn.Query(ctx, fmt.Sprintf("EXPLAIN (ANALYZE, TIMING OFF) EXECUTE sweep_rows ('{mr}', '%s', %d, '%s', 1, 0, false)",
+					now.UTC().Format(time.RFC3339Nano), limit, middle))
+				if err != nil {
+					t.Fatal(err)
+				}
+				plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+				if err != nil {
+					t.Fatal(err)
+				}
+				text := strings.Join(plan, "\n")
+				for _, line := range plan {
+					if strings.Contains(line, "(never executed)") {
+						continue
+					}
+					// The rows each read of the ready set may take: a lease
+					// lookup or a range of ready items about the limit (the
+					// lookups stop there), and the index of retries no more
+					// than the due ones (and the entries the second update
+					// left dead, not yet vacuumed).
+					bound := 0
+					switch {
+					case strings.Contains(line, "Bitmap Index Scan on work_item_ready_retry"):
+						bound = due + deferred
+					case strings.Contains(line, "on work_item_ready"), strings.Contains(line, "using work_items_pkey"):
+						bound = 2 * limit
+					default:
+						continue
+					}
+					var read, loops int
+					if i := strings.Index(line, "(actual rows="); i < 0 {
+						t.Fatalf("no actual rows in %q", line)
+					} else if _, err := fmt.Sscanf(line[i:], "(actual rows=%d loops=%d)", &read, &loops); err != nil {
+						t.Fatalf("%q: %v", line, err)
+					}
+					if read*loops > bound {
+						t.Errorf("%s: a sweep for %d of %d ready items read %d rows in one step (at most %d):\n%s", mode, limit, backlog+due, read*loops, bound, text)
+					}
+				}
+				if !strings.Contains(text, "on work_item_ready") {
+					t.Errorf("%s: the sweep reads no index of work_item_ready:\n%s", mode, text)
+				}
+			}
+			conn.Exec(ctx, "RESET plan_cache_mode")
+		})
 	}
 }

@@ -79,8 +79,10 @@ had its one no-op action and its exit decision written: per item a claim,
 the action's fenced write and the exit, as for any item type. The decider
 asks for the action while the item's needs_act dimension is unset and
 for nothing once the action has set it false (the workload of
-BenchmarkThroughput in engine/). It prints items/s, the elapsed time and
-the peak RSS of the process during the burn-down.
+BenchmarkThroughput in engine/). It prints items/s, the elapsed time,
+the peak RSS of the process during the burn-down, and the CPU time the
+whole machine spent per 1,000 items (this process, the database, the
+kernel) with the engine's own part of it.
 
 With --instances K it runs K engines as K processes of this binary, as
 K instances of serve would run, all on the one database: compare their
@@ -122,8 +124,9 @@ engine's and the database's. The items stay in the database, idle.`,
 			if r.Instances > 1 {
 				on = fmt.Sprintf("%d instances of %d workers, %d overlapping executions", r.Instances, r.Workers, r.OverlappingExecutions)
 			}
-			return b.print(r, fmt.Sprintf("engine burn-down on %s: %d items, %s, %.2fs: %.0f items/s; peak RSS %.1f MiB",
-				r.Database, r.Items, on, r.ElapsedSeconds, r.ItemsPerSecond, mib(r.PeakRSSBytes)))
+			return b.print(r, fmt.Sprintf("engine burn-down on %s: %d items, %s, %.2fs: %.0f items/s; peak RSS %.1f MiB; "+
+				"%.1f ms of CPU per 1,000 items, %.1f of them the engine's",
+				r.Database, r.Items, on, r.ElapsedSeconds, r.ItemsPerSecond, mib(r.PeakRSSBytes), r.CPUMsPer1000, r.ProcessCPUMsPer1000))
 		},
 	}
 	cmd.Flags().IntVar(&items, "items", 20_000, "items to burn down")
@@ -247,6 +250,7 @@ type measured struct {
 	elapsed time.Duration
 	peakRSS int64
 	busy    time.Duration // the machine's CPU, all processes (machinecpu)
+	process time.Duration // this process's CPU
 }
 
 // measure starts the measured phase: the profiles asked for, the peak
@@ -267,12 +271,13 @@ func (b *bench) measure() (end func() measured, err error) {
 	// first, so that the peak is the measured phase's own.
 	debug.FreeOSMemory()
 	peakrss.Reset()
-	busy, start := machinecpu.Busy(), time.Now()
+	busy, process, start := machinecpu.Busy(), machinecpu.Process(), time.Now()
 	var once sync.Once
 	var m measured
 	return func() measured {
 		once.Do(func() {
-			m = measured{elapsed: time.Since(start), peakRSS: peakrss.Peak(), busy: machinecpu.Busy() - busy}
+			m = measured{elapsed: time.Since(start), peakRSS: peakrss.Peak(), busy: machinecpu.Busy() - busy,
+				process: machinecpu.Process() - process}
 			if b.cpuProfile != nil {
 				pprof.StopCPUProfile()
 			}
@@ -313,6 +318,10 @@ type engineResult struct {
 	// (this process, the database server, the kernel: machinecpu), in
 	// milliseconds per 1,000 items.
 	CPUMsPer1000 float64 `json:"cpu_ms_per_1000"`
+	// ProcessCPUMsPer1000 is the part of it the engines' own processes
+	// spent (user and system), so that the rest is the database's and the
+	// kernel's.
+	ProcessCPUMsPer1000 float64 `json:"process_cpu_ms_per_1000"`
 	// OverlappingExecutions counts executions of an item that began while
 	// another execution of it was running (in any instance): zero unless
 	// the leases failed to fence.
@@ -430,7 +439,8 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int) (engi
 	}
 	return engineResult{Benchmark: "engine", Database: b.kind, Items: items, Workers: workers, Instances: 1,
 		ElapsedSeconds: m.elapsed.Seconds(), ItemsPerSecond: float64(items) / m.elapsed.Seconds(), PeakRSSBytes: m.peakRSS,
-		CPUMsPer1000: machinecpu.PerThousand(m.busy, items), OverlappingExecutions: rec.overlaps}, nil
+		CPUMsPer1000: machinecpu.PerThousand(m.busy, items), ProcessCPUMsPer1000: machinecpu.PerThousand(m.process, items),
+		OverlappingExecutions: rec.overlaps}, nil
 }
 
 // seedEngine migrates the database and seeds the burn-down's items.

@@ -65,6 +65,8 @@ type instanceReport struct {
 	Failures     int64 `json:"failures"`
 	Exits        int64 `json:"exits"`
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// CPUNanos is the instance's own CPU time from "go" to idle.
+	CPUNanos int64 `json:"cpu_nanos"`
 }
 
 func newBenchEngineInstanceCommand() *cobra.Command {
@@ -144,6 +146,7 @@ func (b *bench) engineInstance(ctx context.Context, in io.Reader, workers, index
 	if err := next("go"); err != nil {
 		return err
 	}
+	cpu := machinecpu.Process()
 	if err := e.Start(ctx); err != nil {
 		return err
 	}
@@ -174,7 +177,7 @@ func (b *bench) engineInstance(ctx context.Context, in io.Reader, workers, index
 	}
 	st := e.Stats()
 	report, _ := json.Marshal(instanceReport{Actions: st.ActionsExecuted, Failures: st.ActionsFailed,
-		Exits: st.ItemsExited, PeakRSSBytes: peakrss.Peak()})
+		Exits: st.ItemsExited, PeakRSSBytes: peakrss.Peak(), CPUNanos: int64(machinecpu.Process() - cpu)})
 	if err := say("idle %s", report); err != nil {
 		return err
 	}
@@ -368,12 +371,14 @@ func (b *bench) engineInstances(ctx context.Context, items, workers, instances i
 		total      engine.Stats
 		executions []execution
 		peaks      = make([]int64, instances)
+		cpu        time.Duration
 	)
 	for i, p := range procs {
 		total.ActionsExecuted += p.report.Actions
 		total.ActionsFailed += p.report.Failures
 		total.ItemsExited += p.report.Exits
 		peaks[i] = p.report.PeakRSSBytes
+		cpu += time.Duration(p.report.CPUNanos)
 		executions = append(executions, p.executions...)
 	}
 	if err := checkBurnDown(total, items); err != nil {
@@ -385,7 +390,8 @@ func (b *bench) engineInstances(ctx context.Context, items, workers, instances i
 	return engineResult{Benchmark: "engine", Database: b.kind, Items: items, Workers: workers, Instances: instances,
 		ElapsedSeconds: m.elapsed.Seconds(), ItemsPerSecond: float64(items) / m.elapsed.Seconds(),
 		PeakRSSBytes: slices.Max(peaks), InstancePeakRSSBytes: peaks,
-		CPUMsPer1000: machinecpu.PerThousand(m.busy, items), OverlappingExecutions: countOverlaps(executions)}, nil
+		CPUMsPer1000: machinecpu.PerThousand(m.busy, items), ProcessCPUMsPer1000: machinecpu.PerThousand(cpu, items),
+		OverlappingExecutions: countOverlaps(executions)}, nil
 }
 
 // readInstance sends what instance i says, line by line, then its end,

@@ -153,7 +153,8 @@ func TestBenchWithoutADatabaseRunsOnATemporarySQLiteFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(out, "engine burn-down on sqlite: 50 items, 2 workers") || !strings.Contains(out, "items/s; peak RSS") {
+	if !strings.Contains(out, "engine burn-down on sqlite: 50 items, 2 workers") || !strings.Contains(out, "items/s; peak RSS") ||
+		!strings.Contains(out, "ms of CPU per 1,000 items") {
 		t.Errorf("output does not give the figures:\n%s", out)
 	}
 }
@@ -215,6 +216,10 @@ func TestBenchEngineWithTwoInstancesWorksEachItemOnce(t *testing.T) {
 		if len(got.InstancePeakRSSBytes) != 2 || slices.Min(got.InstancePeakRSSBytes) <= 0 ||
 			got.PeakRSSBytes != slices.Max(got.InstancePeakRSSBytes) {
 			t.Errorf("peaks %d of instances %v: want two, the largest reported", got.PeakRSSBytes, got.InstancePeakRSSBytes)
+		}
+		// And its own CPU time, which the parent adds up.
+		if got.ProcessCPUMsPer1000 <= 0 {
+			t.Errorf("the instances' CPU per 1,000 items: %v, want their time reported", got.ProcessCPUMsPer1000)
 		}
 		phases, actionable := countItems(t, url, benchItemType)
 		if diff := cmp.Diff(map[wq.Phase]int64{wq.PhaseActive: 300}, phases); diff != "" || actionable != 0 {

@@ -20,3 +20,15 @@ func TestBusyCountsEverythingButIdleAndIOWait(t *testing.T) {
 		t.Errorf("PerThousand = %v, want 142", got)
 	}
 }
+
+// A process's CPU time grows while it works.
+func TestProcessCountsThisProcesssWork(t *testing.T) {
+	before := Process()
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for n := 0; time.Now().Before(deadline); n++ {
+		_ = n * n
+	}
+	if spent := Process() - before; spent <= 0 {
+		t.Errorf("50 ms of busy work added %v of CPU time", spent)
+	}
+}

@@ -47,10 +47,17 @@ type batcher[Req, Res any] struct {
 	loneCancels bool
 	queue       chan *pendingCall[Req, Res]
 	stop        chan struct{}
-	// finished is closed once every call queued before close has its
-	// answer: a call that slipped into the queue after the last drain
-	// learns that the store is closed instead of waiting for ever.
-	finished chan struct{}
+	// mu is held to read while a call is queued and to write while close
+	// marks the batcher closed: no call enters the queue after close
+	// drained it, so a caller waits for its answer alone, without a
+	// channel of the store's in its select (a thousand workers selecting
+	// on one shared channel queued on its lock).
+	mu     sync.RWMutex
+	closed bool
+	// calls recycles the calls that were answered: a call whose caller
+	// gave up may still be answered later, and is left to the collector.
+	calls    sync.Pool
+	finished chan struct{} // closed once close is done
 	wg       sync.WaitGroup
 	once     sync.Once
 }
@@ -90,31 +97,40 @@ func (b *batcher[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	c := &pendingCall[Req, Res]{ctx: ctx, req: req, done: make(chan callResult[Res], 1)}
-	select {
-	case b.queue <- c:
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	case <-b.stop:
+	c, _ := b.calls.Get().(*pendingCall[Req, Res])
+	if c == nil {
+		c = &pendingCall[Req, Res]{done: make(chan callResult[Res], 1)}
+	}
+	c.ctx, c.req = ctx, req
+	b.mu.RLock()
+	if b.closed {
+		b.mu.RUnlock()
 		return zero, errStoreClosed
 	}
 	select {
+	case b.queue <- c:
+	case <-ctx.Done():
+		b.mu.RUnlock()
+		return zero, ctx.Err()
+	}
+	b.mu.RUnlock()
+	select {
 	case r := <-c.done:
+		*c = pendingCall[Req, Res]{done: c.done}
+		b.calls.Put(c)
 		return r.res, r.err
 	case <-ctx.Done():
 		return zero, ctx.Err()
-	case <-b.finished:
-		select {
-		case r := <-c.done: // answered before the close finished
-			return r.res, r.err
-		default:
-			return zero, errStoreClosed
-		}
 	}
 }
 
+// close stops the runners once their batches are done and answers the
+// calls still queued.
 func (b *batcher[Req, Res]) close() {
 	b.once.Do(func() {
+		b.mu.Lock() // waits for callers queueing now: the runners still take calls
+		b.closed = true
+		b.mu.Unlock()
 		close(b.stop)
 		b.wg.Wait()
 		for drained := false; !drained; {

@@ -83,3 +83,54 @@ func TestACallAfterCloseIsRefused(t *testing.T) {
 		t.Errorf("after close: %v, want errStoreClosed", err)
 	}
 }
+
+// Calls made while the store closes each end, with their answer or with
+// errStoreClosed: none waits for ever, whether it was queued before the
+// close, during it or after.
+func TestCallsRacingCloseAllEnd(t *testing.T) {
+	for range 20 {
+		b := newBatcher(func(_ context.Context, reqs []int) ([]int, error) { return reqs, nil })
+		var wg sync.WaitGroup
+		for i := range 200 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if got, err := b.do(context.Background(), i); err == nil && got != i {
+					t.Errorf("call %d answered %d", i, got)
+				} else if err != nil && !errors.Is(err, errStoreClosed) {
+					t.Errorf("call %d: %v", i, err)
+				}
+			}()
+		}
+		b.close()
+		wg.Wait()
+	}
+}
+
+// A caller that gave up leaves its call to be answered later; that late
+// answer never reaches a later caller, whose call may be a recycled one.
+func TestALateAnswerGoesToNoOtherCaller(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	b := newBatcher(func(_ context.Context, reqs []int) ([]int, error) {
+		if reqs[0] == -1 {
+			started <- struct{}{}
+			<-release
+		}
+		return reqs, nil
+	})
+	defer b.close()
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error)
+	go func() { _, err := b.do(ctx, -1); gaveUp <- err }()
+	<-started
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the caller that gave up: %v", err)
+	}
+	close(release) // its call is answered now, to nobody
+	for i := range 1000 {
+		if got, err := b.do(context.Background(), i); err != nil || got != i {
+			t.Fatalf("call %d: %d, %v", i, got, err)
+		}
+	}
+}

@@ -62,7 +62,9 @@ func AuditSubmitted(r SubmitResult) string { return "item_" + string(r) }
 
 // AuditSink receives audit entries. Callers never let a sink's error or
 // panic break processing (see audit.Safe); a sink may still return an error
-// so that it can be logged.
+// so that it can be logged. An entry's maps are read-only once written:
+// the engine shares one between the entries of an action, so a sink that
+// keeps or changes an entry copies its maps first.
 type AuditSink interface {
 	WriteAudit(ctx context.Context, e AuditEntry) error
 }

@@ -69,7 +69,11 @@ type Engine struct {
 	log     *slog.Logger
 	types   map[string]*wq.ItemType
 	handled []string
-	queue   *queue
+	// triggers are the audit triggers of the registered types' actions,
+	// made once: a worker's entries share its action's (read-only, as
+	// every entry's maps are once written).
+	triggers map[string]map[string]any
+	queue    *queue
 	// claims carries the producer's leased items to the workers; its
 	// capacity (ClaimBatch) bounds how many leases wait unheartbeated.
 	claims chan wq.Claim
@@ -114,6 +118,7 @@ func New(cfg Config, store wq.Store, clock clockwork.Clock, sink wq.AuditSink, l
 		audit:     audit.Safe(sink, log),
 		log:       log.With("component", "engine"),
 		types:     map[string]*wq.ItemType{},
+		triggers:  map[string]map[string]any{},
 		queue:     newQueue(),
 		listening: make(chan struct{}),
 		swept:     make(chan struct{}),
@@ -134,6 +139,25 @@ func (e *Engine) Register(t wq.ItemType) {
 		panic(fmt.Sprintf("engine: item type %q registered twice", t.Name))
 	}
 	e.types[t.Name] = &t
+	for action := range t.Executors {
+		if _, ok := e.triggers[action]; !ok {
+			e.triggers[action] = actionTrigger(action)
+		}
+	}
+}
+
+// actionTrigger is the audit trigger of a worker's action.
+func actionTrigger(action string) map[string]any {
+	return map[string]any{"source": "worker", "action": action}
+}
+
+// triggerOf is action's trigger: the one made at Register, or a new one
+// for an executor added to its type since.
+func (e *Engine) triggerOf(action string) map[string]any {
+	if t, ok := e.triggers[action]; ok {
+		return t
+	}
+	return actionTrigger(action)
 }
 
 // Types returns the names of the registered item types, sorted.

@@ -42,6 +42,8 @@ type worker struct {
 	exited atomic.Bool
 	// scratch is its goroutine's, reused from item to item.
 	scratch *scratch
+	// heartbeat is the loop's, allocated with it.
+	heartbeat heartbeat
 }
 
 // scratch is what one worker goroutine reuses from one item to the next
@@ -76,10 +78,10 @@ func (e *Engine) process(name string, c wq.Claim, sc *scratch) {
 	w := &worker{e: e, name: name, lease: lease, typ: typ, lost: make(chan struct{}), scratch: sc}
 	itemCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stopHeartbeat := w.startHeartbeat(itemCtx, cancel)
+	w.startHeartbeat(itemCtx, cancel)
 	end := w.loop(itemCtx, item, c.NoEvents)
 	cancel()
-	stopHeartbeat()
+	w.heartbeat.stop()
 	switch end {
 	case loopExited: // FinishProcessing released the lease with the exit
 	case loopCrashed: // a simulated death keeps its lease until it expires
@@ -125,14 +127,14 @@ type heartbeat struct {
 	timer   clockwork.Timer
 }
 
-// startHeartbeat starts beating; the function it returns stops it, after
-// the loop's context is cancelled (which ends a beat's write at once).
-func (w *worker) startHeartbeat(ctx context.Context, cancel context.CancelFunc) (stop func()) {
-	h := &heartbeat{w: w, ctx: ctx, cancel: cancel, lease: w.lease}
+// startHeartbeat starts beating; heartbeat.stop stops it, after the
+// loop's context is cancelled (which ends a beat's write at once).
+func (w *worker) startHeartbeat(ctx context.Context, cancel context.CancelFunc) {
+	h := &w.heartbeat
+	h.w, h.ctx, h.cancel, h.lease = w, ctx, cancel, w.lease
 	h.mu.Lock()
 	h.timer = w.e.clock.AfterFunc(w.e.cfg.Heartbeat, h.beat)
 	h.mu.Unlock()
-	return h.stop
 }
 
 func (h *heartbeat) beat() {
@@ -352,7 +354,10 @@ func (w *worker) execute(ctx context.Context, item *wq.Item, action string, now 
 		err := fmt.Errorf("unknown action %q for item type %s", action, item.ItemType)
 		return nil, w.recordFailure(ctx, item, action, err, true) && ctx.Err() == nil
 	}
-	writer := &leaseWriter{w: w, item: item, action: action}
+	// One trigger for every entry of this action, and of every other run
+	// of it: entries' maps are read-only once written (wq.AuditSink).
+	trigger := e.triggerOf(action)
+	writer := &leaseWriter{w: w, item: item, action: action, trigger: trigger}
 	start := time.Now() // wall time: how long the action really ran
 	err := safeExecute(ctx, exec, &wq.Execution{Item: item, Action: action, Now: now, Writer: writer, Lease: w.lease})
 	e.actionsExecuted.Add(1)
@@ -364,7 +369,7 @@ func (w *worker) execute(ctx context.Context, item *wq.Item, action string, now 
 			w.log().Warn("executor failed after its last write; the write stands", "action", action, "err", err)
 		}
 		e.audit.WriteAudit(ctx, wq.AuditEntry{Time: e.clock.Now(), EventType: wq.AuditAction, ItemID: item.ID.String(),
-			ItemType: item.ItemType, Actor: w.name, Trigger: map[string]any{"source": "worker", "action": action}})
+			ItemType: item.ItemType, Actor: w.name, Trigger: trigger})
 		return nil, true
 	}
 	e.metrics.Executed(item.ItemType, action, executionOutcome(err, isLost(w.lost)), time.Since(start))
@@ -387,7 +392,7 @@ func (w *worker) execute(ctx context.Context, item *wq.Item, action string, now 
 		return nil, w.recordFailure(ctx, item, action, err, errors.Is(err, wq.ErrPermanent)) && ctx.Err() == nil
 	}
 	e.audit.WriteAudit(ctx, wq.AuditEntry{Time: e.clock.Now(), EventType: wq.AuditAction, ItemID: item.ID.String(),
-		ItemType: item.ItemType, Actor: w.name, Trigger: map[string]any{"source": "worker", "action": action}})
+		ItemType: item.ItemType, Actor: w.name, Trigger: trigger})
 	// After a terminal write the lease is gone: Apply cleared the failures
 	// before it (or the item failed, and keeps them).
 	if failing(item) && !writer.terminal {
@@ -605,6 +610,7 @@ type leaseWriter struct {
 	w              *worker
 	item           *wq.Item
 	action         string
+	trigger        map[string]any // the action's audit trigger, shared by its entries
 	refusedAudited bool
 	terminal       bool // a write moved the item to a terminal phase
 	// written are the dimension rows the action wrote, when every write
@@ -704,7 +710,7 @@ func (lw *leaseWriter) Apply(ctx context.Context, c wq.Change) error {
 		if exited {
 			w.exited.Store(true)
 		}
-		w.auditDimensions(ctx, lw.item, c.Dimensions, map[string]any{"source": "worker", "action": lw.action}, now)
+		w.auditDimensions(ctx, lw.item, c.Dimensions, lw.trigger, now)
 		return nil
 	}
 	if c.Phase.Terminal() && c.Phase != wq.PhaseFailed && failing(lw.item) {
@@ -731,7 +737,7 @@ func (lw *leaseWriter) Apply(ctx context.Context, c wq.Change) error {
 	} else {
 		lw.written, lw.at = append(lw.written, c.Dimensions...), now
 	}
-	trigger := map[string]any{"source": "worker", "action": lw.action}
+	trigger := lw.trigger
 	if c.Phase != "" && c.Phase != old {
 		w.e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditPhaseChange, ItemID: lw.item.ID.String(),
 			ItemType: lw.item.ItemType, Actor: w.name, OldState: map[string]any{"phase": old},

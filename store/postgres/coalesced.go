@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -353,31 +354,35 @@ func (s *Store) applyDimensions(ctx context.Context, reqs []dimsReq) ([]dimsRes,
 		return nil, translate(err)
 	}
 	type state struct {
+		locked   bool
 		phase    wq.Phase
 		revision int64
 		exited   bool
 	}
-	locked := map[int64]state{}
+	locked := make([]state, len(reqs)) // by request: a row's n is its request's index plus one
+	var (
+		n      int64
+		phase  string
+		rev    int64
+		exited bool
+	)
 	for rows.Next() {
-		var (
-			n      int64
-			phase  string
-			rev    int64
-			exited bool
-		)
 		if err := rows.Scan(&n, &phase, &rev, &exited); err != nil {
 			rows.Close()
 			return nil, translate(err)
 		}
+		if n < 1 || n > int64(len(reqs)) {
+			rows.Close()
+			return nil, fmt.Errorf("apply dimensions: a row for request %d of %d", n, len(reqs))
+		}
 		// An exit's row (from ex) only marks its request exited: joined to
 		// locked in SQL, ex was scanned again for every locked row.
-		st := locked[n]
+		st := &locked[n-1]
 		if exited {
 			st.exited = true
 		} else {
-			st.phase, st.revision = wq.Phase(phase), rev
+			st.locked, st.phase, st.revision = true, wq.Phase(phase), rev
 		}
-		locked[n] = st
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -385,7 +390,7 @@ func (s *Store) applyDimensions(ctx context.Context, reqs []dimsReq) ([]dimsRes,
 	}
 	out := make([]dimsRes, len(reqs))
 	for i, r := range reqs {
-		st, ok := locked[int64(i+1)]
+		st, ok := locked[i], locked[i].locked
 		switch {
 		case !ok:
 			out[i].err = wq.ErrLeaseLost

@@ -157,7 +157,10 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 	if err != nil {
 		return nil, fmt.Errorf("claim %d items: %w", len(ids), translate(err))
 	}
-	claimed := make(map[wq.ItemID]*wq.Claim, len(ids))
+	// The claim returns each row once (an UPDATE by id), in its own order;
+	// the claims go out in the order of ids.
+	out := make([]wq.Claim, 0, len(ids))
+	byID := make(map[wq.ItemID]*wq.Item, len(ids))
 	var sc itemScanner
 	for rows.Next() {
 		var (
@@ -170,26 +173,23 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 			return nil, fmt.Errorf("claim %d items: %w", len(ids), err)
 		}
 		it.Dimensions = wq.Dimensions{}
-		claimed[it.ID] = &wq.Claim{Lease: wq.Lease{ItemID: it.ID, Token: token, Owner: owner, Until: until}, Item: it, NoEvents: noEvents}
+		byID[it.ID] = it
+		out = append(out, wq.Claim{Lease: wq.Lease{ItemID: it.ID, Token: token, Owner: owner, Until: until}, Item: it, NoEvents: noEvents})
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("claim %d items: %w", len(ids), translate(err))
 	}
-	items := make(map[wq.ItemID]*wq.Item, len(claimed))
-	for id, c := range claimed {
-		items[id] = c.Item
-	}
-	if err := scanDimensionsInto(br, items); err != nil {
+	if err := scanDimensionsInto(br, byID); err != nil {
 		return nil, fmt.Errorf("claim %d items: dimensions: %w", len(ids), err)
 	}
-	out := make([]wq.Claim, 0, len(claimed))
-	for _, id := range ids {
-		if c, ok := claimed[id]; ok {
-			out = append(out, *c)
-			delete(claimed, id) // a repeated id is claimed once
+	at := make(map[wq.ItemID]int, len(ids))
+	for i, id := range ids {
+		if _, ok := at[id]; !ok {
+			at[id] = i
 		}
 	}
+	slices.SortFunc(out, func(a, b wq.Claim) int { return cmp.Compare(at[a.Item.ID], at[b.Item.ID]) })
 	return out, nil
 }
 

@@ -225,10 +225,14 @@ func (s *Store) insertItems(ctx context.Context, reqs []insertReq) ([]*wq.Item, 
 		for _, st := range stmts {
 			b.Queue(st.SQL, st.Args...)
 		}
-		arr := uuidArray([]wq.ItemID{r.n.ID})
-		b.Queue(`SELECT `+itemColumns+` FROM work_items WHERE id = ANY($1)`, arr)
+		// The read-back takes the one id as a value, not as an array of
+		// one: the generic plan of "= ANY($1)" is costed for an array of
+		// ten, dearer than any custom plan for one, so the server planned
+		// both statements again at every submission (67 µs of planning
+		// for 11 of execution, pg_stat_statements with track_planning).
+		b.Queue(`SELECT `+itemColumns+` FROM work_items WHERE id = $1`, r.n.ID)
 		b.Queue(`SELECT work_item_id, dimension, variant, status, detail::text, pending_until, updated_at
-			FROM work_item_statuses WHERE work_item_id = ANY($1)`, arr)
+			FROM work_item_statuses WHERE work_item_id = $1`, r.n.ID)
 	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()

@@ -8,6 +8,10 @@ const DueItemsSQL = dueItemsSQL
 // ClaimSQL is the batch claim's statement, for the plan test.
 var ClaimSQL = claimSQL
 
+// ReadBackSQL are the statements that read a new item back, for the plan
+// tests.
+var ReadBackSQL = []string{readBackItemSQL, readBackDimensionsSQL}
+
 // Pool is the store's connection pool, for the plan tests.
 func Pool(s *Store) *pgxpool.Pool { return s.pool }
 

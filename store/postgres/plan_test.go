@@ -330,3 +330,43 @@ func TestASweepReadsNoMoreOfTheReadySetThanItReturns(t *testing.T) {
 		})
 	}
 }
+
+// Every submission reads its new item back: those statements must settle
+// on the generic plan, as a prepared statement does after five calls
+// whose custom plans cost no less. Their ids went as an array of one
+// ("= ANY($1)"), whose generic plan is costed for ten, so the server
+// planned both again at every submission, six times their execution.
+func TestTheReadBackOfANewItemIsNotPlannedAtEveryCall(t *testing.T) {
+	ctx := context.Background()
+	pg := testdb.Open(t, store.KindPostgres).Queue.(*postgres.Store) // migrated, closed at the end
+	it, err := pg.CreateItem(ctx, wq.NewItem{ItemType: "test"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := postgres.Pool(pg).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	const calls = 10
+	for i, sql := range postgres.ReadBackSQL {
+		name := fmt.Sprintf("read_back_%d", i)
+		if _, err := conn.Exec(ctx, "PREPARE "+name+" (uuid) AS "+sql); err != nil {
+			t.Fatal(err)
+		}
+		for range calls {
+			if _, err := conn.Exec(ctx, fmt.Sprintf("EXECUTE %s ('%s')", name, it.ID)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var generic, custom int64
+		if err := conn.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1`,
+			name).Scan(&generic, &custom); err != nil {
+			t.Fatal(err)
+		}
+		if custom >= calls {
+			t.Errorf("%s: %d custom plans and %d generic in %d calls, want the generic plan kept:\n%s", name, custom, generic, calls, sql)
+		}
+		conn.Exec(ctx, "DEALLOCATE "+name)
+	}
+}

@@ -230,9 +230,8 @@ func (s *Store) insertItems(ctx context.Context, reqs []insertReq) ([]*wq.Item, 
 		// ten, dearer than any custom plan for one, so the server planned
 		// both statements again at every submission (67 µs of planning
 		// for 11 of execution, pg_stat_statements with track_planning).
-		b.Queue(`SELECT `+itemColumns+` FROM work_items WHERE id = $1`, r.n.ID)
-		b.Queue(`SELECT work_item_id, dimension, variant, status, detail::text, pending_until, updated_at
-			FROM work_item_statuses WHERE work_item_id = $1`, r.n.ID)
+		b.Queue(readBackItemSQL, r.n.ID)
+		b.Queue(readBackDimensionsSQL, r.n.ID)
 	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
@@ -263,6 +262,14 @@ func (s *Store) insertItems(ctx context.Context, reqs []insertReq) ([]*wq.Item, 
 	}
 	return out, nil
 }
+
+// readBackItemSQL and readBackDimensionsSQL read a new item back ($1 its
+// id) in its insert's batch.
+const (
+	readBackItemSQL       = `SELECT ` + itemColumns + ` FROM work_items WHERE id = $1`
+	readBackDimensionsSQL = `SELECT work_item_id, dimension, variant, status, detail::text, pending_until, updated_at
+		FROM work_item_statuses WHERE work_item_id = $1`
+)
 
 // executor runs statements on the pool or in a transaction.
 type executor struct {

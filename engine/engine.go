@@ -73,7 +73,9 @@ type Engine struct {
 	// made once: a worker's entries share its action's (read-only, as
 	// every entry's maps are once written).
 	triggers map[string]map[string]any
-	queue    *queue
+	// dimensionStates are the audit states of dimension rows, shared.
+	dimensionStates dimensionStates
+	queue           *queue
 	// claims carries the producer's leased items to the workers; its
 	// capacity (ClaimBatch) bounds how many leases wait unheartbeated.
 	claims chan wq.Claim

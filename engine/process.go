@@ -34,6 +34,8 @@ type worker struct {
 	lost  chan struct{} // closed when the heartbeat finds the lease lost
 	// logger is made by log on first use.
 	logger *slog.Logger
+	// id is the item's id as audit entries give it.
+	id string
 	// lostCounted makes a loop count one lease loss however many of its
 	// writes find it.
 	lostCounted atomic.Bool
@@ -75,7 +77,7 @@ func (e *Engine) process(name string, c wq.Claim, sc *scratch) {
 		e.release(lease)
 		return
 	}
-	w := &worker{e: e, name: name, lease: lease, typ: typ, lost: make(chan struct{}), scratch: sc}
+	w := &worker{e: e, name: name, lease: lease, id: id.String(), typ: typ, lost: make(chan struct{}), scratch: sc}
 	itemCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w.startHeartbeat(itemCtx, cancel)
@@ -99,6 +101,10 @@ func (w *worker) log() *slog.Logger {
 	}
 	return w.logger
 }
+
+// itemID is the item's id as a string, made once with the worker: the
+// loop's every audit entry names it, and each made it again.
+func (w *worker) itemID() string { return w.id }
 
 // release gives up a lease even while shutting down.
 func (e *Engine) release(l wq.Lease) {
@@ -328,7 +334,7 @@ func (w *worker) dropEvents(ctx context.Context, item *wq.Item) {
 	}
 	now := e.clock.Now()
 	for _, ev := range dropped {
-		e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditEventIgnored, ItemID: item.ID.String(),
+		e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditEventIgnored, ItemID: w.itemID(),
 			ItemType: item.ItemType, Actor: w.name, Trigger: map[string]any{"source": "event", "reason": ignoredReason(true, item.Phase)},
 			Metadata: map[string]any{"event_id": ev.ID, "event_type": ev.EventType, "source": ev.Source, "delivery_id": ev.DeliveryID}})
 	}
@@ -368,7 +374,7 @@ func (w *worker) execute(ctx context.Context, item *wq.Item, action string, now 
 		if err != nil {
 			w.log().Warn("executor failed after its last write; the write stands", "action", action, "err", err)
 		}
-		e.audit.WriteAudit(ctx, wq.AuditEntry{Time: e.clock.Now(), EventType: wq.AuditAction, ItemID: item.ID.String(),
+		e.audit.WriteAudit(ctx, wq.AuditEntry{Time: e.clock.Now(), EventType: wq.AuditAction, ItemID: w.itemID(),
 			ItemType: item.ItemType, Actor: w.name, Trigger: trigger})
 		return nil, true
 	}
@@ -391,7 +397,7 @@ func (w *worker) execute(ctx context.Context, item *wq.Item, action string, now 
 		// actionable for the sweep.
 		return nil, w.recordFailure(ctx, item, action, err, errors.Is(err, wq.ErrPermanent)) && ctx.Err() == nil
 	}
-	e.audit.WriteAudit(ctx, wq.AuditEntry{Time: e.clock.Now(), EventType: wq.AuditAction, ItemID: item.ID.String(),
+	e.audit.WriteAudit(ctx, wq.AuditEntry{Time: e.clock.Now(), EventType: wq.AuditAction, ItemID: w.itemID(),
 		ItemType: item.ItemType, Actor: w.name, Trigger: trigger})
 	// After a terminal write the lease is gone: Apply cleared the failures
 	// before it (or the item failed, and keeps them).
@@ -486,7 +492,7 @@ func (w *worker) recordFailure(ctx context.Context, item *wq.Item, action string
 	} else {
 		newState["retry_after"] = f.RetryAfter
 	}
-	e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditActionFailed, ItemID: item.ID.String(), ItemType: item.ItemType,
+	e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditActionFailed, ItemID: w.itemID(), ItemType: item.ItemType,
 		Actor: w.name, OldState: map[string]any{"phase": item.Phase, "attempts": item.Attempts}, NewState: newState,
 		Trigger: map[string]any{"source": "worker", "action": action, "error": f.Error}})
 	if fail {
@@ -540,14 +546,14 @@ func (w *worker) refused(op string) {
 	e.writesRefused.Add(1)
 	w.countLeaseLost()
 	e.audit.WriteAudit(context.WithoutCancel(e.runCtx), wq.AuditEntry{Time: e.clock.Now(), EventType: wq.AuditWriteRefused,
-		ItemID: w.lease.ItemID.String(), Actor: w.name,
+		ItemID: w.itemID(), Actor: w.name,
 		Trigger: map[string]any{"source": "worker", "reason": "lease_lost", "operation": op}})
 	e.log.Warn("write refused: lease lost", "item", w.lease.ItemID, "worker", w.name, "operation", op)
 }
 
 func (w *worker) auditEvent(ctx context.Context, item *wq.Item, ev *wq.Event, r wq.EventResult, a wq.AppliedEvent, known bool, now time.Time) {
 	e := w.e
-	base := wq.AuditEntry{Time: now, ItemID: item.ID.String(), ItemType: item.ItemType, Actor: w.name,
+	base := wq.AuditEntry{Time: now, ItemID: w.itemID(), ItemType: item.ItemType, Actor: w.name,
 		Metadata: map[string]any{"event_id": ev.ID, "event_type": ev.EventType, "source": ev.Source, "delivery_id": ev.DeliveryID}}
 	trigger := map[string]any{"source": "event", "event_type": ev.EventType}
 	for k, v := range r.Trigger {
@@ -593,13 +599,15 @@ func (w *worker) auditDimensions(ctx context.Context, item *wq.Item, dims []wq.D
 				w.e.metrics.DimensionCleared(item.ItemType, d.Dimension, now.Sub(item.CreatedAt))
 			}
 		}
-		entry := wq.AuditEntry{Time: now, EventType: wq.AuditDimensionChange, ItemID: item.ID.String(), ItemType: item.ItemType,
-			Actor: w.name, NewState: map[string]any{"dimension": d.Dimension, "variant": d.Variant, "status": d.Status}, Trigger: trigger}
-		if old.Status != "" {
-			entry.OldState = map[string]any{"dimension": d.Dimension, "variant": d.Variant, "status": old.Status}
+		entry := wq.AuditEntry{Time: now, EventType: wq.AuditDimensionChange, ItemID: w.itemID(), ItemType: item.ItemType,
+			Actor: w.name, Trigger: trigger}
+		if d.PendingUntil.IsZero() {
+			entry.NewState = w.e.dimensionStates.of(d.DimensionKey, d.Status)
+		} else {
+			entry.NewState = map[string]any{"dimension": d.Dimension, "variant": d.Variant, "status": d.Status, "pending_until": d.PendingUntil}
 		}
-		if !d.PendingUntil.IsZero() {
-			entry.NewState["pending_until"] = d.PendingUntil
+		if old.Status != "" {
+			entry.OldState = w.e.dimensionStates.of(d.DimensionKey, old.Status)
 		}
 		w.e.audit.WriteAudit(ctx, entry)
 	}
@@ -739,7 +747,7 @@ func (lw *leaseWriter) Apply(ctx context.Context, c wq.Change) error {
 	}
 	trigger := lw.trigger
 	if c.Phase != "" && c.Phase != old {
-		w.e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditPhaseChange, ItemID: lw.item.ID.String(),
+		w.e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditPhaseChange, ItemID: lw.w.itemID(),
 			ItemType: lw.item.ItemType, Actor: w.name, OldState: map[string]any{"phase": old},
 			NewState: map[string]any{"phase": c.Phase, "reason": c.Reason}, Trigger: trigger})
 	}
@@ -754,7 +762,7 @@ func (lw *leaseWriter) refusedWrite(ctx context.Context, err error, now time.Tim
 	switch {
 	case errors.Is(err, wq.ErrSuperseded):
 		w.e.writesSuperseded.Add(1)
-		w.e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditWriteSuperseded, ItemID: lw.item.ID.String(),
+		w.e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditWriteSuperseded, ItemID: lw.w.itemID(),
 			ItemType: lw.item.ItemType, Actor: w.name, Trigger: map[string]any{"source": "worker", "action": lw.action,
 				"reason": "newer_work", "seen_revision": lw.item.Revision}})
 	case errors.Is(err, wq.ErrLeaseLost):
@@ -762,4 +770,36 @@ func (lw *leaseWriter) refusedWrite(ctx context.Context, err error, now time.Tim
 		lw.refusedAudited = true
 	}
 	return err
+}
+
+// dimensionStates keeps the audit states of dimension rows ({dimension,
+// variant, status}), which a burn-down made twice per item: one map per
+// row and status, shared by every entry that names it (an entry's maps
+// are read-only, wq.AuditSink). Variants come from the forge (job names)
+// without a bound, so it keeps at most maxDimensionStates of them.
+type dimensionStates struct {
+	m sync.Map // dimensionState → map[string]any
+	n atomic.Int64
+}
+
+type dimensionState struct {
+	key    wq.DimensionKey
+	status string
+}
+
+const maxDimensionStates = 4096
+
+func (s *dimensionStates) of(k wq.DimensionKey, status string) map[string]any {
+	key := dimensionState{k, status}
+	if v, ok := s.m.Load(key); ok {
+		return v.(map[string]any)
+	}
+	m := map[string]any{"dimension": k.Dimension, "variant": k.Variant, "status": status}
+	if s.n.Load() < maxDimensionStates {
+		if v, loaded := s.m.LoadOrStore(key, m); loaded {
+			return v.(map[string]any)
+		}
+		s.n.Add(1)
+	}
+	return m
 }

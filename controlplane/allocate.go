@@ -137,10 +137,10 @@ func Choose(s *Session, cands []Candidate, repoGlob string, p Policy, now time.T
 			reason, waiting = SkipTerminalLock, true
 		}
 		if reason != "" {
-			c.Skipped = append(c.Skipped, Pick{Work: &cand.Work, Reason: reason, route: route})
+			c.Skipped = append(c.Skipped, Pick{Work: cand.Work, Reason: reason, route: route})
 			continue
 		}
-		eligible = append(eligible, Pick{Work: &cand.Work, route: route})
+		eligible = append(eligible, Pick{Work: cand.Work, route: route})
 	}
 	if len(eligible) == 0 {
 		c.Outcome = OutcomeNoSafeWork

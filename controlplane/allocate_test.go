@@ -16,7 +16,7 @@ func session(id string, role cp.Role) *cp.Session {
 
 // issue and pr build candidates; edit adjusts one.
 func issue(n int64, edit ...func(*cp.Candidate)) cp.Candidate {
-	c := cp.Candidate{Work: cp.Work{ID: fmt.Sprintf("i%d", n), WorkKey: cp.WorkKey{Forge: "f", Repo: "o/r", Kind: cp.KindIssue, Number: n},
+	c := cp.Candidate{Work: &cp.Work{ID: fmt.Sprintf("i%d", n), WorkKey: cp.WorkKey{Forge: "f", Repo: "o/r", Kind: cp.KindIssue, Number: n},
 		State: cp.StateOpen, Title: "t", UpdatedAt: now.Add(-time.Duration(n) * time.Minute)}}
 	for _, e := range edit {
 		e(&c)

@@ -146,7 +146,7 @@ func (inv *Inventory) Sync(ctx context.Context) (SyncReport, error) {
 	open := map[repoKey][]Work{}
 	for _, c := range stored {
 		k := repoKey{c.Forge, c.Repo}
-		open[k] = append(open[k], c.Work)
+		open[k] = append(open[k], *c.Work)
 	}
 	var failures []error
 	failed := map[string]bool{} // forges whose projects could not be listed

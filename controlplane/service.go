@@ -432,7 +432,7 @@ func (s *Service) readLive(ctx context.Context, w *Work) (*Work, bool, error) {
 func replaced(cands []Candidate, w *Work) []Candidate {
 	for i := range cands {
 		if cands[i].ID == w.ID {
-			cands[i].Work = *w
+			cands[i].Work = w
 		}
 	}
 	return cands

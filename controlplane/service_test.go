@@ -415,7 +415,7 @@ func (s *invStore) Candidates(context.Context, time.Time) ([]cp.Candidate, error
 	var out []cp.Candidate
 	for _, w := range s.work {
 		if w.State == cp.StateOpen {
-			out = append(out, cp.Candidate{Work: w})
+			out = append(out, cp.Candidate{Work: &w})
 		}
 	}
 	return out, nil

@@ -6,9 +6,11 @@ import (
 )
 
 // Candidate is a work item as the allocator sees it: the work, and who
-// holds it now.
+// holds it now. The work is the store's own copy of the open work,
+// shared by every call: read it, never change it (copying 5,000 of them
+// into each call's candidates was a third of an allocation's CPU).
 type Candidate struct {
-	Work
+	*Work
 	// LeaseID and LeaseSession name the live lease on the work, if any
 	// (active and not past its expiry at the time asked).
 	LeaseID      string

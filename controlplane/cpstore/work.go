@@ -278,7 +278,8 @@ func (s *store) Candidates(ctx context.Context, now time.Time) ([]controlplane.C
 		return nil, err
 	}
 	out := make([]controlplane.Candidate, len(work))
-	for i, w := range work {
+	for i := range work {
+		w := &work[i] // the cached copy, shared: Candidate says read only
 		c := controlplane.Candidate{Work: w}
 		l, leased := leases[w.ID]
 		live := leased && l.expires.After(now)

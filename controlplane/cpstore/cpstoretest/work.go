@@ -214,7 +214,7 @@ func candidates(t *testing.T, open func(t *testing.T) *F) {
 		wantDiff(t, "candidates", want, got)
 	}
 	cand := func(w *controlplane.Work, g *Grant, lock string) controlplane.Candidate {
-		c := controlplane.Candidate{Work: *w, LockSession: lock}
+		c := controlplane.Candidate{Work: w, LockSession: lock}
 		if g != nil {
 			c.LeaseID, c.LeaseSession = g.L.ID, g.L.SessionID
 		}

@@ -91,7 +91,8 @@ prints is the largest instance's (-o json lists each). Every instance
 records the span of each execution on the machine's monotonic clock, and
 the executions of one item that overlapped in time, across instances,
 are counted; it must print 0 (the run fails on any other sign that an
-item was worked twice). --cpuprofile and --memprofile need --instances 1.
+item was worked twice). With --instances K, --cpuprofile and --memprofile
+name no file of their own: instance i writes FILE.i, from go to idle.
 
 The type exists only inside this command; serve never registers it. The
 engine runs with the product's processing defaults (workers from
@@ -112,8 +113,10 @@ engine's and the database's. The items stay in the database, idle.`,
 			if claimBatch < 1 || claimBatch > 1000 {
 				return usageError{fmt.Errorf("--claim-batch: want 1 to 1000 (processing.claim_batch), got %d", claimBatch)}
 			}
-			if instances > 1 && (b.cpuProfile != nil || b.memProfile != nil) {
-				return usageError{errors.New("--cpuprofile, --memprofile: only with --instances 1 (each instance is a process of its own)")}
+			if instances > 1 {
+				// Each instance is a process of its own, and writes its own
+				// profiles (engineInstances): FILE.i, not FILE.
+				b.dropProfileFiles()
 			}
 			b.claimBatch = claimBatch
 			r, err := b.engine(cmd.Context(), items, workers, instances)
@@ -192,6 +195,9 @@ type bench struct {
 	claimBatch int
 	cpuProfile *os.File // nil: no profile
 	memProfile *os.File // nil: no profile
+	// The profiles' paths: bench engine --instances K has instance i
+	// write path.i instead of the parent writing path.
+	cpuProfilePath, memProfilePath string
 }
 
 func newBench(cmd *cobra.Command) (*bench, error) {
@@ -219,7 +225,8 @@ func newBench(cmd *cobra.Command) (*bench, error) {
 	for _, p := range []struct {
 		flag string
 		dst  **os.File
-	}{{"cpuprofile", &b.cpuProfile}, {"memprofile", &b.memProfile}} {
+		path *string
+	}{{"cpuprofile", &b.cpuProfile, &b.cpuProfilePath}, {"memprofile", &b.memProfile, &b.memProfilePath}} {
 		path, _ := cmd.Flags().GetString(p.flag)
 		if path == "" {
 			continue
@@ -229,7 +236,7 @@ func newBench(cmd *cobra.Command) (*bench, error) {
 			b.close()
 			return nil, fmt.Errorf("--%s: %w", p.flag, err)
 		}
-		*p.dst = f
+		*p.dst, *p.path = f, path
 	}
 	return b, nil
 }
@@ -245,6 +252,18 @@ func (b *bench) close() {
 	}
 }
 
+// dropProfileFiles removes the profiles' files newBench made, keeping
+// their paths: bench engine --instances has its instances write them.
+func (b *bench) dropProfileFiles() {
+	for _, f := range []**os.File{&b.cpuProfile, &b.memProfile} {
+		if *f != nil {
+			(*f).Close()
+			os.Remove((*f).Name())
+			*f = nil
+		}
+	}
+}
+
 // measured is what every bench reads around its measured phase.
 type measured struct {
 	elapsed time.Duration
@@ -256,16 +275,8 @@ type measured struct {
 // measure starts the measured phase: the profiles asked for, the peak
 // RSS reset, the clocks read. The function it returns ends it.
 func (b *bench) measure() (end func() measured, err error) {
-	if b.cpuProfile != nil {
-		if err := pprof.StartCPUProfile(b.cpuProfile); err != nil {
-			return nil, err
-		}
-	}
-	if b.memProfile != nil {
-		// One sample per 4 KiB allocated (the default is per 512 KiB),
-		// from here on: the profile is of the measured phase, not of the
-		// seeding.
-		runtime.MemProfileRate = 4096
+	if err := b.startProfiles(); err != nil {
+		return nil, err
 	}
 	// What the setup (seeding, migrations) left behind is given back
 	// first, so that the peak is the measured phase's own.
@@ -278,16 +289,38 @@ func (b *bench) measure() (end func() measured, err error) {
 		once.Do(func() {
 			m = measured{elapsed: time.Since(start), peakRSS: peakrss.Peak(), busy: machinecpu.Busy() - busy,
 				process: machinecpu.Process() - process}
-			if b.cpuProfile != nil {
-				pprof.StopCPUProfile()
-			}
-			if b.memProfile != nil {
-				runtime.GC()
-				_ = pprof.Lookup("allocs").WriteTo(b.memProfile, 0)
-			}
+			b.stopProfiles()
 		})
 		return m
 	}, nil
+}
+
+// startProfiles starts the profiles asked for, at the measured phase's
+// start.
+func (b *bench) startProfiles() error {
+	if b.cpuProfile != nil {
+		if err := pprof.StartCPUProfile(b.cpuProfile); err != nil {
+			return err
+		}
+	}
+	if b.memProfile != nil {
+		// One sample per 4 KiB allocated (the default is per 512 KiB),
+		// from here on: the profile is of the measured phase, not of the
+		// seeding.
+		runtime.MemProfileRate = 4096
+	}
+	return nil
+}
+
+// stopProfiles ends the profiles startProfiles started and writes them.
+func (b *bench) stopProfiles() {
+	if b.cpuProfile != nil {
+		pprof.StopCPUProfile()
+	}
+	if b.memProfile != nil {
+		runtime.GC()
+		_ = pprof.Lookup("allocs").WriteTo(b.memProfile, 0)
+	}
 }
 
 // print writes r as JSON or YAML, or text for people, as asked.

@@ -147,6 +147,9 @@ func (b *bench) engineInstance(ctx context.Context, in io.Reader, workers, index
 		return err
 	}
 	cpu := machinecpu.Process()
+	if err := b.startProfiles(); err != nil {
+		return err
+	}
 	if err := e.Start(ctx); err != nil {
 		return err
 	}
@@ -175,6 +178,7 @@ func (b *bench) engineInstance(ctx context.Context, in io.Reader, workers, index
 	if err := e.WaitIdle(ctx); err != nil {
 		return err
 	}
+	b.stopProfiles()
 	st := e.Stats()
 	report, _ := json.Marshal(instanceReport{Actions: st.ActionsExecuted, Failures: st.ActionsFailed,
 		Exits: st.ItemsExited, PeakRSSBytes: peakrss.Peak(), CPUNanos: int64(machinecpu.Process() - cpu)})
@@ -254,8 +258,14 @@ func (b *bench) engineInstances(ctx context.Context, items, workers, instances i
 		}
 	}()
 	for i := range procs {
-		cmd := exec.CommandContext(ctx, exe, "bench", benchInstanceCommand, "--database", b.url,
-			"--workers", strconv.Itoa(workers), "--claim-batch", strconv.Itoa(b.claimBatch), "--instance", strconv.Itoa(i))
+		args := []string{"bench", benchInstanceCommand, "--database", b.url,
+			"--workers", strconv.Itoa(workers), "--claim-batch", strconv.Itoa(b.claimBatch), "--instance", strconv.Itoa(i)}
+		for flag, path := range map[string]string{"--cpuprofile": b.cpuProfilePath, "--memprofile": b.memProfilePath} {
+			if path != "" {
+				args = append(args, flag, fmt.Sprintf("%s.%d", path, i))
+			}
+		}
+		cmd := exec.CommandContext(ctx, exe, args...)
 		cmd.Stderr = b.progress
 		stdin, err := cmd.StdinPipe()
 		if err != nil {

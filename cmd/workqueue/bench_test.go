@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -306,14 +310,25 @@ func TestABenchInstanceGivesUpWhenItsParentGoesAway(t *testing.T) {
 	}
 }
 
-func TestBenchEngineRefusesProfilesOfSeveralInstances(t *testing.T) {
-	t.Parallel()
-	var stdout, stderr strings.Builder
-	cmd := newRootCommand(&stdout, &stderr)
-	cmd.SetArgs([]string{"bench", "engine", "--instances", "2", "--cpuprofile", filepath.Join(t.TempDir(), "cpu.out")})
-	err := cmd.ExecuteContext(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
-		t.Errorf("err = %v, want one naming --cpuprofile", err)
+func TestBenchEngineWithInstancesHasEachWriteItsOwnProfiles(t *testing.T) {
+	url := testdb.URL(t, "sqlite")
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "cpu.out"), filepath.Join(dir, "mem.out")
+	var got engineResult
+	runBench(t, &got, "bench", "engine", "--database", url, "--items", "50", "--workers", "2", "--instances", "2",
+		"--cpuprofile", cpu, "--memprofile", mem, "-o", "json")
+	// Each instance is a process of its own: instance i wrote FILE.i, a
+	// profile (gzipped, as pprof writes them), and the parent none.
+	for _, path := range []string{cpu, mem} {
+		if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v, want no file: the parent profiles nothing", path, err)
+		}
+		for i := range 2 {
+			b, err := os.ReadFile(fmt.Sprintf("%s.%d", path, i))
+			if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+				t.Errorf("instance %d's profile %s.%d: %d bytes, err %v; want a gzipped pprof profile", i, path, i, len(b), err)
+			}
+		}
 	}
 }
 

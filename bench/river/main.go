@@ -59,7 +59,8 @@ type result struct {
 	Database       string  `json:"database"` // postgres or sqlite
 	Version        string  `json:"version"`
 	Jobs           int     `json:"jobs"`
-	Workers        int     `json:"workers"`
+	Workers        int     `json:"workers"` // per client
+	Clients        int     `json:"clients"`
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	JobsPerSecond  float64 `json:"jobs_per_second"`
 	// CPUMsPer1000 is the machine's busy CPU time during the burn-down
@@ -81,9 +82,14 @@ func main() {
 	poll := flag.Duration("fetch-poll-interval", 20*time.Millisecond, "River's FetchPollInterval")
 	output := flag.String("o", "text", "output format: text or json")
 	keep := flag.Bool("keep", false, "keep the schema afterwards (its name is printed on stderr)")
+	clients := flag.Int("clients", 1, "River clients sharing the jobs, each with its own connection pool and -workers workers, as that many instances of a service would run (PostgreSQL only): the scale-out reference for workqueue bench engine --instances")
 	flag.Parse()
-	if (*database == "" && *sqlitePath == "") || *jobs < 1 || *workers < 1 || (*output != "text" && *output != "json") {
+	if (*database == "" && *sqlitePath == "") || *jobs < 1 || *workers < 1 || *clients < 1 || (*output != "text" && *output != "json") {
 		flag.Usage()
+		os.Exit(2)
+	}
+	if *sqlitePath != "" && *clients != 1 {
+		fmt.Fprintln(os.Stderr, "river bench: -clients: only 1 with -sqlite (River's SQLite driver runs on one connection)")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -100,7 +106,7 @@ func main() {
 		defer os.Remove(*sqlitePath + "-shm")
 		r, err = runSQLite(ctx, *sqlitePath, *jobs, *workers, *cooldown, *poll)
 	} else {
-		r, err = run(ctx, *database, *jobs, *workers, *cooldown, *poll, *keep)
+		r, err = run(ctx, *database, *jobs, *workers, *clients, *cooldown, *poll, *keep)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "river bench:", err)
@@ -110,11 +116,11 @@ func main() {
 		json.NewEncoder(os.Stdout).Encode(r)
 		return
 	}
-	fmt.Printf("River %s on %s: %d no-op jobs, %d workers, %.2fs: %.0f jobs/s\n",
-		r.Version, r.Database, r.Jobs, r.Workers, r.ElapsedSeconds, r.JobsPerSecond)
+	fmt.Printf("River %s on %s: %d no-op jobs, %d clients of %d workers, %.2fs: %.0f jobs/s\n",
+		r.Version, r.Database, r.Jobs, r.Clients, r.Workers, r.ElapsedSeconds, r.JobsPerSecond)
 }
 
-func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time.Duration, keep bool) (result, error) {
+func run(ctx context.Context, url string, jobs, workers, clients int, cooldown, poll time.Duration, keep bool) (result, error) {
 	schema, err := createSchema(ctx, url)
 	if err != nil {
 		return result{}, err
@@ -124,12 +130,16 @@ func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time
 	} else {
 		defer dropSchema(url, schema)
 	}
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		return result{}, fmt.Errorf("connect: %w", err)
+	drivers := make([]riverdriver.Driver[pgx.Tx], clients)
+	for i := range drivers {
+		pool, err := pgxpool.New(ctx, url)
+		if err != nil {
+			return result{}, fmt.Errorf("connect: %w", err)
+		}
+		defer pool.Close()
+		drivers[i] = riverpgxv5.New(pool)
 	}
-	defer pool.Close()
-	r, err := burnDown(ctx, riverpgxv5.New(pool), schema, jobs, workers, cooldown, poll)
+	r, err := burnDown(ctx, drivers, schema, jobs, workers, cooldown, poll)
 	r.Database = "postgres"
 	return r, err
 }
@@ -145,14 +155,16 @@ func runSQLite(ctx context.Context, path string, jobs, workers int, cooldown, po
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	r, err := burnDown(ctx, riversqlite.New(db), "", jobs, workers, cooldown, poll)
+	r, err := burnDown(ctx, []riverdriver.Driver[*sql.Tx]{riversqlite.New(db)}, "", jobs, workers, cooldown, poll)
 	r.Database = "sqlite"
 	return r, err
 }
 
-// burnDown migrates River into schema, inserts the jobs and times the
-// client from start until every job is recorded completed.
-func burnDown[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], schema string, jobs, workers int, cooldown, poll time.Duration) (result, error) {
+// burnDown migrates River into schema, inserts the jobs and times one
+// client per driver, all on the same queue, from their start until every
+// job is recorded completed.
+func burnDown[TTx any](ctx context.Context, drivers []riverdriver.Driver[TTx], schema string, jobs, workers int, cooldown, poll time.Duration) (result, error) {
+	driver := drivers[0]
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema, Logger: log})
 	if err != nil {
@@ -164,17 +176,22 @@ func burnDown[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], sche
 
 	registry := river.NewWorkers()
 	river.AddWorker(registry, &noOpWorker{})
-	client, err := river.NewClient(driver, &river.Config{
-		Schema:            schema,
-		Logger:            log,
-		FetchCooldown:     cooldown,
-		FetchPollInterval: poll,
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
-		Workers:           registry,
-	})
-	if err != nil {
-		return result{}, err
+	clients := make([]*river.Client[TTx], len(drivers))
+	for i, d := range drivers {
+		c, err := river.NewClient(d, &river.Config{
+			Schema:            schema,
+			Logger:            log,
+			FetchCooldown:     cooldown,
+			FetchPollInterval: poll,
+			Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
+			Workers:           registry,
+		})
+		if err != nil {
+			return result{}, err
+		}
+		clients[i] = c
 	}
+	client := clients[0]
 
 	params := make([]river.InsertManyParams, jobs)
 	for i := range params {
@@ -190,12 +207,23 @@ func burnDown[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], sche
 	// Completion events come after River has written the completion, so
 	// the clock stops when the last job is recorded done, not merely run.
 	// The channel holds every event: River drops those that overflow it.
-	completed, cancel := client.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: jobs + 1000})
-	defer cancel()
-	fmt.Fprintf(os.Stderr, "burning down with %d workers\n", workers)
+	// Every client's completions go into one channel.
+	completed := make(chan *river.Event, jobs+1000)
+	for _, c := range clients {
+		events, cancel := c.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: jobs + 1000})
+		defer cancel()
+		go func() {
+			for ev := range events {
+				completed <- ev
+			}
+		}()
+	}
+	fmt.Fprintf(os.Stderr, "burning down with %d clients of %d workers\n", len(clients), workers)
 	busy, start := machineBusy(), time.Now()
-	if err := client.Start(ctx); err != nil {
-		return result{}, fmt.Errorf("start client: %w", err)
+	for _, c := range clients {
+		if err := c.Start(ctx); err != nil {
+			return result{}, fmt.Errorf("start client: %w", err)
+		}
 	}
 	progress := time.NewTicker(2 * time.Second)
 	defer progress.Stop()
@@ -215,10 +243,12 @@ func burnDown[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], sche
 	elapsed, busy := time.Since(start), machineBusy()-busy
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer stopCancel()
-	if err := client.Stop(stopCtx); err != nil {
-		return result{}, fmt.Errorf("stop client: %w", err)
+	for _, c := range clients {
+		if err := c.Stop(stopCtx); err != nil {
+			return result{}, fmt.Errorf("stop client: %w", err)
+		}
 	}
-	return result{System: "river", Version: riverVersion, Jobs: jobs, Workers: workers,
+	return result{System: "river", Version: riverVersion, Jobs: jobs, Workers: workers, Clients: len(clients),
 		ElapsedSeconds: elapsed.Seconds(), JobsPerSecond: float64(jobs) / elapsed.Seconds(),
 		CPUMsPer1000: float64(busy) / float64(time.Millisecond) * 1000 / float64(jobs)}, nil
 }

@@ -207,8 +207,9 @@ func burnDown[TTx any](ctx context.Context, drivers []riverdriver.Driver[TTx], s
 	// Completion events come after River has written the completion, so
 	// the clock stops when the last job is recorded done, not merely run.
 	// The channel holds every event: River drops those that overflow it.
-	// Every client's completions go into one channel.
-	completed := make(chan *river.Event, jobs+1000)
+	// Every client's completions go into one channel, and a nil when its
+	// subscription closes: before every job completed, that is a failure.
+	completed := make(chan *river.Event, jobs+len(clients)) // never full: one event per job, one nil per client
 	for _, c := range clients {
 		events, cancel := c.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: jobs + 1000})
 		defer cancel()
@@ -216,6 +217,7 @@ func burnDown[TTx any](ctx context.Context, drivers []riverdriver.Driver[TTx], s
 			for ev := range events {
 				completed <- ev
 			}
+			completed <- nil
 		}()
 	}
 	fmt.Fprintf(os.Stderr, "burning down with %d clients of %d workers\n", len(clients), workers)

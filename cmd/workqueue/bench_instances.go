@@ -260,9 +260,9 @@ func (b *bench) engineInstances(ctx context.Context, items, workers, instances i
 	for i := range procs {
 		args := []string{"bench", benchInstanceCommand, "--database", b.url,
 			"--workers", strconv.Itoa(workers), "--claim-batch", strconv.Itoa(b.claimBatch), "--instance", strconv.Itoa(i)}
-		for flag, path := range map[string]string{"--cpuprofile": b.cpuProfilePath, "--memprofile": b.memProfilePath} {
-			if path != "" {
-				args = append(args, flag, fmt.Sprintf("%s.%d", path, i))
+		for _, p := range [...]struct{ flag, path string }{{"--cpuprofile", b.cpuProfilePath}, {"--memprofile", b.memProfilePath}} {
+			if p.path != "" {
+				args = append(args, p.flag, fmt.Sprintf("%s.%d", p.path, i))
 			}
 		}
 		cmd := exec.CommandContext(ctx, exe, args...)

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -51,6 +52,11 @@ type History struct {
 // or unreachable; past it, entries are dropped from the history (they
 // are still in the log and the archive) and counted in the log.
 const MaxQueuedHistory = 100_000
+
+// FinalFlushTimeout bounds Run's last write at shutdown: a database that
+// does not answer cannot hold the process's exit; what is left unwritten
+// is logged as a failed write.
+const FinalFlushTimeout = 10 * time.Second
 
 // historyBatch bounds one write.
 const historyBatch = 500
@@ -131,7 +137,11 @@ func (h *History) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			h.Flush(context.WithoutCancel(ctx))
+			// The last write outlives the shutdown's cancel, for as long
+			// as a database that answers needs, not for one that hangs.
+			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), FinalFlushTimeout)
+			h.Flush(final)
+			cancel()
 			return
 		case <-h.wake:
 			h.linger(ctx)
@@ -143,7 +153,8 @@ func (h *History) Run(ctx context.Context) {
 }
 
 // Flush writes every entry queued so far. Entries a write fails on stay
-// queued for the next one.
+// queued for the next one; the failure is logged unless ctx was
+// cancelled (Run's shutdown writes them then).
 func (h *History) Flush(ctx context.Context) {
 	for {
 		h.mu.Lock()
@@ -167,7 +178,11 @@ func (h *History) Flush(ctx context.Context) {
 		}
 		h.writing.Unlock()
 		if err != nil {
-			h.logger().Warn("item history: write failed; kept for the next write", "entries", len(batch), "error", err)
+			if !errors.Is(ctx.Err(), context.Canceled) {
+				// A write cut short by the caller's cancel is not a
+				// failure: Run's shutdown writes the batch again.
+				h.logger().Warn("item history: write failed; kept for the next write", "entries", len(batch), "error", err)
+			}
 			return
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,4 +121,61 @@ func (c *countingHistory) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.entries)
+}
+
+// stallingHistory is a HistoryStore whose first write waits until its
+// context ends, as a database write does when a shutdown cancels it.
+type stallingHistory struct {
+	memHistory
+	started chan struct{}
+	once    sync.Once
+}
+
+func (s *stallingHistory) AppendHistory(ctx context.Context, entries []wq.AuditEntry) error {
+	stalled := false
+	s.once.Do(func() { stalled = true; close(s.started) })
+	if stalled {
+		<-ctx.Done()
+		return fmt.Errorf("append history: %w", ctx.Err())
+	}
+	return s.memHistory.AppendHistory(ctx, entries)
+}
+
+func TestHistoryShutdownDuringAWriteStoresTheBatchWithoutReportingAFailure(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	store := &stallingHistory{started: make(chan struct{})}
+	var logged strings.Builder
+	var logMu sync.Mutex
+	h := &audit.History{Store: store, Linger: -1, Log: slog.New(slog.NewTextHandler(&lockedWriter{w: &logged, mu: &logMu}, nil))}
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	at := time.Date(2026, 3, 2, 9, 30, 0, 0, time.UTC)
+	h.WriteAudit(ctx, wq.AuditEntry{Time: at, EventType: wq.AuditItemCreated, ItemID: "a"})
+	<-store.started
+	cancel() // the shutdown lands while the batch is being written
+	<-done
+	if got := store.ItemHistoryLen("a"); got != 1 {
+		t.Errorf("after a shutdown cut a write short, %d entries of the item are stored; want the one, written by the last flush", got)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if strings.Contains(logged.String(), "write failed") {
+		t.Errorf("a write cut short by the shutdown was logged as a failure:\n%s", logged.String())
+	}
+}
+
+func (m *memHistory) ItemHistoryLen(id string) int {
+	got, _ := m.ItemHistory(context.Background(), id, 1000)
+	return len(got)
+}
+
+type lockedWriter struct {
+	w  *strings.Builder
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -90,11 +90,23 @@ func upsertDimensions(ctx context.Context, tx *sql.Tx, id wq.ItemID, dims []wq.D
 
 // GetItem returns the item with its dimensions.
 func (s *Store) GetItem(ctx context.Context, id wq.ItemID) (*wq.Item, error) {
-	it, err := scanItem(s.read.QueryRowContext(ctx, `SELECT `+itemColumns+` FROM work_items WHERE id = ?`, id.String()))
+	return getItem(ctx, s.read, id)
+}
+
+// itemReader is what getItem reads with: the read pool, or a write's
+// transaction.
+type itemReader interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// getItem reads an item and its dimensions.
+func getItem(ctx context.Context, q itemReader, id wq.ItemID) (*wq.Item, error) {
+	it, err := scanItem(q.QueryRowContext(ctx, `SELECT `+itemColumns+` FROM work_items WHERE id = ?`, id.String()))
 	if err != nil {
 		return nil, fmt.Errorf("get item %s: %w", id, err)
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT dimension, variant, status, detail, pending_until, updated_at
+	rows, err := q.QueryContext(ctx, `SELECT dimension, variant, status, detail, pending_until, updated_at
 		FROM work_item_statuses WHERE work_item_id = ?`, id.String())
 	if err != nil {
 		return nil, fmt.Errorf("get dimensions of %s: %w", id, translate(err))

@@ -19,7 +19,7 @@ type coalescers struct {
 	load   *batcher[wq.ItemID, loaded]
 	finish *batcher[finishReq, finishRes]
 	dims   *batcher[dimsReq, dimsRes]
-	insert *batcher[insertReq, *wq.Item]
+	insert *batcher[insertReq, inserted]
 	read   *batcher[readReq, readRes]
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -201,25 +202,98 @@ func fillNew(n *wq.NewItem) {
 // (insertItems); one that fails makes them run one by one, so that its
 // error is only its own. The wake-up follows the commit (waker).
 func (s *Store) Insert(ctx context.Context, n *wq.NewItem, now time.Time, rows ...seam.Stmt) (*wq.Item, error) {
-	fillNew(n)
-	return s.co.insert.do(ctx, insertReq{n: n, now: now, rows: rows})
+	return s.insert(ctx, insertReq{n: n, now: now, rows: rows})
+}
+
+// InsertUnless is Insert unless the query unless finds a row: the batch
+// runs the query first, as a statement that divides by zero when it does
+// (guardSQL), which aborts the batch's implicit transaction before
+// anything is written. Such a guard fails the others' inserts of its
+// batch too; they run again as a batch without it.
+func (s *Store) InsertUnless(ctx context.Context, unless seam.Stmt, n *wq.NewItem, now time.Time, rows ...seam.Stmt) (*wq.Item, error) {
+	return s.insert(ctx, insertReq{n: n, now: now, rows: rows, unless: &unless})
+}
+
+func (s *Store) insert(ctx context.Context, r insertReq) (*wq.Item, error) {
+	fillNew(r.n)
+	res, err := s.co.insert.do(ctx, r)
+	if err == nil {
+		err = res.err
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res.it, nil
 }
 
 // insertReq is one Insert.
 type insertReq struct {
-	n    *wq.NewItem
-	now  time.Time
-	rows []seam.Stmt
+	n      *wq.NewItem
+	now    time.Time
+	rows   []seam.Stmt
+	unless *seam.Stmt // InsertUnless's query
+}
+
+// inserted is one Insert's result: the item read back, or
+// seam.ErrGuarded.
+type inserted struct {
+	it  *wq.Item
+	err error
+}
+
+// sqlstateDivisionByZero is guardSQL's failure.
+const sqlstateDivisionByZero = "22012"
+
+// guardSQL makes a query a statement that fails when it returns a row:
+// division by zero, on a value the planner cannot fold (a constant 1/0
+// would fail at planning, row or not).
+func guardSQL(q string) string {
+	return `SELECT 1 / (CASE WHEN EXISTS (` + q + `) THEN 0 ELSE 1 END)`
 }
 
 // insertItems runs the Inserts queued at one moment in one batch: each
-// one's statements, then its read-back. One round trip and one commit
-// for all of them: a submission's commit (its WAL flush) and its round
-// trip were most of what PostgreSQL spent on it beyond the rows.
-func (s *Store) insertItems(ctx context.Context, reqs []insertReq) ([]*wq.Item, error) {
+// one's guard, statements, then its read-back. One round trip and one
+// commit for all of them: a submission's commit (its WAL flush) and its
+// round trip were most of what PostgreSQL spent on it beyond the rows.
+// A guard that finds a row aborts the batch; its insert is answered
+// seam.ErrGuarded, and the others run again, as a batch.
+func (s *Store) insertItems(ctx context.Context, reqs []insertReq) ([]inserted, error) {
+	out := make([]inserted, len(reqs))
+	pending := make([]int, len(reqs)) // the indexes in reqs of the inserts still to run
+	for i := range pending {
+		pending[i] = i
+	}
+	for len(pending) > 0 {
+		batch := make([]insertReq, len(pending))
+		for j, i := range pending {
+			batch[j] = reqs[i]
+		}
+		its, guarded, err := s.insertBatch(ctx, batch)
+		if guarded >= 0 {
+			out[pending[guarded]].err = seam.ErrGuarded
+			pending = slices.Delete(pending, guarded, guarded+1)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range pending {
+			out[i].it = its[j]
+		}
+		break
+	}
+	return out, nil
+}
+
+// insertBatch runs one batch of inserts. A guard that finds a row fails
+// the batch: guarded is then that insert's index in reqs, else -1.
+func (s *Store) insertBatch(ctx context.Context, reqs []insertReq) (its []*wq.Item, guarded int, err error) {
 	b := &pgx.Batch{}
 	writes := make([]int, len(reqs))
 	for i, r := range reqs {
+		if r.unless != nil {
+			b.Queue(guardSQL(r.unless.SQL), r.unless.Args...)
+		}
 		stmts := append(insertStmts(r.n, r.now), r.rows...)
 		writes[i] = len(stmts)
 		for _, st := range stmts {
@@ -238,29 +312,38 @@ func (s *Store) insertItems(ctx context.Context, reqs []insertReq) ([]*wq.Item, 
 	out := make([]*wq.Item, len(reqs))
 	var sc itemScanner
 	for i, r := range reqs {
+		if r.unless != nil {
+			if _, err := br.Exec(); err != nil {
+				var pgErr *pgconn.PgError
+				if errors.As(err, &pgErr) && pgErr.Code == sqlstateDivisionByZero {
+					return nil, i, nil
+				}
+				return nil, -1, fmt.Errorf("insert %s item %s: its guard: %w", r.n.ItemType, r.n.ID, translate(err))
+			}
+		}
 		for range writes[i] {
 			if _, err := br.Exec(); err != nil {
-				return nil, fmt.Errorf("insert %s item %s: %w", r.n.ItemType, r.n.ID, translate(err))
+				return nil, -1, fmt.Errorf("insert %s item %s: %w", r.n.ItemType, r.n.ID, translate(err))
 			}
 		}
 		it, err := sc.scan(br.QueryRow())
 		if err != nil {
-			return nil, fmt.Errorf("read back inserted item %s: %w", r.n.ID, err)
+			return nil, -1, fmt.Errorf("read back inserted item %s: %w", r.n.ID, err)
 		}
 		it.Dimensions = wq.Dimensions{}
 		if err := scanDimensionsInto(br, map[wq.ItemID]*wq.Item{it.ID: it}); err != nil {
-			return nil, fmt.Errorf("read back inserted item %s: %w", r.n.ID, err)
+			return nil, -1, fmt.Errorf("read back inserted item %s: %w", r.n.ID, err)
 		}
 		out[i] = it
 	}
 	if err := br.Close(); err != nil {
 		r := reqs[0]
-		return nil, fmt.Errorf("insert %s item %s: %w", r.n.ItemType, r.n.ID, translate(err))
+		return nil, -1, fmt.Errorf("insert %s item %s: %w", r.n.ItemType, r.n.ID, translate(err))
 	}
 	for _, r := range reqs {
 		s.wakes.wake(wakeupPayload(r.n.ItemType, r.n.ID))
 	}
-	return out, nil
+	return out, -1, nil
 }
 
 // readBackItemSQL and readBackDimensionsSQL read a new item back ($1 its

@@ -21,6 +21,7 @@ package seam
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"strconv"
 	"strings"
@@ -100,6 +101,27 @@ type Driver interface {
 	// An error for a chain it cannot read or a component registered twice.
 	AddMigrations(component string, fsys fs.FS, dir string) error
 }
+
+// GuardedInserter is a Driver that can make an insert conditional on
+// what the database holds, in the insert's own round trip and
+// transaction: a store decides "create, since nothing is there" without
+// reading first (the mr type: a submission for a branch that never had an
+// item). Both drivers implement it; a store falls back to reading first
+// on a driver that does not.
+type GuardedInserter interface {
+	// InsertUnless is Driver.Insert, unless the query unless (in the
+	// driver's placeholder style) returns a row when the insert runs:
+	// then nothing of n or rows is written and it returns ErrGuarded.
+	// The query runs in the insert's transaction, before its
+	// statements, under the same snapshot rules as they do (READ
+	// COMMITTED on PostgreSQL, the one writer on SQLite): it is a fast
+	// path's test, not a lock; a store still relies on its constraints
+	// (n's idempotency key: ECONFLICT) for two inserts racing.
+	InsertUnless(ctx context.Context, unless Stmt, n *wq.NewItem, now time.Time, rows ...Stmt) (*wq.Item, error)
+}
+
+// ErrGuarded is InsertUnless's answer when its query found a row.
+var ErrGuarded = errors.New("seam: the insert's guard found a row; nothing was written")
 
 // Executor runs statements, on the read pool (Driver.Reader) or in a
 // write transaction (Tx). A statement is written in the driver's

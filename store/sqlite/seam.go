@@ -171,8 +171,27 @@ func (r rows) Close() { r.Rows.Close() }
 // Insert inserts n with its dimensions and runs rows in one write
 // transaction, then reads the item back.
 func (s *Store) Insert(ctx context.Context, n *wq.NewItem, now time.Time, rows ...seam.Stmt) (*wq.Item, error) {
+	return s.insert(ctx, nil, n, now, rows)
+}
+
+// InsertUnless is Insert unless the query unless finds a row, read in the
+// write, on the one writer: nothing can come between it and the insert.
+func (s *Store) InsertUnless(ctx context.Context, unless seam.Stmt, n *wq.NewItem, now time.Time, rows ...seam.Stmt) (*wq.Item, error) {
+	return s.insert(ctx, &unless, n, now, rows)
+}
+
+func (s *Store) insert(ctx context.Context, unless *seam.Stmt, n *wq.NewItem, now time.Time, rows []seam.Stmt) (*wq.Item, error) {
 	var it *wq.Item
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		if unless != nil {
+			found, err := anyRow(ctx, tx, *unless)
+			if err != nil {
+				return fmt.Errorf("insert %s item %s: its guard: %w", n.ItemType, n.ID, translate(err))
+			}
+			if found {
+				return seam.ErrGuarded
+			}
+		}
 		if err := insertItem(ctx, tx, n, now); err != nil {
 			return err
 		}
@@ -246,4 +265,16 @@ func (d *timeDest) Scan(src any) error {
 	}
 	*d = timeDest(t.UTC())
 	return nil
+}
+
+// anyRow reports whether q returns a row.
+func anyRow(ctx context.Context, tx *sql.Tx, q seam.Stmt) (bool, error) {
+	rows, err := tx.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	found := rows.Next()
+	rows.Close()
+	return found, rows.Err()
 }

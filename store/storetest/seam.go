@@ -2,8 +2,10 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"path"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -131,6 +133,96 @@ func seamArea(t *testing.T, open func(t *testing.T) wq.Store) {
 			return tx.InsertItem(ctx, &wq.NewItem{ItemType: "test", IdempotencyKey: "k"}, T0)
 		})
 		wantCode(t, err, wq.ECONFLICT)
+	})
+
+	guarded := func(t *testing.T, d seam.Driver) seam.GuardedInserter {
+		t.Helper()
+		g, ok := d.(seam.GuardedInserter)
+		if !ok {
+			t.Fatalf("%T does not implement seam.GuardedInserter", d)
+		}
+		return g
+	}
+	// unlessCaller is a guard that finds the items of a caller.
+	unlessCaller := func(d seam.Driver, caller string) seam.Stmt {
+		q, args := d.Dialect().Bind(`SELECT id FROM work_items WHERE caller_identity = ?`, []any{caller})
+		return seam.Stmt{SQL: q, Args: args}
+	}
+
+	t.Run("an insert whose guard finds a row writes nothing of it or its rows", func(t *testing.T) {
+		d := driver(t)
+		there := create(t, d, wq.NewItem{CallerIdentity: "alice", IdempotencyKey: "first"})
+		n := wq.NewItem{ID: wq.NewItemID(), ItemType: "test", IdempotencyKey: "second", CallerIdentity: "alice",
+			Dimensions: []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_x"}, Status: wq.StatusTrue}}}
+		q, args := d.Dialect().Bind(`UPDATE work_items SET reason = ? WHERE id = ?`, []any{"written-by-the-guarded-insert", there.ID})
+		it, err := guarded(t, d).InsertUnless(ctx, unlessCaller(d, "alice"), &n, T0, seam.Stmt{SQL: q, Args: args})
+		if !errors.Is(err, seam.ErrGuarded) || it != nil {
+			t.Fatalf("InsertUnless with a guard that finds a row = %v, %v; want nil, ErrGuarded", it, err)
+		}
+		_, err = d.GetItem(ctx, n.ID)
+		wantCode(t, err, wq.ENOTFOUND)
+		if got := get(t, d, there.ID); got.Reason != "" {
+			t.Errorf("the guarded insert's row ran: the other item's reason is %q", got.Reason)
+		}
+		// Its idempotency key was never held.
+		create(t, d, wq.NewItem{IdempotencyKey: "second"})
+	})
+
+	t.Run("an insert whose guard finds nothing inserts as Insert does", func(t *testing.T) {
+		d := driver(t)
+		create(t, d, wq.NewItem{CallerIdentity: "alice"})
+		n := wq.NewItem{ID: wq.NewItemID(), ItemType: "test", IdempotencyKey: "k", CallerIdentity: "bob"}
+		q, args := d.Dialect().Bind(`UPDATE work_items SET reason = ? WHERE id = ?`, []any{"the-store's-row", n.ID})
+		it, err := guarded(t, d).InsertUnless(ctx, unlessCaller(d, "bob"), &n, T0, seam.Stmt{SQL: q, Args: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(get(t, d, n.ID), it); diff != "" {
+			t.Errorf("InsertUnless returned an item other than GetItem reads (-read +returned):\n%s", diff)
+		}
+		if it.Reason != "the-store's-row" || it.Generation != 1 {
+			t.Errorf("inserted item: reason %q, generation %d; want the row's reason, 1", it.Reason, it.Generation)
+		}
+		// A held key is still a conflict, guard or not.
+		m := wq.NewItem{ItemType: "test", IdempotencyKey: "k", CallerIdentity: "carol"}
+		_, err = guarded(t, d).InsertUnless(ctx, unlessCaller(d, "carol"), &m, T0)
+		wantCode(t, err, wq.ECONFLICT)
+	})
+
+	t.Run("guarded inserts made at once are each decided on their own guard", func(t *testing.T) {
+		d := driver(t)
+		create(t, d, wq.NewItem{CallerIdentity: "taken"})
+		const n = 24
+		type result struct {
+			id  wq.ItemID
+			err error
+		}
+		results := make([]result, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				caller := fmt.Sprint("caller-", i)
+				if i%6 == 0 {
+					caller = "taken" // its guard finds the item above
+				}
+				it := wq.NewItem{ID: wq.NewItemID(), ItemType: "test", IdempotencyKey: fmt.Sprint("key-", i), CallerIdentity: caller}
+				_, err := guarded(t, d).InsertUnless(ctx, unlessCaller(d, caller), &it, T0)
+				results[i] = result{it.ID, err}
+			})
+		}
+		wg.Wait()
+		for i, r := range results {
+			_, getErr := d.GetItem(ctx, r.id)
+			if i%6 == 0 {
+				if !errors.Is(r.err, seam.ErrGuarded) || wq.ErrorCode(getErr) != wq.ENOTFOUND {
+					t.Errorf("insert %d, guarded: %v, and its item reads %v; want ErrGuarded and not found", i, r.err, getErr)
+				}
+				continue
+			}
+			if r.err != nil || getErr != nil {
+				t.Errorf("insert %d, unguarded: %v, and its item reads %v; want it inserted", i, r.err, getErr)
+			}
+		}
 	})
 
 	t.Run("a fenced write runs under a live lease and is ErrLeaseLost once the lease moved", func(t *testing.T) {

@@ -29,7 +29,8 @@ func API(opts APIOptions) *TypeAPI { return &TypeAPI{opts: opts} }
 
 // TypeAPI is the mr type's wq.ItemAPI and wq.EventResolver.
 type TypeAPI struct {
-	opts APIOptions
+	opts  APIOptions
+	known knownBranches // branches found with an item: their submissions read first
 }
 
 var (
@@ -108,7 +109,7 @@ func (a *TypeAPI) SubmitDetail(ctx context.Context, s wq.Submission, by wq.Submi
 		}
 		takeover = takeover || g.Push
 	}
-	it, d, result, err := submit(ctx, a.opts.Store, sub, project, by.Identity, takeover, now)
+	it, d, result, err := submit(ctx, a.opts.Store, sub, project, by.Identity, takeover, &a.known, now)
 	if err != nil || d == nil {
 		return it, nil, result, err
 	}

@@ -76,3 +76,46 @@ func TestTheDetailASubmissionAnswersWithIsTheDetailAReadGives(t *testing.T) {
 		submit("a new generation, with labels", body+`, "labels": ["y", "x"]}`, wq.SubmitCreated)
 	})
 }
+
+// firstCounting counts the first-item creations a submission tries.
+type firstCounting struct {
+	*testdb.Store
+	tries int
+}
+
+func (f *firstCounting) CreateFirstMR(ctx context.Context, n wq.NewItem, d mr.Detail, now time.Time) (*wq.Item, bool, error) {
+	f.tries++
+	return f.Store.CreateFirstMR(ctx, n, d, now)
+}
+
+// A new branch's item is created without a read first (mr.FirstCreator);
+// once a branch was found to have an item, its next submissions read
+// first instead of trying, and failing, that creation again. Every
+// submission still gets the result reading first gives.
+func TestABranchFoundWithAnItemIsReadFirstOnItsNextSubmissions(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		s := &firstCounting{Store: testdb.Open(t, kind)}
+		api := mr.API(mr.APIOptions{Store: s, Project: func(string, string) (mr.Project, bool) { return mr.Project{}, true }})
+		submit := func(step, content string, want wq.SubmitResult, wantTries int) {
+			t.Helper()
+			sub, err := api.Decode([]byte(`{"item_type": "mr", "forge": "gitea", "project": "o/r", "source_branch": "wq/h", "target_branch": "main",
+				"title": "T", "file_actions": [{"action": "create", "file_path": "a.txt", "content": "` + content + `"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.tries = 0
+			_, result, err := api.Submit(ctx, sub, wq.Submitter{Identity: "alice"}, t0)
+			if err != nil || result != want {
+				t.Fatalf("%s: result %q, %v; want %q", step, result, err, want)
+			}
+			if s.tries != wantTries {
+				t.Errorf("%s: %d first-item creations tried; want %d", step, s.tries, wantTries)
+			}
+		}
+		submit("a new branch", "a", wq.SubmitCreated, 1)
+		submit("its first update", "b", wq.SubmitUpdated, 1) // finds the item: the branch is known now
+		submit("its next update", "c", wq.SubmitUpdated, 0)
+		submit("the same again", "c", wq.SubmitUnchanged, 0)
+	})
+}

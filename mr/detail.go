@@ -153,6 +153,17 @@ type CurrentReader interface {
 	CurrentMR(ctx context.Context, forge, project, sourceBranch string) (Current, error)
 }
 
+// FirstCreator is what a Store may add to create the first item of a
+// natural key without reading first: a submission for a branch that never
+// had an item (the common case: one branch per change) then costs one
+// round trip, not two.
+type FirstCreator interface {
+	// CreateFirstMR is CreateMR of generation 1, unless any item, of any
+	// generation or phase, has the natural key of d when it runs: then
+	// nothing is written and created is false. ECONFLICT as CreateMR.
+	CreateFirstMR(ctx context.Context, n wq.NewItem, d Detail, now time.Time) (it *wq.Item, created bool, err error)
+}
+
 // Current is what a submission decides on for its natural key: the
 // active or failed item with its detail, if there is one (Item nil if
 // not), and the latest generation's caller, phase and number (zero when

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -87,7 +88,7 @@ const (
 // reason wq.ReasonOwnerConflict), so that nobody rewrites another's
 // change while the item still names its first caller.
 func Submit(ctx context.Context, store Store, sub Submission, project Project, caller string, now time.Time) (*wq.Item, wq.SubmitResult, error) {
-	it, _, result, err := submit(ctx, store, sub, project, caller, false, now)
+	it, _, result, err := submit(ctx, store, sub, project, caller, false, nil, now)
 	return it, result, err
 }
 
@@ -119,7 +120,7 @@ func current(ctx context.Context, store Store, d Detail) (Current, error) {
 // that item's pull request), which then becomes caller's.
 // It also returns the item's detail as the store keeps it when it knows
 // it without a read (created or unchanged), nil otherwise.
-func submit(ctx context.Context, store Store, sub Submission, project Project, caller string, takeover bool, now time.Time) (*wq.Item, *Detail, wq.SubmitResult, error) {
+func submit(ctx context.Context, store Store, sub Submission, project Project, caller string, takeover bool, known *knownBranches, now time.Time) (*wq.Item, *Detail, wq.SubmitResult, error) {
 	if err := sub.validate(); err != nil {
 		return nil, nil, "", err
 	}
@@ -164,6 +165,7 @@ func submit(ctx context.Context, store Store, sub Submission, project Project, c
 	// within a process (service.Items); across instances they race on the
 	// store's guards, and the upsert runs again after a short, jittered
 	// wait, for at most SubmitRaceWait of wall-clock time.
+	key := IdempotencyKey(d.Forge, d.Project, d.SourceBranch)
 	started := time.Now()
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
@@ -175,6 +177,21 @@ func submit(ctx context.Context, store Store, sub Submission, project Project, c
 				return nil, nil, "", ctx.Err()
 			case <-time.After(time.Duration(1+rand.IntN(5*min(attempt, 20))) * time.Millisecond):
 			}
+		}
+		if fc, ok := store.(FirstCreator); ok && attempt == 0 && !known.has(key) {
+			// A branch that never had an item is created in the insert's
+			// own round trip; any other falls through to reading first.
+			created, ok, err := fc.CreateFirstMR(ctx, wq.NewItem{ItemType: ItemType, IdempotencyKey: key,
+				CallerIdentity: caller, ContentHash: hash}, d, now)
+			switch {
+			case wq.ErrorCode(err) == wq.ECONFLICT:
+				continue // a concurrent submission created it first
+			case err != nil:
+				return nil, nil, "", err
+			case ok:
+				return created, &d, ResultCreated, nil
+			}
+			known.add(key)
 		}
 		cur, err := current(ctx, store, d)
 		if err != nil {
@@ -191,7 +208,7 @@ func submit(ctx context.Context, store Store, sub Submission, project Project, c
 					"%s: branch %q of %s was %s's, whose item was cancelled and may have left its branch and pull request: "+
 						"submit to a branch of your own", wq.ReasonOwnerConflict, d.SourceBranch, d.Project, owner)}
 			}
-			created, err := store.CreateMR(ctx, wq.NewItem{ItemType: ItemType, IdempotencyKey: IdempotencyKey(d.Forge, d.Project, d.SourceBranch),
+			created, err := store.CreateMR(ctx, wq.NewItem{ItemType: ItemType, IdempotencyKey: key,
 				Generation: gen + 1, CallerIdentity: caller, ContentHash: hash}, d, now)
 			if wq.ErrorCode(err) == wq.ECONFLICT {
 				continue // a concurrent submission created it first
@@ -284,4 +301,41 @@ func (s Submission) validate() error {
 		return bad("source_branch", "must differ from target_branch")
 	}
 	return nil
+}
+
+// knownBranches remembers the natural keys this process found to have an
+// item when it tried to create their first (FirstCreator), so that their
+// next submissions (an agent updating its change) read first instead of
+// trying again: a failed first creation costs a round trip, and on
+// PostgreSQL a second run of the inserts batched with it. It is only a
+// hint: a key it never saw or forgot costs that round trip once, and no
+// decision rests on it. Bounded: past maxKnownBranches it starts over. A
+// nil set knows nothing.
+type knownBranches struct {
+	mu   sync.Mutex
+	keys map[string]struct{}
+}
+
+const maxKnownBranches = 10_000
+
+func (k *knownBranches) has(key string) bool {
+	if k == nil {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, ok := k.keys[key]
+	return ok
+}
+
+func (k *knownBranches) add(key string) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.keys == nil || len(k.keys) >= maxKnownBranches {
+		k.keys = make(map[string]struct{})
+	}
+	k.keys[key] = struct{}{}
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -93,6 +94,18 @@ type Store struct {
 	Queue
 	MR
 	Types map[string]any
+}
+
+// CurrentMR and CreateFirstMR pass on the mr store's one-step reads and
+// creations (mr.CurrentReader, mr.FirstCreator), which the embedded
+// interface hides: the mr type's tests submit through the paths serve
+// takes.
+func (s *Store) CurrentMR(ctx context.Context, forge, project, branch string) (mr.Current, error) {
+	return s.MR.(mr.CurrentReader).CurrentMR(ctx, forge, project, branch)
+}
+
+func (s *Store) CreateFirstMR(ctx context.Context, n wq.NewItem, d mr.Detail, now time.Time) (*wq.Item, bool, error) {
+	return s.MR.(mr.FirstCreator).CreateFirstMR(ctx, n, d, now)
 }
 
 // Queue and MR name Store's parts.

@@ -218,6 +218,52 @@ func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 		check("the second generation failed")
 	})
 
+	t.Run("a branch's first item is created without a read, and only while the branch never had one", func(t *testing.T) {
+		s := open(t)
+		firstOf, ok := any(s).(mr.FirstCreator)
+		if db, isTestDB := any(s).(*testdb.Store); isTestDB {
+			firstOf, ok = db.MR.(mr.FirstCreator)
+		}
+		if !ok {
+			t.Fatalf("the mr store %T does not create a branch's first item in one step", s)
+		}
+		first, created, err := firstOf.CreateFirstMR(ctx, newItem(0), detail, T0)
+		if err != nil || !created {
+			t.Fatalf("CreateFirstMR on a new branch = %v, %v; want it created", created, err)
+		}
+		if first.Generation != 1 {
+			t.Errorf("first item's generation = %d; want 1", first.Generation)
+		}
+		found, d, err := s.FindMRItem(ctx, "gitea", "o/r", "wq/a")
+		if err != nil || found == nil || found.ID != first.ID || d.Title != detail.Title {
+			t.Fatalf("FindMRItem after CreateFirstMR = %v, %v, %v; want the item and its detail", found, d, err)
+		}
+		// A live item: nothing is written, whatever the idempotency key.
+		if it, created, err := firstOf.CreateFirstMR(ctx, newItem(0), detail, T0); err != nil || created || it != nil {
+			t.Fatalf("CreateFirstMR on a branch with a live item = %v, %v, %v; want nothing created, no error", it, created, err)
+		}
+		// A cancelled one: still nothing, though its key is free again
+		// (the submission must read the owner of the branch's last item).
+		l, _ := s.ClaimItem(ctx, first.ID, "w", T0, time.Minute)
+		if _, err := s.ApplyChange(ctx, l, wq.Change{Phase: wq.PhaseCancelled}, T0); err != nil {
+			t.Fatal(err)
+		}
+		if it, created, err := firstOf.CreateFirstMR(ctx, newItem(0), detail, T0); err != nil || created || it != nil {
+			t.Fatalf("CreateFirstMR on a branch whose item was cancelled = %v, %v, %v; want nothing created, no error", it, created, err)
+		}
+		if g, _ := s.LatestMRGeneration(ctx, "gitea", "o/r", "wq/a"); g != 1 {
+			t.Errorf("after refused first creations the latest generation is %d; want 1", g)
+		}
+		// The same branch name in another project is another branch.
+		other := detail
+		other.Project = "o/other"
+		n := newItem(0)
+		n.IdempotencyKey = mr.IdempotencyKey("gitea", "o/other", "wq/a")
+		if _, created, err := firstOf.CreateFirstMR(ctx, n, other, T0); err != nil || !created {
+			t.Fatalf("CreateFirstMR for the branch name in another project = %v, %v; want it created", created, err)
+		}
+	})
+
 	t.Run("resubmitting replaces the desired state, needs_mr and wakes the item, only at the seen revision", func(t *testing.T) {
 		s := open(t)
 		it := create(t, s)

@@ -2,6 +2,7 @@ package mrstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -53,9 +54,24 @@ func notFound(err error) bool { return wq.ErrorCode(err) == wq.ENOTFOUND }
 
 // CreateMR inserts the item and its detail in one transaction.
 func (s store) CreateMR(ctx context.Context, n wq.NewItem, d mr.Detail, now time.Time) (*wq.Item, error) {
-	labels, actions, err := d.EncodeColumns()
+	q, args, err := s.createStmt(&n, d)
 	if err != nil {
 		return nil, err
+	}
+	// The item, its detail and the read back in one round trip where the
+	// driver can (seam.Driver.Insert).
+	it, err := s.db.Insert(ctx, &n, now, seam.Stmt{SQL: q, Args: args})
+	if err != nil {
+		return nil, fmt.Errorf("create mr item: %w", err)
+	}
+	return it, nil
+}
+
+// createStmt fills in n's scope and id and returns the insert of d.
+func (s store) createStmt(n *wq.NewItem, d mr.Detail) (string, []any, error) {
+	labels, actions, err := d.EncodeColumns()
+	if err != nil {
+		return "", nil, err
 	}
 	n.Scope = wq.Scope{Forge: d.Forge, Project: d.Project}
 	if n.ID == (wq.ItemID{}) {
@@ -64,13 +80,33 @@ func (s store) CreateMR(ctx context.Context, n wq.NewItem, d mr.Detail, now time
 	q, args := s.dialect.Bind(`INSERT INTO mr_details (work_item_id, forge, project, source_branch, target_branch, title,
 		description, commit_message, labels, file_actions, auto_merge, assignment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		[]any{n.ID, d.Forge, d.Project, d.SourceBranch, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge, d.AssignmentID})
-	// The item, its detail and the read back in one round trip where the
-	// driver can (seam.Driver.Insert).
-	it, err := s.db.Insert(ctx, &n, now, seam.Stmt{SQL: q, Args: args})
-	if err != nil {
-		return nil, fmt.Errorf("create mr item: %w", err)
+	return q, args, nil
+}
+
+// CreateFirstMR is CreateMR of generation 1 unless an item of any
+// generation has d's natural key, tested in the insert's own round trip
+// (seam.GuardedInserter); on a driver without it, it creates nothing and
+// the submission reads first.
+func (s store) CreateFirstMR(ctx context.Context, n wq.NewItem, d mr.Detail, now time.Time) (*wq.Item, bool, error) {
+	g, ok := s.db.(seam.GuardedInserter)
+	if !ok {
+		return nil, false, nil
 	}
-	return it, nil
+	n.Generation = 1
+	q, args, err := s.createStmt(&n, d)
+	if err != nil {
+		return nil, false, err
+	}
+	uq, uargs := s.dialect.Bind(`SELECT 1 FROM mr_details WHERE forge = ? AND project = ? AND source_branch = ?`,
+		[]any{d.Forge, d.Project, d.SourceBranch})
+	it, err := g.InsertUnless(ctx, seam.Stmt{SQL: uq, Args: uargs}, &n, now, seam.Stmt{SQL: q, Args: args})
+	switch {
+	case errors.Is(err, seam.ErrGuarded):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("create mr item: %w", err)
+	}
+	return it, true, nil
 }
 
 // GetMRDetail returns an item's detail.

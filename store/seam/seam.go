@@ -105,9 +105,9 @@ type Driver interface {
 // GuardedInserter is a Driver that can make an insert conditional on
 // what the database holds, in the insert's own round trip and
 // transaction: a store decides "create, since nothing is there" without
-// reading first (the mr type: a submission for a branch that never had an
-// item). Both drivers implement it; a store falls back to reading first
-// on a driver that does not.
+// reading first (an item type's first item for a natural key that never
+// had one). Both drivers implement it; a store falls back to reading
+// first on a driver that does not.
 type GuardedInserter interface {
 	// InsertUnless is Driver.Insert, unless the query unless (in the
 	// driver's placeholder style) returns a row when the insert runs:

@@ -30,6 +30,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// mrPart is the mr store itself: a testdb.Store's MR, whose optional
+// interfaces are what serve finds, not the test store's forwards.
+func mrPart(s MRStore) any {
+	if db, ok := s.(*testdb.Store); ok {
+		return db.MR
+	}
+	return s
+}
+
 func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 	ctx := context.Background()
 	content := "hello\n"
@@ -169,10 +178,7 @@ func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 
 	t.Run("what a submission decides on, read at once, agrees with the item, its owner and its number read apart", func(t *testing.T) {
 		s := open(t)
-		currentOf, ok := any(s).(mr.CurrentReader)
-		if db, isTestDB := any(s).(*testdb.Store); isTestDB {
-			currentOf, ok = db.MR.(mr.CurrentReader)
-		}
+		currentOf, ok := mrPart(s).(mr.CurrentReader)
 		if !ok {
 			t.Fatalf("the mr store %T does not read what a submission decides on at once", s)
 		}
@@ -220,10 +226,7 @@ func runConformance(t *testing.T, open func(t *testing.T) MRStore) {
 
 	t.Run("a branch's first item is created without a read, and only while the branch never had one", func(t *testing.T) {
 		s := open(t)
-		firstOf, ok := any(s).(mr.FirstCreator)
-		if db, isTestDB := any(s).(*testdb.Store); isTestDB {
-			firstOf, ok = db.MR.(mr.FirstCreator)
-		}
+		firstOf, ok := mrPart(s).(mr.FirstCreator)
 		if !ok {
 			t.Fatalf("the mr store %T does not create a branch's first item in one step", s)
 		}

@@ -206,10 +206,11 @@ func (s *Store) Insert(ctx context.Context, n *wq.NewItem, now time.Time, rows .
 }
 
 // InsertUnless is Insert unless the query unless finds a row: the batch
-// runs the query first, as a statement that divides by zero when it does
+// runs the query first, as a statement that fails when it does
 // (guardSQL), which aborts the batch's implicit transaction before
 // anything is written. Such a guard fails the others' inserts of its
-// batch too; they run again as a batch without it.
+// batch too; they run again as a batch without it. The server logs each
+// such failure as an ERROR; its text says it is expected.
 func (s *Store) InsertUnless(ctx context.Context, unless seam.Stmt, n *wq.NewItem, now time.Time, rows ...seam.Stmt) (*wq.Item, error) {
 	return s.insert(ctx, insertReq{n: n, now: now, rows: rows, unless: &unless})
 }
@@ -241,14 +242,16 @@ type inserted struct {
 	err error
 }
 
-// sqlstateDivisionByZero is guardSQL's failure.
-const sqlstateDivisionByZero = "22012"
+// sqlstateInvalidText is guardSQL's failure (invalid_text_representation).
+const sqlstateInvalidText = "22P02"
 
-// guardSQL makes a query a statement that fails when it returns a row:
-// division by zero, on a value the planner cannot fold (a constant 1/0
-// would fail at planning, row or not).
+// guardSQL makes a query a statement that fails when it returns a row: a
+// cast to integer of a text that names what happened, so that the line
+// the server logs for it explains itself to whoever reads a shared
+// database's log. The cast is of a CASE on the query, a value the planner
+// cannot fold (a constant cast would fail at planning, row or not).
 func guardSQL(q string) string {
-	return `SELECT 1 / (CASE WHEN EXISTS (` + q + `) THEN 0 ELSE 1 END)`
+	return `SELECT (CASE WHEN EXISTS (` + q + `) THEN 'workqueue: an insert''s guard found a row; nothing was inserted (expected)' ELSE '1' END)::int`
 }
 
 // insertItems runs the Inserts queued at one moment in one batch: each
@@ -315,7 +318,7 @@ func (s *Store) insertBatch(ctx context.Context, reqs []insertReq) (its []*wq.It
 		if r.unless != nil {
 			if _, err := br.Exec(); err != nil {
 				var pgErr *pgconn.PgError
-				if errors.As(err, &pgErr) && pgErr.Code == sqlstateDivisionByZero {
+				if errors.As(err, &pgErr) && pgErr.Code == sqlstateInvalidText {
 					return nil, i, nil
 				}
 				return nil, -1, fmt.Errorf("insert %s item %s: its guard: %w", r.n.ItemType, r.n.ID, translate(err))

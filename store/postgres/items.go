@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -483,9 +484,13 @@ func (s *Store) DueItems(ctx context.Context, types []string, now time.Time, lim
 // is its share): its own share of the ready set first, then the others'
 // when its own cannot fill the limit (wq.SharedSweeper). The pending
 // events and the deferred rows are read whole every time.
-// The ready items are split by the last byte of their id, random in a
-// UUIDv7, among the instances that recorded handling one of types in the
-// last sweepLive, this one counted whether it did or not yet.
+// The ready set's span of ids is cut into as many ranges as there are
+// instances that recorded handling one of types in the last sweepLive,
+// this one counted whether it did or not yet, one range each in the
+// order of their names (shareBounds). Each instance computes the cut at
+// its own sweep, from the span then: a share is a preference, so that
+// two cuts a moment apart only let both instances read the few ids
+// between them.
 // The top-up is what keeps a crashed instance's share moving: its record
 // lives on for sweepLive, and an engine sweeps again at once only after
 // a full sweep (one short of the limit waits for the sweep interval), so
@@ -529,7 +534,7 @@ func (s *Store) DueItemsOf(ctx context.Context, instance string, types []string,
 
 // dueItems runs dueItemsSQL on the instance's share, or on the others'.
 func (s *Store) dueItems(ctx context.Context, types []string, now time.Time, limit int, sw sweep, others bool) ([]wq.ItemID, error) {
-	rows, err := s.pool.Query(ctx, dueItemsSQL, types, now.UTC(), limit, sw.start, sw.shares, sw.share, others)
+	rows, err := s.pool.Query(ctx, dueItemsSQL, types, now.UTC(), limit, sw.start, sw.from, sw.to, others)
 	if err != nil {
 		return nil, fmt.Errorf("find due items: %w", translate(err))
 	}
@@ -547,16 +552,18 @@ func (s *Store) dueItems(ctx context.Context, types []string, now time.Time, lim
 const sweepLive = 5 * time.Minute
 
 // sweep is where a sweep starts reading the ready set and which share of
-// it is the instance's own: shares instances, this one share (0-based).
+// it is the instance's own: shares instances, this one share (0-based),
+// whose ids run from from to to (shareBounds).
 type sweep struct {
 	start         [16]byte
+	from, to      *[16]byte
 	shares, share int
 }
 
 // sweepStart is where a sweep starts reading the ready set: an id drawn
-// at random between the ready set's least and greatest, so that sweeps
-// of one share read different parts of a backlog instead of all queueing
-// its oldest items (two instances made 0.68-0.88 of one). The ids are
+// at random inside the instance's share of the ready set's span, so that
+// sweeps read different parts of a backlog instead of all queueing its
+// oldest items (two instances made 0.68-0.88 of one). The ids are
 // UUIDv7, ordered by time, so the draw is on their leading 64 bits. It
 // also counts the live instances, in the same round trip, for the share.
 func (s *Store) sweepStart(ctx context.Context, instance string, types []string, now time.Time) (sweep, error) {
@@ -574,10 +581,56 @@ func (s *Store) sweepStart(ctx context.Context, instance string, types []string,
 		return sweep{}, fmt.Errorf("find due items: the ready set's span: %w", translate(err))
 	}
 	sw := sweep{shares: others + 1, share: below}
-	if lo != nil && hi != nil {
-		sw.start = randomBetween(*lo, *hi)
+	if lo == nil || hi == nil {
+		return sw, nil
 	}
+	sw.from, sw.to = shareBounds(*lo, *hi, sw.shares, sw.share)
+	from, to := *lo, *hi
+	if sw.from != nil {
+		from = *sw.from
+	}
+	if sw.to != nil {
+		to = *sw.to
+	}
+	sw.start = randomBetween(from, to)
 	return sw, nil
+}
+
+// shareBounds cuts the span of ids from lo to hi, on their leading 64
+// bits, into shares equal ranges and returns share's: from inclusive,
+// to exclusive, nil for no bound (the first share has no lower bound,
+// the last no upper one, so that the shares cover every id, in or out
+// of the span). Each instance's share is a run of neighbouring ids, and
+// so of items made at about the same time, which sit in the same pages
+// of the table and its indexes: an instance's claims and write batches
+// touch pages its own share fills. Split by the id's last byte, every
+// page held every instance's items, and each batch of a given size was
+// spread over twice the pages: two instances took 4.5% more of the
+// machine's CPU per item (6 alternating rounds, 106 against 111 ms per
+// 1,000 items) and made 3% fewer items/s.
+func shareBounds(lo, hi [16]byte, shares, share int) (from, to *[16]byte) {
+	if shares <= 1 {
+		return nil, nil
+	}
+	a, b := binary.BigEndian.Uint64(lo[:8]), binary.BigEndian.Uint64(hi[:8])
+	if b < a {
+		b = a
+	}
+	bound := func(k int) *[16]byte {
+		// a + (b-a)*k/shares, in 128 bits: k < shares, so the quotient fits.
+		h, l := bits.Mul64(b-a, uint64(k))
+		q, _ := bits.Div64(h, l, uint64(shares))
+		var out [16]byte
+		binary.BigEndian.PutUint64(out[:8], a+q)
+		return &out
+	}
+	if share > 0 {
+		from = bound(share)
+	}
+	if share < shares-1 {
+		to = bound(share + 1)
+	}
+	return from, to
 }
 
 // randomBetween draws an id between lo and hi (inclusive) on their
@@ -593,8 +646,9 @@ func randomBetween(lo, hi [16]byte) [16]byte {
 }
 
 // dueItemsSQL is the sweep's query: $1 the types, $2 now, $3 the limit,
-// $4 where the path of actionable items starts, $5 the shares and $6 the
-// instance's own (sweepStart), $7 true to read the other shares instead.
+// $4 where the path of actionable items starts, $5 and $6 the bounds of
+// the instance's share (NULL: none; sweepStart), $7 true to read the
+// other shares instead.
 // The path of actionable items reads, in turn (UNION ALL runs its inputs
 // in turn and stops at the limit): the items whose retry is due, then
 // those without a retry from $4 on, then the ones before $4. Each input
@@ -616,19 +670,19 @@ func randomBetween(lo, hi [16]byte) [16]byte {
 const dueItemsSQL = `
 	(SELECT id FROM (
 		(SELECT r.id FROM work_item_ready r,
-			LATERAL (SELECT 1 FROM work_items w WHERE (get_byte(uuid_send(r.id), 15) % $5 = $6) <> $7
+			LATERAL (SELECT 1 FROM work_items w WHERE (($5::uuid IS NULL OR r.id >= $5) AND ($6::uuid IS NULL OR r.id < $6)) <> $7
 				AND w.id = r.id AND (w.leased_until IS NULL OR w.leased_until < $2) OFFSET 0) free
 			WHERE r.retry_after <= $2 AND r.item_type = ANY($1)
 			LIMIT $3)
 		UNION ALL
 		(SELECT r.id FROM work_item_ready r,
-			LATERAL (SELECT 1 FROM work_items w WHERE (get_byte(uuid_send(r.id), 15) % $5 = $6) <> $7
+			LATERAL (SELECT 1 FROM work_items w WHERE (($5::uuid IS NULL OR r.id >= $5) AND ($6::uuid IS NULL OR r.id < $6)) <> $7
 				AND w.id = r.id AND (w.leased_until IS NULL OR w.leased_until < $2) OFFSET 0) free
 			WHERE r.item_type = ANY($1) AND r.retry_after IS NULL AND r.id >= $4
 			LIMIT $3)
 		UNION ALL
 		(SELECT r.id FROM work_item_ready r,
-			LATERAL (SELECT 1 FROM work_items w WHERE (get_byte(uuid_send(r.id), 15) % $5 = $6) <> $7
+			LATERAL (SELECT 1 FROM work_items w WHERE (($5::uuid IS NULL OR r.id >= $5) AND ($6::uuid IS NULL OR r.id < $6)) <> $7
 				AND w.id = r.id AND (w.leased_until IS NULL OR w.leased_until < $2) OFFSET 0) free
 			WHERE r.item_type = ANY($1) AND r.retry_after IS NULL AND r.id < $4
 			LIMIT $3)) ready

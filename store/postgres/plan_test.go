@@ -109,7 +109,7 @@ func checkPlans(t *testing.T, conn *pgxpool.Conn) {
 		"exit decision": {"uuid, text, bigint", `UPDATE work_items SET actionable = false, leased_until = NULL, lease_token = NULL, lease_owner = NULL
 			WHERE id = $1 AND lease_token = $2 AND revision = $3
 			AND NOT EXISTS (SELECT 1 FROM pending_events WHERE work_item_id = $1)`, id + ", 't', 1"},
-		"sweep": {"text[], timestamptz, int, uuid, int, int, bool", postgres.DueItemsSQL, "'{mr}', now(), 1000, " + id + ", 2, 1, false"},
+		"sweep": {"text[], timestamptz, int, uuid, uuid, uuid, bool", postgres.DueItemsSQL, "'{mr}', now(), 1000, " + id + ", " + id + ", NULL, false"},
 		"claim": {"uuid[], text[], timestamptz, timestamptz, text", postgres.ClaimSQL,
 			"ARRAY[" + id + "]::uuid[], '{mr}', now(), now(), 'o'"},
 	} {
@@ -276,7 +276,7 @@ func TestASweepReadsNoMoreOfTheReadySetThanItReturns(t *testing.T) {
 			case "analysed":
 				tables("ANALYZE")
 			}
-			if _, err := conn.Exec(ctx, "PREPARE sweep_rows (text[], timestamptz, int, uuid, int, int, bool) AS "+postgres.DueItemsSQL); err != nil {
+			if _, err := conn.Exec(ctx, "PREPARE sweep_rows (text[], timestamptz, int, uuid, uuid, uuid, bool) AS "+postgres.DueItemsSQL); err != nil {
 				t.Fatal(err)
 			}
 			defer conn.Exec(ctx, "DEALLOCATE sweep_rows")
@@ -284,7 +284,7 @@ func TestASweepReadsNoMoreOfTheReadySetThanItReturns(t *testing.T) {
 				if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
 					t.Fatal(err)
 				}
-				rows, err := conn.Query(ctx, fmt.Sprintf("EXPLAIN (ANALYZE, TIMING OFF) EXECUTE sweep_rows ('{mr}', '%s', %d, '%s', 1, 0, false)",
+				rows, err := conn.Query(ctx, fmt.Sprintf("EXPLAIN (ANALYZE, TIMING OFF) EXECUTE sweep_rows ('{mr}', '%s', %d, '%s', NULL, NULL, false)",
 					now.UTC().Format(time.RFC3339Nano), limit, middle))
 				if err != nil {
 					t.Fatal(err)

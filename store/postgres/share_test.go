@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/binary"
 	"slices"
 	"testing"
 	"time"
@@ -13,8 +14,8 @@ import (
 )
 
 // Instances sharing the database sweep their own shares of the ready
-// set first: two live instances find disjoint halves that make up the
-// whole, one whose share cannot fill the limit tops it up from the
+// set first: two live instances find disjoint runs of ids that make up
+// the whole, one whose share cannot fill the limit tops it up from the
 // others' (all of them when its own has nothing due), and an instance
 // gone for longer than a few minutes has no share any more.
 func TestInstancesSweepTheirOwnShareOfTheReadySetFirst(t *testing.T) {
@@ -29,9 +30,20 @@ func TestInstancesSweepTheirOwnShareOfTheReadySetFirst(t *testing.T) {
 		}
 		all = append(all, it.ID)
 	}
-	// share is what the store splits on: the id's last byte, among the
-	// live instances in name order.
-	share := func(id wq.ItemID, shares int) int { return int(id[15]) % shares }
+	// share is what the store splits on: the ready set's span of ids, on
+	// their leading 64 bits, cut in equal ranges, one for each live
+	// instance in name order.
+	first, last := slices.MinFunc(all, compareIDs), slices.MaxFunc(all, compareIDs)
+	lead := func(id wq.ItemID) uint64 { return binary.BigEndian.Uint64(id[:8]) }
+	share := func(id wq.ItemID, shares int) int {
+		a, b := lead(first), lead(last)
+		for s := shares - 1; s > 0; s-- {
+			if lead(id) >= a+(b-a)/uint64(shares)*uint64(s) {
+				return s
+			}
+		}
+		return 0
+	}
 	due := func(instance string, limit int) []wq.ItemID {
 		t.Helper()
 		ids, err := pg.DueItemsOf(ctx, instance, []string{"test"}, now, limit)
@@ -40,9 +52,7 @@ func TestInstancesSweepTheirOwnShareOfTheReadySetFirst(t *testing.T) {
 		}
 		return ids
 	}
-	sorted := func(ids []wq.ItemID) []wq.ItemID {
-		return slices.SortedFunc(slices.Values(ids), func(a, b wq.ItemID) int { return slices.Compare(a[:], b[:]) })
-	}
+	sorted := func(ids []wq.ItemID) []wq.ItemID { return slices.SortedFunc(slices.Values(ids), compareIDs) }
 
 	// Alone, or asked for no instance, the whole ready set is the share.
 	if got := due("a", 1000); !slices.Equal(sorted(got), sorted(all)) {
@@ -60,6 +70,11 @@ func TestInstancesSweepTheirOwnShareOfTheReadySetFirst(t *testing.T) {
 		} else {
 			b = append(b, id)
 		}
+	}
+	// Each share is a run of neighbouring ids: every id of a's is below
+	// every id of b's.
+	if len(a) == 0 || len(b) == 0 || compareIDs(slices.MaxFunc(a, compareIDs), slices.MinFunc(b, compareIDs)) >= 0 {
+		t.Fatalf("the shares hold %d and %d items, a's not all below b's", len(a), len(b))
 	}
 	// Asked for what their shares hold, each finds its own.
 	if got := due("a", len(a)); !slices.Equal(sorted(got), sorted(a)) {
@@ -96,6 +111,8 @@ func TestInstancesSweepTheirOwnShareOfTheReadySetFirst(t *testing.T) {
 		t.Errorf("a, b gone, found %d items, want the %d not leased", len(got), len(a))
 	}
 }
+
+func compareIDs(a, b wq.ItemID) int { return slices.Compare(a[:], b[:]) }
 
 // countOf is how many of ids are in of.
 func countOf(ids, of []wq.ItemID) int {

@@ -86,7 +86,9 @@ kernel) with the engine's own part of it.
 
 With --instances K it runs K engines as K processes of this binary, as
 K instances of serve would run, all on the one database: compare their
-items/s with one instance's for the scale-out factor. The peak RSS it
+items/s with --instances 1 (one instance run the same way, a process of
+its own started and stopped by this one) for the scale-out factor.
+Without the flag the engine runs in this process. The peak RSS it
 prints is the largest instance's (-o json lists each). Every instance
 records the span of each execution on the machine's monotonic clock, and
 the executions of one item that overlapped in time, across instances,
@@ -113,18 +115,19 @@ engine's and the database's. The items stay in the database, idle.`,
 			if claimBatch < 1 || claimBatch > 1000 {
 				return usageError{fmt.Errorf("--claim-batch: want 1 to 1000 (processing.claim_batch), got %d", claimBatch)}
 			}
-			if instances > 1 {
-				// Each instance is a process of its own, and writes its own
-				// profiles (engineInstances): FILE.i, not FILE.
+			// --instances, even 1: each instance a process of its own, which
+			// writes its own profiles (engineInstances): FILE.i, not FILE.
+			processes := cmd.Flags().Changed("instances")
+			if processes {
 				b.dropProfileFiles()
 			}
 			b.claimBatch = claimBatch
-			r, err := b.engine(cmd.Context(), items, workers, instances)
+			r, err := b.engine(cmd.Context(), items, workers, instances, processes)
 			if err != nil {
 				return err
 			}
 			on := fmt.Sprintf("%d workers", r.Workers)
-			if r.Instances > 1 {
+			if processes {
 				on = fmt.Sprintf("%d instances of %d workers, %d overlapping executions", r.Instances, r.Workers, r.OverlappingExecutions)
 			}
 			return b.print(r, fmt.Sprintf("engine burn-down on %s: %d items, %s, %.2fs: %.0f items/s; peak RSS %.1f MiB; "+
@@ -134,7 +137,7 @@ engine's and the database's. The items stay in the database, idle.`,
 	}
 	cmd.Flags().IntVar(&items, "items", 20_000, "items to burn down")
 	cmd.Flags().IntVar(&workers, "workers", config.Default().Processing.Workers, "engine workers (processing.workers), per instance")
-	cmd.Flags().IntVar(&instances, "instances", 1, "engines sharing the database, each a process of its own")
+	cmd.Flags().IntVar(&instances, "instances", 1, "engines sharing the database, each a process of its own (without the flag: one engine, in this process)")
 	cmd.Flags().IntVar(&claimBatch, "claim-batch", config.Default().Processing.ClaimBatch,
 		"items claimed in one statement (processing.claim_batch)")
 	return cmd
@@ -345,7 +348,7 @@ type engineResult struct {
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	ItemsPerSecond float64 `json:"items_per_second"` // all instances together
 	PeakRSSBytes   int64   `json:"peak_rss_bytes"`   // the largest instance's
-	// InstancePeakRSSBytes is each instance's peak with --instances K > 1.
+	// InstancePeakRSSBytes is each instance's peak with --instances K.
 	InstancePeakRSSBytes []int64 `json:"instance_peak_rss_bytes,omitempty"`
 	// CPUMsPer1000 is the machine's busy CPU time during the burn-down
 	// (this process, the database server, the kernel: machinecpu), in
@@ -421,8 +424,10 @@ func (r *overlapRecorder) enter(id wq.ItemID) (exit func()) {
 	}
 }
 
-func (b *bench) engine(ctx context.Context, items, workers, instances int) (engineResult, error) {
-	if instances > 1 {
+// engine runs the burn-down: in this process, or with processes in that
+// many instances of their own.
+func (b *bench) engine(ctx context.Context, items, workers, instances int, processes bool) (engineResult, error) {
+	if processes || instances > 1 {
 		return b.engineInstances(ctx, items, workers, instances)
 	}
 	all, err := openStores(ctx, b.url)

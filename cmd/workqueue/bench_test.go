@@ -232,6 +232,26 @@ func TestBenchEngineWithTwoInstancesWorksEachItemOnce(t *testing.T) {
 	})
 }
 
+// --instances 1 runs the one instance as --instances 2 runs each, a
+// process of its own, so that the scale-out factor compares instances
+// measured the same way; without the flag the engine runs in-process.
+func TestBenchEngineWithOneInstanceRunsItAsAProcessOfItsOwn(t *testing.T) {
+	url := testdb.URL(t, store.KindSQLite)
+	var got engineResult
+	runBench(t, &got, "bench", "engine", "--database", url, "--items", "40", "--workers", "2", "--instances", "1", "-o", "json")
+	if got.Instances != 1 || got.Items != 40 || got.OverlappingExecutions != 0 {
+		t.Errorf("result %+v: want 1 instance, 40 items and no overlapping execution", got)
+	}
+	if len(got.InstancePeakRSSBytes) != 1 || got.InstancePeakRSSBytes[0] <= 0 {
+		t.Errorf("peaks of instances %v: want the one instance's, which only a process of its own reports", got.InstancePeakRSSBytes)
+	}
+	var inProcess engineResult
+	runBench(t, &inProcess, "bench", "engine", "--database", testdb.URL(t, store.KindSQLite), "--items", "40", "--workers", "2", "-o", "json")
+	if inProcess.Instances != 1 || len(inProcess.InstancePeakRSSBytes) != 0 {
+		t.Errorf("without --instances: %+v, want one engine in this process (no instance peaks)", inProcess)
+	}
+}
+
 func TestOverlapRecorderCountsOnlyExecutionsOfOneItemAtOnce(t *testing.T) {
 	t.Parallel()
 	a, b := wq.NewItemID(), wq.NewItemID()

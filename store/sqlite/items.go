@@ -16,6 +16,10 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 )
 
+// claimColumns are itemColumns qualified by the table's name, as the
+// claim's RETURNING needs them: its FROM list has an id column of its own.
+var claimColumns = "work_items." + strings.Join(strings.Split(strings.Join(strings.Fields(itemColumns), " "), ", "), ", work_items.")
+
 const itemColumns = `id, item_type, phase, reason, actionable, revision, leased_until, lease_owner,
 	attempts, retry_after, error, idempotency_key, generation, caller_identity, content_hash,
 	last_event_at, created_at, updated_at, finished_at, failing_since, forge, project`
@@ -156,36 +160,55 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 	}
 	until := now.Add(d)
 	in := "(" + strings.TrimSuffix(strings.Repeat("?,", len(types)), ",") + ")"
+	// The ids and their leases' tokens, as one JSON object: a repeated id
+	// is claimed once. The tokens are drawn here, from crypto/rand.
+	leases := make(map[wq.ItemID]string, len(ids))
+	var js strings.Builder
+	js.Grow(len(ids) * 80)
+	js.WriteByte('{')
+	for _, id := range ids {
+		if _, ok := leases[id]; ok {
+			continue
+		}
+		token := uuid.NewString()
+		leases[id] = token
+		if len(leases) > 1 {
+			js.WriteByte(',')
+		}
+		js.WriteString(`"` + id.String() + `":"` + token + `"`)
+	}
+	js.WriteByte('}')
+	args := []any{ts(until), owner, js.String()}
+	for _, t := range types {
+		args = append(args, t)
+	}
+	args = append(args, ts(now))
 	var out []wq.Claim
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		claim, err := tx.PrepareContext(ctx, `UPDATE work_items SET leased_until = ?, lease_token = ?, lease_owner = ?
-			WHERE id = ? AND item_type IN `+in+` AND phase = 'active' AND (leased_until IS NULL OR leased_until < ?)
-			RETURNING NOT EXISTS (SELECT 1 FROM pending_events WHERE work_item_id = work_items.id), `+itemColumns)
+		out = out[:0]
+		rows, err := tx.QueryContext(ctx, `UPDATE work_items SET leased_until = ?, lease_token = t.value, lease_owner = ?
+			FROM json_each(?) AS t
+			WHERE work_items.id = t.key AND work_items.item_type IN `+in+` AND work_items.phase = 'active'
+			AND (work_items.leased_until IS NULL OR work_items.leased_until < ?)
+			RETURNING NOT EXISTS (SELECT 1 FROM pending_events WHERE work_item_id = work_items.id), `+claimColumns, args...)
 		if err != nil {
 			return translate(err)
 		}
-		defer claim.Close()
-		byID := map[string]*wq.Item{}
-		for _, id := range ids {
-			if byID[id.String()] != nil {
-				continue // a repeated id is claimed once
-			}
-			l := wq.Lease{ItemID: id, Token: uuid.NewString(), Owner: owner, Until: until}
-			args := []any{ts(until), l.Token, owner, id.String()}
-			for _, t := range types {
-				args = append(args, t)
-			}
+		byID := make(map[string]*wq.Item, len(leases))
+		for rows.Next() {
 			var noEvents bool
-			it, err := scanItem(prefixed{claim.QueryRowContext(ctx, append(args, ts(now))...), []any{&noEvents}})
-			if wq.ErrorCode(err) == wq.ENOTFOUND {
-				continue // not claimable
-			}
+			it, err := scanItem(prefixed{rows, []any{&noEvents}})
 			if err != nil {
+				rows.Close()
 				return err
 			}
 			it.Dimensions = wq.Dimensions{}
-			byID[id.String()] = it
-			out = append(out, wq.Claim{Lease: l, Item: it, NoEvents: noEvents})
+			byID[it.ID.String()] = it
+			out = append(out, wq.Claim{Lease: wq.Lease{ItemID: it.ID, Token: leases[it.ID], Owner: owner, Until: until}, Item: it, NoEvents: noEvents})
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return translate(err)
 		}
 		if len(out) == 0 {
 			return nil
@@ -194,7 +217,7 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 		for _, c := range out {
 			args = append(args, c.Lease.ItemID.String())
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT work_item_id, dimension, variant, status, detail, pending_until, updated_at
+		rows, err = tx.QueryContext(ctx, `SELECT work_item_id, dimension, variant, status, detail, pending_until, updated_at
 			FROM work_item_statuses WHERE work_item_id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(args)), ",")+`)`, args...)
 		if err != nil {
 			return translate(err)
@@ -213,6 +236,15 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 	if err != nil {
 		return nil, fmt.Errorf("claim %d items: %w", len(ids), err)
 	}
+	// RETURNING comes in the update's order; the claims go out in the
+	// order of ids.
+	at := make(map[wq.ItemID]int, len(ids))
+	for i, id := range ids {
+		if _, ok := at[id]; !ok {
+			at[id] = i
+		}
+	}
+	slices.SortFunc(out, func(a, b wq.Claim) int { return cmp.Compare(at[a.Item.ID], at[b.Item.ID]) })
 	return out, nil
 }
 

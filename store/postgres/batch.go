@@ -41,6 +41,9 @@ const batchRunners = 2
 // an error for the batch as a whole.
 type batcher[Req, Res any] struct {
 	run func(ctx context.Context, reqs []Req) ([]Res, error)
+	// runners is how many batches may be in flight at once: batchRunners
+	// when zero.
+	runners int
 	// loneCancels runs a batch of one call under its caller's context, so
 	// that the caller's leaving cancels its statement as an uncoalesced
 	// call would (the reads: a slow one would hold a runner otherwise).
@@ -79,10 +82,13 @@ func newBatcher[Req, Res any](run func(ctx context.Context, reqs []Req) ([]Res, 
 	return startBatcher(&batcher[Req, Res]{run: run})
 }
 
-// startBatcher starts b, whose run (and loneCancels) is set.
+// startBatcher starts b, whose run (and loneCancels, runners) is set.
 func startBatcher[Req, Res any](b *batcher[Req, Res]) *batcher[Req, Res] {
 	b.queue, b.stop, b.finished = make(chan *pendingCall[Req, Res], maxCoalesced), make(chan struct{}), make(chan struct{})
-	for range batchRunners {
+	if b.runners == 0 {
+		b.runners = batchRunners
+	}
+	for range b.runners {
 		b.wg.Add(1)
 		go b.loop()
 	}

@@ -120,7 +120,8 @@ func TestInsertsMadeAtOnceEachGetTheirOwnOutcome(t *testing.T) {
 
 // TestInsertsMadeAtOnceWithoutConflictAllLand: inserts of distinct keys
 // made at the same moment all create their items, each answered with
-// the item stored.
+// the item stored: its own (they are read back together at their
+// batch's end), as its rows left it.
 func TestInsertsMadeAtOnceWithoutConflictAllLand(t *testing.T) {
 	ctx := context.Background()
 	pg := testdb.Open(t, store.KindPostgres).Queue.(*postgres.Store)
@@ -132,9 +133,11 @@ func TestInsertsMadeAtOnceWithoutConflictAllLand(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			nw := wq.NewItem{ItemType: "test", IdempotencyKey: fmt.Sprintf("k%d", i),
-				Dimensions: []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_x"}, Status: wq.StatusTrue}}}
-			items[i], errs[i] = pg.Insert(ctx, &nw, time.Now())
+			nw := wq.NewItem{ID: wq.NewItemID(), ItemType: "test", IdempotencyKey: fmt.Sprintf("k%d", i),
+				Dimensions: []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: "needs_x", Variant: fmt.Sprint(i)}, Status: wq.StatusTrue}}}
+			// A row of the type's that changes the item itself.
+			row := seam.Stmt{SQL: `UPDATE work_items SET reason = $2 WHERE id = $1`, Args: []any{nw.ID, fmt.Sprintf("row of k%d", i)}}
+			items[i], errs[i] = pg.Insert(ctx, &nw, time.Now(), row)
 		})
 	}
 	close(start)
@@ -142,6 +145,11 @@ func TestInsertsMadeAtOnceWithoutConflictAllLand(t *testing.T) {
 	for i := range n {
 		if errs[i] != nil {
 			t.Fatalf("insert %d: %v", i, errs[i])
+		}
+		key := fmt.Sprintf("k%d", i)
+		if it := items[i]; it.IdempotencyKey != key || it.Reason != "row of "+key || len(it.Dimensions) != 1 ||
+			it.Dimensions[wq.DimensionKey{Dimension: "needs_x", Variant: fmt.Sprint(i)}].Status != wq.StatusTrue {
+			t.Errorf("insert %d answered key %q, reason %q, dimensions %v: want its own item as its row left it", i, it.IdempotencyKey, it.Reason, it.Dimensions)
 		}
 		stored, err := pg.GetItem(ctx, items[i].ID)
 		if err != nil {

@@ -61,21 +61,14 @@ const (
 		FROM work_item_statuses WHERE work_item_id = ANY($1)`
 )
 
-// loadItems reads items and their dimensions: both queries in one batch,
-// one round trip.
-func (s *Store) loadItems(ctx context.Context, ids []wq.ItemID) ([]loaded, error) {
-	b := &pgx.Batch{}
-	arr := uuidArray(ids)
-	b.Queue(loadItemsSQL, arr)
-	b.Queue(loadDimensionsSQL, arr)
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
+// scanLoaded scans the results of loadItemsSQL and loadDimensionsSQL,
+// next in br, into the items found by id; n is how many are expected.
+func scanLoaded(br pgx.BatchResults, sc *itemScanner, n int) (map[wq.ItemID]*wq.Item, error) {
 	rows, err := br.Query()
 	if err != nil {
 		return nil, translate(err)
 	}
-	found := make(map[wq.ItemID]*wq.Item, len(ids))
-	var sc itemScanner
+	found := make(map[wq.ItemID]*wq.Item, n)
 	for rows.Next() {
 		it, err := sc.scan(rows)
 		if err != nil {
@@ -90,6 +83,23 @@ func (s *Store) loadItems(ctx context.Context, ids []wq.ItemID) ([]loaded, error
 		return nil, translate(err)
 	}
 	if err := scanDimensionsInto(br, found); err != nil {
+		return nil, err
+	}
+	return found, nil
+}
+
+// loadItems reads items and their dimensions: both queries in one batch,
+// one round trip.
+func (s *Store) loadItems(ctx context.Context, ids []wq.ItemID) ([]loaded, error) {
+	b := &pgx.Batch{}
+	arr := uuidArray(ids)
+	b.Queue(loadItemsSQL, arr)
+	b.Queue(loadDimensionsSQL, arr)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	var sc itemScanner
+	found, err := scanLoaded(br, &sc, len(ids))
+	if err != nil {
 		return nil, err
 	}
 	out := make([]loaded, len(ids))

@@ -184,13 +184,7 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 	if err := scanDimensionsInto(br, byID); err != nil {
 		return nil, fmt.Errorf("claim %d items: dimensions: %w", len(ids), err)
 	}
-	at := make(map[wq.ItemID]int, len(ids))
-	for i, id := range ids {
-		if _, ok := at[id]; !ok {
-			at[id] = i
-		}
-	}
-	slices.SortFunc(out, func(a, b wq.Claim) int { return cmp.Compare(at[a.Item.ID], at[b.Item.ID]) })
+	seam.SortClaims(out, ids)
 	return out, nil
 }
 

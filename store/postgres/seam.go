@@ -373,29 +373,12 @@ func (s *Store) insertBatch(ctx context.Context, reqs []insertReq) (its []*wq.It
 // readBack scans the read-back of several inserts (loadItemsSQL and
 // loadDimensionsSQL over ids) into out, in the order of ids.
 func readBack(br pgx.BatchResults, sc *itemScanner, ids []wq.ItemID, out []*wq.Item) error {
-	rows, err := br.Query()
+	found, err := scanLoaded(br, sc, len(ids))
 	if err != nil {
-		return fmt.Errorf("read back %d inserted items: %w", len(ids), translate(err))
-	}
-	byID := make(map[wq.ItemID]*wq.Item, len(ids))
-	for rows.Next() {
-		it, err := sc.scan(rows)
-		if err != nil {
-			rows.Close()
-			return fmt.Errorf("read back %d inserted items: %w", len(ids), err)
-		}
-		it.Dimensions = wq.Dimensions{}
-		byID[it.ID] = it
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read back %d inserted items: %w", len(ids), translate(err))
-	}
-	if err := scanDimensionsInto(br, byID); err != nil {
 		return fmt.Errorf("read back %d inserted items: %w", len(ids), err)
 	}
 	for i, id := range ids {
-		if out[i] = byID[id]; out[i] == nil {
+		if out[i] = found[id]; out[i] == nil {
 			return fmt.Errorf("read back inserted item %s: not found in its own insert's batch", id)
 		}
 	}

@@ -20,9 +20,11 @@
 package seam
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -329,4 +331,17 @@ type Analyzer interface {
 // long-running instance's (bench measures from there).
 type Warmer interface {
 	Warm(ctx context.Context) error
+}
+
+// SortClaims puts a driver's claims in the order of the ids it was asked
+// to claim (a repeated id at its first place), as wq.Store.ClaimItems
+// answers them: a driver's claim returns its rows in its own order.
+func SortClaims(claims []wq.Claim, ids []wq.ItemID) {
+	at := make(map[wq.ItemID]int, len(ids))
+	for i, id := range ids {
+		if _, ok := at[id]; !ok {
+			at[id] = i
+		}
+	}
+	slices.SortFunc(claims, func(a, b wq.Claim) int { return cmp.Compare(at[a.Item.ID], at[b.Item.ID]) })
 }

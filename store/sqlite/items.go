@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/store/seam"
 )
 
 // claimColumns are itemColumns qualified by the table's name, as the
@@ -236,15 +237,8 @@ func (s *Store) ClaimItems(ctx context.Context, ids []wq.ItemID, types []string,
 	if err != nil {
 		return nil, fmt.Errorf("claim %d items: %w", len(ids), err)
 	}
-	// RETURNING comes in the update's order; the claims go out in the
-	// order of ids.
-	at := make(map[wq.ItemID]int, len(ids))
-	for i, id := range ids {
-		if _, ok := at[id]; !ok {
-			at[id] = i
-		}
-	}
-	slices.SortFunc(out, func(a, b wq.Claim) int { return cmp.Compare(at[a.Item.ID], at[b.Item.ID]) })
+	// RETURNING comes in the update's order.
+	seam.SortClaims(out, ids)
 	return out, nil
 }
 

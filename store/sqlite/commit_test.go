@@ -336,3 +336,18 @@ func TestCachedStatementsAreNotSharedWhileTheirRowsAreOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Savepoints' journals stay in memory on the writer: on a temporary file
+// each cost a write(2) per page, for every write of a group commit.
+func TestTheWriterKeepsSavepointJournalsInMemory(t *testing.T) {
+	s := openScratch(t)
+	var mode int
+	if err := s.write(context.Background(), func(tx *sql.Tx) error {
+		return tx.QueryRow(`PRAGMA temp_store`).Scan(&mode)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if mode != 2 { // MEMORY
+		t.Fatalf("the writer's temp_store is %d, want 2 (MEMORY)", mode)
+	}
+}

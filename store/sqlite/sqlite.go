@@ -53,7 +53,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(1)"} {
 		pragmas.Add("_pragma", p)
 	}
-	writeDSN := "file:" + path + "?" + pragmas.Encode() + "&_txlock=immediate"
+	// The writer keeps the journals of savepoints in memory (temp_store).
+	// Every write of a group commit runs in a savepoint (commit.go), and
+	// a savepoint's journal spilled to a temporary file cost a write(2)
+	// per page it saved: in memory, a submission took 12% less of the
+	// machine's CPU (issue 31). A batch's journal is bounded by maxBatch
+	// small writes. Readers keep the default: a large sort may spill.
+	writeDSN := "file:" + path + "?" + pragmas.Encode() + "&_pragma=temp_store(MEMORY)&_txlock=immediate"
 	readDSN := "file:" + path + "?" + pragmas.Encode() + "&_pragma=query_only(1)"
 
 	write := sql.OpenDB(connector{dsn: writeDSN, d: &sqlite.Driver{}, shield: true})

@@ -25,6 +25,10 @@ func NewLogSink(log *slog.Logger) *LogSink {
 
 // WriteAudit logs the entry.
 func (s *LogSink) WriteAudit(ctx context.Context, e wq.AuditEntry) error {
+	lv := level(e)
+	if !s.log.Enabled(ctx, lv) {
+		return nil // a record the level drops is not built
+	}
 	attrs := []slog.Attr{slog.String("event_type", e.EventType), slog.String("actor", e.Actor), slog.Time("at", e.Time)}
 	if e.ItemID != "" {
 		attrs = append(attrs, slog.String("item", e.ItemID), slog.String("item_type", e.ItemType))
@@ -37,7 +41,7 @@ func (s *LogSink) WriteAudit(ctx context.Context, e wq.AuditEntry) error {
 			attrs = append(attrs, slog.Any(f.key, f.m))
 		}
 	}
-	s.log.LogAttrs(ctx, level(e), "audit", attrs...)
+	s.log.LogAttrs(ctx, lv, "audit", attrs...)
 	return nil
 }
 

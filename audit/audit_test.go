@@ -109,3 +109,18 @@ func TestLogSinkLogsAllowedReadsAtDebugAndDecisionsAtInfo(t *testing.T) {
 		t.Errorf("levels %v, want %v (an allowed GET at debug; a write, a refusal, a change at info)", got, want)
 	}
 }
+
+// An entry below the logger's level is not built: every request makes
+// one, and a service logging at WARN paid for each record it dropped.
+func TestLogSinkBuildsNothingItsLevelDrops(t *testing.T) {
+	var buf bytes.Buffer
+	sink := audit.NewLogSink(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	e := wq.AuditEntry{EventType: wq.AuditPhaseChange, ItemID: "i1", ItemType: "mr", Actor: "engine", Time: time.Now(),
+		OldState: map[string]any{"phase": "active"}, NewState: map[string]any{"phase": "completed"}}
+	if allocs := testing.AllocsPerRun(100, func() { sink.WriteAudit(context.Background(), e) }); allocs != 0 {
+		t.Errorf("%v allocations per dropped entry, want 0", allocs)
+	}
+	if buf.Len() != 0 {
+		t.Errorf("logged %q at WARN", buf.String())
+	}
+}

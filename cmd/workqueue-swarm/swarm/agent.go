@@ -187,6 +187,9 @@ func (a *agent) loop(ctx context.Context) {
 	for ctx.Err() == nil {
 		a.work = nil
 		a.keepAlive(ctx)
+		if a.role == cp.RoleReviewer {
+			a.run.awaitBait(ctx)
+		}
 		alloc, err := a.allocate(ctx)
 		if err != nil {
 			if ctx.Err() == nil {

@@ -1,6 +1,7 @@
 package swarm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -548,24 +549,45 @@ func (h *hostile) submitForeign(ctx context.Context, conn *mcpConn, v foreignIte
 // it expired tries to take it over from sessions of other roles and of
 // its author's identity. It has connections of its own.
 func (h *hostile) baits(ctx context.Context) {
+	// Honest reviewers wait until the bait holds its lease (or gave up):
+	// say so on every way out.
+	var settle sync.Once
+	settled := func() { settle.Do(h.run.baitSettled) }
+	defer settled()
 	// For a minute the bait waits for a pull request of the shadowed
 	// identity to be next (a dry run says), so that a reviewer of that
 	// identity can try to take its review over; then it takes any.
-	var alloc cp.Allocation
+	var (
+		alloc cp.Allocation
+		last  string // why the last try got no lease, said if none ever does
+	)
+wait:
 	for anyAfter := time.Now().Add(time.Minute); ; {
 		if ctx.Err() != nil {
+			for _, class := range []string{ClassReclaimOtherRole, ClassReclaimOwnPR} {
+				h.notTried(class, "the bait never held a review lease (the last try: "+cmp.Or(last, "none")+")")
+			}
 			return
 		}
 		var preview cp.Allocation
 		err := h.bait.call(ctx, "allocate_work", map[string]any{"session_id": h.reviewer, "repo": h.run.cfg.Repo, "apply": false}, &preview)
-		if err == nil && preview.Work != nil && preview.Work.Kind == cp.KindPR {
+		switch {
+		case err != nil:
+			last = "allocate_work: " + err.Error()
+		case preview.Work == nil || preview.Work.Kind != cp.KindPR:
+			last = "no pull request to review: " + string(preview.Outcome)
+		default:
 			author, _ := h.run.authorOf(preview.Work.Number)
-			if author == h.shadowIdentity || time.Now().After(anyAfter) {
-				err := h.bait.call(ctx, "allocate_work", map[string]any{"session_id": h.reviewer, "repo": h.run.cfg.Repo, "apply": true}, &alloc)
-				if err == nil && alloc.Outcome == cp.OutcomeAssigned && alloc.Lease != nil && alloc.Assignment != nil && alloc.Work != nil {
-					break
-				}
+			if author != h.shadowIdentity && !time.Now().After(anyAfter) {
+				last = fmt.Sprintf("pr #%d is %q's, not the shadow's", preview.Work.Number, author)
+				break
 			}
+			err := h.bait.call(ctx, "allocate_work", map[string]any{"session_id": h.reviewer, "repo": h.run.cfg.Repo, "apply": true}, &alloc)
+			if err == nil && alloc.Outcome == cp.OutcomeAssigned && alloc.Lease != nil && alloc.Assignment != nil && alloc.Work != nil {
+				settled()
+				break wait
+			}
+			last = fmt.Sprintf("pr #%d: outcome %q, error %v", preview.Work.Number, alloc.Outcome, err)
 		}
 		sleep(ctx, 200*time.Millisecond)
 	}

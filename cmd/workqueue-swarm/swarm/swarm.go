@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "code.gitea.io/sdk/gitea"
@@ -228,6 +229,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Attempts: map[string]int{}, HostileRefusals: map[string]int{}, NotTried: map[string]int{}},
 		prs: map[int64]int64{}, authors: map[int64]string{}, branches: map[int64]string{}, held: map[string]heldLease{}, sessions: map[string]sessionRecord{}}
 	r.progress = r.start
+	r.baited = make(chan struct{})
+	if r.baitsLeft.Store(int32(split.Hostile)); split.Hostile == 0 {
+		close(r.baited)
+	}
 	r.printf("swarm: %d issues in %s, %d sessions (%s), at most %v", cfg.Issues, cfg.Repo, cfg.Sessions, split, cfg.Timeout)
 
 	issues, err := r.openIssues(ctx)
@@ -285,6 +290,12 @@ type run struct {
 	gitea *sdk.Client    // likewise
 	start time.Time
 
+	// baited is closed once every hostile bait holds its review lease or
+	// gave up (baitsLeft counts those still trying): until then, for at
+	// most baitHead, honest reviewers take no work (awaitBait).
+	baited    chan struct{}
+	baitsLeft atomic.Int32
+
 	mu       sync.Mutex
 	report   *Report
 	progress time.Time       // the last event's time
@@ -300,6 +311,37 @@ type run struct {
 	pastLeases  []string                 // leases honest sessions held once, the latest last
 	sessions    map[string]sessionRecord // every session the swarm started, by id
 	submissions []submission             // every submission the service accepted
+}
+
+// baitHead is how long after the run starts honest reviewers leave the
+// pull requests to the hostile baits at most: the bait waits a minute for
+// one of its shadow's, then takes any.
+const baitHead = 90 * time.Second
+
+// awaitBait holds an honest reviewer back until the baits hold their
+// review leases, or baitHead passed. A reviewer polling faster than a
+// bait took every pull request first in some runs, and the bait's
+// takeovers of an expired review lease went untried.
+func (r *run) awaitBait(ctx context.Context) {
+	select {
+	case <-r.baited:
+		return
+	default:
+	}
+	t := time.NewTimer(time.Until(r.start.Add(baitHead)))
+	defer t.Stop()
+	select {
+	case <-r.baited:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// baitSettled says one bait holds its lease or gave up.
+func (r *run) baitSettled() {
+	if r.baitsLeft.Add(-1) == 0 {
+		close(r.baited)
+	}
 }
 
 // sessionRecord is a session the swarm started.

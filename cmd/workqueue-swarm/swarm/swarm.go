@@ -230,8 +230,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		prs: map[int64]int64{}, authors: map[int64]string{}, branches: map[int64]string{}, held: map[string]heldLease{}, sessions: map[string]sessionRecord{}}
 	r.progress = r.start
 	r.baited = make(chan struct{})
-	if r.baitsLeft.Store(int32(split.Hostile)); split.Hostile == 0 {
-		close(r.baited)
+	r.baitsLeft.Store(int32(split.Hostile))
+	if split.Hostile == 0 {
+		close(r.baited) // no bait: reviewers never wait
 	}
 	r.printf("swarm: %d issues in %s, %d sessions (%s), at most %v", cfg.Issues, cfg.Repo, cfg.Sessions, split, cfg.Timeout)
 

@@ -24,3 +24,7 @@ func IsUUIDCodec(c any) bool { _, ok := c.(uuidCodec); return ok }
 // CoalescedReads counts the single-row reads that went in a batch of more
 // than one.
 func CoalescedReads(s *Store) int64 { return s.coalescedReads.Load() }
+
+// WakerSent counts the wake-ups the store sent after their writes'
+// commits, in transactions of their own.
+func WakerSent(s *Store) int64 { return s.wakes.sent.Load() }

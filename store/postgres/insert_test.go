@@ -23,7 +23,8 @@ import (
 // would alone. Of two for one held key exactly one wins and the other is
 // a conflict; one whose row fails leaves nothing of itself and fails no
 // other; every item answered is the item stored; and every item created
-// wakes the instances.
+// wakes the instances, in its batch's own transaction (no wake-up is
+// sent after it), while no insert that failed wakes anybody.
 func TestInsertsMadeAtOnceEachGetTheirOwnOutcome(t *testing.T) {
 	ctx := context.Background()
 	pg := testdb.Open(t, store.KindPostgres).Queue.(*postgres.Store)
@@ -31,6 +32,7 @@ func TestInsertsMadeAtOnceEachGetTheirOwnOutcome(t *testing.T) {
 	const keys, perKey, failing = 40, 2, 10
 	type outcome struct {
 		key  string
+		id   wq.ItemID
 		item *wq.Item
 		err  error
 		bad  bool
@@ -44,7 +46,7 @@ func TestInsertsMadeAtOnceEachGetTheirOwnOutcome(t *testing.T) {
 	insert := func(key string, bad bool) {
 		defer wg.Done()
 		<-start
-		n := wq.NewItem{ItemType: "test", IdempotencyKey: key}
+		n := wq.NewItem{ID: wq.NewItemID(), ItemType: "test", IdempotencyKey: key}
 		var rows []seam.Stmt
 		if bad {
 			// A row naming an item that does not exist: pending_events
@@ -54,7 +56,7 @@ func TestInsertsMadeAtOnceEachGetTheirOwnOutcome(t *testing.T) {
 		}
 		it, err := pg.Insert(ctx, &n, time.Now(), rows...)
 		mu.Lock()
-		got = append(got, outcome{key: key, item: it, err: err, bad: bad})
+		got = append(got, outcome{key: key, id: n.ID, item: it, err: err, bad: bad})
 		mu.Unlock()
 	}
 	for k := range keys {
@@ -116,6 +118,14 @@ func TestInsertsMadeAtOnceEachGetTheirOwnOutcome(t *testing.T) {
 		}
 		return missing == 0, fmt.Sprintf("%d of %d created items not heard", missing, len(created))
 	})
+	for _, o := range got {
+		if _, heard := h.of(o.id); o.err != nil && heard {
+			t.Errorf("%s: an insert that failed (%v) woke the listeners", o.key, o.err)
+		}
+	}
+	if n := postgres.WakerSent(pg); n != 0 {
+		t.Errorf("%d wake-ups were sent after their inserts' commits, each send a transaction of its own; want them in the inserts' own", n)
+	}
 }
 
 // TestInsertsMadeAtOnceWithoutConflictAllLand: inserts of distinct keys

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,6 +21,9 @@ const wakeupChannel = "workqueue_wakeup"
 // wakeupPayload is an item's wake-up as listeners read it.
 func wakeupPayload(itemType string, id wq.ItemID) string { return itemType + ":" + id.String() }
 
+// notifySQL sends the wake-ups $1 (payloads, text[]) on commit.
+const notifySQL = `SELECT pg_notify('` + wakeupChannel + `', p) FROM unnest($1::text[]) AS p`
+
 // waking runs write, a transaction whose statements append the
 // wake-ups they owe to wakes, and sends those once it committed.
 func (s *Store) waking(write func(wakes *[]string) error) error {
@@ -32,7 +36,9 @@ func (s *Store) waking(write func(wakes *[]string) error) error {
 }
 
 // waker sends the wake-ups of committed writes, as many as have queued
-// in one statement, one small transaction. A transaction that notifies
+// in one statement, one small transaction. Inserts are the exception:
+// their batches run one at a time, so they send their wake-ups in their
+// own transaction (insertBatch), which saves that small one. A transaction that notifies
 // takes PostgreSQL's one notify-queue lock from its commit's start to its
 // end, so notifying commits run one at a time, each with its own WAL
 // flush: with the wake-up inside each submission's transaction, 8
@@ -44,6 +50,10 @@ func (s *Store) waking(write func(wakes *[]string) error) error {
 // commit, or to a failed send, is found by the next sweep.
 type waker struct {
 	pool *pgxpool.Pool
+
+	// sent counts the wake-ups sent, for tests: the inserts' own travel
+	// in their batch's transaction, not here.
+	sent atomic.Int64
 
 	mu      sync.Mutex
 	queued  []string
@@ -89,7 +99,8 @@ func (w *waker) send() {
 		}
 		w.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, _ = w.pool.Exec(ctx, `SELECT pg_notify('`+wakeupChannel+`', p) FROM unnest($1::text[]) AS p`, batch)
+		_, _ = w.pool.Exec(ctx, notifySQL, batch)
+		w.sent.Add(int64(len(batch)))
 		cancel()
 	}
 }

@@ -58,9 +58,8 @@ func listen(t *testing.T, db wq.Store) *heard {
 
 // Every write that enqueues work wakes the instances listening, with the
 // item's type, once it committed; a write rolled back wakes nobody. The
-// wake-ups are sent after the commit (the notify-queue lock would
-// otherwise serialise the commits), so a listener never hears of an item
-// it cannot read yet.
+// wake-ups are delivered at the commit or after it, so a listener never
+// hears of an item it cannot read yet.
 func TestEveryWriteThatEnqueuesWorkWakesTheListenersOnceCommitted(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.Open(t, store.KindPostgres).Queue
@@ -150,6 +149,22 @@ func TestEveryWriteThatEnqueuesWorkWakesTheListenersOnceCommitted(t *testing.T) 
 	wakes("the insert after a rolled-back one", after.ID, "after")
 	if typ, ok := h.of(r.ID); ok {
 		t.Errorf("a rolled-back insert woke the listeners (type %q)", typ)
+	}
+
+	// An insert whose guard finds a row: its batch is rolled back, its
+	// wake-up with it.
+	g := wq.NewItem{ID: wq.NewItemID(), ItemType: "guarded"}
+	q, args := d.Dialect().Bind(`SELECT id FROM work_items WHERE id = ?`, []any{after.ID})
+	if _, err := d.(seam.GuardedInserter).InsertUnless(ctx, seam.Stmt{SQL: q, Args: args}, &g, t0); !errors.Is(err, seam.ErrGuarded) {
+		t.Fatalf("InsertUnless with a guard that finds a row = %v; want ErrGuarded", err)
+	}
+	last := wq.NewItem{ItemType: "last"}
+	if _, err := d.Insert(ctx, &last, t0); err != nil {
+		t.Fatal(err)
+	}
+	wakes("the insert after a guarded one", last.ID, "last")
+	if typ, ok := h.of(g.ID); ok {
+		t.Errorf("a guarded insert woke the listeners (type %q)", typ)
 	}
 }
 

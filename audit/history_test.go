@@ -98,6 +98,60 @@ func TestHistoryWritesWhatGathersWhileItLingersInOneBatch(t *testing.T) {
 	}
 }
 
+// arrivingHistory is a countingHistory whose first write sees more
+// entries arrive while it runs, as requests go on during a database write.
+type arrivingHistory struct {
+	countingHistory
+	h    *audit.History
+	once sync.Once
+}
+
+func (a *arrivingHistory) AppendHistory(ctx context.Context, entries []wq.AuditEntry) error {
+	a.once.Do(func() {
+		for i := range 3 {
+			a.h.WriteAudit(ctx, wq.AuditEntry{Time: time.Now(), EventType: wq.AuditItemCreated, ItemID: fmt.Sprint("late-", i)})
+		}
+	})
+	return a.countingHistory.AppendHistory(ctx, entries)
+}
+
+// Under a steady stream of entries Run's write after a linger writes what
+// was queued when it began, and what arrives meanwhile waits for the next
+// linger: the writes stay one per linger, where writing until nothing
+// was queued made one small write after another, each a commit. Flush
+// (the shutdown's) still writes everything.
+func TestHistoryWriteLeavesWhatArrivesDuringItForTheNextLinger(t *testing.T) {
+	ctx := context.Background()
+	store := &arrivingHistory{}
+	h := &audit.History{Store: store}
+	store.h = h
+	at := time.Date(2026, 3, 2, 9, 30, 0, 0, time.UTC)
+	for i := range 5 {
+		h.WriteAudit(ctx, wq.AuditEntry{Time: at, EventType: wq.AuditItemCreated, ItemID: fmt.Sprint("early-", i)})
+	}
+	audit.FlushQueued(h)
+	if store.writes() != 1 || store.count() != 5 {
+		t.Errorf("a flush of 5 queued entries made %d writes of %d entries; want one write of the 5", store.writes(), store.count())
+	}
+	if got := h.ItemAudit(ctx, "late-0"); len(got) != 1 {
+		t.Errorf("an entry that arrived during the write shows %v; want it queued", got)
+	}
+	audit.FlushQueued(h)
+	if store.writes() != 2 || store.count() != 8 {
+		t.Errorf("the next write left %d writes of %d entries; want the 3 late ones in a second write", store.writes(), store.count())
+	}
+
+	// Flush, as at shutdown, writes what arrives while it writes too.
+	again := &arrivingHistory{}
+	h = &audit.History{Store: again}
+	again.h = h
+	h.WriteAudit(ctx, wq.AuditEntry{Time: at, EventType: wq.AuditItemCreated, ItemID: "early"})
+	h.Flush(ctx)
+	if again.count() != 4 {
+		t.Errorf("Flush stored %d entries; want the 1 queued and the 3 that arrived during its write", again.count())
+	}
+}
+
 // countingHistory is a HistoryStore in memory that counts its writes.
 type countingHistory struct {
 	memHistory

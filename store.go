@@ -188,7 +188,8 @@ type Store interface {
 // optional.
 
 // HandlerRegistry records which instances handle which item types. The
-// engine records its handled types at every sweep; the API flags a
+// engine records its handled types at its sweeps, at most every half sweep
+// interval; the API flags a
 // submission of a type that no instance has handled since a while ago,
 // which would otherwise wait without a word. Every driver implements it.
 type HandlerRegistry interface {

@@ -853,26 +853,74 @@ func TestSuccessAfterTransientFailuresStartsAFreshGiveUpClock(t *testing.T) {
 	})
 }
 
-// An engine tells the store's registry, at every sweep, which types its
-// instance handles: the API flags submissions of a type nobody handles.
-func TestAnEngineRecordsTheTypesItHandlesAtEverySweep(t *testing.T) {
+// An engine tells the store's registry which types its instance handles:
+// the API flags submissions of a type nobody handles. It records them at
+// its first sweep, then at most every half sweep interval: an idle
+// engine's sweeps (one per interval) all record, a burn-down's
+// back-to-back sweeps do not each wait for an upsert and its commit.
+func TestAnEngineRecordsTheTypesItHandlesOncePerHalfSweepInterval(t *testing.T) {
 	testdb.EachKind(t, func(t *testing.T, kind string) {
 		h := newHarness(t, kind)
+		reg := &countingRegistry{Store: h.store}
 		cfg := testConfig("instance-a")
 		cfg.SweepInterval = time.Minute
-		e := h.engine(cfg, wq.ItemType{Name: "test", Decide: func(*wq.Item, time.Time) string { return "" }})
-		h.start(e)
-		if err := e.WaitSwept(h.ctx); err != nil {
+		cfg.SweepBatch = 2 // ten due items: five full sweeps back to back, and one more
+		var ids []wq.ItemID
+		for range 10 {
+			ids = append(ids, h.create(wq.NewItem{}).ID)
+		}
+		e, err := engine.New(cfg, reg, h.clock, h.audit, testkit.Quiet())
+		if err != nil {
 			t.Fatal(err)
 		}
-		r := h.store.(wq.HandlerRegistry)
-		if last, err := r.LastHandled(h.ctx, "test"); err != nil || !last.Equal(t0) {
+		e.Register(wq.ItemType{Name: "test", Decide: func(*wq.Item, time.Time) string { return "" }})
+		t.Cleanup(func() { e.Stop(context.Background()) })
+		h.start(e)
+		eventually.True(t, 10*time.Second, "every item exited", func() (bool, any) {
+			left := 0
+			for _, id := range ids {
+				if h.get(id).Actionable {
+					left++
+				}
+			}
+			return left == 0, left
+		})
+		if err := e.WaitIdle(h.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := reg.records.Load(); n != 1 {
+			t.Errorf("the sweeps of one burn-down recorded the handled types %d times; want once", n)
+		}
+		if last, err := reg.LastHandled(h.ctx, "test"); err != nil || !last.Equal(t0) {
 			t.Fatalf("after the first sweep: last handled %v, %v; want %v", last, err, t0)
 		}
-		if last, _ := r.LastHandled(h.ctx, "other"); !last.IsZero() {
+		if last, _ := reg.LastHandled(h.ctx, "other"); !last.IsZero() {
 			t.Errorf("a type the engine does not handle was recorded at %v", last)
 		}
+
+		// The interval's sweep records again.
+		h.clock.Advance(cfg.SweepInterval)
+		eventually.True(t, 10*time.Second, "the next interval's sweep records", func() (bool, any) {
+			last, err := reg.LastHandled(h.ctx, "test")
+			return err == nil && last.Equal(t0.Add(cfg.SweepInterval)), last
+		})
 	})
+}
+
+// countingRegistry is a store that counts the engine's records of its
+// handled types.
+type countingRegistry struct {
+	wq.Store
+	records atomic.Int64
+}
+
+func (c *countingRegistry) RecordHandlers(ctx context.Context, instance string, types []string, now time.Time) error {
+	c.records.Add(1)
+	return c.Store.(wq.HandlerRegistry).RecordHandlers(ctx, instance, types, now)
+}
+
+func (c *countingRegistry) LastHandled(ctx context.Context, itemType string) (time.Time, error) {
+	return c.Store.(wq.HandlerRegistry).LastHandled(ctx, itemType)
 }
 
 // After an action that wrote dimension rows only, the loop decides on the

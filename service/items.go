@@ -179,8 +179,9 @@ func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*
 }
 
 // DefaultHandlerWindow is how long since an instance last recorded a type
-// (its engine records it at every sweep, every minute by default) before
-// items of the type are flagged as unhandled.
+// (its engine records it at its sweeps, at most every half sweep
+// interval: every minute by default when idle) before items of the type
+// are flagged as unhandled.
 const DefaultHandlerWindow = 5 * time.Minute
 
 // warnings says why an active item may not progress: no instance handles

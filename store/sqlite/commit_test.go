@@ -152,6 +152,37 @@ func TestAFailedWriteInABatchUndoesOnlyItself(t *testing.T) {
 	}
 }
 
+// TestWritesQueuedWhileABatchRunsCommitWithIt: a write queued while the
+// statements of a batch run joins that batch's transaction, where it
+// waited for that commit and then made its own: under load the writers
+// answered by one commit queue their next writes during the next batch.
+func TestWritesQueuedWhileABatchRunsCommitWithIt(t *testing.T) {
+	s := openScratch(t)
+	ctx := context.Background()
+	before := s.commits.transactions.Load()
+	release, held := holdCommitter(t, s)
+	errs := make(chan error, 2)
+	for _, k := range []string{"a", "b"} {
+		go func() { errs <- s.write(ctx, insert(ctx, k)) }()
+	}
+	queued(s, 2)
+	release()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.commits.transactions.Load() - before; n != 1 {
+		t.Errorf("a write and the two queued while it ran took %d transactions; want one", n)
+	}
+	if rows := rowsOf(t, s); !rows["a"] || !rows["b"] {
+		t.Errorf("rows %v, want a and b", rows)
+	}
+}
+
 // TestAWriteCancelledWhileQueuedNeverRuns: a caller that gives up before
 // its write started gets its context's error, and the write never runs,
 // so an error always means nothing was written.

@@ -28,3 +28,9 @@ func CoalescedReads(s *Store) int64 { return s.coalescedReads.Load() }
 // WakerSent counts the wake-ups the store sent after their writes'
 // commits, in transactions of their own.
 func WakerSent(s *Store) int64 { return s.wakes.sent.Load() }
+
+// BreakBatchWakeups makes the wake-ups that insert batches send in their
+// own transaction fail, as a full notify queue would.
+func BreakBatchWakeups(s *Store) {
+	s.batchWakeSQL = `SELECT pg_notify(NULL, p) FROM unnest($1::text[]) AS p`
+}

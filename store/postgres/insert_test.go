@@ -170,3 +170,43 @@ func TestInsertsMadeAtOnceWithoutConflictAllLand(t *testing.T) {
 		}
 	}
 }
+
+// TestAnInsertWhoseWakeUpFailsStillLands: a wake-up is a hint. When the
+// one an insert batch sends in its own transaction fails (a full notify
+// queue, behind a listener that stopped reading), the inserts run again
+// without it, and their wake-ups go the way of any other write's, after
+// the commit.
+func TestAnInsertWhoseWakeUpFailsStillLands(t *testing.T) {
+	ctx := context.Background()
+	pg := testdb.Open(t, store.KindPostgres).Queue.(*postgres.Store)
+	h := listen(t, pg)
+	postgres.BreakBatchWakeups(pg)
+	var wg sync.WaitGroup
+	ids := make([]wq.ItemID, 8)
+	errs := make([]error, len(ids))
+	for i := range ids {
+		ids[i] = wq.NewItemID()
+		wg.Go(func() {
+			n := wq.NewItem{ID: ids[i], ItemType: "test", IdempotencyKey: fmt.Sprint("k", i)}
+			_, errs[i] = pg.Insert(ctx, &n, time.Now())
+		})
+	}
+	wg.Wait()
+	for i, id := range ids {
+		if errs[i] != nil {
+			t.Fatalf("insert %d: %v; want it stored though its wake-up failed", i, errs[i])
+		}
+		if _, err := pg.GetItem(ctx, id); err != nil {
+			t.Errorf("insert %d: %v", i, err)
+		}
+	}
+	eventually.True(t, 10*time.Second, "the waker sends the wake-ups instead", func() (bool, any) {
+		missing := 0
+		for _, id := range ids {
+			if _, ok := h.of(id); !ok {
+				missing++
+			}
+		}
+		return missing == 0, missing
+	})
+}

@@ -37,6 +37,9 @@ type Store struct {
 	pool   *pgxpool.Pool
 	co     coalescers
 	wakes  *waker             // wake-ups of committed writes
+	// batchWakeSQL sends an insert batch's wake-ups in the batch
+	// (notifySQL; tests break it to see the inserts land without).
+	batchWakeSQL string
 	chains migration.Registry // item types' migrations (AddMigrations)
 	// coalescedReads counts single-row reads that shared a batch.
 	coalescedReads atomic.Int64
@@ -77,7 +80,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", translate(err))
 	}
-	s := &Store{pool: pool, wakes: &waker{pool: pool}}
+	s := &Store{pool: pool, wakes: &waker{pool: pool}, batchWakeSQL: notifySQL}
 	s.startCoalescers()
 	return s, nil
 }

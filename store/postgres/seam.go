@@ -246,6 +246,10 @@ type inserted struct {
 // sqlstateInvalidText is guardSQL's failure (invalid_text_representation).
 const sqlstateInvalidText = "22P02"
 
+// sqlstateProgramLimit is, at an insert batch's commit, a full notify
+// queue (program_limit_exceeded).
+const sqlstateProgramLimit = "54000"
+
 // guardSQL makes a query a statement that fails when it returns a row: a
 // cast to integer of a text that names what happened, so that the line
 // the server logs for it explains itself to whoever reads a shared
@@ -267,15 +271,24 @@ func (s *Store) insertItems(ctx context.Context, reqs []insertReq) ([]inserted, 
 	for i := range pending {
 		pending[i] = i
 	}
+	notify := true
 	for len(pending) > 0 {
 		batch := make([]insertReq, len(pending))
 		for j, i := range pending {
 			batch[j] = reqs[i]
 		}
-		its, guarded, err := s.insertBatch(ctx, batch)
+		its, guarded, err := s.insertBatch(ctx, batch, notify)
 		if guarded >= 0 {
 			out[pending[guarded]].err = seam.ErrGuarded
 			pending = slices.Delete(pending, guarded, guarded+1)
+			continue
+		}
+		if errors.Is(err, errWakeups) && notify {
+			// A wake-up is a hint, and its failure (a full notify queue
+			// behind a listener that stopped reading) must not fail the
+			// inserts: they run again without it, and the waker tries
+			// after the commit, as for any other write.
+			notify = false
 			continue
 		}
 		if err != nil {
@@ -284,14 +297,24 @@ func (s *Store) insertItems(ctx context.Context, reqs []insertReq) ([]inserted, 
 		for j, i := range pending {
 			out[i].it = its[j]
 		}
+		if !notify {
+			for _, r := range batch {
+				s.wakes.wake(wakeupPayload(r.n.ItemType, r.n.ID))
+			}
+		}
 		break
 	}
 	return out, nil
 }
 
-// insertBatch runs one batch of inserts. A guard that finds a row fails
-// the batch: guarded is then that insert's index in reqs, else -1.
-func (s *Store) insertBatch(ctx context.Context, reqs []insertReq) (its []*wq.Item, guarded int, err error) {
+// errWakeups is an insert batch's failure to queue its wake-ups.
+var errWakeups = errors.New("postgres: the insert batch's wake-ups failed")
+
+// insertBatch runs one batch of inserts, and with notify their wake-ups.
+// A guard that finds a row fails the batch: guarded is then that insert's
+// index in reqs, else -1. A failure of the wake-ups fails it too, with
+// errWakeups.
+func (s *Store) insertBatch(ctx context.Context, reqs []insertReq, notify bool) (its []*wq.Item, guarded int, err error) {
 	b := &pgx.Batch{}
 	writes := make([]int, len(reqs))
 	// The read-back of a lone insert takes its id as a value, not as an
@@ -331,11 +354,13 @@ func (s *Store) insertBatch(ctx context.Context, reqs []insertReq) (its []*wq.It
 	// run's commits (bench submit, pg_stat_statements). The notify
 	// queue's lock, which a notifying commit holds to its end, costs
 	// the inserts nothing: one insert batch runs at a time.
-	wakes := make([]string, len(reqs))
-	for i, r := range reqs {
-		wakes[i] = wakeupPayload(r.n.ItemType, r.n.ID)
+	if notify {
+		wakes := make([]string, len(reqs))
+		for i, r := range reqs {
+			wakes[i] = wakeupPayload(r.n.ItemType, r.n.ID)
+		}
+		b.Queue(s.batchWakeSQL, wakes)
 	}
-	b.Queue(notifySQL, wakes)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	out := make([]*wq.Item, len(reqs))
@@ -373,11 +398,18 @@ func (s *Store) insertBatch(ctx context.Context, reqs []insertReq) (its []*wq.It
 			return nil, -1, err
 		}
 	}
-	if _, err := br.Exec(); err != nil {
-		r := reqs[0]
-		return nil, -1, fmt.Errorf("insert %s item %s: its wake-up: %w", r.n.ItemType, r.n.ID, translate(err))
+	if notify {
+		if _, err := br.Exec(); err != nil {
+			return nil, -1, fmt.Errorf("%w: %w", errWakeups, translate(err))
+		}
 	}
 	if err := br.Close(); err != nil {
+		// The commit queues the wake-ups, and fails when the notify
+		// queue is full (program_limit_exceeded).
+		var pgErr *pgconn.PgError
+		if notify && errors.As(err, &pgErr) && pgErr.Code == sqlstateProgramLimit {
+			return nil, -1, fmt.Errorf("%w: %w", errWakeups, translate(err))
+		}
 		r := reqs[0]
 		return nil, -1, fmt.Errorf("insert %s item %s: %w", r.n.ItemType, r.n.ID, translate(err))
 	}

@@ -34,13 +34,13 @@ const (
 
 // Store is a workqueue.Store on a PostgreSQL database.
 type Store struct {
-	pool   *pgxpool.Pool
-	co     coalescers
-	wakes  *waker             // wake-ups of committed writes
+	pool  *pgxpool.Pool
+	co    coalescers
+	wakes *waker // wake-ups of committed writes
 	// batchWakeSQL sends an insert batch's wake-ups in the batch
 	// (notifySQL; tests break it to see the inserts land without).
 	batchWakeSQL string
-	chains migration.Registry // item types' migrations (AddMigrations)
+	chains       migration.Registry // item types' migrations (AddMigrations)
 	// coalescedReads counts single-row reads that shared a batch.
 	coalescedReads atomic.Int64
 }

@@ -38,8 +38,9 @@ func (s *Store) waking(write func(wakes *[]string) error) error {
 // waker sends the wake-ups of committed writes, as many as have queued
 // in one statement, one small transaction. Inserts are the exception:
 // their batches run one at a time, so they send their wake-ups in their
-// own transaction (insertBatch), which saves that small one. A transaction that notifies
-// takes PostgreSQL's one notify-queue lock from its commit's start to its
+// own transaction (insertBatch), which saves that small one, and come
+// here only when that fails. A transaction that notifies takes
+// PostgreSQL's one notify-queue lock from its commit's start to its
 // end, so notifying commits run one at a time, each with its own WAL
 // flush: with the wake-up inside each submission's transaction, 8
 // clients inserting items committed 2,300 a second where they commit

@@ -209,7 +209,7 @@ func (c *committer) runTx(batch []*writeReq) ([]*writeReq, []writeResult, error)
 		}
 	}
 	for len(batch) < maxBatch {
-		r := c.queued()
+		r := c.takeQueued()
 		if r == nil {
 			break
 		}
@@ -221,8 +221,9 @@ func (c *committer) runTx(batch []*writeReq) ([]*writeReq, []writeResult, error)
 	return batch, results, translate(tx.Commit())
 }
 
-// queued takes a write waiting in the queue, or returns nil if none is.
-func (c *committer) queued() *writeReq {
+// takeQueued takes a write waiting in the queue, or returns nil if none
+// is.
+func (c *committer) takeQueued() *writeReq {
 	for {
 		select {
 		case r := <-c.queue:

@@ -213,6 +213,21 @@ type SharedSweeper interface {
 	DueItemsOf(ctx context.Context, instance string, types []string, now time.Time, limit int) ([]ItemID, error)
 }
 
+// DueClaimer is implemented by stores whose claim can find its own items
+// (PostgreSQL): ClaimDueItems leases up to limit of the actionable items
+// of types that are due at now (ready, or their retry due) and not
+// leased, and returns them as ClaimItems does, the instance's share of
+// the ready set first (SharedSweeper). It is the sweep's ready path and
+// the claim in one statement: an engine burning down a backlog claims
+// from it directly instead of sweeping ids and claiming them by id,
+// which read every item twice. Pending events and deferred dimensions
+// are still the sweep's. Two racing claimers never both get an item.
+// It is optional: the engine sweeps and claims by id where it is not
+// there.
+type DueClaimer interface {
+	ClaimDueItems(ctx context.Context, instance string, types []string, owner string, now time.Time, d time.Duration, limit int) ([]Claim, error)
+}
+
 // WakeupListener is implemented by stores that several instances share
 // (PostgreSQL): ListenWakeups calls ready once it is subscribed, then wake
 // for every item some instance enqueued work for, until ctx ends or the

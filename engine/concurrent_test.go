@@ -4,6 +4,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -277,4 +278,105 @@ func TestABacklogIsBurnedDownWhileACrashedInstanceStillHoldsAShare(t *testing.T)
 		n := e.Stats().ActionsExecuted
 		return n == items, fmt.Sprintf("%d of %d acted on", n, items)
 	})
+}
+
+// On a store that claims due items itself (PostgreSQL), a backlog larger
+// than a sweep is burned down by the claimers: the sweep that found it
+// full hands it over, and the next looks only once a claim came back
+// short, instead of sweeping back to back ids that are then claimed by
+// id. Every item is acted on once. The clock never moves, so the
+// engine's ticker never fires.
+func TestABacklogIsClaimedFromTheStoreWithoutSweepingItAgain(t *testing.T) {
+	const items = 200
+	h := newHarness(t, store.KindPostgres)
+	if _, ok := h.store.(wq.DueClaimer); !ok {
+		t.Fatal("the PostgreSQL store does not claim due items")
+	}
+	for range items {
+		h.create(wq.NewItem{})
+	}
+	det := &overlapDetector{running: map[wq.ItemID]string{}}
+	var acted sync.Map
+	cfg := testConfig("a")
+	cfg.Workers = 3
+	cfg.SweepBatch = 10
+	cfg.ClaimBatch = 7
+	e := h.engine(cfg, oneAction(func(ctx context.Context, x *wq.Execution) error {
+		det.enter(x.Item.ID, "a")
+		defer det.leave(x.Item.ID)
+		if _, again := acted.LoadOrStore(x.Item.ID, true); again {
+			t.Errorf("item %s acted on twice", x.Item.ID)
+		}
+		return markActed(ctx, x)
+	}))
+	sweeps := &sweepCounter{}
+	e.SetMetrics(sweeps)
+	h.start(e)
+	eventually.True(t, 30*time.Second, "every item acted on", func() (bool, any) {
+		n := e.Stats().ActionsExecuted
+		return n == items, fmt.Sprintf("%d of %d acted on", n, items)
+	})
+	if err := e.WaitIdle(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := det.overlaps.Load(); n != 0 {
+		t.Errorf("%d overlapping executions", n)
+	}
+	if n := sweeps.n.Load(); n > 3 {
+		t.Errorf("%d sweeps for a backlog of %d in sweeps of %d; want the one that found it, and one or two after the claims ran dry", n, items, cfg.SweepBatch)
+	}
+}
+
+// sweepCounter counts the engine's sweeps.
+type sweepCounter struct{ n atomic.Int64 }
+
+func (s *sweepCounter) Swept(time.Duration, int, error)                { s.n.Add(1) }
+func (s *sweepCounter) Executed(string, string, string, time.Duration) {}
+func (s *sweepCounter) DimensionCleared(string, string, time.Duration) {}
+func (s *sweepCounter) EventApplied(string, time.Duration)             {}
+func (s *sweepCounter) LeaseLost(string)                               {}
+
+// A store whose claims of due items fail still has its backlog burned
+// down: the engine claims it by id, as it would from a store that cannot
+// claim due items, and does not go round trying the failing claim.
+func TestABacklogIsClaimedByIDWhenTheStoresClaimOfDueItemsFails(t *testing.T) {
+	const items = 60
+	h := newHarness(t, store.KindPostgres)
+	for range items {
+		h.create(wq.NewItem{})
+	}
+	failing := &failingDueClaimer{Store: h.store}
+	cfg := testConfig("a")
+	cfg.Workers = 2
+	cfg.SweepBatch = 10
+	e, err := engine.New(cfg, failing, h.clock, h.audit, testkit.Quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Register(oneAction(markActed))
+	t.Cleanup(func() { e.Stop(context.Background()) })
+	h.start(e)
+	eventually.True(t, 30*time.Second, "every item acted on", func() (bool, any) {
+		n := e.Stats().ActionsExecuted
+		return n == items, fmt.Sprintf("%d of %d acted on", n, items)
+	})
+	if n, full := failing.calls.Load(), int64(items/cfg.SweepBatch); n == 0 || n > full/2+1 {
+		t.Errorf("%d failed claims of due items for %d full sweeps; want one for every other sweep at most", n, full)
+	}
+}
+
+// failingDueClaimer is a store whose claims of due items fail.
+type failingDueClaimer struct {
+	wq.Store
+	calls atomic.Int64
+}
+
+func (f *failingDueClaimer) ClaimDueItems(context.Context, string, []string, string, time.Time, time.Duration, int) ([]wq.Claim, error) {
+	f.calls.Add(1)
+	return nil, errors.New("the claim of due items broke")
+}
+
+// The engine's sweeps need the shared sweeper too, as the store has it.
+func (f *failingDueClaimer) DueItemsOf(ctx context.Context, instance string, types []string, now time.Time, limit int) ([]wq.ItemID, error) {
+	return f.Store.(wq.SharedSweeper).DueItemsOf(ctx, instance, types, now, limit)
 }

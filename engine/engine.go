@@ -76,6 +76,11 @@ type Engine struct {
 	// dimensionStates are the audit states of dimension rows, shared.
 	dimensionStates dimensionStates
 	queue           *queue
+	// dueClaimer is the store, when it can claim due items itself;
+	// dueClaimFailed says its last claim failed since the sweep loop
+	// last looked, which then claims the next backlog by id.
+	dueClaimer     wq.DueClaimer
+	dueClaimFailed atomic.Bool
 	// claims carries the producer's leased items to the workers; its
 	// capacity (ClaimBatch) bounds how many leases wait unheartbeated.
 	claims chan wq.Claim
@@ -177,6 +182,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.New("engine: started twice")
 	}
 	e.handled = slices.Clone(e.cfg.HandledTypes)
+	e.dueClaimer, _ = e.store.(wq.DueClaimer)
 	e.runCtx, e.cancelRun = context.WithCancel(context.WithoutCancel(ctx))
 	var sweepCtx context.Context
 	sweepCtx, e.sweepStop = context.WithCancel(e.runCtx)
@@ -289,33 +295,71 @@ func (e *Engine) Stop(ctx context.Context) {
 // (they count as being processed from then on, so the queue's rules hold:
 // one worker per id, a notify meanwhile re-runs it after), leases them in
 // one claim and hands the leased ones to the workers. Ids it could not
-// lease are done at once, as a failed single claim was. Several run side
-// by side (Start); each returns when the queue closes, and the last one
-// out closes the workers' channel.
+// lease are done at once, as a failed single claim was. With nothing
+// queued while the store holds a backlog (a full sweep) and can claim due
+// items itself (wq.DueClaimer), it claims up to ClaimBatch of those
+// instead. Several run side by side (Start); each returns when the queue
+// closes, and the last one out closes the workers' channel.
 func (e *Engine) produce(wg *sync.WaitGroup) {
 	defer wg.Done()
 	for {
-		ids, ok := e.queue.GetBatch(e.cfg.ClaimBatch)
+		ids, claimDue, ok := e.queue.Next(e.cfg.ClaimBatch)
 		if !ok {
 			return
 		}
-		claims, err := e.store.ClaimItems(e.runCtx, ids, e.handled, e.cfg.Owner, e.clock.Now(), e.cfg.Lease)
-		if err != nil && e.runCtx.Err() == nil {
-			e.log.Error("claim failed", "items", len(ids), "err", err)
-		}
-		claimed := make(map[wq.ItemID]bool, len(claims))
-		for _, c := range claims {
-			claimed[c.Lease.ItemID] = true
-		}
-		for _, id := range ids {
-			if !claimed[id] {
-				e.queue.Done(id) // not claimable: leased elsewhere, finished, gone
-			}
+		var claims []wq.Claim
+		if claimDue {
+			claims = e.claimDue()
+		} else {
+			claims = e.claimQueued(ids)
 		}
 		for _, c := range claims {
 			e.claims <- c
 		}
 	}
+}
+
+// claimQueued leases the queued ids it was given; the others are done.
+func (e *Engine) claimQueued(ids []wq.ItemID) []wq.Claim {
+	claims, err := e.store.ClaimItems(e.runCtx, ids, e.handled, e.cfg.Owner, e.clock.Now(), e.cfg.Lease)
+	if err != nil && e.runCtx.Err() == nil {
+		e.log.Error("claim failed", "items", len(ids), "err", err)
+	}
+	claimed := make(map[wq.ItemID]bool, len(claims))
+	for _, c := range claims {
+		claimed[c.Lease.ItemID] = true
+	}
+	for _, id := range ids {
+		if !claimed[id] {
+			e.queue.Done(id) // not claimable: leased elsewhere, finished, gone
+		}
+	}
+	return claims
+}
+
+// claimDue claims up to ClaimBatch due items from the store (queue.Next
+// said so) and returns those no worker of this engine holds already.
+func (e *Engine) claimDue() []wq.Claim {
+	claims, err := e.dueClaimer.ClaimDueItems(e.runCtx, e.cfg.Owner, e.handled, e.cfg.Owner, e.clock.Now(), e.cfg.Lease, e.cfg.ClaimBatch)
+	if err != nil && e.runCtx.Err() == nil {
+		e.log.Error("claim of due items failed", "err", err)
+		e.dueClaimFailed.Store(true)
+	}
+	ids := make([]wq.ItemID, len(claims))
+	for i, c := range claims {
+		ids[i] = c.Lease.ItemID
+	}
+	// A failed claim ends the backlog too: the next sweep finds it again.
+	taken := e.queue.ClaimedDue(ids, err == nil && len(claims) >= e.cfg.ClaimBatch)
+	kept := claims[:0]
+	for i, c := range claims {
+		if taken[i] {
+			kept = append(kept, c)
+		} else {
+			e.release(c.Lease) // its worker here outlived its lease: it runs once more after
+		}
+	}
+	return kept
 }
 
 func (e *Engine) work(name string) {
@@ -398,6 +442,24 @@ func (e *Engine) sweepLoop(ctx context.Context) {
 			e.log.Error("sweep failed", "err", err)
 		}
 		sweptOnce.Do(func() { close(e.swept) })
+		if n == e.cfg.SweepBatch && e.dueClaimer != nil && !e.dueClaimFailed.Swap(false) {
+			// More may be due: the claimers claim it from the store once
+			// they have taken this batch, until a claim comes back short,
+			// and then the sweep looks again (for more pending events or
+			// deferred rows than one sweep holds); until then sweeping
+			// would only find what they claim, but for the interval's
+			// sweep, which deferred rows due meanwhile wait for. After a
+			// failed claim, whose end of the backlog would send the loop
+			// round at once, one round claims by id (below).
+			select {
+			case <-ctx.Done():
+				return
+			case <-e.queue.SetBacklog():
+				continue
+			case <-ticker.Chan():
+				continue
+			}
+		}
 		if n == e.cfg.SweepBatch {
 			// More may be due: sweep again once the workers have taken most
 			// of this batch (queued ids would only be found again): fewer

@@ -25,6 +25,15 @@ type queue struct {
 	dones     uint64
 	sweeps    int
 	doneSince map[wq.ItemID]uint64
+
+	// backlog says the store may hold more due items than are queued (a
+	// sweep came back full) and can claim them itself (wq.DueClaimer):
+	// a claimer with nothing queued claims due items from the store
+	// (Next says so) until a claim comes back short. claimingDue counts
+	// those claims in flight; the queue is not idle while any runs.
+	backlog     bool
+	claimingDue int
+	backlogDone chan struct{} // closed when the backlog ends
 }
 
 func newQueue() *queue {
@@ -119,6 +128,98 @@ func (q *queue) GetBatch(n int) ([]wq.ItemID, bool) {
 	for len(q.items) == 0 && !q.closed {
 		q.cond.Wait()
 	}
+	return q.takeLocked(n)
+}
+
+// Next is GetBatch for a claimer that can also claim due items from the
+// store: it blocks until an id is queued, or the queue holds a backlog,
+// or it is closed (ok false). Queued ids come first, as GetBatch takes
+// them; with none queued and a backlog, it returns claimDue true, and
+// the caller claims up to n due items from the store, then calls
+// ClaimedDue with them, whatever the claim's outcome. One such claim
+// runs at a time: each goes on where the one before stopped, and two at
+// once would read the same items, one passing over the other's locks.
+func (q *queue) Next(n int) (ids []wq.ItemID, claimDue, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && !(q.backlog && q.claimingDue == 0) && !q.closed {
+		q.cond.Wait()
+	}
+	if len(q.items) == 0 && !q.closed {
+		q.claimingDue++
+		return nil, true, true
+	}
+	ids, ok = q.takeLocked(n)
+	return ids, false, ok
+}
+
+// SetBacklog says the store may hold more due items than are queued; the
+// channel it returns is closed when the backlog ends (a claim came back
+// short, or the queue closed).
+func (q *queue) SetBacklog() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	if !q.backlog {
+		q.backlog = true
+		q.backlogDone = make(chan struct{})
+		q.cond.Broadcast()
+	}
+	return q.backlogDone
+}
+
+// endBacklog ends the backlog; q.mu is held.
+func (q *queue) endBacklog() {
+	if q.backlog {
+		q.backlog = false
+		close(q.backlogDone)
+	}
+}
+
+// ClaimedDue ends a claim of due items (Next) that leased ids, and
+// reports whether it was full (as many as asked for): a short one ends
+// the backlog. The ids are being processed from now on, as if taken from
+// the queue, and leave it if queued; taken is false for an id that is
+// being processed already (its worker's lease ran out: the id is marked
+// dirty, to run once more after, and the caller gives back the new
+// lease), so that no two workers ever hold one id.
+func (q *queue) ClaimedDue(ids []wq.ItemID, full bool) (taken []bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.claimingDue--
+	if !full {
+		q.endBacklog()
+	}
+	taken = make([]bool, len(ids))
+	var unqueue map[wq.ItemID]bool
+	for i, id := range ids {
+		if q.processing[id] {
+			q.dirty[id] = true
+			continue
+		}
+		taken[i] = true
+		q.processing[id] = true
+		if q.dirty[id] {
+			delete(q.dirty, id)
+			if unqueue == nil {
+				unqueue = map[wq.ItemID]bool{}
+			}
+			unqueue[id] = true
+		}
+	}
+	if unqueue != nil {
+		q.items = slices.DeleteFunc(q.items, func(id wq.ItemID) bool { return unqueue[id] })
+	}
+	q.cond.Broadcast()
+	return taken
+}
+
+// takeLocked takes up to n queued ids; q.mu is held.
+func (q *queue) takeLocked(n int) ([]wq.ItemID, bool) {
 	if len(q.items) == 0 {
 		return nil, false
 	}
@@ -163,6 +264,7 @@ func (q *queue) Close() {
 	defer q.mu.Unlock()
 	q.closed = true
 	q.items = nil
+	q.endBacklog()
 	q.cond.Broadcast()
 }
 
@@ -191,7 +293,10 @@ func (q *queue) WaitBelow(ctx context.Context, n int) error {
 	return q.waitUntil(ctx, func() bool { return len(q.items) < n || q.closed })
 }
 
-// WaitIdle blocks until nothing is queued or being processed.
+// WaitIdle blocks until nothing is queued or being processed, and no
+// backlog waits in the store.
 func (q *queue) WaitIdle(ctx context.Context) error {
-	return q.waitUntil(ctx, func() bool { return len(q.items) == 0 && len(q.processing) == 0 })
+	return q.waitUntil(ctx, func() bool {
+		return len(q.items) == 0 && len(q.processing) == 0 && (q.closed || !q.backlog && q.claimingDue == 0)
+	})
 }

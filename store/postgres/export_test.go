@@ -8,6 +8,9 @@ const DueItemsSQL = dueItemsSQL
 // ClaimSQL is the batch claim's statement, for the plan test.
 var ClaimSQL = claimSQL
 
+// ClaimDueSQL is the claim of due items, for the plan test.
+var ClaimDueSQL = claimDueSQL
+
 // ReadBackSQL are the statements that read a new item back, for the plan
 // tests.
 var ReadBackSQL = []string{readBackItemSQL, readBackDimensionsSQL}

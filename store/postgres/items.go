@@ -550,6 +550,7 @@ const sweepLive = 5 * time.Minute
 // whose ids run from from to to (shareBounds).
 type sweep struct {
 	start         [16]byte
+	lo, hi        *[16]byte // the ready set's span (nil: empty)
 	from, to      *[16]byte
 	shares, share int
 }
@@ -574,7 +575,7 @@ func (s *Store) sweepStart(ctx context.Context, instance string, types []string,
 		instance, types, now.Add(-sweepLive).UTC()).Scan(&lo, &hi, &others, &below); err != nil {
 		return sweep{}, fmt.Errorf("find due items: the ready set's span: %w", translate(err))
 	}
-	sw := sweep{shares: others + 1, share: below}
+	sw := sweep{shares: others + 1, share: below, lo: lo, hi: hi}
 	if lo == nil || hi == nil {
 		return sw, nil
 	}

@@ -112,6 +112,8 @@ func checkPlans(t *testing.T, conn *pgxpool.Conn) {
 		"sweep": {"text[], timestamptz, int, uuid, uuid, uuid, bool", postgres.DueItemsSQL, "'{mr}', now(), 1000, " + id + ", " + id + ", NULL, false"},
 		"claim": {"uuid[], text[], timestamptz, timestamptz, text", postgres.ClaimSQL,
 			"ARRAY[" + id + "]::uuid[], '{mr}', now(), now(), 'o'"},
+		"claim due": {"text[], timestamptz, timestamptz, text, int, uuid, uuid, uuid", postgres.ClaimDueSQL,
+			"'{mr}', now(), now(), 'o', 250, " + id + ", '00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-ffff-ffff-ffffffffffff'"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			stmt := "plan_" + strings.ReplaceAll(name, " ", "_")
@@ -164,6 +166,22 @@ func checkPlans(t *testing.T, conn *pgxpool.Conn) {
 			}
 			if name == "sweep" && (strings.Contains(text, "Merge") || strings.Contains(text, "Hash Join")) {
 				t.Errorf("the sweep joins the ready items to all items:\n%s", text)
+			}
+			// The claim of due items reads the ready set as the sweep does,
+			// each range of an index with a limit of its own, and looks
+			// each ready item up. Its due retries come from their own
+			// index: with the share's range beside retry_after, the generic
+			// plan read the whole ready set by its key to find none.
+			if name == "claim due" {
+				if strings.Count(text, "Limit") < 3 {
+					t.Errorf("the claim's reads of the ready set are not limited:\n%s", text)
+				}
+				if !strings.Contains(text, "work_item_ready_retry") {
+					t.Errorf("the claim does not read the due retries from their index:\n%s", text)
+				}
+				if strings.Contains(text, "Merge") || strings.Contains(text, "Hash Join") {
+					t.Errorf("the claim joins the ready items to all items:\n%s", text)
+				}
 			}
 			// The claim finds its rows by id alone: an index on type and
 			// phase, chosen on a guess that few items are active, walked

@@ -43,6 +43,9 @@ type Store struct {
 	chains       migration.Registry // item types' migrations (AddMigrations)
 	// coalescedReads counts single-row reads that shared a batch.
 	coalescedReads atomic.Int64
+	// shares are the instances' shares of the ready set, as claims of
+	// due items use them (ClaimDueItems).
+	shares shareCache
 }
 
 var _ wq.Store = (*Store)(nil)

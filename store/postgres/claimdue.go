@@ -127,8 +127,9 @@ func before(id [16]byte) [16]byte {
 	return id
 }
 
-// claimDue runs claimDueSQL on a range of ids, and reads the dimensions of the claimed items that have any. The
-// claims come in the order of their ids.
+// claimDue runs claimDueSQL on a range of ids, and reads the dimensions
+// of the claimed items that have any. The claims come in the order of
+// their ids.
 func (s *Store) claimDue(ctx context.Context, types []string, owner string, now time.Time, d time.Duration, limit int, r idRange) ([]wq.Claim, error) {
 	until := now.Add(d).UTC()
 	rows, err := s.pool.Query(ctx, claimDueSQL, types, until, now.UTC(), owner, limit, r.start, r.lo, r.hi)
@@ -187,10 +188,15 @@ func (s *Store) claimDue(ctx context.Context, types []string, owner string, now 
 	return out, nil
 }
 
-// releaseAll gives back the leases of claims, best effort.
+// releaseAll gives back the leases of claims, best effort, within a few
+// seconds (a lease not given back expires).
 func (s *Store) releaseAll(ctx context.Context, claims []wq.Claim) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
 	for _, c := range claims {
-		_ = s.ReleaseLease(ctx, c.Lease)
+		if s.ReleaseLease(ctx, c.Lease) != nil {
+			return
+		}
 	}
 }
 

@@ -118,19 +118,8 @@ func TestRacingClaimsOfDueItemsLeaseEveryItemOnce(t *testing.T) {
 	url := testdb.URL(t, store.KindPostgres)
 	pg := testdb.OpenURL(t, url).Queue.(*postgres.Store)
 	now := time.Now()
-	var all []wq.ItemID
-	for range 300 {
-		it, err := pg.CreateItem(ctx, wq.NewItem{ItemType: "test"}, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, it.ID)
-	}
-	for _, instance := range []string{"a", "b"} {
-		if err := pg.RecordHandlers(ctx, instance, []string{"test"}, now); err != nil {
-			t.Fatal(err)
-		}
-	}
+	all := createItems(t, pg, 300, now)
+	recordInstances(t, pg, now, "a", "b")
 	var (
 		mu      sync.Mutex
 		claimed = map[wq.ItemID]string{}
@@ -178,19 +167,8 @@ func TestAClaimOfDueItemsTakesItsOwnShareFirst(t *testing.T) {
 	ctx := context.Background()
 	pg := testdb.Open(t, store.KindPostgres).Queue.(*postgres.Store)
 	now := time.Now()
-	var all []wq.ItemID
-	for range 100 {
-		it, err := pg.CreateItem(ctx, wq.NewItem{ItemType: "test"}, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, it.ID)
-	}
-	for _, instance := range []string{"a", "b"} {
-		if err := pg.RecordHandlers(ctx, instance, []string{"test"}, now); err != nil {
-			t.Fatal(err)
-		}
-	}
+	all := createItems(t, pg, 100, now)
+	recordInstances(t, pg, now, "a", "b")
 	// The sweep's split, which share_test pins down: a's share is the
 	// lower half of the ready set's span, on the ids' leading 64 bits.
 	first, last := slices.MinFunc(all, compareIDs), slices.MaxFunc(all, compareIDs)
@@ -214,7 +192,6 @@ func TestAClaimOfDueItemsTakesItsOwnShareFirst(t *testing.T) {
 			taken = append(taken, c.Lease.ItemID)
 		}
 	}
-	slices.SortFunc(all, compareIDs)
 	if !slices.Equal(slices.SortedFunc(slices.Values(taken), compareIDs), all) {
 		t.Fatalf("a's claims took %d of %d items", len(taken), len(all))
 	}

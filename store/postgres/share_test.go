@@ -22,14 +22,7 @@ func TestInstancesSweepTheirOwnShareOfTheReadySetFirst(t *testing.T) {
 	ctx := context.Background()
 	pg := testdb.Open(t, store.KindPostgres).Queue.(*postgres.Store)
 	now := time.Now()
-	var all []wq.ItemID
-	for range 200 {
-		it, err := pg.CreateItem(ctx, wq.NewItem{ItemType: "test"}, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, it.ID)
-	}
+	all := createItems(t, pg, 200, now)
 	// share is what the store splits on: the ready set's span of ids, on
 	// their leading 64 bits, cut in equal ranges, one for each live
 	// instance in name order.
@@ -58,11 +51,7 @@ func TestInstancesSweepTheirOwnShareOfTheReadySetFirst(t *testing.T) {
 	if got := due("a", 1000); !slices.Equal(sorted(got), sorted(all)) {
 		t.Fatalf("instance a alone found %d of %d items", len(got), len(all))
 	}
-	for _, instance := range []string{"a", "b"} {
-		if err := pg.RecordHandlers(ctx, instance, []string{"test"}, now); err != nil {
-			t.Fatal(err)
-		}
-	}
+	recordInstances(t, pg, now, "a", "b")
 	var a, b []wq.ItemID // each instance's own share
 	for _, id := range all {
 		if share(id, 2) == 0 {
@@ -109,6 +98,33 @@ func TestInstancesSweepTheirOwnShareOfTheReadySetFirst(t *testing.T) {
 	}
 	if got := due("a", 1000); !slices.Equal(sorted(got), sorted(a)) {
 		t.Errorf("a, b gone, found %d items, want the %d not leased", len(got), len(a))
+	}
+}
+
+// createItems creates n items of type test at now, in the order of their
+// ids.
+func createItems(t *testing.T, pg *postgres.Store, n int, now time.Time) []wq.ItemID {
+	t.Helper()
+	ids := make([]wq.ItemID, n)
+	for i := range ids {
+		it, err := pg.CreateItem(context.Background(), wq.NewItem{ItemType: "test"}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = it.ID
+	}
+	slices.SortFunc(ids, compareIDs)
+	return ids
+}
+
+// recordInstances says that each of instances handled type test at now,
+// so that each has a share of the ready set.
+func recordInstances(t *testing.T, pg *postgres.Store, now time.Time, instances ...string) {
+	t.Helper()
+	for _, instance := range instances {
+		if err := pg.RecordHandlers(context.Background(), instance, []string{"test"}, now); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

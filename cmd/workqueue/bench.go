@@ -358,6 +358,12 @@ type engineResult struct {
 	// spent (user and system), so that the rest is the database's and the
 	// kernel's.
 	ProcessCPUMsPer1000 float64 `json:"process_cpu_ms_per_1000"`
+	// SteadyItemsPerSecond (--instances only) is the rate from the moment
+	// the instances together had acted on a tenth of the items to the
+	// end: what they sustain once their processes, heaps and connections
+	// have started, which a burn-down of a second or two is a large part
+	// of, and a part that grows with the number of processes.
+	SteadyItemsPerSecond float64 `json:"steady_items_per_second,omitempty"`
 	// OverlappingExecutions counts executions of an item that began while
 	// another execution of it was running (in any instance): zero unless
 	// the leases failed to fence.

@@ -296,6 +296,10 @@ func (b *bench) engineInstances(ctx context.Context, items, workers, instances i
 		start      time.Time
 		lastReport time.Time
 		stopped    bool
+		// tenth is when the instances together had acted on a tenth of
+		// the items, and on how many (steadyRate).
+		tenth     time.Time
+		tenthDone int64
 	)
 	count := func(f func(p *benchInstance) bool) (n int) {
 		for _, p := range procs {
@@ -347,7 +351,11 @@ func (b *bench) engineInstances(ctx context.Context, items, workers, instances i
 			for _, p := range procs {
 				done += p.acted
 			}
-			if now := time.Now(); now.Sub(lastReport) >= 2*time.Second {
+			now := time.Now()
+			if tenth.IsZero() && done*10 >= int64(items) {
+				tenth, tenthDone = now, done
+			}
+			if now.Sub(lastReport) >= 2*time.Second {
 				lastReport = now
 				b.reportBurnDown(done, items, now.Sub(start))
 			}
@@ -401,7 +409,17 @@ func (b *bench) engineInstances(ctx context.Context, items, workers, instances i
 		ElapsedSeconds: m.elapsed.Seconds(), ItemsPerSecond: float64(items) / m.elapsed.Seconds(),
 		PeakRSSBytes: slices.Max(peaks), InstancePeakRSSBytes: peaks,
 		CPUMsPer1000: machinecpu.PerThousand(m.busy, items), ProcessCPUMsPer1000: machinecpu.PerThousand(cpu, items),
+		SteadyItemsPerSecond:  steadyRate(int64(items)-tenthDone, start.Add(m.elapsed).Sub(tenth)),
 		OverlappingExecutions: countOverlaps(executions)}, nil
+}
+
+// steadyRate is n items over d, or 0 when d is not a duration to divide
+// by (the whole run fell within one progress report).
+func steadyRate(n int64, d time.Duration) float64 {
+	if d <= 0 || n <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
 }
 
 // readInstance sends what instance i says, line by line, then its end,

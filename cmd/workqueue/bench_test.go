@@ -225,6 +225,10 @@ func TestBenchEngineWithTwoInstancesWorksEachItemOnce(t *testing.T) {
 		if got.ProcessCPUMsPer1000 <= 0 {
 			t.Errorf("the instances' CPU per 1,000 items: %v, want their time reported", got.ProcessCPUMsPer1000)
 		}
+		// And the rate once a tenth of the items were acted on.
+		if got.SteadyItemsPerSecond <= 0 {
+			t.Errorf("steady rate %v items/s: want the rate after the first tenth reported", got.SteadyItemsPerSecond)
+		}
 		phases, actionable := countItems(t, url, benchItemType)
 		if diff := cmp.Diff(map[wq.Phase]int64{wq.PhaseActive: 300}, phases); diff != "" || actionable != 0 {
 			t.Errorf("bench items by phase (-want +got):\n%s\nactionable: %d, want 0", diff, actionable)

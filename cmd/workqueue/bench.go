@@ -69,6 +69,7 @@ same PostgreSQL and prints the ratio.`,
 func newBenchEngineCommand() *cobra.Command {
 	var (
 		items, workers, instances, claimBatch int
+		actionTime                            time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "engine",
@@ -96,6 +97,11 @@ are counted; it must print 0 (the run fails on any other sign that an
 item was worked twice). With --instances K, --cpuprofile and --memprofile
 name no file of their own: instance i writes FILE.i, from go to idle.
 
+With --action-time D each action waits D before its write, as an action
+that calls a forge waits for the forge: the instances are then limited
+by their workers, not by the database, and a second instance shows what
+it adds on a database with headroom.
+
 The type exists only inside this command; serve never registers it. The
 engine runs with the product's processing defaults (workers from
 --workers); audit entries are discarded, so that the figure is the
@@ -115,13 +121,16 @@ engine's and the database's. The items stay in the database, idle.`,
 			if claimBatch < 1 || claimBatch > 1000 {
 				return usageError{fmt.Errorf("--claim-batch: want 1 to 1000 (processing.claim_batch), got %d", claimBatch)}
 			}
+			if err := checkActionTime(actionTime); err != nil {
+				return err
+			}
 			// --instances, even 1: each instance a process of its own, which
 			// writes its own profiles (engineInstances): FILE.i, not FILE.
 			processes := cmd.Flags().Changed("instances")
 			if processes {
 				b.dropProfileFiles()
 			}
-			b.claimBatch = claimBatch
+			b.claimBatch, b.actionTime = claimBatch, actionTime
 			r, err := b.engine(cmd.Context(), items, workers, instances, processes)
 			if err != nil {
 				return err
@@ -140,7 +149,21 @@ engine's and the database's. The items stay in the database, idle.`,
 	cmd.Flags().IntVar(&instances, "instances", 1, "engines sharing the database, each a process of its own (without the flag: one engine, in this process)")
 	cmd.Flags().IntVar(&claimBatch, "claim-batch", config.Default().Processing.ClaimBatch,
 		"items claimed in one statement (processing.claim_batch)")
+	cmd.Flags().DurationVar(&actionTime, "action-time", 0,
+		"how long each action takes before its write, as a forge call would (0: a no-op, the engine's own cost; at most 1m)")
 	return cmd
+}
+
+// maxActionTime bounds --action-time well below a lease (processing's
+// lease of minutes): an action that outlived its lease would be fenced.
+const maxActionTime = time.Minute
+
+// checkActionTime validates --action-time.
+func checkActionTime(d time.Duration) error {
+	if d < 0 || d > maxActionTime {
+		return usageError{fmt.Errorf("--action-time: want 0 to %v, got %v", maxActionTime, d)}
+	}
+	return nil
 }
 
 func newBenchSubmitCommand() *cobra.Command {
@@ -196,6 +219,9 @@ type bench struct {
 	progress io.Writer
 	// bench engine's knobs
 	claimBatch int
+	// actionTime is how long each action takes before its write, as a
+	// call to a forge would: 0, a no-op.
+	actionTime time.Duration
 	cpuProfile *os.File // nil: no profile
 	memProfile *os.File // nil: no profile
 	// The profiles' paths: bench engine --instances K has instance i
@@ -376,7 +402,7 @@ const benchItemType = "bench"
 // benchType is an item type with one no-op action: the decider asks for
 // "act" until needs_act is false, and "act" sets it false. It is
 // registered only by bench engine. rec sees every execution.
-func benchType(rec *overlapRecorder) wq.ItemType {
+func benchType(rec *overlapRecorder, actionTime time.Duration) wq.ItemType {
 	return wq.ItemType{
 		Name: benchItemType,
 		Decide: func(it *wq.Item, now time.Time) string {
@@ -387,6 +413,15 @@ func benchType(rec *overlapRecorder) wq.ItemType {
 		},
 		Executors: map[string]wq.Executor{"act": func(ctx context.Context, x *wq.Execution) error {
 			defer rec.enter(x.Item.ID)()
+			if actionTime > 0 {
+				t := time.NewTimer(actionTime)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					return ctx.Err()
+				}
+			}
 			return x.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{
 				{DimensionKey: wq.DimensionKey{Dimension: "needs_act"}, Status: wq.StatusFalse}}})
 		}},
@@ -520,7 +555,7 @@ func (b *bench) newBenchEngine(ctx context.Context, s wq.Store, workers, index i
 	if err != nil {
 		return nil, err
 	}
-	e.Register(benchType(rec))
+	e.Register(benchType(rec, b.actionTime))
 	return e, nil
 }
 

@@ -71,6 +71,7 @@ type instanceReport struct {
 
 func newBenchEngineInstanceCommand() *cobra.Command {
 	var workers, claimBatch, index int
+	var actionTime time.Duration
 	cmd := &cobra.Command{
 		Use:    benchInstanceCommand,
 		Short:  "One instance of bench engine --instances, which starts it and talks to it on stdin and stdout",
@@ -89,13 +90,17 @@ func newBenchEngineInstanceCommand() *cobra.Command {
 				return err
 			}
 			defer b.close()
-			b.claimBatch = claimBatch
+			if err := checkActionTime(actionTime); err != nil {
+				return err
+			}
+			b.claimBatch, b.actionTime = claimBatch, actionTime
 			return b.engineInstance(cmd.Context(), cmd.InOrStdin(), workers, index)
 		},
 	}
 	cmd.Flags().IntVar(&workers, "workers", 1, "engine workers")
 	cmd.Flags().IntVar(&claimBatch, "claim-batch", 1, "items claimed in one statement")
 	cmd.Flags().IntVar(&index, "instance", 0, "the instance's number, part of its lease owner")
+	cmd.Flags().DurationVar(&actionTime, "action-time", 0, "how long each action takes before its write")
 	return cmd
 }
 
@@ -259,7 +264,8 @@ func (b *bench) engineInstances(ctx context.Context, items, workers, instances i
 	}()
 	for i := range procs {
 		args := []string{"bench", benchInstanceCommand, "--database", b.url,
-			"--workers", strconv.Itoa(workers), "--claim-batch", strconv.Itoa(b.claimBatch), "--instance", strconv.Itoa(i)}
+			"--workers", strconv.Itoa(workers), "--claim-batch", strconv.Itoa(b.claimBatch), "--instance", strconv.Itoa(i),
+			"--action-time", b.actionTime.String()}
 		for _, p := range [...]struct{ flag, path string }{{"--cpuprofile", b.cpuProfilePath}, {"--memprofile", b.memProfilePath}} {
 			if p.path != "" {
 				args = append(args, p.flag, fmt.Sprintf("%s.%d", p.path, i))

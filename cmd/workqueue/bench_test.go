@@ -87,6 +87,49 @@ func TestBenchEngineActsOnEveryItemAndLeavesNoneActionable(t *testing.T) {
 	})
 }
 
+// --action-time stands for a forge call: each action waits that long
+// before its write, in this process and in every instance's, so that a
+// burn-down is bounded by its workers. 12 items of 100 ms on 2 workers
+// (in one engine, or one worker in each of two instances) cannot take
+// less than 6 actions' time.
+func TestBenchEngineActionsTakeTheActionTime(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"in this process", []string{"--workers", "2"}},
+		{"in two instances", []string{"--workers", "1", "--instances", "2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := "sqlite://" + filepath.Join(t.TempDir(), "wq.db")
+			var got engineResult
+			runBench(t, &got, append([]string{"bench", "engine", "--database", url, "--items", "12", "--action-time", "100ms", "-o", "json"}, tc.args...)...)
+			if got.OverlappingExecutions != 0 {
+				t.Errorf("%d overlapping executions, want 0", got.OverlappingExecutions)
+			}
+			if got.ElapsedSeconds < 0.6 {
+				t.Errorf("12 actions of 100 ms on 2 workers took %.3f s, want at least 0.6: the action time was not waited", got.ElapsedSeconds)
+			}
+			if phases, actionable := countItems(t, url, benchItemType); phases[wq.PhaseActive] != 12 || actionable != 0 {
+				t.Errorf("bench items by phase %v, %d actionable: want 12 active and none actionable", phases, actionable)
+			}
+		})
+	}
+}
+
+func TestBenchEngineRefusesAnActionTimeOutOfRange(t *testing.T) {
+	t.Parallel()
+	for _, d := range []string{"-1s", "2m", "soon"} {
+		var stdout, stderr strings.Builder
+		cmd := newRootCommand(&stdout, &stderr)
+		cmd.SetArgs([]string{"bench", "engine", "--items", "1", "--action-time", d})
+		err := cmd.ExecuteContext(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "--action-time") || stdout.String() != "" {
+			t.Errorf("--action-time %s: err %v, stdout %q; want a refusal naming --action-time before anything starts", d, err, stdout.String())
+		}
+	}
+}
+
 func TestBenchSubmitQueuesEverySubmissionWithoutProcessingIt(t *testing.T) {
 	testdb.EachKind(t, func(t *testing.T, kind string) {
 		url := testdb.URL(t, kind)
@@ -361,6 +404,7 @@ func TestABenchInstanceRefusesNonsenseFlags(t *testing.T) {
 	url := "sqlite://" + filepath.Join(t.TempDir(), "wq.db")
 	for _, args := range [][]string{
 		{"--workers", "0"}, {"--claim-batch", "0"}, {"--claim-batch", "1001"}, {"--instance", "-1"},
+		{"--action-time", "-1ms"}, {"--action-time", "61s"},
 	} {
 		var stdout, stderr strings.Builder
 		cmd := newRootCommand(&stdout, &stderr)

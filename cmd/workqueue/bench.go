@@ -150,13 +150,14 @@ engine's and the database's. The items stay in the database, idle.`,
 	cmd.Flags().IntVar(&claimBatch, "claim-batch", config.Default().Processing.ClaimBatch,
 		"items claimed in one statement (processing.claim_batch)")
 	cmd.Flags().DurationVar(&actionTime, "action-time", 0,
-		"how long each action takes before its write, as a forge call would (0: a no-op, the engine's own cost; at most 1m)")
+		"how long each action takes before its write, as a forge call would (0: a no-op, the engine's own cost; at most 10s)")
 	return cmd
 }
 
-// maxActionTime bounds --action-time well below a lease (processing's
-// lease of minutes): an action that outlived its lease would be fenced.
-const maxActionTime = time.Minute
+// maxActionTime bounds --action-time at a slow forge call's time: it
+// catches a unit mistaken (20s for 20ms), and keeps every action well
+// inside processing's lease and item deadline (60 s each by default).
+const maxActionTime = 10 * time.Second
 
 // checkActionTime validates --action-time.
 func checkActionTime(d time.Duration) error {

@@ -419,8 +419,8 @@ func (b *bench) engineInstances(ctx context.Context, items, workers, instances i
 		OverlappingExecutions: countOverlaps(executions)}, nil
 }
 
-// steadyRate is n items over d, or 0 when d is not a duration to divide
-// by (the whole run fell within one progress report).
+// steadyRate is n items over d, or 0 when either is not positive: the
+// tenth was reached only by the run's last progress report.
 func steadyRate(n int64, d time.Duration) float64 {
 	if d <= 0 || n <= 0 {
 		return 0

@@ -540,3 +540,11 @@ type CIJobs interface {
 	// one). Permanent if the forge says the job cannot be retried.
 	RetryJob(ctx context.Context, project string, pipelineID, jobID int64) (int64, error)
 }
+
+// DefaultBrancher is the optional capability of a forge that reads a
+// repository's default branch: the outbound policy's target of a project
+// that sets no target_branches (package policy). Both shipped kinds have
+// it; NotFound for a missing repository.
+type DefaultBrancher interface {
+	DefaultBranch(ctx context.Context, project string) (string, error)
+}

@@ -166,6 +166,7 @@ func Default() Config {
 			NoteMinInterval:       Duration(time.Minute),
 			BulkReconcileInterval: Duration(2 * time.Minute),
 			ManagedLabel:          "managed-by-workqueue",
+			ReviewLabel:           DefaultReviewLabel,
 		},
 		ControlPlane: defaultControlPlane(),
 		Metrics:      Metrics{Enabled: true},

@@ -324,9 +324,11 @@ func TestControlPlaneDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Agent-only callers need an assignment unless the file says
-	// otherwise (issue 25).
+	// otherwise (issue 25); the labels are the ones the example shows as
+	// defaults (issue 48).
 	want := config.ControlPlane{SyncInterval: config.Duration(10 * time.Minute), LeaseTTL: config.Duration(30 * time.Minute),
-		SessionTTL: config.Duration(15 * time.Minute), RequireAssignment: true, MaxCheckpointsPerSession: 50}
+		SessionTTL: config.Duration(15 * time.Minute), RequireAssignment: true, MaxCheckpointsPerSession: 50,
+		BlockedLabels: []string{"do-not-automate"}, PriorityLabels: []string{"priority/high", "priority/medium"}}
 	if diff := cmp.Diff(want, cfg.ControlPlane); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

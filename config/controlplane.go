@@ -56,6 +56,7 @@ const minTTL = time.Minute
 func defaultControlPlane() ControlPlane {
 	return ControlPlane{SyncInterval: Duration(10 * time.Minute), LeaseTTL: Duration(30 * time.Minute),
 		SessionTTL: Duration(15 * time.Minute), RequireAssignment: true,
+		BlockedLabels: []string{"do-not-automate"}, PriorityLabels: []string{"priority/high", "priority/medium"},
 		MaxCheckpointsPerSession: 50}
 }
 

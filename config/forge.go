@@ -73,7 +73,44 @@ type Project struct {
 	// request is merged or the item is cancelled, if the branch head is
 	// still the commit the service pushed. Unset: true.
 	DeleteSourceBranch *bool `yaml:"delete_source_branch"`
+	// ProtectedPaths is what happens to a change touching a file that
+	// configures CI, automation, code ownership or agents' instructions
+	// (the built-in list of docs/policy.md, plus add): refused (the
+	// default), opened for a person's review, or allowed.
+	ProtectedPaths ProtectedPaths `yaml:"protected_paths"`
+	// TargetBranches are the globs a change may target. Unset: the
+	// repository's default branch only. A branch under branch_prefix, or
+	// another change's source branch, is never a target.
+	TargetBranches []string `yaml:"target_branches"`
+	// CallerLabels are the labels (globs) callers may put on their merge
+	// requests. Unset: none for agent-only callers, any existing label for
+	// others. The labels that steer the control plane (blocked, priority)
+	// and the service's own are never a caller's.
+	CallerLabels *[]string `yaml:"caller_labels"`
+	// CreateLabels lets the service make a label the repository lacks
+	// (off: a caller's label must exist on the forge).
+	CreateLabels bool `yaml:"create_labels"`
 }
+
+// ProtectedPaths configures a project's protected paths.
+type ProtectedPaths struct {
+	// Mode is refuse (the default), review or allow.
+	Mode string `yaml:"mode"`
+	// Add are more protected paths (doublestar globs, matched without
+	// regard to case, as the built-in ones).
+	Add []string `yaml:"add"`
+}
+
+// Modes of protected_paths.mode.
+const (
+	ProtectedRefuse = "refuse"
+	ProtectedReview = "review"
+	ProtectedAllow  = "allow"
+)
+
+// DefaultReviewLabel is mr.review_label's default: the label of a merge
+// request that waits for a person's review of its protected paths.
+const DefaultReviewLabel = "workqueue-review"
 
 // DefaultBranchPrefix is the branch prefix of a project that sets none.
 const DefaultBranchPrefix = "workqueue/"
@@ -106,6 +143,10 @@ type MR struct {
 	// lost webhook is noticed within it (0: never; default 2m).
 	BulkReconcileInterval Duration `yaml:"bulk_reconcile_interval"`
 	ManagedLabel          string   `yaml:"managed_label"`
+	// ReviewLabel marks a merge request whose protected paths wait for a
+	// person's approval (protected_paths.mode: review); the service never
+	// merges it on its own.
+	ReviewLabel string `yaml:"review_label"`
 }
 
 var forgeName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -146,6 +187,28 @@ func (c Config) validateForges(bad func(field, format string, args ...any)) {
 		if pre := p.SourceBranchPrefix(); pre != "" && !branchPrefix.MatchString(pre) {
 			bad(field+".branch_prefix", "want the start of a branch name such as workqueue/ or bot-, got %q", pre)
 		}
+		switch p.ProtectedPaths.Mode {
+		case "", ProtectedRefuse, ProtectedReview, ProtectedAllow:
+		default:
+			bad(field+".protected_paths.mode", "want refuse, review or allow, got %q", p.ProtectedPaths.Mode)
+		}
+		for j, g := range p.ProtectedPaths.Add {
+			if g == "" || !doublestar.ValidatePattern(g) {
+				bad(fmt.Sprintf("%s.protected_paths.add[%d]", field, j), "invalid glob %q", g)
+			}
+		}
+		for j, g := range p.TargetBranches {
+			if g == "" || !doublestar.ValidatePattern(g) {
+				bad(fmt.Sprintf("%s.target_branches[%d]", field, j), "invalid glob %q", g)
+			}
+		}
+		if p.CallerLabels != nil {
+			for j, g := range *p.CallerLabels {
+				if strings.TrimSpace(g) == "" || !doublestar.ValidatePattern(g) {
+					bad(fmt.Sprintf("%s.caller_labels[%d]", field, j), "want a label name or glob, got %q", g)
+				}
+			}
+		}
 		for j, g := range p.BlockedPaths {
 			if g == "" || !doublestar.ValidatePattern(g) {
 				bad(fmt.Sprintf("%s.blocked_paths[%d]", field, j), "invalid glob %q", g)
@@ -182,6 +245,9 @@ func (c Config) validateForges(bad func(field, format string, args ...any)) {
 	}
 	if strings.ContainsAny(c.MR.ManagedLabel, ",\n") || len(c.MR.ManagedLabel) > 100 {
 		bad("mr.managed_label", "want a label name without commas, got %q", c.MR.ManagedLabel)
+	}
+	if c.MR.ReviewLabel == "" || strings.ContainsAny(c.MR.ReviewLabel, ",\n") || len(c.MR.ReviewLabel) > 100 || c.MR.ReviewLabel == c.MR.ManagedLabel {
+		bad("mr.review_label", "want a label name without commas, other than managed_label, got %q", c.MR.ReviewLabel)
 	}
 }
 

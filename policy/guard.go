@@ -1,0 +1,266 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying the caller its forge writes are made
+// for: a guarded forge (Guard) checks them as that caller's.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerOf returns the caller ctx carries; without one, the service
+// itself (Caller.Service): what depends on a caller was checked where
+// the work was accepted, and what the forge receives is checked again.
+func CallerOf(ctx context.Context) Caller {
+	if c, ok := ctx.Value(callerKey{}).(Caller); ok {
+		return c
+	}
+	return Caller{Service: true}
+}
+
+// Projects resolves a repository's outbound policy; a repository no
+// configuration names gets the defaults (the zero Project).
+type Projects func(project string) Project
+
+// defaultBranchFor is how long a repository's default branch is kept.
+const defaultBranchFor = 5 * time.Minute
+
+// Guard returns f with every write passing Check before the adapter is
+// called: the only form in which serve hands a forge to the item types,
+// the control plane and the incident bridge (policy.Open builds it), so
+// that nothing writes to a forge around the policy. Reads pass through.
+// A refused write is a permanent *wq.ForgeError wrapping the refusals,
+// and the adapter is not called.
+func Guard(name string, f wq.Forge, projects Projects) wq.Forge {
+	g := &guard{Forge: f, name: name, projects: projects, now: time.Now}
+	if ci, ok := f.(wq.CIJobs); ok {
+		return &guardCI{guard: g, ci: ci}
+	}
+	return g
+}
+
+type guard struct {
+	wq.Forge
+	name     string
+	projects Projects
+	now      func() time.Time
+
+	mu       sync.Mutex
+	defaults map[string]cachedBranch
+}
+
+type cachedBranch struct {
+	branch string
+	at     time.Time
+}
+
+// Unguarded returns the adapter behind a guarded forge (f itself
+// otherwise), for tests that need to act as a person would.
+func Unguarded(f wq.Forge) wq.Forge {
+	switch g := f.(type) {
+	case *guard:
+		return g.Forge
+	case *guardCI:
+		return g.Forge
+	}
+	return f
+}
+
+// check runs Check for the caller ctx carries, and refuses as the forge
+// would refuse for good.
+func (g *guard) check(ctx context.Context, w Write) error {
+	c := CallerOf(ctx)
+	p := g.projects(w.Project)
+	if w.TargetBranch != "" && len(p.TargetBranches) == 0 && (w.Op == OpCommit || w.Op == OpOpenMR) {
+		def, err := g.defaultBranch(ctx, w.Project)
+		if err != nil {
+			return err
+		}
+		w.DefaultBranch = def
+	}
+	d := Check(c, p, w)
+	if (w.Op == OpCommit || w.Op == OpDeleteBranch) && p.BranchPrefix != "" && !strings.HasPrefix(w.SourceBranch, p.BranchPrefix) {
+		d.Refusals = append(d.Refusals, &wq.Refusal{Index: -1, Field: "source_branch", Rule: RuleSourceNotOwned,
+			Message: fmt.Sprintf("%q does not start with the branch prefix %q: the service writes only branches it owns", w.SourceBranch, p.BranchPrefix)})
+	}
+	if err := d.Err(); err != nil {
+		return &wq.ForgeError{Kind: wq.ForgePermanent, Op: fmt.Sprintf("policy: %s %s on %s", w.Op, w.Project, g.name),
+			Message: "refused by the outbound policy: " + err.Error(), Err: err}
+	}
+	return nil
+}
+
+// RuleSourceNotOwned refuses a push to, or the deletion of, a branch
+// outside the project's branch prefix.
+const RuleSourceNotOwned = "branch_not_owned"
+
+// defaultBranch reads project's default branch, kept a few minutes; ""
+// where the forge cannot say (then only target_branches bind).
+func (g *guard) defaultBranch(ctx context.Context, project string) (string, error) {
+	db, ok := g.Forge.(wq.DefaultBrancher)
+	if !ok {
+		return "", nil
+	}
+	g.mu.Lock()
+	c, hit := g.defaults[project]
+	g.mu.Unlock()
+	if hit && g.now().Sub(c.at) < defaultBranchFor {
+		return c.branch, nil
+	}
+	branch, err := db.DefaultBranch(ctx, project)
+	if err != nil {
+		return "", err
+	}
+	g.mu.Lock()
+	if g.defaults == nil {
+		g.defaults = map[string]cachedBranch{}
+	}
+	g.defaults[project] = cachedBranch{branch: branch, at: g.now()}
+	g.mu.Unlock()
+	return branch, nil
+}
+
+// DefaultBranch reads through the guard's cache (wq.DefaultBrancher), so
+// that a submission's check and the push's share one read.
+func (g *guard) DefaultBranch(ctx context.Context, project string) (string, error) {
+	return g.defaultBranch(ctx, project)
+}
+
+func (g *guard) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commit, error) {
+	w := Write{Op: OpCommit, Project: req.Project, SourceBranch: req.Branch, TargetBranch: req.Base, Message: req.Message}
+	for _, ch := range req.Changes {
+		content := ch.Content
+		if content == nil && (ch.Action == "create" || ch.Action == "update") {
+			content = []byte{}
+		}
+		w.Files = append(w.Files, File{Action: ch.Action, Path: ch.Path, PreviousPath: ch.PreviousPath, Content: content})
+	}
+	if err := g.check(ctx, w); err != nil {
+		return wq.Commit{}, err
+	}
+	return g.Forge.CommitFiles(ctx, req)
+}
+
+func (g *guard) DeleteBranch(ctx context.Context, project, branch string) error {
+	if err := g.check(ctx, Write{Op: OpDeleteBranch, Project: project, SourceBranch: branch}); err != nil {
+		return err
+	}
+	return g.Forge.DeleteBranch(ctx, project, branch)
+}
+
+func (g *guard) CreateMergeRequest(ctx context.Context, req wq.MergeRequestCreate) (*wq.MergeRequest, error) {
+	if err := g.check(ctx, Write{Op: OpOpenMR, Project: req.Project, SourceBranch: req.SourceBranch, TargetBranch: req.TargetBranch,
+		Title: req.Title, Description: req.Description, Labels: req.Labels}); err != nil {
+		return nil, err
+	}
+	return g.Forge.CreateMergeRequest(ctx, req)
+}
+
+func (g *guard) UpdateMergeRequest(ctx context.Context, project string, number int64, u wq.MergeRequestUpdate) (*wq.MergeRequest, error) {
+	w := Write{Op: OpUpdateMR, Project: project}
+	if u.Title != nil {
+		w.Title = *u.Title
+	}
+	if u.Description != nil {
+		w.Description = *u.Description
+	}
+	if err := g.check(ctx, w); err != nil {
+		return nil, err
+	}
+	return g.Forge.UpdateMergeRequest(ctx, project, number, u)
+}
+
+func (g *guard) MergeMergeRequest(ctx context.Context, project string, number int64, headSHA string) error {
+	if err := g.check(ctx, Write{Op: OpMerge, Project: project}); err != nil {
+		return err
+	}
+	return g.Forge.MergeMergeRequest(ctx, project, number, headSHA)
+}
+
+func (g *guard) CreateNote(ctx context.Context, project string, number int64, body string) (int64, error) {
+	if err := g.check(ctx, Write{Op: OpNote, Project: project, Body: body}); err != nil {
+		return 0, err
+	}
+	return g.Forge.CreateNote(ctx, project, number, body)
+}
+
+func (g *guard) UpdateNote(ctx context.Context, project string, number, noteID int64, body string) error {
+	if err := g.check(ctx, Write{Op: OpNote, Project: project, Body: body}); err != nil {
+		return err
+	}
+	return g.Forge.UpdateNote(ctx, project, number, noteID, body)
+}
+
+func (g *guard) CreateIssue(ctx context.Context, req wq.IssueCreate) (*wq.WorkInfo, error) {
+	if err := g.check(ctx, Write{Op: OpCreateIssue, Project: req.Project, Title: req.Title, Body: req.Body, Labels: req.Labels}); err != nil {
+		return nil, err
+	}
+	return g.Forge.CreateIssue(ctx, req)
+}
+
+func (g *guard) CommentOnWork(ctx context.Context, project, kind string, number int64, body string) (int64, error) {
+	if err := g.check(ctx, Write{Op: OpComment, Project: project, Body: body}); err != nil {
+		return 0, err
+	}
+	return g.Forge.CommentOnWork(ctx, project, kind, number, body)
+}
+
+func (g *guard) ReviewPullRequest(ctx context.Context, project string, number int64, verdict, body, headSHA string) error {
+	if err := g.check(ctx, Write{Op: OpReview, Project: project, Body: body}); err != nil {
+		return err
+	}
+	return g.Forge.ReviewPullRequest(ctx, project, number, verdict, body, headSHA)
+}
+
+func (g *guard) CloseIssue(ctx context.Context, project string, number int64) error {
+	if err := g.check(ctx, Write{Op: OpCloseIssue, Project: project}); err != nil {
+		return err
+	}
+	return g.Forge.CloseIssue(ctx, project, number)
+}
+
+func (g *guard) EnsureWebhook(ctx context.Context, project, url, secret string) (wq.WebhookOutcome, error) {
+	if err := g.check(ctx, Write{Op: OpWebhook, Project: project}); err != nil {
+		return "", err
+	}
+	return g.Forge.EnsureWebhook(ctx, project, url, secret)
+}
+
+// guardCI is a guarded forge whose CI jobs can be read and retried.
+type guardCI struct {
+	*guard
+	ci wq.CIJobs
+}
+
+func (g *guardCI) PipelineJobs(ctx context.Context, project string, pipelineID int64) ([]wq.CIJob, error) {
+	return g.ci.PipelineJobs(ctx, project, pipelineID)
+}
+
+func (g *guardCI) Job(ctx context.Context, project string, jobID int64) (*wq.CIJob, error) {
+	return g.ci.Job(ctx, project, jobID)
+}
+
+func (g *guardCI) LatestPipeline(ctx context.Context, project, sha string) (int64, error) {
+	return g.ci.LatestPipeline(ctx, project, sha)
+}
+
+func (g *guardCI) JobTrace(ctx context.Context, project string, jobID int64, maxBytes int) ([]byte, error) {
+	return g.ci.JobTrace(ctx, project, jobID, maxBytes)
+}
+
+func (g *guardCI) RetryJob(ctx context.Context, project string, pipelineID, jobID int64) (int64, error) {
+	if err := g.check(ctx, Write{Op: OpRetryJob, Project: project}); err != nil {
+		return 0, err
+	}
+	return g.ci.RetryJob(ctx, project, pipelineID, jobID)
+}

@@ -42,6 +42,10 @@ type ItemAPI interface {
 type Submitter struct {
 	Identity string
 	Admin    bool
+	// AgentOnly says the submitter may write to the project only as an
+	// agent (permission agent without submit): the outbound policy holds
+	// its labels and closing references to its assignment.
+	AgentOnly bool
 }
 
 // ReasonOwnerConflict is the reason of a submission refused because an

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/policy"
 )
 
 // Verdicts of a review action.
@@ -20,6 +22,10 @@ const (
 	ActionOwnPullRequest = "own_pull_request" // a session reviewing the pull request it wrote
 	ActionWrongKind      = "wrong_kind"       // the action does not apply to the assignment's work (merge an issue)
 	ActionForgeRefused   = "forge_refused"    // the forge refused what the gate allowed
+	// ActionReviewRequired refuses the merge of a pull request whose
+	// protected paths wait for a person: no identity that may submit to
+	// the repository itself approved its current head.
+	ActionReviewRequired = "review_required"
 )
 
 // EventAction is the log entry of a gated action done for a session.
@@ -95,6 +101,22 @@ func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*Action
 	if !ok {
 		return nil, wq.Errorf(wq.EUNAVAILABLE, "forge %q of %s is not configured on this instance", w.Forge, w.Repo)
 	}
+	// What the forge receives passes the outbound policy as this caller's,
+	// here (a refusal names the field) and again in the forge's guard.
+	pc := policy.Caller{Identity: c.Identity, AgentOnly: c.agentOnly(w.Repo), Assignment: &policy.Assignment{ID: a.ID}}
+	if w.Kind == KindIssue {
+		pc.Assignment.Issue = w.Number
+	}
+	if req.Body != "" {
+		op := policy.OpComment
+		if req.Action == ActReview {
+			op = policy.OpReview
+		}
+		if err := policy.Check(pc, policy.Project{}, policy.Write{Op: op, Project: w.Repo, Body: req.Body}).Err(); err != nil {
+			return nil, err
+		}
+	}
+	ctx = policy.WithCaller(ctx, pc)
 	var live string
 	if w.Kind == KindPR && (req.Action == ActReview || req.Action == ActMerge) {
 		pr, err := f.GetMergeRequest(ctx, w.Repo, w.Number)
@@ -112,6 +134,14 @@ func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*Action
 			s.headMoved(ctx, c, a.LeaseID, live)
 		}
 		return nil, conflict(d.Reason, "the gate refuses %s on %s %s#%d", req.Action, w.Kind, w.Repo, w.Number)
+	}
+	if req.Action == ActMerge && s.ReviewLabel != "" && slices.Contains(w.Labels, s.ReviewLabel) {
+		if ok, err := s.approvedByPerson(ctx, w, live); err != nil {
+			return nil, err
+		} else if !ok {
+			return nil, conflict(ActionReviewRequired, "%s#%d changes protected paths (label %s): it merges only once an identity that may submit to %s itself approved its head %s",
+				w.Repo, w.Number, s.ReviewLabel, w.Repo, live)
+		}
 	}
 	out := &ActionResult{Action: req.Action, Work: w, HeadSHA: live}
 	switch req.Action {
@@ -140,7 +170,7 @@ func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*Action
 		}
 		return nil, err
 	}
-	if err := s.logAction(ctx, c, a, req, live); err != nil {
+	if err := s.logAction(ctx, c, a, req, live, w.Repo); err != nil {
 		return nil, err
 	}
 	if req.Action == ActComment {
@@ -313,10 +343,42 @@ func (r ActionRequest) validate() error {
 
 // logAction appends the action to the event log, with its session and
 // assignment.
-func (s *Service) logAction(ctx context.Context, c Caller, a *Assignment, req ActionRequest, head string) error {
-	detail, _ := json.Marshal(map[string]string{"action": string(req.Action), "verdict": req.Verdict, "head_sha": head})
+func (s *Service) logAction(ctx context.Context, c Caller, a *Assignment, req ActionRequest, head string, repo string) error {
+	detail, _ := json.Marshal(map[string]any{"action": string(req.Action), "verdict": req.Verdict, "head_sha": head,
+		"agent_only": c.agentOnly(repo)})
 	return s.Store.AppendEvent(ctx, Event{Time: s.now(), Type: EventAction, Actor: c.Identity, SessionID: req.SessionID,
 		WorkID: a.WorkID, LeaseID: a.LeaseID, AssignmentID: a.ID, Reason: string(req.Action), Detail: detail})
+}
+
+// approvedByPerson reports whether pull request w was approved at head,
+// through Act, by an identity that may submit to its repository itself
+// (not agent-only there) and did not write it.
+func (s *Service) approvedByPerson(ctx context.Context, w *Work, head string) (bool, error) {
+	events, err := s.Store.ListEvents(ctx, EventFilter{WorkID: w.ID, Limit: 500})
+	if err != nil {
+		return false, err
+	}
+	for _, ev := range events {
+		if ev.Type != EventAction || ev.Reason != string(ActReview) {
+			continue
+		}
+		var d struct {
+			Verdict   string `json:"verdict"`
+			HeadSHA   string `json:"head_sha"`
+			AgentOnly *bool  `json:"agent_only"`
+		}
+		if json.Unmarshal(ev.Detail, &d) != nil || d.Verdict != VerdictApprove || d.HeadSHA != head || d.AgentOnly == nil || *d.AgentOnly {
+			continue
+		}
+		own, err := s.authoredByIdentity(ctx, w, ev.Actor)
+		if err != nil {
+			return false, err
+		}
+		if !own {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // forgeRefusal is a forge error as the caller should read it: a head

@@ -21,7 +21,16 @@ import (
 type Caller struct {
 	Identity string
 	Admin    bool
+	// MaySubmit says whether the caller may submit changes to a
+	// repository itself (permission submit there); nil: nowhere. A
+	// caller that may not is agent-only there: the outbound policy holds
+	// its texts to its assignment, and its approval does not release a
+	// change of protected paths (ProtectedReviewLabel).
+	MaySubmit func(repo string) bool
 }
+
+// agentOnly reports whether c writes to repo only as an agent.
+func (c Caller) agentOnly(repo string) bool { return c.MaySubmit == nil || !c.MaySubmit(repo) }
 
 // Service is the control plane's operations over a Store: what the REST
 // API, the CLI and the MCP tools call.
@@ -42,7 +51,12 @@ type Service struct {
 	Inventory *Inventory
 	// Forges make the gated actions (Act), by configured forge name.
 	Forges map[string]wq.Forge
-	Log    *slog.Logger // nil: no logging
+	// ReviewLabel marks a pull request whose protected paths wait for a
+	// person's approval (package policy): a merge through Act needs an
+	// approval of its current head by an identity that is not agent-only
+	// there. "": no pull request is held so.
+	ReviewLabel string
+	Log         *slog.Logger // nil: no logging
 	// Metrics, when set, counts allocations by outcome and gate refusals
 	// by reason (package metrics implements it).
 	Metrics Metrics

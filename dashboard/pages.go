@@ -320,7 +320,8 @@ func (d *Dashboard) controlPage(h func(http.ResponseWriter, *http.Request, *sess
 				s.caller.Identity, auth.Agent))
 			return
 		}
-		h(w, r, s, controlplane.Caller{Identity: s.caller.Identity, Admin: s.caller.Can(auth.Admin)})
+		h(w, r, s, controlplane.Caller{Identity: s.caller.Identity, Admin: s.caller.Can(auth.Admin),
+			MaySubmit: func(repo string) bool { return s.caller.CanOn(auth.Submit, repo) }})
 	}
 }
 

@@ -86,7 +86,7 @@ func (s *Server) controlRoutes() []route {
 // controlCaller is the control plane's view of the request's caller.
 func controlCaller(r *http.Request) cp.Caller {
 	c := callerOf(r.Context())
-	return cp.Caller{Identity: c.Identity, Admin: c.Can(auth.Admin)}
+	return cp.Caller{Identity: c.Identity, Admin: c.Can(auth.Admin), MaySubmit: func(repo string) bool { return c.CanOn(auth.Submit, repo) }}
 }
 
 // decodeBody reads a JSON body strictly into v: unknown members, member

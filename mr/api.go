@@ -3,11 +3,13 @@ package mr
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/internal/strictjson"
 	"github.com/workqueue-dev/workqueue/mr/mrapi"
+	"github.com/workqueue-dev/workqueue/policy"
 )
 
 // APIOptions wire the type's face to callers.
@@ -20,6 +22,11 @@ type APIOptions struct {
 	// Assignments checks submissions made for an assignment; nil on an
 	// instance without a control plane (such submissions are refused).
 	Assignments Assignments
+	// DefaultBranch reads a repository's default branch, the target of a
+	// project without target_branches; nil, or an error (a forge that is
+	// down), leaves that rule to the push, where the forge's guard holds
+	// it (package policy).
+	DefaultBranch func(ctx context.Context, forge, project string) (string, error)
 }
 
 // API returns the type's face to callers (wq.ItemAPI): submissions of
@@ -94,6 +101,7 @@ func (a *TypeAPI) SubmitDetail(ctx context.Context, s wq.Submission, by wq.Submi
 	}
 	sub := r.Submission
 	takeover := by.Admin
+	caller := policy.Caller{Identity: by.Identity, AgentOnly: by.AgentOnly}
 	if sub.AssignmentID != "" {
 		// Validated first, so that the gate is asked about a well-formed
 		// change only.
@@ -108,12 +116,55 @@ func (a *TypeAPI) SubmitDetail(ctx context.Context, s wq.Submission, by wq.Submi
 			return nil, nil, "", err
 		}
 		takeover = takeover || g.Push
+		caller.Assignment = &policy.Assignment{ID: sub.AssignmentID, Issue: g.Issue}
+	}
+	sub, err := a.outbound(ctx, sub, project, caller)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	it, d, result, err := submit(ctx, a.opts.Store, sub, project, by.Identity, takeover, &a.known, now)
 	if err != nil || d == nil {
 		return it, nil, result, err
 	}
 	return it, detailView(d), result, nil
+}
+
+// outbound holds a submission to the outbound policy before anything is
+// stored (package policy): every text it will send, its paths (its
+// contents are push protection's, in InspectAll), its target and its
+// labels. A change touching protected paths that the project sends for
+// review is labelled so and never merged by the service on its own.
+func (a *TypeAPI) outbound(ctx context.Context, sub Submission, project Project, caller policy.Caller) (Submission, error) {
+	if err := sub.validate(); err != nil {
+		return sub, err
+	}
+	message := sub.CommitMessage
+	w := policy.Write{Op: policy.OpSubmit, Project: sub.Project, SourceBranch: sub.SourceBranch, TargetBranch: sub.TargetBranch,
+		Title: sub.Title, Description: sub.Description, Message: message, Labels: sub.Labels}
+	for _, f := range sub.FileActions {
+		w.Files = append(w.Files, policy.File{Action: f.Action, Path: f.FilePath, PreviousPath: f.PreviousPath})
+	}
+	if a.opts.DefaultBranch != nil && len(project.Outbound.TargetBranches) == 0 {
+		if def, err := a.opts.DefaultBranch(ctx, sub.Forge, sub.Project); err == nil {
+			w.DefaultBranch = def
+		}
+	}
+	if other, _, err := a.opts.Store.FindMRItem(ctx, sub.Forge, sub.Project, sub.TargetBranch); err != nil {
+		return sub, err
+	} else if other != nil && !other.Phase.Terminal() {
+		w.TargetIsSource = "item " + other.ID.String()
+	}
+	d := policy.Check(caller, project.Outbound, w)
+	if err := d.Err(); err != nil {
+		return sub, err
+	}
+	if len(d.Review) > 0 {
+		if project.ReviewLabel != "" && !slices.Contains(sub.Labels, project.ReviewLabel) {
+			sub.Labels = append(slices.Clone(sub.Labels), project.ReviewLabel)
+		}
+		sub.AutoMerge = new(bool)
+	}
+	return sub, nil
 }
 
 // Detail is the item's desired merge request and what the forge holds of

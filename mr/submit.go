@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/policy"
 )
 
 // Submission is a caller's desired state for one merge request.
@@ -68,6 +69,12 @@ type Project struct {
 	// bit (forge.SetsFileModes); if not, chmod and execute_filemode are
 	// refused at submit instead of failing later.
 	FileModes bool
+	// Outbound is the project's outbound policy (package policy), which a
+	// submission passes before anything is stored.
+	Outbound policy.Project
+	// ReviewLabel marks a merge request whose protected paths wait for a
+	// person's review (policy.ProtectedReview).
+	ReviewLabel string
 }
 
 // Rules of submission refusals that are about the submission's fields, not

@@ -81,17 +81,22 @@ func Unguarded(f wq.Forge) wq.Forge {
 func (g *guard) check(ctx context.Context, w Write) error {
 	c := CallerOf(ctx)
 	p := g.projects(w.Project)
-	if w.TargetBranch != "" && len(p.TargetBranches) == 0 && (w.Op == OpCommit || w.Op == OpOpenMR) {
+	d := Check(c, p, w)
+	if (w.Op == OpCommit || w.Op == OpDeleteBranch) && p.BranchPrefix != "" && !strings.HasPrefix(w.SourceBranch, p.BranchPrefix) {
+		d.Refusals = append(d.Refusals, &wq.Refusal{Index: -1, Field: "source_branch", Rule: RuleSourceNotOwned,
+			Message: fmt.Sprintf("%q does not start with the branch prefix %q: the service writes only branches it owns", w.SourceBranch, p.BranchPrefix)})
+	}
+	if len(d.Refusals) == 0 && w.TargetBranch != "" && len(p.TargetBranches) == 0 && (w.Op == OpCommit || w.Op == OpOpenMR) {
+		// The default target is read only for a write that passed the
+		// rest: a refused write costs the forge nothing.
 		def, err := g.defaultBranch(ctx, w.Project)
 		if err != nil {
 			return err
 		}
 		w.DefaultBranch = def
-	}
-	d := Check(c, p, w)
-	if (w.Op == OpCommit || w.Op == OpDeleteBranch) && p.BranchPrefix != "" && !strings.HasPrefix(w.SourceBranch, p.BranchPrefix) {
-		d.Refusals = append(d.Refusals, &wq.Refusal{Index: -1, Field: "source_branch", Rule: RuleSourceNotOwned,
-			Message: fmt.Sprintf("%q does not start with the branch prefix %q: the service writes only branches it owns", w.SourceBranch, p.BranchPrefix)})
+		if r := checkTarget(p, w); r != nil {
+			d.Refusals = append(d.Refusals, r)
+		}
 	}
 	if err := d.Err(); err != nil {
 		return &wq.ForgeError{Kind: wq.ForgePermanent, Op: fmt.Sprintf("policy: %s %s on %s", w.Op, w.Project, g.name),

@@ -203,6 +203,11 @@ func Check(c Caller, p Project, w Write) Decision {
 			}
 		}
 	}
+	if len(d.Refusals) > 0 {
+		// The other rules quote what they refuse; a text that holds a
+		// secret is never quoted.
+		return d
+	}
 	mode := p.Protected.mode()
 	for i, f := range w.Files {
 		for _, path := range []string{f.Path, f.PreviousPath} {

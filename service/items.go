@@ -136,7 +136,8 @@ func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*
 		defer unlock()
 	}
 	now := s.now()
-	by := wq.Submitter{Identity: caller.Identity, Admin: caller.CanOn(auth.Admin, scope.Project)}
+	by := wq.Submitter{Identity: caller.Identity, Admin: caller.CanOn(auth.Admin, scope.Project),
+		AgentOnly: !caller.CanOn(auth.Submit, scope.Project) && caller.CanOn(auth.Agent, scope.Project)}
 	var (
 		it     *wq.Item
 		detail any

@@ -31,6 +31,7 @@ import (
 	_ "github.com/workqueue-dev/workqueue/itemtype/types" // the item types shipped
 	"github.com/workqueue-dev/workqueue/mcpserver"
 	"github.com/workqueue-dev/workqueue/metrics"
+	"github.com/workqueue-dev/workqueue/policy"
 	"github.com/workqueue-dev/workqueue/service"
 	"github.com/workqueue-dev/workqueue/store"
 )
@@ -146,7 +147,7 @@ func (m *Main) Run(ctx context.Context) error {
 	cps := &controlplane.Service{Store: all.cp, Clock: m.Clock, Log: m.Log,
 		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels, PriorityLabels: cpc.PriorityLabels},
 		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL), Forges: forges, Metrics: m.Metrics,
-		MaxCheckpoints: cpc.MaxCheckpointsPerSession}
+		MaxCheckpoints: cpc.MaxCheckpointsPerSession, ReviewLabel: m.Config.MR.ReviewLabel}
 	items := &service.Items{Store: s, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log), Clock: m.Clock,
 		RequireAssignment: cpc.RequireAssignment, HandledHere: m.Config.HandledTypes, Handlers: registryOf(s),
 		// Three sweeps missed: an instance handling the type is gone.
@@ -365,9 +366,10 @@ func openForgesMeasured(cfg config.Config, mx *metrics.Metrics) (map[string]wq.F
 		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
-		g, err := forge.Open(f.Kind, forge.Config{URL: f.URL, Token: token, ReviewToken: reviewToken, HTTPClient: forgeHTTPClient(mx, f.Name, f.Kind)})
+		// Guarded: every write passes the outbound policy (package policy).
+		g, err := policy.Open(cfg, f, forge.Config{URL: f.URL, Token: token, ReviewToken: reviewToken, HTTPClient: forgeHTTPClient(mx, f.Name, f.Kind)})
 		if err != nil {
-			return nil, fmt.Errorf("forge %s: %w", f.Name, err)
+			return nil, err
 		}
 		forges[f.Name] = g
 	}

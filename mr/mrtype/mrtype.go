@@ -17,6 +17,7 @@ import (
 	"github.com/workqueue-dev/workqueue/itemtype"
 	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/mr/mrstore"
+	"github.com/workqueue-dev/workqueue/policy"
 )
 
 // Plugin is the mr item type.
@@ -56,7 +57,13 @@ func build(env itemtype.Env, store any) (itemtype.Built, error) {
 			p, ok := c.ProjectFor(forge, project)
 			return !ok || p.DeletesSourceBranch()
 		}})
-	b := itemtype.Built{Type: t, API: mr.API(mr.APIOptions{Store: st, Project: Project(c), Assignments: assignments})}
+	b := itemtype.Built{Type: t, API: mr.API(mr.APIOptions{Store: st, Project: Project(c), Assignments: assignments,
+		DefaultBranch: func(ctx context.Context, forge, project string) (string, error) {
+			if db, ok := env.Forges[forge].(wq.DefaultBrancher); ok {
+				return db.DefaultBranch(ctx, project)
+			}
+			return "", nil
+		}})}
 	if slices.Contains(c.HandledTypes, mr.ItemType) && c.MR.BulkReconcileInterval > 0 {
 		bulk := &mr.BulkReconciler{Store: st, Forges: env.Forges, Events: env.Queue, Notify: env.Notify,
 			Interval: time.Duration(c.MR.BulkReconcileInterval), Clock: env.Clock, Log: env.Log}
@@ -83,6 +90,7 @@ func Project(c config.Config) func(forge, project string) (mr.Project, bool) {
 				AllowBinary: p.Policy.AllowBinary, AllowGitConfigFiles: p.Policy.AllowGitConfigFiles, AllowSecrets: p.Policy.AllowSecrets,
 				SecretAllowlist: allow},
 			AutoMerge: p.AutoMerge, Label: p.Label, BranchPrefix: p.BranchPrefix, FileModes: p.FileModes,
+			Outbound: policy.ForConfig(c, forge)(project), ReviewLabel: c.MR.ReviewLabel,
 		}, true
 	}
 }

@@ -1,0 +1,125 @@
+package policy_test
+
+import (
+	"context"
+	"testing"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge"
+	"github.com/workqueue-dev/workqueue/forge/forgetest"
+	"github.com/workqueue-dev/workqueue/forge/gitlab/gitlabtest"
+	_ "github.com/workqueue-dev/workqueue/forge/kinds"
+	"github.com/workqueue-dev/workqueue/policy"
+)
+
+// guarded is the GitLab adapter on the in-test GitLab, guarded, with a
+// count of the requests that reached the server.
+func guarded(t *testing.T, p policy.Project) (wq.Forge, func() int64) {
+	t.Helper()
+	srv := gitlabtest.New()
+	t.Cleanup(srv.Close)
+	srv.CreateProjectWith("o/r", "main", map[string]string{"README.md": "hello\n"})
+	client, calls := forgetest.CountingClient()
+	f, err := forge.Open(wq.ForgeGitLab, forge.Config{URL: srv.URL, Token: srv.Token, HTTPClient: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return policy.Guard("gl", f, func(string) policy.Project { return p }), calls
+}
+
+func TestAGuardedForgeRefusesBeforeAnyRequestReachesTheForge(t *testing.T) {
+	f, calls := guarded(t, project())
+	ctx := context.Background()
+	refused := []struct {
+		name string
+		call func() error
+	}{
+		{"a workflow file pushed", func() error {
+			_, err := f.CommitFiles(ctx, wq.CommitRequest{Project: "o/r", Base: "main", Branch: "workqueue/x", Message: "ci",
+				Changes: []wq.FileChange{{Action: "create", Path: ".gitlab-ci.yml", Content: []byte("job: {script: [env]}\n")}}})
+			return err
+		}},
+		{"a secret in a file", func() error {
+			_, err := f.CommitFiles(ctx, wq.CommitRequest{Project: "o/r", Base: "main", Branch: "workqueue/x", Message: "m",
+				Changes: []wq.FileChange{{Action: "create", Path: "a.txt", Content: []byte("t = " + token)}}})
+			return err
+		}},
+		{"a push outside the branch prefix", func() error {
+			_, err := f.CommitFiles(ctx, wq.CommitRequest{Project: "o/r", Base: "main", Branch: "main", Message: "m",
+				Changes: []wq.FileChange{{Action: "create", Path: "a.txt", Content: []byte("a")}}})
+			return err
+		}},
+		{"a secret in a title", func() error {
+			_, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: "o/r", SourceBranch: "workqueue/x", TargetBranch: "main", Title: token})
+			return err
+		}},
+		{"a steering label", func() error {
+			_, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: "o/r", SourceBranch: "workqueue/x", TargetBranch: "main", Title: "t",
+				Labels: []string{"priority/high"}})
+			return err
+		}},
+		{"another repository's issue closed", func() error {
+			d := "Closes other/repo#1"
+			_, err := f.UpdateMergeRequest(ctx, "o/r", 1, wq.MergeRequestUpdate{Description: &d})
+			return err
+		}},
+		{"a secret in a comment", func() error {
+			_, err := f.CommentOnWork(ctx, "o/r", wq.WorkIssue, 1, "key: "+token)
+			return err
+		}},
+		{"a secret in a note", func() error { _, err := f.CreateNote(ctx, "o/r", 1, token); return err }},
+		{"a secret in an issue", func() error {
+			_, err := f.CreateIssue(ctx, wq.IssueCreate{Project: "o/r", Title: "t", Body: token})
+			return err
+		}},
+		{"a secret in a review", func() error { return f.ReviewPullRequest(ctx, "o/r", 1, wq.ReviewApproved, token, "abc") }},
+		{"a branch not the service's deleted", func() error { return f.DeleteBranch(ctx, "o/r", "main") }},
+	}
+	for _, tc := range refused {
+		before := calls()
+		err := tc.call()
+		if !wq.IsForgeError(err, wq.ForgePermanent) {
+			t.Errorf("%s: want a permanent refusal, got %v", tc.name, err)
+		}
+		if calls() != before {
+			t.Errorf("%s: %d requests reached the forge", tc.name, calls()-before)
+		}
+	}
+}
+
+func TestAGuardedForgeHoldsATargetToTheRepositorysDefaultBranch(t *testing.T) {
+	f, _ := guarded(t, project())
+	ctx := context.Background()
+	change := []wq.FileChange{{Action: "create", Path: "a.txt", Content: []byte("a\n")}}
+	if _, err := f.CommitFiles(ctx, wq.CommitRequest{Project: "o/r", Base: "main", Branch: "workqueue/a", Message: "a", Changes: change}); err != nil {
+		t.Fatalf("a change onto the default branch: %v", err)
+	}
+	_, err := f.CommitFiles(ctx, wq.CommitRequest{Project: "o/r", Base: "workqueue/a", Branch: "workqueue/b", Message: "b", Changes: change})
+	if !wq.IsForgeError(err, wq.ForgePermanent) {
+		t.Errorf("a change onto the service's own branch: %v", err)
+	}
+}
+
+func TestAGuardedForgeKeepsItsCIJobs(t *testing.T) {
+	f, _ := guarded(t, project())
+	if _, ok := f.(wq.CIJobs); !ok {
+		t.Error("the guarded GitLab adapter lost its CI jobs")
+	}
+	if _, ok := f.(wq.DefaultBrancher); !ok {
+		t.Error("the guarded GitLab adapter lost its default branch")
+	}
+	if policy.Unguarded(f).Kind() != wq.ForgeGitLab {
+		t.Error("Unguarded does not return the adapter")
+	}
+}
+
+func TestAWriteCarriesItsCallersPolicy(t *testing.T) {
+	f, calls := guarded(t, project())
+	ctx := policy.WithCaller(context.Background(), agent)
+	before := calls()
+	d := "Fixes #9"
+	_, err := f.UpdateMergeRequest(ctx, "o/r", 1, wq.MergeRequestUpdate{Description: &d})
+	if !wq.IsForgeError(err, wq.ForgePermanent) || calls() != before {
+		t.Errorf("an agent's description closing an issue beyond its assignment: %v, %d requests", err, calls()-before)
+	}
+}

@@ -24,8 +24,9 @@ func TestExampleConfigLoads(t *testing.T) {
 	want.PublicURL = "http://127.0.0.1:8080"
 	want.Forges = []config.Forge{{Name: "gitea", Kind: "gitea", URL: "http://127.0.0.1:3000",
 		TokenEnv: "WORKQUEUE_GITEA_TOKEN", WebhookSecretEnv: "WORKQUEUE_GITEA_WEBHOOK_SECRET"}}
-	want.Projects = []config.Project{{Match: "demo/**", Forge: "gitea", BlockedPaths: []string{".gitea/**", ".github/**", "**/CODEOWNERS"},
-		MaxFileBytes: 1048576, MaxTotalBytes: 10485760, AutoMerge: true}}
+	want.Projects = []config.Project{{Match: "demo/**", Forge: "gitea", BlockedPaths: []string{"secrets/**"},
+		MaxFileBytes: 1048576, MaxTotalBytes: 10485760, AutoMerge: true,
+		ProtectedPaths: config.ProtectedPaths{Mode: config.ProtectedRefuse, Add: []string{}}}}
 	want.Auth.Tokens = []config.Token{}
 	want.Auth.Rules = []config.Rule{
 		{Name: "app-ci", Issuer: "https://gitlab.example.com", IdentityClaim: "project_path", Permissions: []string{"submit", "read"},

@@ -49,8 +49,8 @@ func (p Protected) mode() ProtectedMode {
 // ProtectedEntry is one entry of the built-in list: a glob and the
 // system that reads the files it matches.
 type ProtectedEntry struct {
-	Glob   string
-	Reader string
+	Glob   string `json:"glob"`
+	Reader string `json:"reader"`
 }
 
 // BuiltinProtected is the built-in list of protected paths: the files

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/policy"
 )
 
 func newConfigCommand() *cobra.Command {
@@ -34,7 +35,9 @@ secrets that are unset or unreadable, handled_types this build cannot
 process, projects whose forge is not configured. It also says what the
 file allows: whether agent-only tokens may submit changes without an
 assignment (control_plane.require_assignment: false), and how failed
-authentications are limited. Warnings (items the API
+authentications are limited, and each project's protected paths (its
+mode and the effective list: the built-in one and its additions).
+Warnings (items the API
 takes that no instance here processes) do not fail the check. With
 --online it also calls each forge: whether it answers, whether the
 token is accepted, and whether the token can reach a project each
@@ -80,6 +83,9 @@ FILE defaults to $WORKQUEUE_CONFIG.`,
 				if online {
 					report["online"] = checked
 				}
+				if len(cfg.Listen) > 0 {
+					report["protected_paths"] = protectedPaths(cfg)
+				}
 				err := printOutput(out, output, report, nil)
 				if err == nil && len(problems.Errors()) > 0 {
 					err = exitError{code: exitFailed}
@@ -96,6 +102,15 @@ FILE defaults to $WORKQUEUE_CONFIG.`,
 					for _, r := range refs {
 						status, _ := r.Status()
 						fmt.Fprintf(out, "#   %s: %s\n", r.Field, status)
+					}
+				}
+				if pp := protectedPaths(cfg); len(pp) > 0 {
+					fmt.Fprintln(out, "\n# protected paths (docs/policy.md): what a change touching them gets, and the effective list")
+					for _, p := range pp {
+						fmt.Fprintf(out, "#   %s (%s): %s\n", p.Field, p.Match, p.Mode)
+						for _, e := range p.Paths {
+							fmt.Fprintf(out, "#     %-40s %s\n", e.Glob, e.Reader)
+						}
 					}
 				}
 				fmt.Fprintln(out, "\n# what it allows")
@@ -169,6 +184,30 @@ func checkForgesOnline(ctx context.Context, cfg config.Config) (problems config.
 		}
 	}
 	return problems, checked
+}
+
+// projectProtected is one project entry's protected paths, resolved.
+type projectProtected struct {
+	Field string                  `json:"field"`
+	Match string                  `json:"match"`
+	Mode  string                  `json:"mode"`
+	Paths []policy.ProtectedEntry `json:"paths"`
+}
+
+// protectedPaths is what config check says of each project entry's
+// protected paths: its mode and its effective list (the built-in one and
+// its additions).
+func protectedPaths(cfg config.Config) []projectProtected {
+	out := []projectProtected{}
+	for i, p := range cfg.Projects {
+		mode := p.ProtectedPaths.Mode
+		if mode == "" {
+			mode = config.ProtectedRefuse
+		}
+		out = append(out, projectProtected{Field: fmt.Sprintf("projects[%d]", i), Match: p.Match, Mode: mode,
+			Paths: policy.EffectiveProtected(policy.Protected{Mode: policy.ProtectedMode(mode), Add: p.ProtectedPaths.Add})})
+	}
+	return out
 }
 
 // countOf is n nouns, in the singular for one ("1 problem", "2 problems").

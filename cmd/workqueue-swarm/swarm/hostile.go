@@ -96,6 +96,13 @@ const (
 	ClassAbandonLive             = "abandon_live"              // abandon another session's live lease with the full proof
 	ClassReadForeignLease        = "read_foreign_lease"        // GET another identity's lease
 	ClassListForeignLeases       = "list_foreign_leases"       // list other identities' leases
+	// The outbound policy's classes (issue 48), tried with an issue
+	// assignment of its own, so that only the policy stands in the way.
+	ClassProtectedPath   = "protected_path"    // a CI workflow, CODEOWNERS or agent instructions in its change
+	ClassSecretInField   = "secret_in_field"   // a secret in a title, label, branch name, description, path or comment
+	ClassCloseOtherIssue = "close_other_issue" // a description or commit message closing an issue beyond its assignment
+	ClassForeignTarget   = "foreign_target"    // a change targeting another identity's branch or a non-default branch
+	ClassSteeringLabel   = "steering_label"    // a label that steers the allocator, or the service's own
 )
 
 // hostileRound is the pause between a hostile session's sweeps: a sweep
@@ -523,6 +530,83 @@ func (h *hostile) submit(ctx context.Context, conn *mcpConn, branch string, issu
 	return nil
 }
 
+// outbound tries, with its own issue's assignment, every class of write
+// the outbound policy refuses: each must be refused, whatever else the
+// change is.
+func (h *hostile) outbound(ctx context.Context, conn *mcpConn, issue int64, assignment string) {
+	secret := fakeToken()
+	n := 0
+	try := func(class, what string, edit func(args map[string]any)) {
+		n++
+		args := map[string]any{
+			"item_type": "mr", "forge": h.run.cfg.Forge, "project": h.run.cfg.Repo, "assignment_id": assignment,
+			"source_branch": fmt.Sprintf("workqueue/swarm-out-%d-%s-%d", issue, h.name, n), "target_branch": "main",
+			"title":        fmt.Sprintf("Swarm: %s tries %s", h.name, class),
+			"file_actions": []map[string]any{{"action": "create", "file_path": fmt.Sprintf("issues/%d.md", issue), "content": "# fixed\n"}},
+		}
+		edit(args)
+		var out api.Submitted
+		err := conn.call(ctx, "submit_change", args, &out)
+		if err == nil {
+			h.run.submitted(submission{ItemID: out.ID, Identity: h.identity, Agent: h.name, Branch: args["source_branch"].(string), Hostile: true})
+		}
+		h.attempt(class, err, "%s", what)
+	}
+	files := func(path, content string) []map[string]any {
+		return []map[string]any{{"action": "create", "file_path": path, "content": content}}
+	}
+	for _, path := range []string{".gitea/workflows/exfiltrate.yml", ".github/workflows/ci.yaml", ".Gitea/Workflows/X.YML", "CODEOWNERS",
+		"AGENTS.md", ".gitlab-ci.yml", "tools/action.yml", ".forgejo/workflows/x.yml", ".devcontainer/devcontainer.json"} {
+		try(ClassProtectedPath, "a change adding "+path, func(a map[string]any) {
+			a["file_actions"] = files(path, "on: push\njobs: {x: {runs-on: ubuntu-latest, steps: [{run: env}]}}\n")
+		})
+	}
+	try(ClassProtectedPath, "a change deleting .gitea/workflows/ci.yml", func(a map[string]any) {
+		a["file_actions"] = []map[string]any{{"action": "delete", "file_path": ".gitea/workflows/ci.yml"}}
+	})
+	for _, field := range []string{"title", "description", "commit_message", "labels", "source_branch", "file_path"} {
+		try(ClassSecretInField, "a secret in its "+field, func(a map[string]any) {
+			switch field {
+			case "labels":
+				a[field] = []string{secret}
+			case "source_branch":
+				a[field] = "workqueue/" + secret
+			case "file_path":
+				a["file_actions"] = files("docs/"+secret+".md", "x\n")
+			default:
+				a[field] = "see " + secret
+			}
+		})
+	}
+	for _, text := range []string{fmt.Sprintf("Closes #%d", issue+1), "Fixes #1", "Resolves other/repo#1", fmt.Sprintf("closes #%d, #%d", issue, issue+2)} {
+		try(ClassCloseOtherIssue, fmt.Sprintf("a description saying %q", text), func(a map[string]any) { a["description"] = text })
+		try(ClassCloseOtherIssue, fmt.Sprintf("a commit message saying %q", text), func(a map[string]any) { a["commit_message"] = "fix\n\n" + text })
+	}
+	targets := []string{"release", "workqueue/swarm-issue-1-anyone"}
+	if v := h.victim(ctx, conn); v != nil && v.branch != "" {
+		targets = append(targets, v.branch)
+	}
+	for _, target := range targets {
+		try(ClassForeignTarget, "a change targeting "+target, func(a map[string]any) { a["target_branch"] = target })
+	}
+	for _, label := range []string{"do-not-automate", "priority/high", "managed-by-workqueue", "workqueue-review", "bug"} {
+		try(ClassSteeringLabel, "a change labelled "+label, func(a map[string]any) { a["labels"] = []string{label} })
+	}
+	h.attempt(ClassSecretInField, conn.call(ctx, "comment", map[string]any{"session_id": h.author, "assignment_id": assignment,
+		"body": "the deploy key is " + secret}, nil), "a comment holding a secret on issue #%d", issue)
+}
+
+// fakeToken is a token of a vendor's documented shape (a GitHub personal
+// access token's), random, for the attempts that carry a secret.
+func fakeToken() string {
+	const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 36)
+	for i := range b {
+		b[i] = alnum[rand.IntN(len(alnum))]
+	}
+	return "ghp_" + string(b)
+}
+
 // submitForeign submits onto v's branch for assignment. Accepted while
 // v's pull request is open, it is a violation whatever item the service
 // made of it: the change goes onto another identity's pull request. Only
@@ -737,6 +821,8 @@ func (h *hostile) campaign(ctx context.Context) bool {
 		}
 		sleep(ctx, time.Second)
 	}
+
+	h.outbound(ctx, conn, issue, alloc.Assignment.ID)
 
 	// Its own pull request.
 	branch := fmt.Sprintf("workqueue/swarm-issue-%d-%s", issue, h.name)

@@ -217,6 +217,9 @@ type IssueCreate struct {
 	Title   string
 	Body    string
 	Labels  []string
+	// ExistingOnly are labels of Labels the adapter must not make (as
+	// MergeRequestCreate's).
+	ExistingOnly []string
 }
 
 // WebhookOutcome says what EnsureWebhook did.
@@ -392,6 +395,11 @@ type MergeRequestCreate struct {
 	Title        string
 	Description  string
 	Labels       []string // by name; created on the project if missing
+	// ExistingOnly are labels of Labels the adapter must not make: one the
+	// project lacks refuses the call (Permanent) before anything is
+	// written. The outbound policy sets it to a caller's labels unless the
+	// project has create_labels (package policy).
+	ExistingOnly []string
 }
 
 // MergeRequestUpdate changes the fields that are not nil.

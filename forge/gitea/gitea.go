@@ -457,7 +457,7 @@ func (f *Forge) CreateMergeRequest(ctx context.Context, req wq.MergeRequestCreat
 	if err != nil {
 		return nil, err
 	}
-	ids, err := f.labelIDs(ctx, owner, repo, req.Labels)
+	ids, err := f.labelIDs(ctx, owner, repo, req.Labels, req.ExistingOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -478,10 +478,11 @@ func (f *Forge) CreateMergeRequest(ctx context.Context, req wq.MergeRequestCreat
 const labelColor = "#cccccc"
 
 // labelIDs resolves label names to the ids of the repository's labels
-// (Gitea takes ids where GitLab takes names), making those it lacks. Its
-// calls: the repository's labels (GET /repos/{o}/{r}/labels, 50 a page);
-// a name missing there costs more (makeLabels).
-func (f *Forge) labelIDs(ctx context.Context, owner, repo string, names []string) ([]int64, error) {
+// (Gitea takes ids where GitLab takes names), making those it lacks but
+// for existingOnly's, which it refuses (Permanent). Its calls: the
+// repository's labels (GET /repos/{o}/{r}/labels, 50 a page); a name
+// missing there costs more (makeLabels).
+func (f *Forge) labelIDs(ctx context.Context, owner, repo string, names, existingOnly []string) ([]int64, error) {
 	names = slices.Compact(slices.Sorted(slices.Values(names)))
 	if len(names) == 0 {
 		return nil, nil
@@ -494,6 +495,12 @@ func (f *Forge) labelIDs(ctx context.Context, owner, repo string, names []string
 	byName, err := f.repoLabels(ctx, owner, repo)
 	if err != nil {
 		return nil, err
+	}
+	for _, n := range names {
+		if byName[n] == 0 && slices.Contains(existingOnly, n) {
+			return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: labels of " + owner + "/" + repo,
+				Message: fmt.Sprintf("label %q does not exist on the repository, and the project does not let the service make it (create_labels)", n)}
+		}
 	}
 	if slices.ContainsFunc(names, func(n string) bool { return byName[n] == 0 }) {
 		if byName, err = f.makeLabels(ctx, owner, repo, names); err != nil {
@@ -1048,7 +1055,7 @@ func (f *Forge) CreateIssue(ctx context.Context, req wq.IssueCreate) (*wq.WorkIn
 		// Refused by the SDK before sending, like an empty label name.
 		return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: " + what, Message: "empty title"}
 	}
-	ids, err := f.labelIDs(ctx, owner, repo, req.Labels)
+	ids, err := f.labelIDs(ctx, owner, repo, req.Labels, req.ExistingOnly)
 	if err != nil {
 		return nil, err
 	}

@@ -16,12 +16,29 @@ import (
 	"github.com/workqueue-dev/workqueue/secrets"
 )
 
-// Caller is who asks: the identity of the authenticated token, and
-// whether it may act on any session (admin) or only its own (agent).
+// Caller is who asks: the identity of the authenticated token, whether
+// it may act on any session (admin) or only its own (agent), and the
+// projects it may see and act on.
 type Caller struct {
 	Identity string
 	Admin    bool
+	// Projects reports whether the caller's grants cover the repository
+	// repo of forge: work, leases, assignments, checkpoints and events of
+	// any other repository are, to this caller, as if they did not exist
+	// (DESIGN section 9, "Project scope"). nil covers every project, as a
+	// grant without projects does; a caller whose grants cover none
+	// passes a function that answers false.
+	Projects func(forge, repo string) bool
 }
+
+// Covers reports whether the caller may see and act on the work of repo
+// on forge.
+func (c Caller) Covers(forge, repo string) bool {
+	return c.Projects == nil || c.Projects(forge, repo)
+}
+
+// covers reports whether the caller may see and act on w.
+func (c Caller) covers(w *Work) bool { return w != nil && c.Covers(w.Forge, w.Repo) }
 
 // Service is the control plane's operations over a Store: what the REST
 // API, the CLI and the MCP tools call.
@@ -277,6 +294,9 @@ func (s *Service) allocate(ctx context.Context, c Caller, sessionID, repoGlob st
 	if err != nil {
 		return nil, err
 	}
+	// Work outside the caller's projects is no candidate at all: it is
+	// neither chosen nor listed among the skipped.
+	cands = inScope(c, cands)
 	if err := s.identify(ctx, cands); err != nil {
 		return nil, err
 	}
@@ -338,6 +358,21 @@ func (s *Service) allocate(ctx context.Context, c Caller, sessionID, repoGlob st
 		}
 		cands = without(cands, choice.Work.ID)
 	}
+}
+
+// inScope is the candidates of the caller's projects, in a slice of
+// its own (the store's may be shared).
+func inScope(c Caller, cands []Candidate) []Candidate {
+	if c.Projects == nil {
+		return cands
+	}
+	out := make([]Candidate, 0, len(cands))
+	for _, cand := range cands {
+		if c.covers(cand.Work) {
+			out = append(out, cand)
+		}
+	}
+	return out
 }
 
 // maxRereads bounds how often one allocation reads moved pull requests
@@ -495,6 +530,12 @@ func (s *Service) gateAt(ctx context.Context, c Caller, sessionID, assignmentID 
 		}
 		if in.Work, err = s.Store.GetWork(ctx, in.Assignment.WorkID); err != nil && wq.ErrorCode(err) != wq.ENOTFOUND {
 			return Decision{}, err
+		}
+		if in.Work != nil && !c.covers(in.Work) {
+			// An assignment on work outside the caller's projects is
+			// one that does not exist: no_assignment, and a refusal
+			// event that names no work.
+			in.Assignment, in.Lease, in.Work = nil, nil, nil
 		}
 	}
 	d := Check(in)

@@ -465,4 +465,3 @@ func (s *Service) ReclaimLease(ctx context.Context, c Caller, id, sessionID stri
 	return &Allocation{Outcome: OutcomeAssigned, Work: w, Lease: &LeaseRef{ID: l.ID, ExpiresAt: l.ExpiresAt},
 		Assignment: &AssignmentRef{ID: a.ID, AllowedActions: a.AllowedActions, ExpectedHeadSHA: a.ExpectedHeadSHA}, Candidates: []CandidateSkip{}}, nil
 }
-

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +25,7 @@ import (
 	cp "github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
 	"github.com/workqueue-dev/workqueue/controlplane/incident"
+	"github.com/workqueue-dev/workqueue/dashboard"
 	"github.com/workqueue-dev/workqueue/internal/testapi"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
@@ -135,9 +139,14 @@ func newScopeFixture(t *testing.T, kind string) *scopeFixture {
 	}
 	fx := &scopeFixture{cps: cps, clock: clockwork.NewFakeClockAt(time.Now()), forge: &scopeForge{}}
 	items := testapi.Items(st, cfg)
-	fx.srv = NewServer(Options{Store: st, Items: items, Webhooks: testapi.Webhooks(st, cfg, items, "hook-secret"), Auth: scopeAuth{},
+	control := &cp.Service{Store: cps, Clock: fx.clock, Forges: map[string]wq.Forge{"gitea": fx.forge}}
+	dash, err := dashboard.New(dashboard.Options{Items: items, ControlPlane: control, Auth: scopeAuth{}, Log: testkit.Quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.srv = NewServer(Options{Dashboard: dash, Store: st, Items: items, Webhooks: testapi.Webhooks(st, cfg, items, "hook-secret"), Auth: scopeAuth{},
 		Log:          testkit.Quiet(),
-		ControlPlane: &cp.Service{Store: cps, Clock: fx.clock, Forges: map[string]wq.Forge{"gitea": fx.forge}},
+		ControlPlane: control,
 		Incidents:    bridge, IncidentSecrets: IncidentSecrets{Sentry: "sentry-secret", GlitchTip: "glitchtip-secret"},
 		MCP:     func(api http.Handler) http.Handler { return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{}) },
 		Metrics: metrics.New().Handler()})
@@ -587,4 +596,98 @@ func TestEveryMCPToolIsItsScopedRoute(t *testing.T) {
 	if w := fx.forge.written(); len(w) != 0 {
 		t.Errorf("the forge was written to for team-a's caller: %q", w)
 	}
+}
+
+var scopeCSRF = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// The dashboard's pages go through the same services: a person logged
+// in with team-a's token sees team-b's item as a missing one, cannot
+// retry or cancel it, and no page (items, bulk, work, leases,
+// allocations, sessions) names team-b's things.
+func TestTheDashboardShowsANarrowedCallerItsProjectsOnly(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		fx := newScopeFixture(t, kind)
+		srv := httptest.NewServer(fx.srv)
+		t.Cleanup(srv.Close)
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		send := func(method, path string, form url.Values) (int, string) {
+			t.Helper()
+			var resp *http.Response
+			var err error
+			if method == "GET" {
+				resp, err = c.Get(srv.URL + path)
+			} else {
+				resp, err = c.PostForm(srv.URL+path, form)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		_, page := send("GET", "/ui/login", nil)
+		m := scopeCSRF.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no CSRF token on the login page: %s", page)
+		}
+		if status, _ := send("POST", "/ui/login", url.Values{"token": {"a"}, "csrf": {m[1]}, "next": {"/ui/items"}}); status != http.StatusSeeOther {
+			t.Fatalf("login: %d", status)
+		}
+		status, page := send("GET", "/ui/items", nil)
+		m = scopeCSRF.FindStringSubmatch(page)
+		if status != http.StatusOK || m == nil || !strings.Contains(page, fx.itemA) {
+			t.Fatalf("the items page: %d, want 200 with team-a's item and a form:\n%s", status, page)
+		}
+		csrf := m[1]
+		fx.tellsNothing(t, "the items page", page)
+
+		same := func(method, path string, form url.Values, foreign, missing string) {
+			t.Helper()
+			fs, fb := send(method, strings.ReplaceAll(path, "{x}", foreign), form)
+			ms, mb := send(method, strings.ReplaceAll(path, "{x}", missing), form)
+			fb, mb = strings.ReplaceAll(fb, foreign, "{x}"), strings.ReplaceAll(mb, missing, "{x}")
+			if fs != ms || fb != mb {
+				t.Errorf("%s %s: team-b's answers %d, a missing one %d; bodies differ: %v", method, path, fs, ms, fb != mb)
+			}
+			if fs != http.StatusNotFound {
+				t.Errorf("%s %s about team-b's: %d, want 404", method, path, fs)
+			}
+			fx.tellsNothing(t, method+" "+path, fb)
+		}
+		missing := missingID()
+		same("GET", "/ui/items/{x}", nil, fx.itemB, missing)
+		same("GET", "/ui/items/{x}", nil, fx.itemB[:35], "ffffffff-ffff-ffff-ffff-fffffffffff")
+		same("POST", "/ui/items/{x}/retry", url.Values{"csrf": {csrf}}, fx.itemB, missing)
+		same("POST", "/ui/items/{x}/cancel", url.Values{"csrf": {csrf}}, fx.itemB, missing)
+
+		for _, path := range []string{"/ui/items?project=team-b/app", "/ui/items?phase=cancelled", "/ui/items?q=team-b",
+			"/ui/work", "/ui/work?repo=team-b/app", "/ui/leases", "/ui/leases?all=true", "/ui/allocations",
+			"/ui/allocations?session=" + fx.author, "/ui/sessions"} {
+			status, body := send("GET", path, nil)
+			if status != http.StatusOK {
+				t.Errorf("GET %s: %d, want 200", path, status)
+			}
+			// The filter form shows the caller's own words back.
+			body = strings.NewReplacer(`value="team-b/app"`, "", `value="team-b"`, "").Replace(body)
+			fx.tellsNothing(t, "GET "+path, body)
+		}
+		for _, action := range []string{"retry", "cancel"} {
+			_, body := send("POST", "/ui/bulk/"+action, url.Values{"csrf": {csrf}, "project": {"team-b/app"}})
+			body = strings.NewReplacer(`value="team-b/app"`, "", "project=team-b%2Fapp", "").Replace(body)
+			fx.tellsNothing(t, "the bulk "+action+" confirmation", body)
+			send("POST", "/ui/bulk/"+action, url.Values{"csrf": {csrf}, "confirm": {"yes"}, "id": {fx.itemB}})
+		}
+		var it api.Item
+		fx.must(t, "all", "GET", "/api/v1/items/"+fx.itemB, "", http.StatusOK, &it)
+		if it.Phase != wq.PhaseCancelled {
+			t.Errorf("team-b's item after team-a's bulk retry and cancel: %s, want cancelled still", it.Phase)
+		}
+		// The unnarrowed token of the same identity sees team-b's work.
+		_, body := fx.do(t, "all", "GET", "/api/v1/work", "")
+		if !strings.Contains(body, "team-b") {
+			t.Errorf("the unnarrowed token's work: %s, want team-b's", body)
+		}
+	})
 }

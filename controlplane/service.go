@@ -221,10 +221,24 @@ func (s *Service) HeartbeatSession(ctx context.Context, c Caller, id string) (*S
 	return s.Session(ctx, c, id)
 }
 
-// EndSession ends a session and releases its leases.
+// EndSession ends a session and releases its leases. A caller narrowed
+// to some projects may not end a session that holds a lease of another
+// project: that would release it.
 func (s *Service) EndSession(ctx context.Context, c Caller, id string) (*SessionView, error) {
 	if _, err := s.session(ctx, c, id); err != nil {
 		return nil, err
+	}
+	if c.Projects != nil {
+		held, err := s.Store.ListLeases(ctx, LeaseFilter{SessionID: id})
+		if err != nil {
+			return nil, err
+		}
+		if visible, err := s.visibleLeases(ctx, c, slices.Clone(held)); err != nil {
+			return nil, err
+		} else if len(visible) != len(held) {
+			return nil, wq.Errorf(wq.EFORBIDDEN, "%s may not end session %s: it holds work outside the projects this token covers; end it with a token that covers them",
+				c.Identity, id)
+		}
 	}
 	now := s.now()
 	if _, err := s.Store.EndSession(ctx, id, Event{Time: now, Type: EventSession, Actor: c.Identity, SessionID: id, Reason: "ended"}, now); err != nil {

@@ -326,8 +326,20 @@ var routeScopes = map[string]routeScope{
 	"GET /api/v1/sessions":                          {none: "the caller identity's own sessions, of no project"},
 	"GET /api/v1/sessions/{id}":                     {none: "the caller identity's own session, of no project"},
 	"POST /api/v1/sessions/{id}/heartbeat":          {none: "the caller identity's own session, of no project"},
-	"POST /api/v1/sessions/{id}/end":                {none: "the caller identity's own session; its leases end with it, as the identity's"},
-	"POST /api/v1/work/sync":                        {none: "admin of every project only (ControlCaller's Admin)"},
+	"POST /api/v1/sessions/{id}/end": {probe: func(t *testing.T, fx *scopeFixture) {
+		// Ending the identity's session would release team-b's lease.
+		status, body := fx.do(t, "a", "POST", "/api/v1/sessions/"+fx.author+"/end", "")
+		if status != http.StatusForbidden {
+			t.Errorf("ending the session that holds team-b's lease: %d %s, want 403", status, body)
+		}
+		fx.tellsNothing(t, "POST /api/v1/sessions/{id}/end", body)
+		var l api.LeaseView
+		fx.must(t, "all", "GET", "/api/v1/leases/"+fx.leaseB, "", http.StatusOK, &l)
+		if l.State != "active" {
+			t.Errorf("team-b's lease after team-a's caller tried to end its session: %s, want active", l.State)
+		}
+	}},
+	"POST /api/v1/work/sync": {none: "admin of every project only (ControlCaller's Admin)"},
 
 	"GET /metrics": {probe: func(t *testing.T, fx *scopeFixture) {
 		// Its counts span every project: a narrowed scraper gets none.

@@ -84,6 +84,19 @@ func (c *Caller) CanEverywhere(p Permission) bool {
 	return false
 }
 
+// Scope is where the caller holds p, as a test of a project for the
+// layers that must not link this package (the control plane): nil when
+// a grant holds p on every project, as a grant without projects means;
+// otherwise a function reporting whether a grant holding p covers the
+// project (a caller holding p nowhere covers none). The forge is not
+// named by grants, which narrow by project path alone.
+func (c *Caller) Scope(p Permission) func(forge, project string) bool {
+	if c.CanEverywhere(p) {
+		return nil
+	}
+	return func(_, project string) bool { return c.CanOn(p, project) }
+}
+
 // Rules names the rules that matched, for the audit.
 func (c *Caller) Rules() []string {
 	out := make([]string, 0, len(c.Grants))

@@ -72,7 +72,7 @@ func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*Action
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	a, w, err := s.assignedWork(ctx, req.AssignmentID)
+	a, w, err := s.assignedWork(ctx, c, req.AssignmentID)
 	if err != nil {
 		return nil, err
 	}

@@ -49,7 +49,7 @@ type ChangeGrant struct {
 // lease_expired, work_terminal, not_owner…) or one of the Change*
 // reasons; a missing assignment is no_assignment.
 func (s *Service) AuthorizeChange(ctx context.Context, c Caller, req ChangeRequest) (*ChangeGrant, error) {
-	a, w, err := s.assignedWork(ctx, req.AssignmentID)
+	a, w, err := s.assignedWork(ctx, c, req.AssignmentID)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (s *Service) AuthorizeChange(ctx context.Context, c Caller, req ChangeReque
 // it still reads head_moved. Nothing for an issue assignment. Only the
 // service calls it: an agent never names the head its lease is pinned to.
 func (s *Service) ChangePushed(ctx context.Context, c Caller, assignmentID, head string) error {
-	a, w, err := s.assignedWork(ctx, assignmentID)
+	a, w, err := s.assignedWork(ctx, c, assignmentID)
 	if err != nil || w.Kind != KindPR {
 		return err
 	}
@@ -116,7 +116,7 @@ func (s *Service) ChangePushed(ctx context.Context, c Caller, assignmentID, head
 // the forge's webhook when the inventory does not hold it yet (with no
 // forge time, so the forge's own data still applies over it).
 func (s *Service) ChangeOpened(ctx context.Context, c Caller, assignmentID string, number int64, head string) error {
-	a, w, err := s.assignedWork(ctx, assignmentID)
+	a, w, err := s.assignedWork(ctx, c, assignmentID)
 	if err != nil || w.Kind != KindIssue || number <= 0 {
 		return err
 	}
@@ -148,12 +148,14 @@ func (s *Service) ChangeOpened(ctx context.Context, c Caller, assignmentID strin
 	return err
 }
 
-// assignedWork loads an assignment and its work; a missing assignment is
-// the gate's no_assignment refusal.
-func (s *Service) assignedWork(ctx context.Context, id string) (*Assignment, *Work, error) {
+// assignedWork loads an assignment and its work; a missing assignment,
+// or one on work outside the caller's projects, is the gate's
+// no_assignment refusal, the same for both.
+func (s *Service) assignedWork(ctx context.Context, c Caller, id string) (*Assignment, *Work, error) {
+	missing := conflict(GateNoAssignment, "assignment %s does not exist", id)
 	a, err := s.Store.GetAssignment(ctx, id)
 	if wq.ErrorCode(err) == wq.ENOTFOUND {
-		return nil, nil, conflict(GateNoAssignment, "assignment %s does not exist", id)
+		return nil, nil, missing
 	}
 	if err != nil {
 		return nil, nil, err
@@ -161,6 +163,9 @@ func (s *Service) assignedWork(ctx context.Context, id string) (*Assignment, *Wo
 	w, err := s.Store.GetWork(ctx, a.WorkID)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !c.covers(w) {
+		return nil, nil, missing
 	}
 	return a, w, nil
 }

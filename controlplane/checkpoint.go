@@ -302,6 +302,12 @@ func (s *Service) WriteCheckpoint(ctx context.Context, caller Caller, c Checkpoi
 	if err != nil {
 		return nil, err
 	}
+	if c.Repo != "" && !caller.Covers(c.Forge, c.Repo) {
+		// Decided on the caller's own words alone: nothing is read, so
+		// the answer says nothing of what the repository holds.
+		return nil, wq.Errorf(wq.EFORBIDDEN, "%s may not write checkpoints for %s %s: no rule that matched grants agent on that project",
+			caller.Identity, c.Forge, c.Repo)
+	}
 	if c.Role == "" {
 		c.Role = sess.Role
 	}
@@ -354,7 +360,14 @@ func (s *Service) GetCheckpoint(ctx context.Context, caller Caller, k Checkpoint
 	if _, err := s.session(ctx, caller, k.SessionID); err != nil {
 		return nil, err
 	}
-	return s.Store.GetCheckpoint(ctx, k)
+	if k.Repo != "" && !caller.Covers(k.Forge, k.Repo) {
+		return nil, checkpointNotFound()
+	}
+	c, err := s.Store.GetCheckpoint(ctx, k)
+	if wq.ErrorCode(err) == wq.ENOTFOUND {
+		return nil, checkpointNotFound()
+	}
+	return c, err
 }
 
 // ListCheckpoints lists checkpoints newest first: a caller's own
@@ -366,11 +379,35 @@ func (s *Service) ListCheckpoints(ctx context.Context, caller Caller, f Checkpoi
 	if !caller.Admin {
 		f.Identity = caller.Identity
 	}
-	out, err := s.Store.ListCheckpoints(ctx, f)
-	if out == nil {
-		out = []Checkpoint{}
+	if caller.Projects == nil {
+		out, err := s.Store.ListCheckpoints(ctx, f)
+		if out == nil {
+			out = []Checkpoint{}
+		}
+		return out, err
 	}
-	return out, err
+	out := []Checkpoint{}
+	if f.Repo != "" && !caller.Covers(f.Forge, f.Repo) {
+		return out, nil
+	}
+	// A narrowed caller's list is read whole and filtered, so that it
+	// holds as many of the caller's projects' checkpoints as the limit
+	// allows.
+	want := f.Limit
+	if want <= 0 || want > wq.MaxListLimit {
+		want = wq.MaxListLimit
+	}
+	f.Limit = wq.MaxListLimit
+	list, err := s.Store.ListCheckpoints(ctx, f)
+	if err != nil {
+		return out, err
+	}
+	for _, c := range list {
+		if (c.Repo == "" || caller.Covers(c.Forge, c.Repo)) && len(out) < want {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // CheckpointReconcile is a stored checkpoint and what it means now.
@@ -410,7 +447,7 @@ func (s *Service) ReconcileCheckpoint(ctx context.Context, caller Caller, k Chec
 		}
 	}
 	if c.LeaseID != "" {
-		l, err := s.Store.GetLease(ctx, c.LeaseID)
+		l, err := s.lease(ctx, caller, c.LeaseID) // another project's lease is gone, as a missing one
 		switch {
 		case err == nil:
 			live.Lease = l

@@ -14,24 +14,39 @@ func (s *Service) Events(ctx context.Context, c Caller, f EventFilter) ([]Event,
 		}
 	}
 	list, err := s.Store.ListEvents(ctx, f)
-	if err != nil || c.Admin || f.SessionID != "" {
+	if err != nil || c.Admin && c.Projects == nil {
 		return list, err
 	}
 	out := list[:0]
 	mine := map[string]bool{} // by session: one lookup each, not one per event
+	scope := s.scopeOf(c)
 	for _, e := range list {
-		if e.SessionID == "" {
-			continue // system events (an expiry sweep) name no session of the caller's
+		if !c.Admin {
+			if e.SessionID == "" {
+				continue // system events (an expiry sweep) name no session of the caller's
+			}
+			own, known := mine[e.SessionID]
+			if !known {
+				sess, err := s.Store.GetSession(ctx, e.SessionID)
+				own = err == nil && sess.Identity == c.Identity
+				mine[e.SessionID] = own
+			}
+			if !own {
+				continue
+			}
 		}
-		own, known := mine[e.SessionID]
-		if !known {
-			sess, err := s.Store.GetSession(ctx, e.SessionID)
-			own = err == nil && sess.Identity == c.Identity
-			mine[e.SessionID] = own
+		if e.WorkID != "" {
+			// An event of work outside the caller's projects names
+			// that work: left out.
+			covered, err := scope.coversWork(ctx, e.WorkID)
+			if err != nil {
+				return nil, err
+			}
+			if !covered {
+				continue
+			}
 		}
-		if own {
-			out = append(out, e)
-		}
+		out = append(out, e)
 	}
 	return out, nil
 }

@@ -31,19 +31,36 @@ func (s *Service) Leases(ctx context.Context, c Caller, f LeaseFilter) ([]Lease,
 		}
 	}
 	list, err := s.Store.ListLeases(ctx, f)
-	if err != nil || c.Admin {
-		return list, err
+	if err != nil {
+		return nil, err
+	}
+	return s.visibleLeases(ctx, c, list)
+}
+
+// visibleLeases is the leases of list the caller may see: its own
+// sessions' (any session's for an admin) on work of its projects.
+func (s *Service) visibleLeases(ctx context.Context, c Caller, list []Lease) ([]Lease, error) {
+	if c.Admin && c.Projects == nil {
+		return list, nil
 	}
 	out := list[:0]
 	mine := map[string]bool{} // by session: one lookup each, not one per lease
+	scope := s.scopeOf(c)
 	for _, l := range list {
 		own, known := mine[l.SessionID]
 		if !known {
 			sess, err := s.Store.GetSession(ctx, l.SessionID)
-			own = err == nil && sess.Identity == c.Identity
+			own = c.Admin || err == nil && sess.Identity == c.Identity
 			mine[l.SessionID] = own
 		}
-		if own {
+		if !own {
+			continue
+		}
+		covered, err := scope.coversWork(ctx, l.WorkID)
+		if err != nil {
+			return nil, err
+		}
+		if covered {
 			out = append(out, l)
 		}
 	}
@@ -55,13 +72,13 @@ func (s *Service) Leases(ctx context.Context, c Caller, f LeaseFilter) ([]Lease,
 // (callerSession may be ""). Another identity's lease is ENOTFOUND, as
 // its sessions and checkpoints are, so that lease ids cannot be probed.
 func (s *Service) InspectLease(ctx context.Context, c Caller, id, callerSession string) (*LeaseView, error) {
-	l, err := s.Store.GetLease(ctx, id)
+	l, err := s.lease(ctx, c, id)
 	if err != nil {
 		return nil, err
 	}
 	owner, _ := s.Store.GetSession(ctx, l.SessionID)
 	if !c.Admin && (owner == nil || owner.Identity != c.Identity) {
-		return nil, wq.Errorf(wq.ENOTFOUND, "lease %s not found", id)
+		return nil, leaseNotFound(id)
 	}
 	var caller *Session
 	if callerSession != "" {
@@ -89,7 +106,7 @@ func (s *Service) sessionAndLease(ctx context.Context, c Caller, sessionID, id s
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := s.Store.GetLease(ctx, id)
+	l, err := s.lease(ctx, c, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -325,9 +342,15 @@ func (s *Service) liveHead(ctx context.Context, w *Work) (string, error) {
 	return pr.HeadSHA, nil
 }
 
-// ExpireLeases marks exactly the leases past their expiry as expired.
-func (s *Service) ExpireLeases(ctx context.Context) ([]Lease, error) {
-	return s.Store.ExpireLeases(ctx, s.now())
+// ExpireLeases marks exactly the leases past their expiry as expired,
+// and returns those of them the caller may list (Leases): the sweep is
+// everyone's housekeeping, what it found is not everyone's to read.
+func (s *Service) ExpireLeases(ctx context.Context, c Caller) ([]Lease, error) {
+	expired, err := s.Store.ExpireLeases(ctx, s.now())
+	if err != nil {
+		return nil, err
+	}
+	return s.visibleLeases(ctx, c, expired)
 }
 
 // AbandonLease ends a lease whose holder is gone, with the proof #601's
@@ -441,9 +464,4 @@ func (s *Service) ReclaimLease(ctx context.Context, c Caller, id, sessionID stri
 	}
 	return &Allocation{Outcome: OutcomeAssigned, Work: w, Lease: &LeaseRef{ID: l.ID, ExpiresAt: l.ExpiresAt},
 		Assignment: &AssignmentRef{ID: a.ID, AllowedActions: a.AllowedActions, ExpectedHeadSHA: a.ExpectedHeadSHA}, Candidates: []CandidateSkip{}}, nil
-}
-
-// Work lists the inventory.
-func (s *Service) Work(ctx context.Context, f WorkFilter) ([]Work, error) {
-	return s.Store.ListWork(ctx, f)
 }

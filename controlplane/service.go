@@ -16,21 +16,38 @@ import (
 	"github.com/workqueue-dev/workqueue/secrets"
 )
 
-// Caller is who asks: the identity of the authenticated token, and
-// whether it may act on any session (admin) or only its own (agent).
+// Caller is who asks: the identity of the authenticated token, whether
+// it may act on any session (admin) or only its own (agent), and the
+// projects it may see and act on.
 type Caller struct {
 	Identity string
 	Admin    bool
+	// Projects reports whether the caller's grants cover the repository
+	// repo of forge: work, leases, assignments, checkpoints and events of
+	// any other repository are, to this caller, as if they did not exist
+	// (DESIGN section 9, "Project scope"). nil covers every project, as a
+	// grant without projects does; a caller whose grants cover none
+	// passes a function that answers false.
+	Projects func(forge, repo string) bool
 	// MaySubmit says whether the caller may submit changes to a
 	// repository itself (permission submit there); nil: nowhere. A
 	// caller that may not is agent-only there: the outbound policy holds
 	// its texts to its assignment, and its approval does not release a
-	// change of protected paths (ProtectedReviewLabel).
+	// change of protected paths (Service.ReviewLabel).
 	MaySubmit func(repo string) bool
 }
 
 // agentOnly reports whether c writes to repo only as an agent.
 func (c Caller) agentOnly(repo string) bool { return c.MaySubmit == nil || !c.MaySubmit(repo) }
+
+// Covers reports whether the caller may see and act on the work of repo
+// on forge.
+func (c Caller) Covers(forge, repo string) bool {
+	return c.Projects == nil || c.Projects(forge, repo)
+}
+
+// covers reports whether the caller may see and act on w.
+func (c Caller) covers(w *Work) bool { return w != nil && c.Covers(w.Forge, w.Repo) }
 
 // Service is the control plane's operations over a Store: what the REST
 // API, the CLI and the MCP tools call.
@@ -218,10 +235,24 @@ func (s *Service) HeartbeatSession(ctx context.Context, c Caller, id string) (*S
 	return s.Session(ctx, c, id)
 }
 
-// EndSession ends a session and releases its leases.
+// EndSession ends a session and releases its leases. A caller narrowed
+// to some projects may not end a session that holds a lease of another
+// project: that would release it.
 func (s *Service) EndSession(ctx context.Context, c Caller, id string) (*SessionView, error) {
 	if _, err := s.session(ctx, c, id); err != nil {
 		return nil, err
+	}
+	if c.Projects != nil {
+		held, err := s.Store.ListLeases(ctx, LeaseFilter{SessionID: id})
+		if err != nil {
+			return nil, err
+		}
+		if visible, err := s.visibleLeases(ctx, c, slices.Clone(held)); err != nil {
+			return nil, err
+		} else if len(visible) != len(held) {
+			return nil, wq.Errorf(wq.EFORBIDDEN, "%s may not end session %s: it holds work outside the projects this token covers; end it with a token that covers them",
+				c.Identity, id)
+		}
 	}
 	now := s.now()
 	if _, err := s.Store.EndSession(ctx, id, Event{Time: now, Type: EventSession, Actor: c.Identity, SessionID: id, Reason: "ended"}, now); err != nil {
@@ -291,6 +322,9 @@ func (s *Service) allocate(ctx context.Context, c Caller, sessionID, repoGlob st
 	if err != nil {
 		return nil, err
 	}
+	// Work outside the caller's projects is no candidate at all: it is
+	// neither chosen nor listed among the skipped.
+	cands = inScope(c, cands)
 	if err := s.identify(ctx, cands); err != nil {
 		return nil, err
 	}
@@ -352,6 +386,21 @@ func (s *Service) allocate(ctx context.Context, c Caller, sessionID, repoGlob st
 		}
 		cands = without(cands, choice.Work.ID)
 	}
+}
+
+// inScope is the candidates of the caller's projects, in a slice of
+// its own (the store's may be shared).
+func inScope(c Caller, cands []Candidate) []Candidate {
+	if c.Projects == nil {
+		return cands
+	}
+	out := make([]Candidate, 0, len(cands))
+	for _, cand := range cands {
+		if c.covers(cand.Work) {
+			out = append(out, cand)
+		}
+	}
+	return out
 }
 
 // maxRereads bounds how often one allocation reads moved pull requests
@@ -509,6 +558,12 @@ func (s *Service) gateAt(ctx context.Context, c Caller, sessionID, assignmentID 
 		}
 		if in.Work, err = s.Store.GetWork(ctx, in.Assignment.WorkID); err != nil && wq.ErrorCode(err) != wq.ENOTFOUND {
 			return Decision{}, err
+		}
+		if in.Work != nil && !c.covers(in.Work) {
+			// An assignment on work outside the caller's projects is
+			// one that does not exist: no_assignment, and a refusal
+			// event that names no work.
+			in.Assignment, in.Lease, in.Work = nil, nil, nil
 		}
 	}
 	d := Check(in)

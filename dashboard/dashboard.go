@@ -151,29 +151,47 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d.handler.ServeHTTP(w, r)
 }
 
+// pageRoute is one of the dashboard's routes: a ServeMux pattern and
+// its handler.
+type pageRoute struct {
+	pattern string
+	handler http.Handler
+}
+
+// pageRoutes lists every route of the dashboard; registration and the
+// test that holds each to the caller's projects use it.
+func (d *Dashboard) pageRoutes() []pageRoute {
+	static, _ := fs.Sub(staticFS, "static")
+	f := func(pattern string, h http.HandlerFunc) pageRoute { return pageRoute{pattern, h} }
+	return []pageRoute{
+		{"GET /ui/static/", http.StripPrefix("/ui/static/", staticHandler(http.FileServerFS(static)))},
+		f("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/ui/items", http.StatusSeeOther)
+		}),
+		f("GET /ui/login", d.loginForm),
+		f("POST /ui/login", d.login),
+		f("GET /ui/login/proxy", d.loginProxy),
+		f("POST /ui/logout", d.post(d.logout)),
+		f("GET /ui/items", d.get(d.itemsPage)),
+		f("GET /ui/items/{id}", d.get(d.itemPage)),
+		f("POST /ui/items/{id}/retry", d.post(d.itemAction(d.o.Items.Retry))),
+		f("POST /ui/items/{id}/cancel", d.post(d.itemAction(d.o.Items.Cancel))),
+		f("POST /ui/bulk/{action}", d.post(d.bulkAction)),
+		f("GET /ui/sessions", d.get(d.controlPage(d.sessionsPage))),
+		f("GET /ui/work", d.get(d.controlPage(d.workPage))),
+		f("GET /ui/leases", d.get(d.controlPage(d.leasesPage))),
+		f("GET /ui/allocations", d.get(d.controlPage(d.allocationsPage))),
+		f("/ui/", d.get(func(w http.ResponseWriter, r *http.Request, s *session) {
+			d.fail(w, r, s, wq.Errorf(wq.ENOTFOUND, "no page at %s", r.URL.Path))
+		})),
+	}
+}
+
 func (d *Dashboard) routes() http.Handler {
 	mux := http.NewServeMux()
-	static, _ := fs.Sub(staticFS, "static")
-	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", staticHandler(http.FileServerFS(static))))
-	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/ui/items", http.StatusSeeOther)
-	})
-	mux.HandleFunc("GET /ui/login", d.loginForm)
-	mux.HandleFunc("POST /ui/login", d.login)
-	mux.HandleFunc("GET /ui/login/proxy", d.loginProxy)
-	mux.HandleFunc("POST /ui/logout", d.post(d.logout))
-	mux.HandleFunc("GET /ui/items", d.get(d.itemsPage))
-	mux.HandleFunc("GET /ui/items/{id}", d.get(d.itemPage))
-	mux.HandleFunc("POST /ui/items/{id}/retry", d.post(d.itemAction(d.o.Items.Retry)))
-	mux.HandleFunc("POST /ui/items/{id}/cancel", d.post(d.itemAction(d.o.Items.Cancel)))
-	mux.HandleFunc("POST /ui/bulk/{action}", d.post(d.bulkAction))
-	mux.HandleFunc("GET /ui/sessions", d.get(d.controlPage(d.sessionsPage)))
-	mux.HandleFunc("GET /ui/work", d.get(d.controlPage(d.workPage)))
-	mux.HandleFunc("GET /ui/leases", d.get(d.controlPage(d.leasesPage)))
-	mux.HandleFunc("GET /ui/allocations", d.get(d.controlPage(d.allocationsPage)))
-	mux.HandleFunc("/ui/", d.get(func(w http.ResponseWriter, r *http.Request, s *session) {
-		d.fail(w, r, s, wq.Errorf(wq.ENOTFOUND, "no page at %s", r.URL.Path))
-	}))
+	for _, p := range d.pageRoutes() {
+		mux.Handle(p.pattern, p.handler)
+	}
 	return mux
 }
 

@@ -320,7 +320,9 @@ func (d *Dashboard) controlPage(h func(http.ResponseWriter, *http.Request, *sess
 				s.caller.Identity, auth.Agent))
 			return
 		}
-		h(w, r, s, controlplane.Caller{Identity: s.caller.Identity, Admin: s.caller.Can(auth.Admin),
+		// As the API sees the caller (httpapi.ControlCaller): an admin
+		// of every project, and the projects where it holds agent.
+		h(w, r, s, controlplane.Caller{Identity: s.caller.Identity, Admin: s.caller.CanEverywhere(auth.Admin), Projects: s.caller.Scope(auth.Agent),
 			MaySubmit: func(repo string) bool { return s.caller.CanOn(auth.Submit, repo) }})
 	}
 }
@@ -345,12 +347,12 @@ type workPage struct {
 	Next, First       string
 }
 
-func (d *Dashboard) workPage(w http.ResponseWriter, r *http.Request, s *session, _ controlplane.Caller) {
+func (d *Dashboard) workPage(w http.ResponseWriter, r *http.Request, s *session, c controlplane.Caller) {
 	q := r.URL.Query()
 	p := workPage{Repo: strings.TrimSpace(q.Get("repo")), Kind: q.Get("kind"), State: q.Get("state")}
 	f := controlplane.WorkFilter{Repo: p.Repo, Kind: controlplane.Kind(p.Kind), State: controlplane.State(p.State),
 		Limit: pageSize, After: q.Get("after")}
-	list, err := d.o.ControlPlane.Work(r.Context(), f)
+	list, err := d.o.ControlPlane.Work(r.Context(), c, f)
 	if err != nil {
 		d.fail(w, r, s, err)
 		return

@@ -84,9 +84,16 @@ func (s *Server) controlRoutes() []route {
 }
 
 // controlCaller is the control plane's view of the request's caller.
-func controlCaller(r *http.Request) cp.Caller {
-	c := callerOf(r.Context())
-	return cp.Caller{Identity: c.Identity, Admin: c.Can(auth.Admin), MaySubmit: func(repo string) bool { return c.CanOn(auth.Submit, repo) }}
+func controlCaller(r *http.Request) cp.Caller { return ControlCaller(callerOf(r.Context())) }
+
+// ControlCaller is the control plane's view of an authenticated caller:
+// an admin of every project acts on any session; the projects it sees
+// and acts on are those where it holds agent (which admin holds). An
+// admin narrowed to projects is, to the control plane, an agent of
+// those projects: acting on others' sessions would reach past them.
+func ControlCaller(c *auth.Caller) cp.Caller {
+	return cp.Caller{Identity: c.Identity, Admin: c.CanEverywhere(auth.Admin), Projects: c.Scope(auth.Agent),
+		MaySubmit: func(repo string) bool { return c.CanOn(auth.Submit, repo) }}
 }
 
 // decodeBody reads a JSON body strictly into v: unknown members, member
@@ -185,7 +192,7 @@ func (s *Server) inspectLease(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) expireLeases(w http.ResponseWriter, r *http.Request) {
-	expired, err := s.cp.ExpireLeases(r.Context())
+	expired, err := s.cp.ExpireLeases(r.Context(), controlCaller(r))
 	if expired == nil {
 		expired = []cp.Lease{}
 	}
@@ -235,7 +242,7 @@ func (s *Server) listWork(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, wq.Errorf(wq.EINVALID, "state: want open, merged or closed, got %q", f.State))
 		return
 	}
-	list, err := s.cp.Work(r.Context(), f)
+	list, err := s.cp.Work(r.Context(), controlCaller(r), f)
 	if list == nil {
 		list = []cp.Work{}
 	}

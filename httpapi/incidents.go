@@ -27,7 +27,10 @@ func (s *Server) incidentRoutes() []route {
 			if s.incidents == nil {
 				return nil, wq.Errorf(wq.EUNAVAILABLE, "the incident bridge is off: configure incidents to reconcile observations")
 			}
-			res, err := s.incidents.Reconcile(r.Context(), observation(&body.Observation), body.Apply)
+			// Only into the repositories where the caller holds
+			// incidents: another project's mapping is, to it, none.
+			res, err := s.incidents.ReconcileWithin(r.Context(), observation(&body.Observation), body.Apply,
+				callerOf(r.Context()).Scope(auth.Incidents))
 			return wired(res, err, incidentResultOf)
 		}))}}, s.incidentWebhookRoutes()...)
 }

@@ -276,12 +276,17 @@ func (s *Items) authorize(ctx context.Context, caller *auth.Caller, perm auth.Pe
 	if caller.CanOn(perm, project) || perm == auth.Read && mayRead(caller, project) {
 		return nil
 	}
+	s.refused(ctx, caller, perm, project)
+	return wq.Errorf(wq.EFORBIDDEN, "%s may not %s on project %q: no rule that matched grants it there", caller.Identity, perm, project)
+}
+
+// refused audits a refusal of perm on project.
+func (s *Items) refused(ctx context.Context, caller *auth.Caller, perm auth.Permission, project string) {
 	if s.Audit != nil {
 		s.Audit.WriteAudit(ctx, wq.AuditEntry{Time: s.now(), EventType: wq.AuditAuthRefused, Actor: caller.Identity,
 			Trigger:  map[string]any{"source": "api", "rules": caller.Rules()},
 			Metadata: map[string]any{"permission": string(perm), "project": project, "reason": "no matched rule covers the project"}})
 	}
-	return wq.Errorf(wq.EFORBIDDEN, "%s may not %s on project %q: no rule that matched grants it there", caller.Identity, perm, project)
 }
 
 // mayRead reports whether caller may read the items of project: with
@@ -291,31 +296,55 @@ func mayRead(caller *auth.Caller, project string) bool {
 	return caller.CanOn(auth.Read, project) || caller.CanOn(auth.Agent, project)
 }
 
-// List returns a page of items, newest first, and the cursor of the next
-// page ("" on the last). Items of projects the caller may not read are
-// left out; the cursor still moves past them.
+// List returns a page of items the caller may read, newest first, and
+// the cursor of the next page ("" on the last). Items of projects the
+// caller may not read are not on any page, and the page is filled from
+// the others (the store is read on past them): its length and its
+// cursor, the id of its last item, are what a store holding only the
+// caller's projects would answer (issue 48).
 func (s *Items) List(ctx context.Context, caller *auth.Caller, f wq.ItemFilter) ([]*api.Item, string, error) {
 	if f.Limit <= 0 || f.Limit > wq.MaxListLimit {
 		f.Limit = 50
 	}
-	items, err := s.Store.ListItems(ctx, f)
-	if err != nil {
-		return nil, "", err
+	want := f.Limit
+	var visible []*wq.Item
+	if f.Project != "" && !mayRead(caller, f.Project) {
+		return []*api.Item{}, "", nil
 	}
-	views := make([]*api.Item, 0, len(items))
-	byType := map[string][]*wq.Item{}
-	for _, it := range items {
-		if mayRead(caller, it.Project) {
-			views = append(views, render(it, nil))
-			byType[it.ItemType] = append(byType[it.ItemType], it)
+	everywhere := caller.CanEverywhere(auth.Read) || caller.CanEverywhere(auth.Agent)
+	if !everywhere {
+		f.Limit = wq.MaxListLimit // a narrowed reader's page may need many rows read
+	}
+	for {
+		items, err := s.Store.ListItems(ctx, f)
+		if err != nil {
+			return nil, "", err
 		}
+		for _, it := range items {
+			if mayRead(caller, it.Project) {
+				visible = append(visible, it)
+			}
+		}
+		if len(visible) >= want || len(items) < f.Limit {
+			break
+		}
+		f.Before = items[len(items)-1].ID
+	}
+	// A full page has a next one, as it always had: its cursor is the
+	// page's last item, one the caller may read.
+	next := ""
+	if len(visible) >= want {
+		visible = visible[:want]
+		next = visible[want-1].ID.String()
+	}
+	views := make([]*api.Item, 0, len(visible))
+	byType := map[string][]*wq.Item{}
+	for _, it := range visible {
+		views = append(views, render(it, nil))
+		byType[it.ItemType] = append(byType[it.ItemType], it)
 	}
 	if err := s.summarize(ctx, byType, views); err != nil {
 		return nil, "", err
-	}
-	next := ""
-	if len(items) == f.Limit {
-		next = items[len(items)-1].ID.String()
 	}
 	return views, next, nil
 }
@@ -347,17 +376,31 @@ func (s *Items) summarize(ctx context.Context, byType map[string][]*wq.Item, vie
 	return nil
 }
 
-// itemFor loads an item and authorises perm on its project.
+// itemFor loads an item and authorises perm on its project. An item the
+// caller may not read is, to it, one that does not exist: the same
+// ENOTFOUND, word for word (issue 48); one it may read but not change is
+// EFORBIDDEN.
 func (s *Items) itemFor(ctx context.Context, caller *auth.Caller, perm auth.Permission, id wq.ItemID) (*wq.Item, error) {
 	it, err := s.Store.GetItem(ctx, id)
+	if wq.ErrorCode(err) == wq.ENOTFOUND {
+		return nil, itemNotFound(id)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if !mayRead(caller, it.Project) {
+		s.refused(ctx, caller, auth.Read, it.Project)
+		return nil, itemNotFound(id)
 	}
 	if err := s.authorize(ctx, caller, perm, it.Project); err != nil {
 		return nil, err
 	}
 	return it, nil
 }
+
+// itemNotFound is the answer for an item that does not exist, or that
+// the caller may not read.
+func itemNotFound(id wq.ItemID) error { return wq.Errorf(wq.ENOTFOUND, "item %s not found", id) }
 
 // Retry makes a failed or cancelled item active again, with the rows its
 // type resets on retry.

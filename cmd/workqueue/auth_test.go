@@ -72,8 +72,10 @@ func TestSubmitOutsideTheRuleProjectsIsForbiddenAndStoresNothing(t *testing.T) {
 	if status, list, _ := w.do("GET", "/api/v1/items", token, nil); status != http.StatusOK || len(asList(list["items"])) != 0 {
 		t.Errorf("the scoped caller's list: %d %v, want no items", status, list)
 	}
-	if status, _, _ := w.do("GET", "/api/v1/items/"+created["id"].(string), token, nil); status != http.StatusForbidden {
-		t.Errorf("the scoped caller read another project's item: %d", status)
+	// Another project's item is, to the scoped caller, one that does not
+	// exist: 404 as for a missing id, so that ids cannot be probed.
+	if status, got, _ := w.do("GET", "/api/v1/items/"+created["id"].(string), token, nil); status != http.StatusNotFound || got["code"] != "not_found" {
+		t.Errorf("the scoped caller read another project's item: %d %v, want 404", status, got)
 	}
 	status, list, _ = w.do("GET", "/api/v1/items", w.tokens["read"], nil)
 	if items, _ := list["items"].([]any); status != http.StatusOK || len(items) != 1 {

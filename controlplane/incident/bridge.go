@@ -124,6 +124,14 @@ func (b *Bridge) now() time.Time { return storedTime(b.clock.Now()) }
 // filing fails (the claim is left to go stale, since the forge may have
 // filed the issue after all); ECONFLICT as above.
 func (b *Bridge) Reconcile(ctx context.Context, obs Observation, apply bool) (*Result, error) {
+	return b.ReconcileWithin(ctx, obs, apply, nil)
+}
+
+// ReconcileWithin is Reconcile for a caller that may file issues only in
+// the repositories covers reports true for (nil: every one): a mapping
+// to any other repository is, to it, one that is not configured, with
+// the very refusal an unmapped observation gets (issue 48).
+func (b *Bridge) ReconcileWithin(ctx context.Context, obs Observation, apply bool, covers func(forge, repo string) bool) (*Result, error) {
 	if err := obs.Validate(); err != nil {
 		return nil, err
 	}
@@ -131,7 +139,16 @@ func (b *Bridge) Reconcile(ctx context.Context, obs Observation, apply bool) (*R
 	if err != nil {
 		return nil, err
 	}
-	p, err := route(b.projects, obs.Key)
+	projects := b.projects
+	if covers != nil {
+		projects = map[projectKey]Project{}
+		for k, p := range b.projects {
+			if covers(p.Forge, p.Repo) {
+				projects[k] = p
+			}
+		}
+	}
+	p, err := route(projects, obs.Key)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,9 @@ const (
 	SkipNotMergeable = "not_mergeable"  // approved, but the forge says it cannot merge now
 	SkipLost         = "lost_race"      // another session took it while this one was assigning
 	SkipLower        = "lower_priority" // eligible, but another came first in the order
+	// SkipAwaitsPerson: its protected paths wait for the approval of an
+	// identity that may submit to the repository itself (package policy).
+	SkipAwaitsPerson = "awaits_person"
 )
 
 // Policy is the allocator's configuration.
@@ -222,7 +225,11 @@ func routeFor(s *Session, cand *Candidate, own, mayBeOwn bool, openPRFor map[Wor
 		}
 		return RouteIssue, ""
 	}
-	switch cand.ReviewState {
+	state := cand.ReviewState
+	if cand.AwaitsPerson {
+		state = ReviewNone // reviewed again, by a person
+	}
+	switch state {
 	case ReviewApproved:
 		switch {
 		case s.Role != RoleMerger:

@@ -328,7 +328,11 @@ func (s *Service) allocate(ctx context.Context, c Caller, sessionID, repoGlob st
 	if err := s.identify(ctx, cands); err != nil {
 		return nil, err
 	}
-	var lost []CandidateSkip // races lost while applying
+	cands, held, err := s.awaitingPerson(ctx, c, cands)
+	if err != nil {
+		return nil, err
+	}
+	lost := held // held back for a person, then races lost while applying
 	for rereads := 0; ; {
 		choice := Choose(sess, cands, repoGlob, s.Policy, now)
 		out := &Allocation{Outcome: choice.Outcome, Candidates: skips(choice.Skipped, lost)}
@@ -509,6 +513,39 @@ func without(cands []Candidate, id string) []Candidate {
 		}
 	}
 	return out
+}
+
+// awaitingPerson finds the approved pull requests whose protected paths
+// still wait for a person (ReviewLabel, and no approval of their head by
+// an identity that may submit there: approvedByPerson). None is a
+// merger's: for an agent-only caller it is passed over (awaits_person);
+// for a caller that may submit there it is one to review.
+func (s *Service) awaitingPerson(ctx context.Context, c Caller, cands []Candidate) ([]Candidate, []CandidateSkip, error) {
+	if s.ReviewLabel == "" {
+		return cands, nil, nil
+	}
+	var held []CandidateSkip
+	out := make([]Candidate, 0, len(cands)) // the store's slice may be shared
+	for _, cand := range cands {
+		if cand.Kind != KindPR || cand.State.Terminal() || cand.ReviewState != ReviewApproved || !slices.Contains(cand.Labels, s.ReviewLabel) {
+			out = append(out, cand)
+			continue
+		}
+		ok, err := s.approvedByPerson(ctx, cand.Work, cand.HeadSHA)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case ok:
+			out = append(out, cand)
+		case c.agentOnly(cand.Repo):
+			held = append(held, CandidateSkip{Work: cand.Work, Reason: SkipAwaitsPerson})
+		default:
+			cand.AwaitsPerson = true
+			out = append(out, cand)
+		}
+	}
+	return out, held, nil
 }
 
 func skips(picks []Pick, lost []CandidateSkip) []CandidateSkip {

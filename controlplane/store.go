@@ -23,6 +23,11 @@ type Candidate struct {
 	// service (the store leaves them ""): an identity is one actor.
 	AuthorIdentity string
 	LeaseIdentity  string
+	// AwaitsPerson says the approved pull request's protected paths still
+	// wait for the approval of an identity that may submit there: it is
+	// on the review route, for such a caller's reviewers (filled by the
+	// service, see Service.ReviewLabel).
+	AwaitsPerson bool
 }
 
 // IdentityReader is what a Store may add to read many sessions'

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -168,6 +169,7 @@ func (g *guard) CreateMergeRequest(ctx context.Context, req wq.MergeRequestCreat
 		Title: req.Title, Description: req.Description, Labels: req.Labels}); err != nil {
 		return nil, err
 	}
+	req.ExistingOnly = g.existingOnly(req.Project, req.Labels, req.ExistingOnly)
 	return g.Forge.CreateMergeRequest(ctx, req)
 }
 
@@ -239,6 +241,23 @@ func (g *guard) EnsureWebhook(ctx context.Context, project, url, secret string) 
 		return "", err
 	}
 	return g.Forge.EnsureWebhook(ctx, project, url, secret)
+}
+
+// existingOnly is the labels of a merge request the adapter must not
+// make: every one but the service's own, unless the project lets the
+// service make labels (create_labels).
+func (g *guard) existingOnly(project string, labels, already []string) []string {
+	p := g.projects(project)
+	if p.CreateLabels {
+		return already
+	}
+	out := slices.Clone(already)
+	for _, l := range labels {
+		if !slices.Contains(p.ServiceLabels, l) && !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // guardCI is a guarded forge whose CI jobs can be read and retried.

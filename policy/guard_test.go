@@ -123,3 +123,23 @@ func TestAWriteCarriesItsCallersPolicy(t *testing.T) {
 		t.Errorf("an agent's description closing an issue beyond its assignment: %v, %d requests", err, calls()-before)
 	}
 }
+
+// A caller's label the repository lacks is not made unless the project
+// says create_labels; the service's own labels are (issue 48).
+func TestALabelTheRepositoryLacksIsMadeOnlyWhereTheProjectSaysSo(t *testing.T) {
+	for _, create := range []bool{false, true} {
+		p := project()
+		p.CreateLabels = create
+		f, _ := guarded(t, p)
+		ctx := context.Background()
+		if _, err := f.CommitFiles(ctx, wq.CommitRequest{Project: "o/r", Base: "main", Branch: "workqueue/l", Message: "l",
+			Changes: []wq.FileChange{{Action: "create", Path: "l.txt", Content: []byte("l\n")}}}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: "o/r", SourceBranch: "workqueue/l", TargetBranch: "main",
+			Title: "l", Labels: []string{"managed-by-workqueue", "brand-new"}})
+		if create != (err == nil) {
+			t.Errorf("create_labels %v: %v", create, err)
+		}
+	}
+}

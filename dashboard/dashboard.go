@@ -74,8 +74,8 @@ type Options struct {
 	// so that a logged-out cookie is refused by all of them at once (the
 	// store: both drivers keep them). nil: this process's memory only.
 	Sessions wq.SessionRevocations
-	Log     *slog.Logger
-	Clock   clockwork.Clock // nil: the real clock
+	Log      *slog.Logger
+	Clock    clockwork.Clock // nil: the real clock
 }
 
 // Dashboard serves the pages.

@@ -364,3 +364,58 @@ func TestAValidatingCredentialFromAThrottledPrefixPasses(t *testing.T) {
 		}
 	})
 }
+
+func TestOnlyAnOpaqueTokenNotInTheIntrospectionCacheCostsARemoteCall(t *testing.T) {
+	ctx := context.Background()
+	clock := clockwork.NewFakeClock()
+	users := newUsersAPI(t)
+	static, err := auth.NewStaticTokens([]auth.Token{{Name: "ci", SHA256: auth.HashToken("wq_ci"), Permissions: []auth.Permission{auth.Submit}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := &auth.Chain{Static: static, Introspection: newIntrospection(users, clock)}
+	for _, tc := range []struct {
+		token string
+		want  bool
+	}{
+		{"wq_ci", false},          // a static token: a lookup
+		{"a.b.c", false},          // a JWT: verified against the cached keys
+		{"sha256~alice", true},    // opaque, never introspected
+		{"sha256~stranger", true}, // opaque, refused: refusals are not cached
+	} {
+		if got := chain.NeedsRemoteCall(tc.token); got != tc.want {
+			t.Errorf("NeedsRemoteCall(%q) = %v, want %v", tc.token, got, tc.want)
+		}
+	}
+	if _, err := chain.Authenticate(ctx, "sha256~alice"); err != nil {
+		t.Fatal(err)
+	}
+	if chain.NeedsRemoteCall("sha256~alice") {
+		t.Error("an opaque token whose answer is cached still costs a remote call")
+	}
+
+	// A throttled prefix: the cached token passes without waiting for
+	// the remote lane, held by a slow validation of a guess.
+	l := auth.NewFailureLimiter(auth.LimiterOptions{Limit: 1, RemoteLane: 1, Clock: clock})
+	if _, err := l.Authenticate(ctx, chain, "192.0.2.1:1", "sha256~guess"); wq.ErrorCode(err) != wq.EUNAUTHORIZED {
+		t.Fatalf("the first guess: %v, want unauthorized", err)
+	}
+	release, entered := make(chan struct{}), make(chan struct{})
+	slow := authFunc(func(context.Context, string) (*auth.Caller, error) {
+		close(entered)
+		<-release
+		return nil, wq.Errorf(wq.EUNAUTHORIZED, "refused")
+	})
+	done := make(chan struct{})
+	go func() { defer close(done); l.Authenticate(ctx, slow, "192.0.2.2:1", "sha256~slow-guess") }()
+	<-entered
+	calls := users.calls.Load()
+	if c, err := l.Authenticate(ctx, chain, "192.0.2.3:1", "sha256~alice"); err != nil || c.Identity != "alice" {
+		t.Errorf("a cached opaque token from the throttled prefix, the lane full: %v, %v; want alice", c, err)
+	}
+	if users.calls.Load() != calls {
+		t.Error("the cached token was introspected again")
+	}
+	close(release)
+	<-done
+}

@@ -37,3 +37,20 @@ func (c *Chain) Authenticate(ctx context.Context, token string) (*Caller, error)
 	}
 	return nil, wq.Errorf(wq.EUNAUTHORIZED, "invalid token")
 }
+
+// NeedsRemoteCall implements RemoteCoster: only an opaque token that is
+// neither a static token nor in the introspection cache costs a call.
+// A JWT is verified locally against its issuer's cached keys, whose
+// refetch the key set bounds (once per MinRefresh).
+func (c *Chain) NeedsRemoteCall(token string) bool {
+	if token == "" || len(token) > MaxTokenBytes {
+		return false
+	}
+	if c.Static != nil && c.Static.holds(token) {
+		return false
+	}
+	if LooksLikeJWT(token) || c.Introspection == nil {
+		return false
+	}
+	return c.Introspection.NeedsRemoteCall(token)
+}

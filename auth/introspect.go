@@ -78,6 +78,20 @@ func (in *Introspection) Authenticate(ctx context.Context, token string) (*Calle
 	return c, nil
 }
 
+// NeedsRemoteCall implements RemoteCoster: a token whose positive
+// answer is in the cache costs no call.
+func (in *Introspection) NeedsRemoteCall(token string) bool {
+	now := time.Now
+	if in.Clock != nil {
+		now = in.Clock.Now
+	}
+	key := sha256.Sum256([]byte(token))
+	in.mu.Lock()
+	hit, ok := in.cache[key]
+	in.mu.Unlock()
+	return !ok || !now().Before(hit.expires)
+}
+
 func (in *Introspection) store(key [sha256.Size]byte, v introspected, now time.Time) {
 	in.mu.Lock()
 	defer in.mu.Unlock()

@@ -267,6 +267,11 @@ func (t *bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // LooksLikeJWT reports whether a token has a JWT's three segments.
 func LooksLikeJWT(token string) bool { return strings.Count(token, ".") == 2 }
 
+// NeedsRemoteCall implements RemoteCoster: a JWT is verified locally
+// once its issuer's keys are cached, and their fetches are bounded by
+// the key set (at most once per MinRefresh), not by the callers.
+func (j *JWTs) NeedsRemoteCall(string) bool { return false }
+
 // Authenticate verifies a JWT and maps it through the rules of its
 // issuer. A verified token that no rule matches is a caller without
 // grants (403 on every route), not a stranger.

@@ -15,11 +15,22 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 )
 
-// Defaults of FailureLimiter (auth.failure_limit, auth.failure_window).
+// Defaults of FailureLimiter (auth.failure_limit, auth.failure_window,
+// auth.failure_global_limit).
 const (
 	DefaultFailureLimit  = 10
 	DefaultFailureWindow = time.Minute
-	// defaultMaxAddresses bounds the addresses a limiter remembers: at
+	// DefaultGlobalFailureLimit is the failures within the window, from
+	// all addresses together, past which every address is throttled: a
+	// guesser with many prefixes meets it, an honest fleet never does.
+	DefaultGlobalFailureLimit = 1000
+	// wideLimitFactor sets an IPv6 /48's limit from its /64's: a site
+	// may hold many hosts, but not many times more guessers.
+	wideLimitFactor = 4
+	// defaultRemoteLane bounds the validations that cost a remote call
+	// (an introspection endpoint) made at once for throttled attempts.
+	defaultRemoteLane = 2
+	// defaultMaxAddresses bounds the prefixes a limiter remembers: at
 	// most the limit's failure times each, a few megabytes at most.
 	defaultMaxAddresses = 10000
 	// defaultMaxValidTokens bounds the hashes of recently valid tokens,
@@ -35,19 +46,39 @@ const ReasonThrottled = "auth_throttled"
 // LimiterMetrics counts the attempts a FailureLimiter refuses
 // (*metrics.Metrics implements it).
 type LimiterMetrics interface {
+	// AuthThrottled counts one failed attempt answered 429 because its
+	// prefix, or all addresses together, failed too often.
 	AuthThrottled()
+	// AuthGlobalThrottled counts one failed attempt answered 429 while
+	// the global failure budget was spent.
+	AuthGlobalThrottled()
+}
+
+// RemoteCoster is implemented by an Authenticator that can tell, before
+// validating a token, whether validating it may cost a call to another
+// service that nothing else bounds (an introspection endpoint). An
+// Authenticator that does not implement it is taken to always cost one.
+type RemoteCoster interface {
+	NeedsRemoteCall(token string) bool
 }
 
 // LimiterOptions configure a FailureLimiter. Zero fields take the
 // defaults.
 type LimiterOptions struct {
-	// Limit is how many failed authentications from one client address
-	// within Window are answered normally; further attempts with a token
-	// not recently valid are refused unvalidated until the oldest of them
-	// leaves the window.
+	// Limit is how many failed authentications from one network prefix
+	// (an IPv4 /24, an IPv6 /64; an IPv6 /48 has four times as many)
+	// within Window are answered normally; past it the prefix is
+	// throttled until the oldest of them leaves the window.
 	Limit  int
 	Window time.Duration
-	// MaxAddresses bounds the addresses remembered; the one that failed
+	// GlobalLimit is how many failed authentications from all
+	// addresses together within Window are answered normally; past it
+	// every address is throttled.
+	GlobalLimit int
+	// RemoteLane bounds the throttled attempts whose validation costs a
+	// remote call that run at once; the others wait for a place.
+	RemoteLane int
+	// MaxAddresses bounds the prefixes remembered; the one that failed
 	// least recently is forgotten first.
 	MaxAddresses int
 	// MaxValidTokens bounds the hashes of recently valid tokens.
@@ -56,27 +87,39 @@ type LimiterOptions struct {
 	Metrics        LimiterMetrics  // nil: not counted
 }
 
-// FailureLimiter makes token guessing slow: it counts failed
-// authentications per client address, and once an address has failed
-// Limit times within Window it refuses that address's further attempts
-// with a ThrottledError, without validating them, until the oldest
-// failure leaves the window. A token that authenticated recently (its
-// SHA-256 is kept in a bounded set) is still validated and passes from a
-// throttled address, so that a guesser behind the same proxy or NAT does
-// not lock valid callers out. Attempts in flight count against the limit
-// as if they will fail, so that a burst of concurrent guesses cannot pass
-// the check together. Memory is bounded: at most MaxAddresses addresses
-// (IPv6 by /64, which one host usually holds whole) and MaxValidTokens
-// hashes. Safe for concurrent use; one limiter serves the API and the
-// dashboard, so that failures on either count together.
+// FailureLimiter bounds token guessing without ever refusing a token
+// that validates. It counts failed authentications per network prefix
+// (an IPv4 address's /24; an IPv6 address's /64 and /48) and across all
+// addresses. Once a prefix has failed Limit times within Window (its /48
+// four times that), or all addresses GlobalLimit times, the prefix (or
+// every address) is throttled until the oldest failure leaves the
+// window. A throttled attempt is still validated, so that a CI job's
+// fresh token behind the NAT of a guesser passes, but at bounded cost:
+// a static token is a hash lookup, a JWT is checked locally against the
+// cached keys (their refetch is bounded by the key set), an
+// introspection answer in cache is a lookup; only a validation that
+// costs a remote call waits for one of RemoteLane places. A throttled
+// attempt that fails is answered with a ThrottledError (429) and counts
+// as a failure. A token that authenticated recently (its SHA-256 is kept
+// in a bounded set) skips the limiter. Attempts in flight count against
+// the limits as if they will fail, so that a burst of concurrent
+// guesses is judged throttled together. Memory is bounded: at most
+// MaxAddresses prefixes and MaxValidTokens hashes. Safe for concurrent
+// use; one limiter serves the API and the dashboard, so that failures
+// on either count together.
 type FailureLimiter struct {
 	o LimiterOptions
 
+	// lane holds a place per remote validation of a throttled attempt.
+	lane chan struct{}
+
 	mu sync.Mutex
-	// addrs are the remembered addresses, most recently failed (or
+	// addrs are the remembered prefixes, most recently failed (or
 	// tried) at the front of order.
 	addrs map[string]*list.Element // of *addrState
 	order *list.List
+	// global counts the failures of all addresses together.
+	global *addrState
 	// valid are the hashes of recently valid tokens, most recently
 	// used at the front of validOrder.
 	valid      map[[sha256.Size]byte]*list.Element // of *validToken
@@ -84,8 +127,9 @@ type FailureLimiter struct {
 }
 
 type addrState struct {
-	key string
-	// failures are the times of the latest failures, at most Limit, as
+	key   string
+	limit int
+	// failures are the times of the latest failures, at most limit, as
 	// a ring: next is where the next one goes, and, once the ring is
 	// full, the oldest.
 	failures []time.Time
@@ -107,6 +151,12 @@ func NewFailureLimiter(o LimiterOptions) *FailureLimiter {
 	if o.Window <= 0 {
 		o.Window = DefaultFailureWindow
 	}
+	if o.GlobalLimit <= 0 {
+		o.GlobalLimit = DefaultGlobalFailureLimit
+	}
+	if o.RemoteLane <= 0 {
+		o.RemoteLane = defaultRemoteLane
+	}
 	if o.MaxAddresses <= 0 {
 		o.MaxAddresses = defaultMaxAddresses
 	}
@@ -116,19 +166,24 @@ func NewFailureLimiter(o LimiterOptions) *FailureLimiter {
 	if o.Clock == nil {
 		o.Clock = clockwork.NewRealClock()
 	}
-	return &FailureLimiter{o: o, addrs: map[string]*list.Element{}, order: list.New(),
-		valid: map[[sha256.Size]byte]*list.Element{}, validOrder: list.New()}
+	return &FailureLimiter{o: o, lane: make(chan struct{}, o.RemoteLane),
+		addrs: map[string]*list.Element{}, order: list.New(),
+		global: &addrState{key: "global", limit: o.GlobalLimit},
+		valid:  map[[sha256.Size]byte]*list.Element{}, validOrder: list.New()}
 }
 
-// ThrottledError refuses an attempt from an address that failed too
-// often. It unwraps to an EUNAVAILABLE *wq.Error with reason
-// auth_throttled ("try again later"); HTTP answers it 429 with
-// Retry-After.
+// ThrottledError refuses a failed attempt from a prefix that failed too
+// often (or while all addresses together did). It unwraps to an
+// EUNAVAILABLE *wq.Error with reason auth_throttled ("try again
+// later"); HTTP answers it 429 with Retry-After.
 type ThrottledError struct {
-	// Client is the address the failures were counted for (an IPv6
-	// address's /64), for the audit.
+	// Client is the prefix the failures were counted for (an IPv4
+	// address's /24, an IPv6 address's /64), for the audit.
 	Client string
-	// RetryAfter is how long until the address may try again.
+	// Global is set when the failures of all addresses together were
+	// past their budget.
+	Global bool
+	// RetryAfter is how long until the prefix may try again.
 	RetryAfter time.Duration
 }
 
@@ -152,59 +207,123 @@ func (e *ThrottledError) RetryAfterSeconds() int {
 }
 
 // Authenticate authenticates token, presented from remoteAddr (a
-// request's RemoteAddr, host:port), with authn. It returns a
-// *ThrottledError without calling authn when the address has failed
-// too often and the token was not valid recently. An EUNAUTHORIZED
-// answer of authn counts as a failure of the address; other errors (an
+// request's RemoteAddr, host:port), with authn. A token that validates
+// is always answered with its caller. When the address's prefixes, or
+// all addresses, failed too often, a token that does not validate is
+// answered with a *ThrottledError, and a validation that costs a remote
+// call (see RemoteCoster) first waits for a place in the remote lane. An
+// EUNAUTHORIZED answer of authn counts as a failure; other errors (an
 // issuer unreachable) do not, since they say nothing of the token.
 func (l *FailureLimiter) Authenticate(ctx context.Context, authn Authenticator, remoteAddr, token string) (*Caller, error) {
-	key := ClientKey(remoteAddr)
+	keys := clientKeys(remoteAddr, l.o.Limit)
 	hash := sha256.Sum256([]byte(token))
 	l.mu.Lock()
 	now := l.o.Clock.Now()
 	known := l.recentlyValid(hash, now)
-	var st *addrState
+	var states []*addrState
+	throttled, global := false, false
 	if !known {
-		st = l.state(key)
-		if wait := l.blockedFor(st, now); wait > 0 {
-			l.release(st, now)
-			l.mu.Unlock()
-			if l.o.Metrics != nil {
-				l.o.Metrics.AuthThrottled()
-			}
-			return nil, &ThrottledError{Client: key, RetryAfter: wait}
+		for _, k := range keys {
+			st := l.state(k.key, k.limit)
+			states = append(states, st)
+			throttled = throttled || l.blockedFor(st, now) > 0
 		}
-		st.inflight++
+		global = l.blockedFor(l.global, now) > 0
+		for _, st := range states {
+			st.inflight++
+		}
+		l.global.inflight++
 	}
 	l.mu.Unlock()
 
-	caller, err := authn.Authenticate(ctx, token)
+	var caller *Caller
+	var err error
+	if (throttled || global) && needsRemoteCall(authn, token) {
+		select {
+		case l.lane <- struct{}{}:
+			caller, err = authn.Authenticate(ctx, token)
+			<-l.lane
+		case <-ctx.Done():
+			err = wq.Errorf(wq.EUNAVAILABLE, "authentication abandoned: %v", ctx.Err())
+		}
+	} else {
+		caller, err = authn.Authenticate(ctx, token)
+	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now = l.o.Clock.Now()
-	if st != nil {
-		st.inflight = max(0, st.inflight-1)
+	if !known {
+		for _, st := range states {
+			st.inflight = max(0, st.inflight-1)
+		}
+		l.global.inflight = max(0, l.global.inflight-1)
 	}
 	switch {
 	case err == nil:
 		l.rememberValid(hash, now)
 	case wq.ErrorCode(err) == wq.EUNAUTHORIZED:
 		l.forgetValid(hash)
-		if st == nil {
-			st = l.state(key)
+		if known {
+			for _, k := range keys {
+				states = append(states, l.state(k.key, k.limit))
+			}
 		}
-		l.fail(st, now)
+		for _, st := range states {
+			l.fail(st, now)
+		}
+		l.fail(l.global, now)
+		if throttled || global {
+			var wait time.Duration
+			for _, st := range append(states, l.global) {
+				wait = max(wait, l.blockedFor(st, now))
+			}
+			err = &ThrottledError{Client: keys[0].key, Global: global, RetryAfter: max(time.Second, wait)}
+			if l.o.Metrics != nil {
+				l.o.Metrics.AuthThrottled()
+				if global {
+					l.o.Metrics.AuthGlobalThrottled()
+				}
+			}
+		}
 	}
-	if st != nil {
+	for _, st := range states {
 		l.release(st, now)
 	}
 	return caller, err
 }
 
-// ClientKey is the address failures are counted for: the host of
-// remoteAddr, an IPv4-mapped address as IPv4, and an IPv6 address's /64.
-// Anything that does not parse counts as itself.
+// needsRemoteCall reports whether authn may call another service to
+// validate token.
+func needsRemoteCall(authn Authenticator, token string) bool {
+	if c, ok := authn.(RemoteCoster); ok {
+		return c.NeedsRemoteCall(token)
+	}
+	return true
+}
+
+// limitKey is one prefix failures are counted for, with its limit.
+type limitKey struct {
+	key   string
+	limit int
+}
+
+// clientKeys are the prefixes remoteAddr's failures count for, the
+// narrowest first: an IPv4 address's /24, an IPv6 address's /64 and
+// /48 (with wideLimitFactor times limit).
+func clientKeys(remoteAddr string, limit int) []limitKey {
+	narrow := ClientKey(remoteAddr)
+	p, err := netip.ParsePrefix(narrow)
+	if err != nil || !p.Addr().Is6() {
+		return []limitKey{{narrow, limit}}
+	}
+	wide, _ := p.Addr().Prefix(48)
+	return []limitKey{{narrow, limit}, {wide.String(), limit * wideLimitFactor}}
+}
+
+// ClientKey is the prefix failures are counted for: the host of
+// remoteAddr's /24 for IPv4 (an IPv4-mapped address as IPv4), its /64
+// for IPv6. Anything that does not parse counts as itself.
 func ClientKey(remoteAddr string) string {
 	host, _, err := net.SplitHostPort(remoteAddr)
 	if err != nil {
@@ -215,16 +334,17 @@ func ClientKey(remoteAddr string) string {
 		return host
 	}
 	a = a.Unmap().WithZone("")
+	bits := 64
 	if a.Is4() {
-		return a.String()
+		bits = 24
 	}
-	p, _ := a.Prefix(64)
+	p, _ := a.Prefix(bits)
 	return p.String()
 }
 
 // state returns key's entry, made (and the least recently failed one
 // forgotten when the map is full) if it has none. l.mu is held.
-func (l *FailureLimiter) state(key string) *addrState {
+func (l *FailureLimiter) state(key string, limit int) *addrState {
 	if e, ok := l.addrs[key]; ok {
 		return e.Value.(*addrState)
 	}
@@ -233,59 +353,73 @@ func (l *FailureLimiter) state(key string) *addrState {
 		l.order.Remove(oldest)
 		delete(l.addrs, oldest.Value.(*addrState).key)
 	}
-	st := &addrState{key: key}
+	st := &addrState{key: key, limit: limit}
 	l.addrs[key] = l.order.PushFront(st)
 	return st
 }
 
-// blockedFor is how long st's address must wait: until its oldest
+// blockedFor is how long st's prefix must wait: until its oldest
 // failure leaves the window, when its failures and attempts in flight
-// reach the limit; 0 when it may try now. l.mu is held.
+// reach the limit; 0 when it may try now. It allocates nothing, since
+// the global state is judged on every attempt. l.mu is held.
 func (l *FailureLimiter) blockedFor(st *addrState, now time.Time) time.Duration {
-	recent := l.recent(st, now)
-	if len(recent)+st.inflight < l.o.Limit {
+	n := l.countRecent(st, now)
+	if n+st.inflight < st.limit {
 		return 0
 	}
 	// The failure that has to leave the window for one more attempt.
-	i := len(recent) + st.inflight - l.o.Limit
-	if i >= len(recent) {
+	i := n + st.inflight - st.limit
+	if i >= n {
 		// Attempts in flight alone reach the limit: wait for their answers.
 		return time.Second
 	}
-	return max(time.Second, recent[i].Add(l.o.Window).Sub(now))
+	return max(time.Second, l.nthRecent(st, now, i).Add(l.o.Window).Sub(now))
 }
 
-// recent are st's failures within the window, oldest first.
-func (l *FailureLimiter) recent(st *addrState, now time.Time) []time.Time {
-	out := make([]time.Time, 0, len(st.failures))
-	n := len(st.failures)
-	for i := range n {
-		t := st.failures[(st.next+i)%n]
+// countRecent is how many of st's failures are within the window.
+func (l *FailureLimiter) countRecent(st *addrState, now time.Time) int {
+	n := 0
+	for _, t := range st.failures {
 		if now.Sub(t) < l.o.Window {
-			out = append(out, t)
+			n++
 		}
 	}
-	return out
+	return n
+}
+
+// nthRecent is st's i-th failure within the window, oldest first.
+func (l *FailureLimiter) nthRecent(st *addrState, now time.Time, i int) time.Time {
+	n := len(st.failures)
+	for j := range n {
+		t := st.failures[(st.next+j)%n]
+		if now.Sub(t) < l.o.Window {
+			if i == 0 {
+				return t
+			}
+			i--
+		}
+	}
+	return now
 }
 
 // fail records a failure of st's address at now. l.mu is held.
 func (l *FailureLimiter) fail(st *addrState, now time.Time) {
-	if len(st.failures) < l.o.Limit {
+	if len(st.failures) < st.limit {
 		st.failures = append(st.failures, now)
-		st.next = len(st.failures) % l.o.Limit
+		st.next = len(st.failures) % st.limit
 	} else {
 		st.failures[st.next] = now
-		st.next = (st.next + 1) % l.o.Limit
+		st.next = (st.next + 1) % st.limit
 	}
-	if e, ok := l.addrs[st.key]; ok {
+	if e, ok := l.addrs[st.key]; ok && e.Value.(*addrState) == st {
 		l.order.MoveToFront(e)
 	}
 }
 
-// release forgets st's address once nothing about it matters any more:
+// release forgets st's prefix once nothing about it matters any more:
 // no attempt in flight and no failure within the window. l.mu is held.
 func (l *FailureLimiter) release(st *addrState, now time.Time) {
-	if st.inflight > 0 || len(l.recent(st, now)) > 0 {
+	if st.inflight > 0 || l.countRecent(st, now) > 0 {
 		return
 	}
 	if e, ok := l.addrs[st.key]; ok && e.Value.(*addrState) == st {

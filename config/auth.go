@@ -27,12 +27,17 @@ type Auth struct {
 	// GET /me sets to the session's access token (DDR-27), e.g.
 	// X-Forwarded-Access-Token. Empty: /me takes bearer tokens only.
 	ProxyAccessTokenHeader string `yaml:"proxy_access_token_header"`
-	// FailureLimit is how many failed authentications one client address
-	// (the connection's, an IPv6 address's /64) may make within the
-	// failure window before its further attempts are answered 429 with
-	// Retry-After, their tokens not looked at; a token that authenticated
-	// recently still passes. 0 turns the limit off.
+	// FailureLimit is how many failed authentications one network
+	// prefix (the connection address's /24 for IPv4, /64 for IPv6; an
+	// IPv6 /48 may make four times as many) may make within the failure
+	// window before its further failures are answered 429 with
+	// Retry-After; a token that validates always passes. 0 turns the
+	// limit off.
 	FailureLimit int `yaml:"failure_limit"`
+	// FailureGlobalLimit is how many failed authentications all
+	// addresses together may make within the failure window before every
+	// address is throttled as one past failure_limit (default 1000).
+	FailureGlobalLimit int `yaml:"failure_global_limit"`
 	// FailureWindow is how long a failed authentication counts against
 	// the failure limit.
 	FailureWindow Duration `yaml:"failure_window"`
@@ -93,6 +98,9 @@ func (c Config) validateAuth(bad func(field, format string, args ...any)) {
 	}
 	if a.FailureLimit < 0 || a.FailureLimit > 100000 {
 		bad("auth.failure_limit", "want between 0 (no limit) and 100000, got %d", a.FailureLimit)
+	}
+	if a.FailureGlobalLimit < 1 || a.FailureGlobalLimit > 10000000 {
+		bad("auth.failure_global_limit", "want between 1 and 10000000, got %d", a.FailureGlobalLimit)
 	}
 	if a.FailureWindow < Duration(time.Second) || a.FailureWindow > Duration(24*time.Hour) {
 		bad("auth.failure_window", "want between 1s and 24h, got %s", time.Duration(a.FailureWindow))

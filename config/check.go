@@ -82,8 +82,8 @@ func (c Config) Notes() []string {
 	if c.Auth.FailureLimit == 0 {
 		out = append(out, "failed authentications are not limited (auth.failure_limit: 0): tokens may be guessed as fast as the service answers")
 	} else {
-		out = append(out, fmt.Sprintf("a client address with %d failed authentications within %s is answered 429 until they age out (auth.failure_limit, auth.failure_window)",
-			c.Auth.FailureLimit, time.Duration(c.Auth.FailureWindow)))
+		out = append(out, fmt.Sprintf("a network prefix (IPv4 /24, IPv6 /64) with %d failed authentications within %s, or all addresses with %d, has its further failures answered 429 until they age out; a token that validates always passes (auth.failure_limit, auth.failure_global_limit, auth.failure_window)",
+			c.Auth.FailureLimit, time.Duration(c.Auth.FailureWindow), c.Auth.FailureGlobalLimit))
 	}
 	return out
 }

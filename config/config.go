@@ -158,7 +158,8 @@ func Default() Config {
 		Audit: defaultAudit(),
 		Auth: Auth{JWT: JWT{Leeway: Duration(30 * time.Second), MinRefresh: Duration(time.Minute)},
 			Introspection: Introspection{TTL: Duration(5 * time.Minute)},
-			FailureLimit:  auth.DefaultFailureLimit, FailureWindow: Duration(auth.DefaultFailureWindow)},
+			FailureLimit:  auth.DefaultFailureLimit, FailureWindow: Duration(auth.DefaultFailureWindow),
+			FailureGlobalLimit: auth.DefaultGlobalFailureLimit},
 		MR: MR{
 			ReconcileInterval:     Duration(30 * time.Minute),
 			MergeRecheckInterval:  Duration(time.Minute),

@@ -21,6 +21,12 @@ import (
 // through the service as a single retry or cancel does, so its
 // permission is checked per item. No script: two forms.
 
+// MaxBulkItems bounds the items one bulk retry or cancel acts on: the
+// most a confirmation page lists (wq.MaxListLimit, what one list reads).
+// A confirmation posting more ids is refused whole, naming the bound, so
+// that one request cannot fan out into any number of writes (issue 49).
+const MaxBulkItems = searchScan
+
 // bulkEligible are the phases an item can be retried or cancelled from.
 var bulkEligible = map[string][]wq.Phase{
 	"retry":  {wq.PhaseFailed, wq.PhaseCancelled},
@@ -64,6 +70,10 @@ func (d *Dashboard) bulkAction(w http.ResponseWriter, r *http.Request, s *sessio
 	}
 	act := map[string]func(context.Context, *auth.Caller, wq.ItemID) (*api.Item, error){"retry": d.o.Items.Retry, "cancel": d.o.Items.Cancel}[action]
 	ids := r.PostForm["id"]
+	if len(ids) > MaxBulkItems {
+		d.fail(w, r, s, wq.Errorf(wq.EINVALID, "a bulk %s acts on at most %d items at once, got %d: narrow the filters", action, MaxBulkItems, len(ids)))
+		return
+	}
 	done := 0
 	for _, text := range ids {
 		id, err := service.ParseID("id", text)

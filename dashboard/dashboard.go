@@ -70,14 +70,19 @@ type Options struct {
 	// Limiter, when set, limits failed logins per client address, shared
 	// with the API (httpapi.Options.FailureLimiter).
 	Limiter *auth.FailureLimiter
-	Log     *slog.Logger
-	Clock   clockwork.Clock // nil: the real clock
+	// Sessions records logouts in the database every instance shares,
+	// so that a logged-out cookie is refused by all of them at once (the
+	// store: both drivers keep them). nil: this process's memory only.
+	Sessions wq.SessionRevocations
+	Log      *slog.Logger
+	Clock    clockwork.Clock // nil: the real clock
 }
 
 // Dashboard serves the pages.
 type Dashboard struct {
 	o       Options
 	sealer  *sealer
+	revoked *revokedCache // logins known revoked, so that they cost no read
 	log     *slog.Logger
 	pages   map[string]*template.Template
 	handler http.Handler
@@ -120,7 +125,11 @@ func New(o Options) (*Dashboard, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dashboard{o: o, sealer: sealer, log: o.Log.With("component", "dashboard"), pages: map[string]*template.Template{}}
+	if o.Sessions == nil {
+		o.Sessions = &memoryRevocations{revoked: map[string]time.Time{}}
+	}
+	d := &Dashboard{o: o, sealer: sealer, log: o.Log.With("component", "dashboard"), pages: map[string]*template.Template{},
+		revoked: newRevokedCache()}
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
@@ -209,6 +218,10 @@ func staticHandler(h http.Handler) http.Handler {
 type session struct {
 	caller *auth.Caller
 	csrf   string
+	// login names the login (loginID of its nonce) and expires is its
+	// cookie's expiry: what a logout revokes, and until when.
+	login   string
+	expires time.Time
 }
 
 // csrfToken binds a form token to one login: an HMAC, keyed by the
@@ -253,11 +266,15 @@ func (d *Dashboard) readSession(r *http.Request) (s *session, ok bool) {
 	if err != nil {
 		return nil, false
 	}
+	login := loginID(sealed.nonce)
+	if d.ended(r.Context(), login) {
+		return nil, false
+	}
 	caller, err := d.o.Auth.Authenticate(r.Context(), sealed.token)
 	if err != nil {
 		return nil, false
 	}
-	return &session{caller: caller, csrf: csrfToken(sealed.token, sealed.nonce)}, true
+	return &session{caller: caller, csrf: csrfToken(sealed.token, sealed.nonce), login: login, expires: sealed.expires}, true
 }
 
 // authenticate checks a token a person presents to log in, through the
@@ -434,8 +451,18 @@ func (d *Dashboard) startSession(w http.ResponseWriter, r *http.Request, token, 
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request, _ *session) {
+// logout ends the login on every instance: its revocation is stored
+// before the answer, and the cookie is cleared. A revocation that could
+// not be stored is said, not hidden: the cookie would still open pages
+// elsewhere until its expiry.
+func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request, s *session) {
 	d.setCookie(w, r, sessionCookie, "", Prefix, -1)
+	if err := d.o.Sessions.RevokeSession(r.Context(), s.login, s.expires, d.o.Clock.Now()); err != nil {
+		d.fail(w, r, nil, fmt.Errorf("log out: %w", err))
+		return
+	}
+	d.revoked.add(s.login, s.expires)
+	d.decision(r, s.caller, true, "dashboard logout")
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
 }
 

@@ -11,6 +11,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -121,4 +123,83 @@ func (s *sealer) open(value string, now time.Time) (sealedSession, error) {
 	}
 	return sealedSession{token: string(plain[sealHeader:]), nonce: base64.RawURLEncoding.EncodeToString(plain[9:sealHeader]),
 		expires: expires}, nil
+}
+
+// loginID names a login for its revocation: the SHA-256 of its nonce, so
+// that the database holds nothing a cookie is made of.
+func loginID(nonce string) string {
+	sum := sha256.Sum256([]byte("workqueue dashboard login\x00" + nonce))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// ended reports whether login was logged out, on any instance: a login
+// this process knows revoked costs nothing, any other one read of the
+// revocations by their key, so that a logout holds everywhere at once
+// (no cache of "not revoked" to wait out). A read that fails ends the
+// session too: a cookie that may have been logged out opens nothing.
+func (d *Dashboard) ended(ctx context.Context, login string) bool {
+	now := d.o.Clock.Now()
+	if d.revoked.has(login, now) {
+		return true
+	}
+	revoked, err := d.o.Sessions.SessionRevoked(ctx, login)
+	if err != nil {
+		d.log.Warn("session revocations unreadable: the session is refused", "err", err)
+		return true
+	}
+	return revoked
+}
+
+// maxRevokedCached bounds the logins a process remembers as revoked;
+// past it, the expired go first, then all (a cache, not the record).
+const maxRevokedCached = 10000
+
+// revokedCache is the logins this process knows revoked, until their
+// cookie's expiry: a revocation never ends before its cookie does.
+type revokedCache struct {
+	mu      sync.Mutex
+	revoked map[string]time.Time
+}
+
+func newRevokedCache() *revokedCache { return &revokedCache{revoked: map[string]time.Time{}} }
+
+func (c *revokedCache) has(login string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	exp, ok := c.revoked[login]
+	return ok && now.Before(exp)
+}
+
+func (c *revokedCache) add(login string, expires time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.revoked) >= maxRevokedCached {
+		clear(c.revoked)
+	}
+	c.revoked[login] = expires
+}
+
+// memoryRevocations are revocations of one process, for a dashboard
+// given no store.
+type memoryRevocations struct {
+	mu      sync.Mutex
+	revoked map[string]time.Time
+}
+
+func (m *memoryRevocations) RevokeSession(_ context.Context, id string, expires, now time.Time) error {
+	if id == "" {
+		return wq.Errorf(wq.EINVALID, "a revoked session needs an id")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	maps.DeleteFunc(m.revoked, func(_ string, exp time.Time) bool { return exp.Before(now) })
+	m.revoked[id] = expires
+	return nil
+}
+
+func (m *memoryRevocations) SessionRevoked(_ context.Context, id string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.revoked[id]
+	return ok, nil
 }

@@ -59,6 +59,13 @@ func (s *Server) incidentWebhookRoutes() []route {
 	return rs
 }
 
+// MaxObservationsPerDelivery bounds the observations one provider
+// delivery may carry: each may file a forge issue, so a delivery of more
+// is refused whole (422, naming the bound) before any is reconciled,
+// rather than fanning out into any number of forge writes (issue 49). A
+// provider's alert names one issue, or a few.
+const MaxObservationsPerDelivery = 20
+
 // incidentWebhook reads a provider's delivery, authenticates and parses
 // it with parse, and reconciles every observation it carries, applied.
 // The answer lists each result, so that a provider's delivery log shows
@@ -75,6 +82,10 @@ func (s *Server) incidentWebhook(parse func(r *http.Request, body []byte) (incid
 				s.log.Warn("incident webhook refused", "path", r.URL.Path, "remote", r.RemoteAddr, "reason", wq.ErrorMessage(err))
 			}
 			s.Error(w, r, err)
+			return
+		}
+		if n := len(d.Observations); n > MaxObservationsPerDelivery {
+			s.Error(w, r, wq.Errorf(wq.EINVALID, "a delivery carries at most %d observations, got %d", MaxObservationsPerDelivery, n))
 			return
 		}
 		answer := api.IncidentDelivery{Ignored: d.Ignored, Results: []*api.IncidentResult{}}

@@ -21,6 +21,10 @@ type HTTPOptions struct {
 	// submission as large as the REST API takes needs its bound and the
 	// JSON-RPC envelope.
 	MaxRequestBytes int64
+	// MaxBatch bounds the messages of one JSON-RPC batch (0:
+	// DefaultMaxBatch); a larger batch is refused whole, with a JSON-RPC
+	// error naming the bound.
+	MaxBatch int
 }
 
 // HTTPHandler serves the tools over MCP's Streamable HTTP transport for
@@ -35,10 +39,18 @@ type HTTPOptions struct {
 // and a client cannot make it hold memory. Without sessions there is no
 // stream for the server to speak first on: GET and DELETE answer 405, as
 // the transport specifies. Answers are JSON, not event streams: every
-// tool answers once.
+// tool answers once. A JSON-RPC batch of more than MaxBatch messages is
+// answered 400 with a JSON-RPC error naming the bound, none of its calls
+// made.
 func HTTPHandler(api http.Handler, opts HTTPOptions) http.Handler {
 	server := New(InProcess(api))
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = defaultMaxRequestBytes
+	}
+	return limitBatches(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
 		Logger:              opts.Log,
@@ -50,7 +62,7 @@ func HTTPHandler(api http.Handler, opts HTTPOptions) http.Handler {
 		// check either), and the check would refuse every request that a
 		// reverse proxy on the same host forwards with the public name.
 		DisableLocalhostProtection: true,
-	})
+	}), opts.MaxBatch, opts.MaxRequestBytes)
 }
 
 // InProcess is Clients for HTTPHandler: a client whose requests api

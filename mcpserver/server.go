@@ -57,12 +57,14 @@ func New(clients Clients) *mcp.Server {
 // ServeIO serves the tools over MCP's stdio transport (one JSON-RPC
 // message a line) on in and out, each call made with c, until in ends or
 // ctx is done. Every request read before in ends is answered first
-// (stdio.go).
+// (stdio.go). A batch of more than DefaultMaxBatch messages is answered
+// with a JSON-RPC error naming the bound, none of its calls made.
 func ServeIO(ctx context.Context, c *client.Client, in io.Reader, out io.Writer) error {
 	requests := newInFlight()
+	answers := &answerTracker{out: out, inFlight: requests}
 	err := New(Fixed(c)).Run(ctx, &mcp.IOTransport{
-		Reader: &drainingInput{ctx: ctx, in: bufio.NewReader(in), inFlight: requests},
-		Writer: &answerTracker{out: out, inFlight: requests}})
+		Reader: &drainingInput{ctx: ctx, in: bufio.NewReader(in), inFlight: requests, maxBatch: DefaultMaxBatch, out: answers},
+		Writer: answers})
 	if ctx.Err() != nil {
 		return nil // asked to stop
 	}

@@ -137,17 +137,30 @@ func (f *inFlight) wait(ctx context.Context) {
 }
 
 // drainingInput is the client's input, a line at a time, whose end is
-// reported only once every request read has been answered.
+// reported only once every request read has been answered. A line that
+// is a batch of more than maxBatch messages never reaches the SDK: it is
+// answered on out with a JSON-RPC error naming the bound.
 type drainingInput struct {
 	ctx      context.Context
 	in       *bufio.Reader
 	inFlight *inFlight
+	maxBatch int
+	out      *answerTracker
 	pending  []byte
 }
 
 func (d *drainingInput) Read(p []byte) (int, error) {
-	if len(d.pending) == 0 {
+	for len(d.pending) == 0 {
 		line, err := d.in.ReadBytes('\n')
+		if n, isBatch := batchLen(line, d.maxBatch); d.maxBatch > 0 && isBatch && n > d.maxBatch {
+			if _, werr := d.out.Write(append(batchRefusal(d.maxBatch), '\n')); werr != nil {
+				return 0, werr
+			}
+			line = nil
+			if err == nil {
+				continue
+			}
+		}
 		if len(line) > 0 {
 			d.inFlight.read(line)
 			d.pending = line
@@ -166,14 +179,18 @@ func (d *drainingInput) Read(p []byte) (int, error) {
 func (d *drainingInput) Close() error { return nil }
 
 // answerTracker is the client's output; it notes the answers written,
-// a line at a time.
+// a line at a time. Writes are serialised: the SDK writes a message in
+// one call, and drainingInput writes its refusals beside them.
 type answerTracker struct {
+	mu       sync.Mutex
 	out      io.Writer
 	inFlight *inFlight
 	partial  []byte
 }
 
 func (a *answerTracker) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	n, err := a.out.Write(p)
 	if err != nil {
 		a.inFlight.abandon() // nobody reads the answers any more

@@ -36,6 +36,7 @@ type Metrics struct {
 	auditDropped      *prometheus.CounterVec
 	storeErrors       *prometheus.CounterVec
 	authThrottled     prometheus.Counter
+	authGlobal        prometheus.Counter
 
 	mu        sync.Mutex
 	itemTypes []string // ItemTypes: reported with zeros before any item of theirs exists
@@ -112,7 +113,9 @@ func New() *Metrics {
 		storeErrors: f.counter("workqueue_metrics_store_errors_total",
 			"Scrape-time store counts that failed (the last values are kept), by source (items, control_plane).", "source"),
 		authThrottled: f.plainCounter("workqueue_auth_throttled_total",
-			"Authentication attempts refused unvalidated (429) because their client address failed too often (auth.failure_limit)."),
+			"Failed authentication attempts answered 429 because their network prefix, or all addresses together, failed too often (auth.failure_limit, auth.failure_global_limit)."),
+		authGlobal: f.plainCounter("workqueue_auth_global_throttled_total",
+			"Failed authentication attempts answered 429 while the failures of all addresses together were past their budget (auth.failure_global_limit)."),
 	}
 	// Every family with a known label set is on the first scrape, at
 	// zero: an alert on a rate or an increase sees no series, and so never
@@ -314,13 +317,23 @@ func (m *Metrics) AuditDropped(sink string, n int) {
 	m.auditDropped.WithLabelValues(sink).Add(float64(n))
 }
 
-// AuthThrottled counts one authentication attempt refused because its
-// client address failed too often (auth.FailureLimiter).
+// AuthThrottled counts one failed authentication attempt answered 429
+// because its prefix, or all addresses, failed too often
+// (auth.FailureLimiter).
 func (m *Metrics) AuthThrottled() {
 	if m == nil {
 		return
 	}
 	m.authThrottled.Inc()
+}
+
+// AuthGlobalThrottled counts one failed authentication attempt answered
+// 429 while the global failure budget was spent (auth.FailureLimiter).
+func (m *Metrics) AuthGlobalThrottled() {
+	if m == nil {
+		return
+	}
+	m.authGlobal.Inc()
 }
 
 // statusClass is a response's status class, or "error" without one.

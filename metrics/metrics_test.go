@@ -99,6 +99,7 @@ func TestTypedMethodsMoveTheirSeries(t *testing.T) {
 	m.AuditDropped("s3", 5)
 	m.AuthThrottled()
 	m.AuthThrottled()
+	m.AuthGlobalThrottled()
 	wantLines(t, exposition(t, m),
 		`workqueue_executions_total{action="ensure_mr",item_type="mr",outcome="succeeded"} 1`,
 		`workqueue_executions_total{action="ensure_mr",item_type="mr",outcome="transient"} 1`,
@@ -118,6 +119,7 @@ func TestTypedMethodsMoveTheirSeries(t *testing.T) {
 		`workqueue_audit_write_failures_total{sink="s3"} 1`,
 		`workqueue_audit_entries_dropped_total{sink="s3"} 5`,
 		`workqueue_auth_throttled_total 2`,
+		`workqueue_auth_global_throttled_total 1`,
 	)
 }
 

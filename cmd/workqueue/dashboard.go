@@ -55,6 +55,11 @@ func (m *Main) serveDashboard(ctx context.Context, api *httpapi.Options, items *
 	if m.dashboardTrail != nil {
 		opts.Trail = m.dashboardTrail
 	}
+	// Logouts are kept in the database every instance shares, so that a
+	// logged-out cookie opens nothing anywhere (both drivers keep them).
+	if sessions, ok := m.Store.(wq.SessionRevocations); ok {
+		opts.Sessions = sessions
+	}
 	d, err := dashboard.New(opts)
 	if err != nil {
 		return err

@@ -214,7 +214,7 @@ func (m *Main) Run(ctx context.Context) error {
 	var limiter *auth.FailureLimiter
 	if a := m.Config.Auth; a.FailureLimit > 0 {
 		limiter = auth.NewFailureLimiter(auth.LimiterOptions{Limit: a.FailureLimit, Window: time.Duration(a.FailureWindow),
-			Clock: m.Clock, Metrics: m.Metrics})
+			GlobalLimit: a.FailureGlobalLimit, Clock: m.Clock, Metrics: m.Metrics})
 	}
 	apiOpts := httpapi.Options{Store: s, Items: items, Webhooks: hooks, Auth: authn, FailureLimiter: limiter, Log: m.Log,
 		Audit: audit.Safe(sink, m.Log), Clock: m.Clock, ControlPlane: cps,

@@ -37,13 +37,14 @@ import (
 // Driver is a store driver as the stores built on it see it. Both drivers
 // implement it, and the conformance suite store/storetest checks it on
 // both, together with the registries every driver keeps (handlers,
-// history, secrets, counts). WakeupListener stays optional: only a
+// history, secrets, session revocations, counts). WakeupListener stays optional: only a
 // database that several instances share sends wake-ups.
 type Driver interface {
 	wq.Store
 	wq.HandlerRegistry
 	wq.HistoryStore
 	wq.SecretStore
+	wq.SessionRevocations
 	wq.ItemCounter
 
 	// Dialect returns the facts of the driver's SQL.

@@ -4,7 +4,8 @@
 // claims (claims.go), events and deliveries (events.go), retry, cancel and
 // listing (admin.go), the sweep (sweep.go), counts (counts.go), writes
 // made together (together.go), and the registries every driver keeps:
-// handlers (handlers.go), secrets (secrets.go), history (history.go).
+// handlers (handlers.go), secrets (secrets.go), session revocations
+// (sessions.go), history (history.go).
 // seam.go checks the extension seam the stores of item types build on
 // (store/seam.Driver). Add a store method, add its test to its area in the
 // same change.
@@ -36,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) wq.Store) {
 	t.Run("writes together", func(t *testing.T) { together(t, open) })
 	t.Run("handlers", func(t *testing.T) { handlers(t, open) })
 	t.Run("secrets", func(t *testing.T) { secrets(t, open) })
+	t.Run("session revocations", func(t *testing.T) { sessionRevocations(t, open) })
 	t.Run("history", func(t *testing.T) { history(t, open) })
 	t.Run("seam", func(t *testing.T) { seamArea(t, open) })
 	t.Run("last writes", func(t *testing.T) { lastWrites(t, open) })

@@ -104,9 +104,12 @@ func (a *TypeAPI) SubmitDetail(ctx context.Context, s wq.Submission, by wq.Submi
 	caller := policy.Caller{Identity: by.Identity, AgentOnly: by.AgentOnly}
 	if sub.AssignmentID != "" {
 		// Validated first, so that the gate is asked about a well-formed
-		// change only.
+		// change only, and holding no secret (the gate logs its branch).
 		if err := sub.validate(); err != nil {
 			return nil, nil, "", err
+		}
+		if rs := policy.Secrets(sub.policyWrite()); len(rs) > 0 {
+			return nil, nil, "", rs
 		}
 		var (
 			g   AssignmentGrant
@@ -138,12 +141,7 @@ func (a *TypeAPI) outbound(ctx context.Context, sub Submission, project Project,
 	if err := sub.validate(); err != nil {
 		return sub, err
 	}
-	message := sub.CommitMessage
-	w := policy.Write{Op: policy.OpSubmit, Project: sub.Project, SourceBranch: sub.SourceBranch, TargetBranch: sub.TargetBranch,
-		Title: sub.Title, Description: sub.Description, Message: message, Labels: sub.Labels}
-	for _, f := range sub.FileActions {
-		w.Files = append(w.Files, policy.File{Action: f.Action, Path: f.FilePath, PreviousPath: f.PreviousPath})
-	}
+	w := sub.policyWrite()
 	if a.opts.DefaultBranch != nil && len(project.Outbound.TargetBranches) == 0 {
 		if def, err := a.opts.DefaultBranch(ctx, sub.Forge, sub.Project); err == nil {
 			w.DefaultBranch = def
@@ -165,6 +163,17 @@ func (a *TypeAPI) outbound(ctx context.Context, sub Submission, project Project,
 		sub.AutoMerge = new(bool)
 	}
 	return sub, nil
+}
+
+// policyWrite is the submission as the outbound policy reads it: its
+// texts and paths (contents are push protection's, in InspectAll).
+func (s Submission) policyWrite() policy.Write {
+	w := policy.Write{Op: policy.OpSubmit, Project: s.Project, SourceBranch: s.SourceBranch, TargetBranch: s.TargetBranch,
+		Title: s.Title, Description: s.Description, Message: s.CommitMessage, Labels: s.Labels}
+	for _, f := range s.FileActions {
+		w.Files = append(w.Files, policy.File{Action: f.Action, Path: f.FilePath, PreviousPath: f.PreviousPath})
+	}
+	return w
 }
 
 // Detail is the item's desired merge request and what the forge holds of

@@ -181,14 +181,7 @@ func Check(c Caller, p Project, w Write) Decision {
 		}
 		return len(d.Refusals) < MaxRefusals
 	}
-	for _, t := range w.texts() {
-		for _, f := range secrets.Scan([]byte(t.text)) {
-			if !add(&wq.Refusal{Index: t.index, Path: t.path, Field: t.field, Rule: RuleSecret,
-				Message: fmt.Sprintf("line %d, column %d: a secret (rule %s); nothing holding it is sent to the forge or stored", f.Line, f.Column, f.Rule)}) {
-				return d
-			}
-		}
-	}
+	d.Refusals = Secrets(w)
 	for i, f := range w.Files {
 		if f.Content == nil || p.AllowSecrets {
 			continue
@@ -254,6 +247,23 @@ func Check(c Caller, p Project, w Write) Decision {
 		}
 	}
 	return d
+}
+
+// Secrets is Check's first stage alone: the secrets in every text of w
+// (not its files' contents). A caller runs it before anything else reads
+// or records w's texts, such as the gate logging a branch name.
+func Secrets(w Write) wq.Refusals {
+	var out wq.Refusals
+	for _, t := range w.texts() {
+		for _, f := range secrets.Scan([]byte(t.text)) {
+			out = append(out, &wq.Refusal{Index: t.index, Path: t.path, Field: t.field, Rule: RuleSecret,
+				Message: fmt.Sprintf("line %d, column %d: a secret (rule %s); nothing holding it is sent to the forge or stored", f.Line, f.Column, f.Rule)})
+			if len(out) == MaxRefusals {
+				return out
+			}
+		}
+	}
+	return out
 }
 
 // text is one text of a write that the forge receives.

@@ -254,7 +254,11 @@ func (s *Server) createMR(r *http.Request, p *project) (int, any, *apiError) {
 			return 0, nil, fail(409, []string{fmt.Sprintf("Another open merge request already exists for this source branch: !%d", mr.iid)})
 		}
 	}
-	mr := s.addMR(p, req.Title, req.Description, req.SourceBranch, req.TargetBranch, labelList(req.Labels), caller(r))
+	// GitLab saves the description without its quick actions, then runs
+	// them as the caller.
+	description, commands := ExtractQuickActions(req.Description)
+	mr := s.addMR(p, req.Title, description, req.SourceBranch, req.TargetBranch, labelList(req.Labels), caller(r))
+	s.runQuickActions(p, fmt.Sprintf("!%d", mr.iid), caller(r), commands, s.mergeRequestQuickAction(p, mr, caller(r)))
 	return http.StatusCreated, s.mrJSON(p, mr, true), nil
 }
 
@@ -281,14 +285,17 @@ func (s *Server) updateMR(r *http.Request, p *project, mr *mergeRequest) (int, a
 	if req.Title != nil {
 		mr.title = *req.Title
 	}
+	var commands [][2]string
 	if req.Description != nil {
-		mr.description = *req.Description
+		// An edited description runs its quick actions as a new one does.
+		mr.description, commands = ExtractQuickActions(*req.Description)
 	}
 	var changes map[string]any
 	if req.ReviewerIDs != nil {
 		changes = s.setReviewers(mr, *req.ReviewerIDs)
 	}
 	s.setMRState(p, mr, req.StateEvent, changes)
+	s.runQuickActions(p, fmt.Sprintf("!%d", mr.iid), caller(r), commands, s.mergeRequestQuickAction(p, mr, caller(r)))
 	return 200, s.mrJSON(p, mr, true), nil
 }
 

@@ -3,8 +3,8 @@ package forge_test
 import (
 	"slices"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/workqueue-dev/workqueue/forge"
 )

@@ -160,12 +160,12 @@ func TestTheServicesNoteIsInertWhenMadeAndWhenEdited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.UpdateNote(ctx, "g/p", mr.Number, id, "workqueue: done\n/merge"); err != nil {
+	if err := f.UpdateNote(ctx, "g/p", mr.Number, id, "workqueue: done\n/merge\n/close"); err != nil {
 		t.Fatal(err)
 	}
 	checkNothingRan(t, srv, f, mr.Number, "Parser", "Adds the parser.")
 	notes, _, err := person.Notes.ListMergeRequestNotes("g/p", mr.Number, nil)
-	if err != nil || len(notes) != 1 || notes[0].Body != "workqueue: done\n /merge" {
+	if err != nil || len(notes) != 1 || notes[0].Body != "workqueue: done\n /merge\n /close" {
 		t.Errorf("notes %v, %v: want the edited note, inert", notes, err)
 	}
 }

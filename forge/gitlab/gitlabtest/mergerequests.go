@@ -180,11 +180,7 @@ func (s *Server) mergeRequests(r *http.Request, p *project, rest []string) (int,
 		}
 		return page(r, out)
 	case len(rest) == 2 && rest[1] == "notes" && (r.Method == "POST" || r.Method == "GET"):
-		commands := map[string]func(){"close": func() { s.setMRState(p, mr, "close", nil) }}
-		if _, ok := mr.reviewers[caller(r)]; ok {
-			commands["request_changes"] = func() { s.requestChanges(p, mr, caller(r)) }
-		}
-		return s.notes(r, p, &mr.notes, "MergeRequest", 1000+mr.iid, mr.iid, commands)
+		return s.notes(r, p, &mr.notes, "MergeRequest", 1000+mr.iid, mr.iid, s.noteCommands(p, mr, caller(r)))
 	case len(rest) == 3 && rest[1] == "notes" && r.Method == "PUT":
 		id, _ := strconv.ParseInt(rest[2], 10, 64)
 		i := slices.IndexFunc(mr.notes, func(n *note) bool { return n.id == id })
@@ -196,10 +192,23 @@ func (s *Server) mergeRequests(r *http.Request, p *project, rest []string) (int,
 		}
 		json.NewDecoder(r.Body).Decode(&req)
 		n := mr.notes[i]
-		n.body, n.updatedAt = req.Body, s.now()
+		// An edited note runs its quick actions as a new one does
+		// (Notes::UpdateService); the model keeps a note left empty.
+		n.body, _ = quickActions(req.Body, s.noteCommands(p, mr, caller(r)))
+		n.updatedAt = s.now()
 		return 200, s.noteJSON(p, n, "MergeRequest", 1000+mr.iid, mr.iid), nil
 	}
 	return 0, nil, fail(404, "404 Not found")
+}
+
+// noteCommands are the quick actions a note of user on mr runs: /close,
+// and /request_changes for a reviewer of it.
+func (s *Server) noteCommands(p *project, mr *mergeRequest, user string) map[string]func() {
+	commands := map[string]func(){"close": func() { s.setMRState(p, mr, "close", nil) }}
+	if _, ok := mr.reviewers[user]; ok {
+		commands["request_changes"] = func() { s.requestChanges(p, mr, user) }
+	}
+	return commands
 }
 
 // approveMR answers POST …/merge_requests/:iid/approve as GitLab does:

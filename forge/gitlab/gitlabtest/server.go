@@ -42,7 +42,8 @@
 //     (QuickActions; see quickactions.go);
 //   - notes on issues and merge requests, with the quick actions /close
 //     and, for a reviewer of the merge request, /request_changes run and
-//     dropped from the text as GitLab does (202 when nothing is left).
+//     dropped from the text as GitLab does (202 when nothing is left),
+//     on creation and, for a merge request's note, on an edit.
 //
 // Its answers have the shapes GitLab's API documentation gives:
 // documented_test.go holds each one against GitLab's documented example

@@ -49,6 +49,10 @@ var (
 	// which Gitea reads as !12 and closes as it does #12. A query or an
 	// anchor may follow.
 	issueURL = regexp.MustCompile(`(?i)^(?:https?://|www\.)[^\s/?#<>()\[\]]+((?:/[^\s/?#<>()\[\]]+)+?)/(?:-/)?(?:issues|pulls|work_items)/([0-9]+)(?:[/?#][^\s<>()\[\]]*)?`)
+	// issuePath is an issue's URL without its host, as a Markdown link or
+	// an autolink may hold it: Gitea reads a link without a host as one to
+	// itself.
+	issuePath = regexp.MustCompile(`(?i)^((?:/[^\s/?#<>()\[\]]+)+?)/(?:-/)?(?:issues|pulls|work_items)/([0-9]+)(?:[/?#][^\s<>()\[\]]*)?$`)
 	// mdLink is a Markdown link, [text](url "title"), and autoLink <url>.
 	// The links of a text are found once (see refParser): a search from
 	// each keyword would read a long line again for each.
@@ -77,7 +81,8 @@ var (
 //   - a reference is "#12" or "!12" (Gitea reads "!" as "#"), a project's
 //     "owner/repo#12" or GitLab's "group/sub/project#12" and sibling
 //     "project#12", an issue's URL (see issueURL), bare, as a Markdown
-//     link "[text](url)" (Gitea reads those after a keyword) or as an
+//     link "[text](url)" (Gitea reads those after a keyword, and a link
+//     without a host as one to itself: "[x](/o/r/issues/3)") or as an
 //     autolink "<url>"; the number must end there ("#12abc" is none) and
 //     be above 0.
 //
@@ -177,21 +182,21 @@ func (p *refParser) reference(s string) ([]ClosingRef, string, bool) {
 	}
 	s = skipEmphasis(s)
 	if link, url, ok := p.link(s); ok {
-		if r, ok := urlReference(url); ok {
+		if r, ok := urlReference(url, true); ok {
 			r.Text = link
 			return []ClosingRef{r}, skipEmphasis(s[len(link):]), true
 		}
 		return nil, s, false
 	}
 	if m := autoLink.FindStringSubmatch(s); m != nil {
-		if r, ok := urlReference(m[1]); ok {
+		if r, ok := urlReference(m[1], true); ok {
 			r.Text = m[0]
 			return []ClosingRef{r}, skipEmphasis(s[len(m[0]):]), true
 		}
 		return nil, s, false
 	}
 	if m := issueURL.FindStringSubmatchIndex(s); m != nil {
-		if r, ok := urlReference(s[:m[1]]); ok && !wordNext(s[m[1]:]) {
+		if r, ok := urlReference(s[:m[1]], false); ok && !wordNext(s[m[1]:]) {
 			return []ClosingRef{r}, skipEmphasis(s[m[1]:]), true
 		}
 		return nil, s, false
@@ -211,9 +216,13 @@ func (p *refParser) reference(s string) ([]ClosingRef, string, bool) {
 	return []ClosingRef{r}, skipEmphasis(s[m[1]:]), true
 }
 
-// urlReference reads an issue's URL (see issueURL) as a reference.
-func urlReference(u string) (ClosingRef, bool) {
+// urlReference reads an issue's URL (see issueURL) as a reference; in a
+// link, a URL without a host too (see issuePath).
+func urlReference(u string, link bool) (ClosingRef, bool) {
 	m := issueURL.FindStringSubmatch(u)
+	if m == nil && link {
+		m = issuePath.FindStringSubmatch(u)
+	}
 	if m == nil || len(m[0]) != len(u) {
 		return ClosingRef{}, false
 	}

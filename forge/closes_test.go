@@ -93,6 +93,10 @@ func TestClosingReferencesReadEveryFormEitherForgeCloses(t *testing.T) {
 		{"resolves https://gitlab.example/g/p/-/work_items/9?x=1", []ref{{"g/p", 9, "https://gitlab.example/g/p/-/work_items/9?x=1"}}},
 		{"Closes [the bug](https://h/o/r/issues/5)", []ref{{"o/r", 5, "[the bug](https://h/o/r/issues/5)"}}},
 		{"Closes <https://h/o/r/issues/5>", []ref{{"o/r", 5, "<https://h/o/r/issues/5>"}}},
+		{"Closes [it](/o/r/issues/5 \"title\")", []ref{{"o/r", 5, "[it](/o/r/issues/5 \"title\")"}}},
+		{"fixes [it](</g/p/-/issues/6>)", []ref{{"g/p", 6, "[it](</g/p/-/issues/6>)"}}},
+		{"closes /o/r/issues/5", nil},
+		{"closes [it](https://h/o/r/merge_requests/5)", nil},
 		{"Closes #1 and https://h/o/r/issues/2", []ref{{"", 1, "#1"}, {"o/r", 2, "https://h/o/r/issues/2"}}},
 		// Emphasis, read though neither forge closes through all of it.
 		{"**Closes #9**", []ref{{"", 9, "#9"}}},

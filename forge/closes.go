@@ -53,10 +53,9 @@ var (
 	// an autolink may hold it: Gitea reads a link without a host as one to
 	// itself.
 	issuePath = regexp.MustCompile(`(?i)^((?:/[^\s/?#<>()\[\]]+)+?)/(?:-/)?(?:issues|pulls|work_items)/([0-9]+)(?:[/?#][^\s<>()\[\]]*)?$`)
-	// mdLink is a Markdown link, [text](url "title"), and autoLink <url>.
-	// The links of a text are found once (see refParser): a search from
-	// each keyword would read a long line again for each.
-	mdLink   = regexp.MustCompile(`\[[^\]\n]*\]\([ \t]*<?([^\s()<>]+)>?(?:[ \t]+"[^"\n]*")?[ \t]*\)`)
+	// linkDest is what follows a Markdown link's text: (url "title");
+	// autoLink is <url>.
+	linkDest = regexp.MustCompile(`^\([ \t]*<?([^\s()<>]+)>?(?:[ \t]+"[^"\n]*")?[ \t]*\)`)
 	autoLink = regexp.MustCompile(`^<([^\s<>]+)>`)
 	// listSep joins the references of one keyword, as GitLab's pattern
 	// does: "#1, #2 and #3", "#1 #2", "#1,#2", "#1, and #2".
@@ -115,26 +114,55 @@ func ClosingReferences(text string) []ClosingRef {
 // refParser reads the references of one text. Every string it is given
 // is a suffix of text, so its offset there is len(text)-len(s).
 type refParser struct {
-	text  string
-	links map[int][]int // a Markdown link's offset → its submatch indexes; nil until needed
+	text    string
+	closers map[int]int // the offset of each "[" → that of its "]"; nil until needed
 }
 
-// link returns the Markdown link at the start of s, and its URL.
+// link returns the Markdown link at the start of s, [text](url), and its
+// URL. The brackets of the whole text are matched once (matchBrackets):
+// a search for the "]" from each keyword would read a long line again for
+// each.
 func (p *refParser) link(s string) (link, url string, ok bool) {
 	if !strings.HasPrefix(s, "[") {
 		return "", "", false
 	}
-	if p.links == nil {
-		p.links = map[int][]int{}
-		for _, m := range mdLink.FindAllStringSubmatchIndex(p.text, -1) {
-			p.links[m[0]] = m
-		}
+	if p.closers == nil {
+		p.closers = matchBrackets(p.text)
 	}
-	m, ok := p.links[len(p.text)-len(s)]
+	open := len(p.text) - len(s)
+	end, ok := p.closers[open]
 	if !ok {
 		return "", "", false
 	}
-	return p.text[m[0]:m[1]], p.text[m[2]:m[3]], true
+	m := linkDest.FindStringSubmatchIndex(p.text[end+1:])
+	if m == nil {
+		return "", "", false
+	}
+	return p.text[open : end+1+m[1]], p.text[end+1+m[2] : end+1+m[3]], true
+}
+
+// matchBrackets pairs the square brackets of text, nested ones too, within
+// a line, as a link's text holds them ("[a [b] c](url)"); a bracket after
+// a backslash is text.
+func matchBrackets(text string) map[int]int {
+	out := map[int]int{}
+	var open []int
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '\\':
+			i++
+		case '\n':
+			open = open[:0]
+		case '[':
+			open = append(open, i)
+		case ']':
+			if n := len(open); n > 0 {
+				out[open[n-1]] = i
+				open = open[:n-1]
+			}
+		}
+	}
+	return out
 }
 
 // referencesAfter reads the references that follow a closing keyword in

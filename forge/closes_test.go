@@ -95,6 +95,10 @@ func TestClosingReferencesReadEveryFormEitherForgeCloses(t *testing.T) {
 		{"Closes <https://h/o/r/issues/5>", []ref{{"o/r", 5, "<https://h/o/r/issues/5>"}}},
 		{"Closes [it](/o/r/issues/5 \"title\")", []ref{{"o/r", 5, "[it](/o/r/issues/5 \"title\")"}}},
 		{"fixes [it](</g/p/-/issues/6>)", []ref{{"g/p", 6, "[it](</g/p/-/issues/6>)"}}},
+		{"[a closes [b](https://h/o/r/issues/1)", []ref{{"o/r", 1, "[b](https://h/o/r/issues/1)"}}},
+		{"closes [a [b] c](https://h/o/r/issues/1)", []ref{{"o/r", 1, "[a [b] c](https://h/o/r/issues/1)"}}},
+		{"closes [a \\] b](https://h/o/r/issues/1)", []ref{{"o/r", 1, "[a \\] b](https://h/o/r/issues/1)"}}},
+		{"closes [a](https://h/o/r/issues/1", nil},
 		{"closes /o/r/issues/5", nil},
 		{"closes [it](https://h/o/r/merge_requests/5)", nil},
 		{"Closes #1 and https://h/o/r/issues/2", []ref{{"", 1, "#1"}, {"o/r", 2, "https://h/o/r/issues/2"}}},
@@ -164,7 +168,7 @@ func FuzzClosingReferences(f *testing.F) {
 // a busy machine; the quadratic reading exceeded it a hundredfold.
 func TestClosingReferencesOfALongTextTakeLinearTime(t *testing.T) {
 	t.Parallel()
-	for _, unit := range []string{"closes www.", "fixes [", "fixes [a](", "closes ****", "closes #1 ", "closes " + strings.Repeat("a/", 20),
+	for _, unit := range []string{"closes www.", "fixes [", "fixes [a](", "fixes [a](x \"", "closes [[]", "closes ****", "closes #1 ", "closes " + strings.Repeat("a/", 20),
 		"Closes https://h", "fix <", "closes issue "} {
 		text := strings.Repeat(unit, 64<<10/len(unit))
 		start := time.Now()

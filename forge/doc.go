@@ -4,8 +4,9 @@
 //   - The registry of kinds (plugin.go): a Plugin per kind carries its
 //     client's constructor (Open), its webhook reader (ParseWebhook), the
 //     event types its deliveries store and how to read them (EventTypes,
-//     DecodeEvent), how to read a CI job's page (JobPage) and what it can
-//     do (SetsFileModes). forge/kinds registers the kinds shipped
+//     DecodeEvent), how to read a CI job's page (JobPage), what it can
+//     do (SetsFileModes) and the form in which it sends the texts its
+//     forge interprets (InertText: GitLab's quick actions). forge/kinds registers the kinds shipped
 //     (forge/gitea, forge/gitlab); forge/forgetest/relay is a third, for
 //     tests. Nothing outside forge/ switches on a kind (scripts/check).
 //   - Webhooks (webhook.go, event.go): a verified delivery (Delivery,
@@ -22,8 +23,9 @@
 //   - The refusals every adapter makes alike before sending anything
 //     (review.go: an empty comment, a verdict that cannot be given as
 //     asked, one by the pull request's own author; adapter.go: a base URL
-//     or token New cannot use), and the closing-issue references of a
-//     description (closes.go).
+//     or token New cannot use), and the closing references of a text as
+//     either forge reads them (closes.go: ClosingReferences, each with the
+//     project it names, and ClosingIssues, the same project's).
 //
 // forge/forgetest is the conformance suite every adapter passes.
 package forge

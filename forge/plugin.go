@@ -45,6 +45,23 @@ type Plugin struct {
 	// executable bit (a chmod); a forge that cannot gets such a change
 	// refused before anything is written.
 	SetsFileModes bool
+
+	// InertText returns a text the forge interprets (a description, the
+	// body of a comment, a review or an issue) in the form the kind's
+	// adapter sends it: with nothing in it that the forge would run as the
+	// service's account (GitLab's quick actions). It is idempotent and the
+	// adapter applies it again before sending, so a policy that inspects
+	// and records this form records what the forge receives. nil: the
+	// kind sends such texts as they are (Plugin.Inert).
+	InertText func(text string) string
+}
+
+// Inert is p.InertText(text), or text where the kind has none.
+func (p Plugin) Inert(text string) string {
+	if p.InertText == nil {
+		return text
+	}
+	return p.InertText(text)
 }
 
 // Config is what Plugin.Open builds a client from.

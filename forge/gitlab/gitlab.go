@@ -342,8 +342,13 @@ func (f *Forge) OpenMergeRequestsFrom(ctx context.Context, project, branch strin
 }
 
 // CreateMergeRequest opens a merge request; labels are names on GitLab.
+// The description is made inert (see Inert): GitLab runs the quick
+// actions of a description as the service's account when it saves it.
+// The title is sent as it is: GitLab runs quick actions in descriptions
+// and comments only.
 func (f *Forge) CreateMergeRequest(ctx context.Context, req wq.MergeRequestCreate) (*wq.MergeRequest, error) {
-	opt := &gl.CreateMergeRequestOptions{Title: &req.Title, Description: &req.Description, SourceBranch: &req.SourceBranch, TargetBranch: &req.TargetBranch}
+	description := Inert(req.Description)
+	opt := &gl.CreateMergeRequestOptions{Title: &req.Title, Description: &description, SourceBranch: &req.SourceBranch, TargetBranch: &req.TargetBranch}
 	if len(req.Labels) > 0 {
 		opt.Labels = gl.Ptr(gl.LabelOptions(req.Labels))
 	}
@@ -378,8 +383,13 @@ func (f *Forge) getMergeRequest(ctx context.Context, project string, number int6
 }
 
 // UpdateMergeRequest edits title and description, or closes or reopens.
+// The description is made inert (see Inert) on every edit: GitLab runs
+// the quick actions of an edited description as it does a new one's.
 func (f *Forge) UpdateMergeRequest(ctx context.Context, project string, number int64, u wq.MergeRequestUpdate) (*wq.MergeRequest, error) {
-	opt := &gl.UpdateMergeRequestOptions{Title: u.Title, Description: u.Description}
+	opt := &gl.UpdateMergeRequestOptions{Title: u.Title}
+	if u.Description != nil {
+		opt.Description = gl.Ptr(Inert(*u.Description))
+	}
 	if u.State != nil {
 		event := "reopen"
 		if *u.State == wq.MergeRequestClosed {
@@ -418,9 +428,11 @@ func (f *Forge) ReadFile(ctx context.Context, project, ref, path string) ([]byte
 	return forge.FileRead(content, err)
 }
 
-// CreateNote comments on the merge request.
+// CreateNote comments on the merge request, the body made inert (see
+// Inert): the service's note renders text a caller wrote (a title), and
+// a note runs quick actions as a description does.
 func (f *Forge) CreateNote(ctx context.Context, project string, number int64, body string) (int64, error) {
-	return f.note(ctx, f.client, project, wq.WorkPR, number, body, fmt.Sprintf("note on %s!%d", project, number))
+	return f.note(ctx, f.client, project, wq.WorkPR, number, Inert(body), fmt.Sprintf("note on %s!%d", project, number))
 }
 
 // note adds a note to an issue (POST /projects/:id/issues/:iid/notes) or a
@@ -449,16 +461,33 @@ func (f *Forge) note(ctx context.Context, c *gl.Client, project, kind string, nu
 
 var errUnknownKind = errors.New("unknown kind of work")
 
-// inert returns body with no line GitLab would run as a quick action.
-// GitLab runs a line of a note or a description that starts with "/" and
-// a command's name ("/close", "/merge", "/approve") as the note's author,
-// outside code blocks (lib/gitlab/quick_actions/extractor.rb), and drops
-// it from the text. A comment asked for is text only, so every line that
-// starts with "/" gets a leading space, which Markdown does not show.
-// GitLab drops carriage returns before it looks ("\r/close" runs), so they
-// are dropped here first.
-func inert(body string) string {
-	lines := strings.Split(strings.ReplaceAll(body, "\r", ""), "\n")
+// Inert returns text with no line GitLab would run as a quick action: the
+// form in which the adapter sends every text GitLab interprets (merge
+// request descriptions on creation and on every edit, issue descriptions,
+// notes, review bodies). Titles, commit messages, labels and branch names
+// are sent as they are: GitLab runs quick actions in descriptions and
+// comments only.
+//
+// GitLab runs a line of a description or a note that starts with "/" and
+// a command's name ("/close", "/merge", "/approve"; any case) as the
+// author of the text, and drops it from the text
+// (lib/gitlab/quick_actions/extractor.rb). Which lines it reads has
+// changed between releases (outside code blocks, then only in Markdown
+// paragraphs, outside inline code); a line that does not start with "/"
+// is never read in any of them. So every line that starts with "/" gets
+// one leading space, inside code blocks too: guessing which lines a given
+// release skips would let a command through where the guess is wrong.
+// Markdown shows a paragraph's line the same with the space; in a code
+// block the line shows one space indented, the only visible change.
+// Carriage returns are dropped first, as GitLab drops them before it
+// looks ("\r/close" runs) and stores the text without them.
+//
+// Inert is idempotent (Inert(Inert(x)) == Inert(x)), so a policy may
+// record and inspect Inert's form of a text before the adapter sends it:
+// the adapter's second pass then changes nothing, and what GitLab stores is
+// what was recorded (Plugin.InertText).
+func Inert(text string) string {
+	lines := strings.Split(strings.ReplaceAll(text, "\r", ""), "\n")
 	for i, l := range lines {
 		if strings.HasPrefix(l, "/") {
 			lines[i] = " " + l
@@ -467,8 +496,10 @@ func inert(body string) string {
 	return strings.Join(lines, "\n")
 }
 
-// UpdateNote edits a note.
+// UpdateNote edits a note, the body made inert (see Inert): GitLab runs
+// the quick actions of an edited note too.
 func (f *Forge) UpdateNote(ctx context.Context, project string, number, noteID int64, body string) error {
+	body = Inert(body)
 	return f.call(ctx, fmt.Sprintf("edit note %d on %s!%d", noteID, project, number), func(o gl.RequestOptionFunc) error {
 		_, _, err := f.client.Notes.UpdateMergeRequestNote(project, number, noteID, &gl.UpdateMergeRequestNoteOptions{Body: &body}, o)
 		return err
@@ -746,7 +777,7 @@ func (f *Forge) GetWork(ctx context.Context, project, kind string, number int64)
 func (f *Forge) CreateIssue(ctx context.Context, req wq.IssueCreate) (*wq.WorkInfo, error) {
 	// The body is text only: the incident bridge files what a monitoring
 	// provider observed, and a line of it must not run as a quick action.
-	body := inert(req.Body)
+	body := Inert(req.Body)
 	opt := &gl.CreateIssueOptions{Title: &req.Title, Description: &body, IssueType: gl.Ptr("issue")}
 	if len(req.Labels) > 0 {
 		opt.Labels = gl.Ptr(gl.LabelOptions(req.Labels))
@@ -773,7 +804,7 @@ func (f *Forge) CommentOnWork(ctx context.Context, project, kind string, number 
 	if err := forge.CheckComment("gitlab: "+what, body); err != nil {
 		return 0, err
 	}
-	return f.note(ctx, f.client, project, kind, number, inert(body), what)
+	return f.note(ctx, f.client, project, kind, number, Inert(body), what)
 }
 
 // CloseIssue closes the issue (PUT /projects/:id/issues/:iid, state_event
@@ -862,7 +893,7 @@ func (f *Forge) approve(ctx context.Context, project string, number int64, body,
 	if err != nil || strings.TrimSpace(body) == "" {
 		return err
 	}
-	_, err = f.note(ctx, f.reviewing, project, wq.WorkPR, number, inert(body), what)
+	_, err = f.note(ctx, f.reviewing, project, wq.WorkPR, number, Inert(body), what)
 	return err
 }
 
@@ -883,7 +914,7 @@ func (f *Forge) requestChanges(ctx context.Context, project string, mr *gl.Merge
 			return err
 		}
 	}
-	if _, err := f.note(ctx, f.reviewing, project, wq.WorkPR, mr.IID, inert(body)+"\n\n/request_changes", what); err != nil {
+	if _, err := f.note(ctx, f.reviewing, project, wq.WorkPR, mr.IID, Inert(body)+"\n\n/request_changes", what); err != nil {
 		return err
 	}
 	// Every page of the reviewers: GitLab pages them (20 by default), and

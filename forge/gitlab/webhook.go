@@ -40,7 +40,8 @@ var Plugin = forge.Plugin{
 	EventTypes:    []string{EventMergeRequest, EventPipeline, EventJob},
 	DecodeEvent:   decodeEvent,
 	JobPage:       jobPage,
-	SetsFileModes: true, // the commits API's execute_filemode
+	SetsFileModes: true,  // the commits API's execute_filemode
+	InertText:     Inert, // quick actions in descriptions and notes
 }
 
 // parseWebhook checks a delivery's X-Gitlab-Token, then reads it by its

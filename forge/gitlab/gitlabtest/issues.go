@@ -81,10 +81,12 @@ func (s *Server) issues(r *http.Request, p *project, rest []string) (int, any, *
 				return 0, nil, fail(400, "issue_type does not have a valid value")
 			}
 			now := s.now()
-			is := &issue{iid: int64(len(p.issues) + 1), title: req.Title, description: req.Description, labels: labelList(req.Labels),
+			description, commands := ExtractQuickActions(req.Description)
+			is := &issue{iid: int64(len(p.issues) + 1), title: req.Title, description: description, labels: labelList(req.Labels),
 				author: caller(r), state: "opened", issueType: it, confidential: req.Confidential, createdAt: now, updatedAt: now}
 			p.issues = append(p.issues, is)
 			s.issueEvent(p, is, "open")
+			s.runQuickActions(p, fmt.Sprintf("#%d", is.iid), caller(r), commands, s.issueQuickAction(p, is))
 			return http.StatusCreated, s.issueJSON(p, is), nil
 		}
 		return 0, nil, fail(404, "404 Not Found")
@@ -111,13 +113,15 @@ func (s *Server) issues(r *http.Request, p *project, rest []string) (int, any, *
 		if req.Title != nil {
 			is.title = *req.Title
 		}
+		var commands [][2]string
 		if req.Description != nil {
-			is.description = *req.Description
+			is.description, commands = ExtractQuickActions(*req.Description)
 		}
 		if req.Labels != nil {
 			is.labels = labelList(req.Labels)
 		}
 		s.setIssueState(p, is, req.StateEvent)
+		s.runQuickActions(p, fmt.Sprintf("#%d", is.iid), caller(r), commands, s.issueQuickAction(p, is))
 		return 200, s.issueJSON(p, is), nil
 	}
 	return 0, nil, fail(404, "404 Not Found")

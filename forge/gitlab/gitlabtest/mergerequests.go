@@ -180,11 +180,7 @@ func (s *Server) mergeRequests(r *http.Request, p *project, rest []string) (int,
 		}
 		return page(r, out)
 	case len(rest) == 2 && rest[1] == "notes" && (r.Method == "POST" || r.Method == "GET"):
-		commands := map[string]func(){"close": func() { s.setMRState(p, mr, "close", nil) }}
-		if _, ok := mr.reviewers[caller(r)]; ok {
-			commands["request_changes"] = func() { s.requestChanges(p, mr, caller(r)) }
-		}
-		return s.notes(r, p, &mr.notes, "MergeRequest", 1000+mr.iid, mr.iid, commands)
+		return s.notes(r, p, &mr.notes, "MergeRequest", 1000+mr.iid, mr.iid, s.noteCommands(p, mr, caller(r)))
 	case len(rest) == 3 && rest[1] == "notes" && r.Method == "PUT":
 		id, _ := strconv.ParseInt(rest[2], 10, 64)
 		i := slices.IndexFunc(mr.notes, func(n *note) bool { return n.id == id })
@@ -196,10 +192,23 @@ func (s *Server) mergeRequests(r *http.Request, p *project, rest []string) (int,
 		}
 		json.NewDecoder(r.Body).Decode(&req)
 		n := mr.notes[i]
-		n.body, n.updatedAt = req.Body, s.now()
+		// An edited note runs its quick actions as a new one does
+		// (Notes::UpdateService); the model keeps a note left empty.
+		n.body, _ = quickActions(req.Body, s.noteCommands(p, mr, caller(r)))
+		n.updatedAt = s.now()
 		return 200, s.noteJSON(p, n, "MergeRequest", 1000+mr.iid, mr.iid), nil
 	}
 	return 0, nil, fail(404, "404 Not found")
+}
+
+// noteCommands are the quick actions a note of user on mr runs: /close,
+// and /request_changes for a reviewer of it.
+func (s *Server) noteCommands(p *project, mr *mergeRequest, user string) map[string]func() {
+	commands := map[string]func(){"close": func() { s.setMRState(p, mr, "close", nil) }}
+	if _, ok := mr.reviewers[user]; ok {
+		commands["request_changes"] = func() { s.requestChanges(p, mr, user) }
+	}
+	return commands
 }
 
 // approveMR answers POST …/merge_requests/:iid/approve as GitLab does:
@@ -254,7 +263,11 @@ func (s *Server) createMR(r *http.Request, p *project) (int, any, *apiError) {
 			return 0, nil, fail(409, []string{fmt.Sprintf("Another open merge request already exists for this source branch: !%d", mr.iid)})
 		}
 	}
-	mr := s.addMR(p, req.Title, req.Description, req.SourceBranch, req.TargetBranch, labelList(req.Labels), caller(r))
+	// GitLab saves the description without its quick actions, then runs
+	// them as the caller.
+	description, commands := ExtractQuickActions(req.Description)
+	mr := s.addMR(p, req.Title, description, req.SourceBranch, req.TargetBranch, labelList(req.Labels), caller(r))
+	s.runQuickActions(p, fmt.Sprintf("!%d", mr.iid), caller(r), commands, s.mergeRequestQuickAction(p, mr, caller(r)))
 	return http.StatusCreated, s.mrJSON(p, mr, true), nil
 }
 
@@ -281,14 +294,17 @@ func (s *Server) updateMR(r *http.Request, p *project, mr *mergeRequest) (int, a
 	if req.Title != nil {
 		mr.title = *req.Title
 	}
+	var commands [][2]string
 	if req.Description != nil {
-		mr.description = *req.Description
+		// An edited description runs its quick actions as a new one does.
+		mr.description, commands = ExtractQuickActions(*req.Description)
 	}
 	var changes map[string]any
 	if req.ReviewerIDs != nil {
 		changes = s.setReviewers(mr, *req.ReviewerIDs)
 	}
 	s.setMRState(p, mr, req.StateEvent, changes)
+	s.runQuickActions(p, fmt.Sprintf("!%d", mr.iid), caller(r), commands, s.mergeRequestQuickAction(p, mr, caller(r)))
 	return 200, s.mrJSON(p, mr, true), nil
 }
 

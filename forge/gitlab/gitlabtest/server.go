@@ -34,9 +34,16 @@
 //   - branch pipelines on every push, with the jobs a test gives them,
 //     run and retried as GitLab does, their Pipeline and Job Hooks, and
 //     only_allow_merge_if_pipeline_succeeds (see jobs.go);
+//   - quick actions in the descriptions of merge requests and issues, on
+//     creation and on every edit: found as GitLab finds them (outside
+//     code blocks, quotes and inline code), dropped from the description
+//     it stores, run as the caller where they change what the API shows
+//     (state, merge, approval, title, labels, target branch) and recorded
+//     (QuickActions; see quickactions.go);
 //   - notes on issues and merge requests, with the quick actions /close
 //     and, for a reviewer of the merge request, /request_changes run and
-//     dropped from the text as GitLab does (202 when nothing is left).
+//     dropped from the text as GitLab does (202 when nothing is left),
+//     on creation and, for a merge request's note, on an edit.
 //
 // Its answers have the shapes GitLab's API documentation gives:
 // documented_test.go holds each one against GitLab's documented example
@@ -86,6 +93,8 @@ type Server struct {
 	now      func() time.Time
 
 	jobSeq int64 // the last job's sequence number (jobs.go)
+
+	ranActions []QuickAction // the quick actions run from descriptions (quickactions.go)
 
 	hooks  *deliverer
 	users  map[string]int    // username → id, for payloads that name users by id

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/herder"
 )
 
@@ -499,7 +500,10 @@ func (x *executors) ensureMergeRequest(ctx context.Context, f wq.Forge, id wq.It
 		}
 		return created, nil
 	}
-	if mr.Title != d.Title || mr.Description != description {
+	// The forge stores a description it interprets in its inert form
+	// (GitLab's quick actions): that is what it holds when in sync.
+	kind, _ := forge.Lookup(f.Kind())
+	if mr.Title != d.Title || mr.Description != description && mr.Description != kind.Inert(description) {
 		synced, err := f.UpdateMergeRequest(ctx, d.Project, mr.Number, wq.MergeRequestUpdate{Title: &d.Title, Description: &description})
 		if err != nil {
 			return nil, forgeFailure("sync the merge request", err)

@@ -224,7 +224,8 @@ func Check(c Caller, p Project, w Write) Decision {
 			}
 		}
 	}
-	for _, field := range []struct{ name, text string }{{"description", w.Description}, {"commit_message", w.Message}} {
+	// Gitea reads closing keywords in a pull request's title too.
+	for _, field := range []struct{ name, text string }{{"title", w.Title}, {"description", w.Description}, {"commit_message", w.Message}} {
 		for _, ref := range forge.ClosingReferences(field.text) {
 			if msg := closingRefused(c, w.Project, ref); msg != "" {
 				if !add(&wq.Refusal{Index: -1, Field: field.name, Rule: RuleClosingReference, Message: msg}) {

@@ -159,12 +159,15 @@ func TestClosingReferencesAreHeldToTheAssignment(t *testing.T) {
 		{"another repository, by an agent", agent, "Fixes other/repo#7", false},
 		{"the same project named in full", person, "Closes o/r#4", true},
 	} {
-		for _, field := range []string{"description", "commit_message"} {
+		for _, field := range []string{"title", "description", "commit_message"} {
 			w := submit()
 			w.Description = ""
-			if field == "description" {
+			switch field {
+			case "title":
+				w.Title = tc.text
+			case "description":
 				w.Description = tc.text
-			} else {
+			default:
 				w.Message = tc.text
 			}
 			d := policy.Check(tc.caller, project(), w)

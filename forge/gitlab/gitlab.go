@@ -347,6 +347,9 @@ func (f *Forge) OpenMergeRequestsFrom(ctx context.Context, project, branch strin
 // The title is sent as it is: GitLab runs quick actions in descriptions
 // and comments only.
 func (f *Forge) CreateMergeRequest(ctx context.Context, req wq.MergeRequestCreate) (*wq.MergeRequest, error) {
+	if err := f.labelsExist(ctx, req.Project, req.Labels, req.ExistingOnly); err != nil {
+		return nil, err
+	}
 	description := Inert(req.Description)
 	opt := &gl.CreateMergeRequestOptions{Title: &req.Title, Description: &description, SourceBranch: &req.SourceBranch, TargetBranch: &req.TargetBranch}
 	if len(req.Labels) > 0 {
@@ -777,6 +780,9 @@ func (f *Forge) GetWork(ctx context.Context, project, kind string, number int64)
 func (f *Forge) CreateIssue(ctx context.Context, req wq.IssueCreate) (*wq.WorkInfo, error) {
 	// The body is text only: the incident bridge files what a monitoring
 	// provider observed, and a line of it must not run as a quick action.
+	if err := f.labelsExist(ctx, req.Project, req.Labels, req.ExistingOnly); err != nil {
+		return nil, err
+	}
 	body := Inert(req.Body)
 	opt := &gl.CreateIssueOptions{Title: &req.Title, Description: &body, IssueType: gl.Ptr("issue")}
 	if len(req.Labels) > 0 {

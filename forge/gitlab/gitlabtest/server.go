@@ -60,6 +60,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -117,6 +118,36 @@ type project struct {
 	pipelines                        []*pipeline
 	ciJobs                           []JobSpec
 	onlyAllowMergeIfPipelineSucceeds bool
+	// labels are the labels made on the project (AddLabel); GitLab also
+	// makes every label a merge request or an issue is given.
+	labels []string
+}
+
+// AddLabel makes a label on the project, as a person does.
+func (s *Server) AddLabel(path, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.projects[path]
+	p.labels = append(p.labels, name)
+}
+
+// hasLabel says whether the project has a label of name: made, or
+// given to one of its merge requests or issues (which makes it).
+func (p *project) hasLabel(name string) bool {
+	if slices.Contains(p.labels, name) {
+		return true
+	}
+	for _, mr := range p.mrs {
+		if slices.Contains(mr.labels, name) {
+			return true
+		}
+	}
+	for _, is := range p.issues {
+		if slices.Contains(is.labels, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // New starts a server; Close stops it.
@@ -273,6 +304,11 @@ func (s *Server) route(r *http.Request, parts []string) (int, any, *apiError) {
 		return s.listTree(r, p)
 	case m == "GET" && path == "repository/compare":
 		return s.compare(r, p)
+	case m == "GET" && len(rest) == 2 && rest[0] == "labels":
+		if !p.hasLabel(rest[1]) {
+			return 0, nil, fail(404, "404 Label Not Found")
+		}
+		return 200, map[string]any{"id": len(rest[1]), "name": rest[1]}, nil
 	case len(rest) > 0 && rest[0] == "merge_requests":
 		return s.mergeRequests(r, p, rest[1:])
 	case len(rest) > 0 && rest[0] == "hooks":

@@ -65,10 +65,11 @@ func (s *Server) incidentWebhookRoutes() []route {
 // what became of it.
 func (s *Server) incidentWebhook(parse func(r *http.Request, body []byte) (incident.Delivery, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, ok := s.readBody(w, r, incident.MaxDeliveryBytes, http.StatusBadRequest)
+		body, release, ok := s.readPublicBody(w, r, "webhooks "+r.URL.Path, IncidentBytesInFlight, incident.MaxDeliveryBytes, http.StatusBadRequest)
 		if !ok {
 			return
 		}
+		defer release()
 		d, err := parse(r, body)
 		if err != nil {
 			if wq.ErrorCode(err) == wq.EUNAUTHORIZED {

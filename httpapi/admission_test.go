@@ -392,3 +392,33 @@ func TestOneIdentitysLargeBodiesLeaveRoomForOthers(t *testing.T) {
 	second.let()
 	<-secondAnswer
 }
+
+// A GlitchTip delivery carries its secret in a header or its address:
+// a wrong one is refused 401 before its body is read.
+func TestAGlitchTipDeliveryWithAWrongSecretIsRefusedWithoutReadingItsBody(t *testing.T) {
+	s, clock, _ := admissionServer(t)
+	for _, where := range []string{"header", "query", "none"} {
+		b := newHeldBody()
+		req := httptest.NewRequest("POST", "/webhooks/incidents/glitchtip", b)
+		req.ContentLength = 1 << 40
+		switch where {
+		case "header":
+			req.Header.Set("X-Workqueue-Secret", "wrong")
+		case "query":
+			req.URL.RawQuery = "secret=wrong"
+		}
+		if rec := servedWithoutWaiting(t, s, clock, 0, req); rec.Code != http.StatusUnauthorized || b.reads.Load() != 0 {
+			t.Errorf("a wrong secret in the %s: %d %s after %d reads, want 401 before any", where, rec.Code, rec.Body, b.reads.Load())
+		}
+	}
+	b := newHeldBody()
+	req := httptest.NewRequest("POST", "/webhooks/incidents/glitchtip", b)
+	req.ContentLength = -1
+	req.Header.Set("X-Workqueue-Secret", "glitchtip-secret")
+	answered := inBackground(s, req)
+	<-b.started // the right secret: its body is read
+	b.let()
+	if rec := <-answered; rec.Code == http.StatusUnauthorized {
+		t.Errorf("the right secret: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -29,6 +29,16 @@ type Plugin struct {
 	// ParseWebhook run after it.
 	ParseWebhook func(secret string, h http.Header, body []byte) (*Delivery, error)
 
+	// VerifyHeader, when set, checks what a delivery's headers alone
+	// prove against secret (never empty here), before its body is read:
+	// a kind whose forge sends its secret in a header (GitLab's
+	// X-Gitlab-Token) refuses a wrong one without taking a byte of the
+	// body, and one that signs the body can refuse a signature that
+	// cannot be one. It returns EUNAUTHORIZED, as ParseWebhook would;
+	// ParseWebhook still verifies the delivery in full. nil: the body
+	// is read and ParseWebhook decides.
+	VerifyHeader func(secret string, h http.Header) error
+
 	// EventTypes are the event types its deliveries store
 	// (Delivery.EventType) that DecodeEvent reads. They are unique across
 	// kinds: a stored event is decoded by its type alone.

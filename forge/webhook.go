@@ -107,6 +107,27 @@ func ParseWebhook(kind, secret string, h http.Header, body []byte) (*Delivery, e
 	return d, nil
 }
 
+// VerifyHeader checks a delivery to a forge of the given kind on its
+// headers alone, before its body is read (Plugin.VerifyHeader): it
+// returns EUNAUTHORIZED when no secret is configured or the kind's check
+// refuses them, EINVALID for an unknown kind, and nil when the body must
+// be read to decide (ParseWebhook then does). The webhook receiver calls
+// it first, so that a sender without the secret of a forge that sends it
+// in a header never holds any of the bytes set aside for deliveries.
+func VerifyHeader(kind, secret string, h http.Header) error {
+	if secret == "" {
+		return wq.Errorf(wq.EUNAUTHORIZED, "no webhook secret is configured for this forge")
+	}
+	p, ok := Lookup(kind)
+	if !ok {
+		return wq.Errorf(wq.EINVALID, "unknown forge kind %q", kind)
+	}
+	if p.VerifyHeader == nil {
+		return nil
+	}
+	return p.VerifyHeader(secret, h)
+}
+
 // VerifyHMAC reports whether signature (hex, either case, surrounding
 // space ignored) is the HMAC-SHA256 of body under secret, compared in
 // constant time: how Gitea signs a delivery, and Sentry too.

@@ -457,3 +457,31 @@ func TestPushesSayWhichBranchMoved(t *testing.T) {
 		t.Errorf("a push without before and after: %+v, %v, want acknowledged and not used", d, err)
 	}
 }
+
+// The headers alone settle what they can before a body is read: a
+// GitLab token (the secret itself) is refused or passed on them, a Gitea
+// signature that cannot be an HMAC-SHA256 is refused, and one that could
+// be is left to ParseWebhook, which reads the body.
+func TestHeadersAloneRefuseWhatTheyCanBeforeTheBodyIsRead(t *testing.T) {
+	for name, tc := range map[string]struct {
+		kind, secret string
+		h            http.Header
+		want         string // error code; "": left to the body
+	}{
+		"gitlab right token":        {wq.ForgeGitLab, "s3cret", http.Header{"X-Gitlab-Token": {"s3cret"}}, ""},
+		"gitlab wrong token":        {wq.ForgeGitLab, "s3cret", http.Header{"X-Gitlab-Token": {"nope"}}, wq.EUNAUTHORIZED},
+		"gitlab missing token":      {wq.ForgeGitLab, "s3cret", http.Header{}, wq.EUNAUTHORIZED},
+		"gitlab no secret":          {wq.ForgeGitLab, "", http.Header{"X-Gitlab-Token": {""}}, wq.EUNAUTHORIZED},
+		"gitea signature of a form": {wq.ForgeGitea, "s3cret", giteaHeaders(sign("other", giteaMerged), "pull_request"), ""},
+		"gitea missing signature":   {wq.ForgeGitea, "s3cret", giteaHeaders("", "pull_request"), wq.EUNAUTHORIZED},
+		"gitea signature not hex":   {wq.ForgeGitea, "s3cret", giteaHeaders("zz", "pull_request"), wq.EUNAUTHORIZED},
+		"gitea signature too short": {wq.ForgeGitea, "s3cret", giteaHeaders("abcd", "pull_request"), wq.EUNAUTHORIZED},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := forge.VerifyHeader(tc.kind, tc.secret, tc.h)
+			if got := wq.ErrorCode(err); (err == nil) != (tc.want == "") || (err != nil && got != tc.want) {
+				t.Errorf("err %v, want code %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,14 +1,11 @@
 package httpapi
 
 import (
-	"context"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/sync/semaphore"
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/api"
@@ -18,61 +15,27 @@ import (
 // route caps its own body (MaxSubmitBytes for a submission, less for the
 // control plane), strictjson.CheckShape caps nesting and list lengths on
 // the bytes, and the bytes of all bodies being read and handled at once
-// are capped here (MaxBodyBytesInFlight), so that many large requests at
-// once wait their turn instead of each holding its decoded copy.
+// are capped (admission.go), so that many large requests at once wait
+// their turn instead of each holding its decoded copy.
 
-// MaxBodyBytesInFlight bounds the bytes of request bodies being read and
-// handled at once, across requests: one submission of the largest size
-// beside small ones, or many small ones. A request whose body does not
-// fit waits up to BodyWait for room, then is answered 503 with
+// MaxBodyBytesInFlight bounds the bytes of authenticated callers' large
+// bodies (more than MaxSmallBody, or of unknown length) being read and
+// handled at once: one submission of the largest size beside smaller
+// ones. Small bodies and unauthenticated ones have budgets of their own
+// (admission.go). A request whose body does not fit waits up to BodyWait
+// for room, without holding up one that fits, then is answered 503 with
 // Retry-After. A body being decoded costs a few times its size, so this
-// is what keeps the process under its ceiling (docs/DESIGN.md, "Request bodies and memory").
+// is what keeps the process under its ceiling (docs/DESIGN.md, "Request
+// bodies and memory").
 const MaxBodyBytesInFlight = MaxSubmitBytes + MaxSubmitBytes/2
 
-// BodyWait bounds how long a request waits for room among the bodies in
-// flight.
+// BodyWait bounds how long an authenticated request waits for its turn
+// in its identity's line, and then for room among the bodies in flight.
 const BodyWait = 10 * time.Second
-
-// bodyBudget holds the bytes of the bodies in flight.
-type bodyBudget struct{ sem *semaphore.Weighted }
-
-func newBodyBudget() *bodyBudget {
-	return &bodyBudget{sem: semaphore.NewWeighted(MaxBodyBytesInFlight)}
-}
 
 // hasBody reports whether a request carries a body to read.
 func hasBody(r *http.Request) bool {
 	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
-}
-
-// bounded wraps a route's handler: a request with a body takes its length
-// (the largest a route reads, when it does not say) from the budget for
-// as long as it is handled.
-func (s *Server) bounded(method string, h http.HandlerFunc) http.HandlerFunc {
-	if method != "POST" && method != "PUT" && method != "PATCH" {
-		return h
-	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		if !hasBody(r) {
-			h(w, r)
-			return
-		}
-		weight := int64(MaxSubmitBytes)
-		if r.ContentLength > 0 && r.ContentLength < weight {
-			weight = r.ContentLength
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), BodyWait)
-		err := s.bodies.sem.Acquire(ctx, weight)
-		cancel()
-		if err != nil {
-			w.Header().Set("Retry-After", "1")
-			s.writeProblem(w, problemOf(http.StatusServiceUnavailable, wq.EUNAVAILABLE, "busy",
-				"too many large request bodies are being handled at once; try again shortly"))
-			return
-		}
-		defer s.bodies.sem.Release(weight)
-		h(w, r)
-	}
 }
 
 // readJSON reads an API request's JSON body of at most max bytes: a body

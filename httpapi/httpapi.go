@@ -127,7 +127,7 @@ type Server struct {
 	publicURL       string       // public_url without its trailing slash; "": each request's host
 	metrics         http.Handler // the Prometheus exposition at /metrics; nil: none
 	mux             *http.ServeMux
-	bodies          *bodyBudget // the bytes of the request bodies in flight
+	admission       *admission // what the requests being handled hold: identities' turns, bodies' bytes
 }
 
 // NewServer returns the HTTP interface with the routes opts provide for.
@@ -144,7 +144,7 @@ func NewServer(opts Options) *Server {
 		log: log.With("component", "http"), audit: opts.Audit, proxyHeader: opts.ProxyAccessTokenHeader, clock: clock,
 		cp: opts.ControlPlane, incidents: opts.Incidents, incidentSecrets: opts.IncidentSecrets,
 		publicURL: strings.TrimSuffix(opts.PublicURL, "/"), metrics: opts.Metrics,
-		mux: http.NewServeMux(), bodies: newBodyBudget()}
+		mux: http.NewServeMux(), admission: newAdmission()}
 	if opts.MCP != nil {
 		s.mcp = opts.MCP(s)
 	}
@@ -192,7 +192,7 @@ type route struct {
 // handle registers routes on the server's mux.
 func (s *Server) handle(routes []route) {
 	for _, rt := range routes {
-		s.mux.HandleFunc(rt.method+" "+rt.path, s.bounded(rt.method, rt.handler))
+		s.mux.HandleFunc(rt.method+" "+rt.path, rt.handler)
 	}
 }
 

@@ -43,17 +43,27 @@ func (s *Server) incidentWebhookRoutes() []route {
 	}
 	var rs []route
 	if secret := s.incidentSecrets.Sentry; secret != "" {
-		rs = append(rs, route{"POST", "/webhooks/incidents/sentry", s.incidentWebhook(func(r *http.Request, body []byte) (incident.Delivery, error) {
+		rs = append(rs, route{"POST", "/webhooks/incidents/sentry", s.incidentWebhook(nil, func(r *http.Request, body []byte) (incident.Delivery, error) {
 			return incident.ParseSentry(body, r.Header.Get("Sentry-Hook-Resource"), r.Header.Get("Sentry-Hook-Signature"), secret)
 		})})
 	}
 	if secret := s.incidentSecrets.GlitchTip; secret != "" {
-		rs = append(rs, route{"POST", "/webhooks/incidents/glitchtip", s.incidentWebhook(func(r *http.Request, body []byte) (incident.Delivery, error) {
-			presented := r.Header.Get("X-Workqueue-Secret")
-			if presented == "" {
-				presented = r.URL.Query().Get("secret")
+		presented := func(r *http.Request) string {
+			if p := r.Header.Get("X-Workqueue-Secret"); p != "" {
+				return p
 			}
-			return incident.ParseGlitchTip(body, presented, secret)
+			return r.URL.Query().Get("secret")
+		}
+		// GlitchTip's secret is in the request's header or address, so a
+		// wrong one is refused before the body is read.
+		early := func(r *http.Request) error {
+			if !incident.VerifySecret(presented(r), secret) {
+				return wq.Errorf(wq.EUNAUTHORIZED, "glitchtip delivery: the secret does not match")
+			}
+			return nil
+		}
+		rs = append(rs, route{"POST", "/webhooks/incidents/glitchtip", s.incidentWebhook(early, func(r *http.Request, body []byte) (incident.Delivery, error) {
+			return incident.ParseGlitchTip(body, presented(r), secret)
 		})})
 	}
 	return rs
@@ -69,13 +79,23 @@ const MaxObservationsPerDelivery = 20
 // incidentWebhook reads a provider's delivery, authenticates and parses
 // it with parse, and reconciles every observation it carries, applied.
 // The answer lists each result, so that a provider's delivery log shows
-// what became of it.
-func (s *Server) incidentWebhook(parse func(r *http.Request, body []byte) (incident.Delivery, error)) http.HandlerFunc {
+// what became of it. early, when set, refuses what the request's headers
+// or address already show is not the provider's, before the body is
+// read under the provider's own budget.
+func (s *Server) incidentWebhook(early func(r *http.Request) error, parse func(r *http.Request, body []byte) (incident.Delivery, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, ok := s.readBody(w, r, incident.MaxDeliveryBytes, http.StatusBadRequest)
+		if early != nil {
+			if err := early(r); err != nil {
+				s.log.Warn("incident webhook refused", "path", r.URL.Path, "remote", r.RemoteAddr, "reason", wq.ErrorMessage(err))
+				s.Error(w, r, err)
+				return
+			}
+		}
+		body, release, ok := s.readPublicBody(w, r, "webhooks "+r.URL.Path, IncidentBytesInFlight, incident.MaxDeliveryBytes, http.StatusBadRequest)
 		if !ok {
 			return
 		}
+		defer release()
 		d, err := parse(r, body)
 		if err != nil {
 			if wq.ErrorCode(err) == wq.EUNAUTHORIZED {

@@ -66,7 +66,14 @@ func (s *Server) authenticatedEither(perm, alt auth.Permission, h http.HandlerFu
 			return
 		}
 		s.decision(r, caller, perm, true, "")
-		ctx := context.WithValue(r.Context(), callerKey{}, caller)
+		// Admitted only now, its token checked: one identity waits in its
+		// own line and cannot take the bytes every other caller needs.
+		ctx, release, ok := s.admit(w, r, caller.Identity)
+		if !ok {
+			return
+		}
+		defer release()
+		ctx = context.WithValue(ctx, callerKey{}, caller)
 		if s.proxyHeader != "" && r.URL.Path == "/me" {
 			ctx = context.WithValue(ctx, proxyTokenKey{}, r.Header.Get(s.proxyHeader))
 		}

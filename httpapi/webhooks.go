@@ -14,12 +14,25 @@ import (
 // receiveWebhook answers a forge's delivery. It is authenticated by the
 // delivery's signature or token, not by a bearer token, and answers 2xx
 // only once the event is committed.
+//
+// Nobody vouches for the sender before its body is read, so the body is
+// admitted as every unauthenticated one is (readPublicBody): the
+// headers are checked first (GitLab's token: a wrong one is refused
+// before a byte of the body is read), then the body is read under the
+// forge's own small budget and deadline, apart from authenticated
+// callers' bodies.
 func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r, forge.MaxBodyBytes, http.StatusBadRequest)
+	name := r.PathValue("forge")
+	if err := s.webhooks.VerifyHeader(name, r.Header); err != nil {
+		s.errorAs(w, r, err, webhookStatus)
+		return
+	}
+	body, release, ok := s.readPublicBody(w, r, "webhooks "+name, WebhookBytesInFlight, forge.MaxBodyBytes, http.StatusBadRequest)
 	if !ok {
 		return
 	}
-	got, err := s.webhooks.Receive(r.Context(), r.PathValue("forge"), r.Header, body)
+	defer release()
+	got, err := s.webhooks.Receive(r.Context(), name, r.Header, body)
 	if err != nil {
 		s.errorAs(w, r, err, webhookStatus)
 		return

@@ -59,6 +59,26 @@ func (w *Webhooks) Receive(ctx context.Context, forgeName string, h http.Header,
 	return w.receive(ctx, forgeName, h, body)
 }
 
+// VerifyHeader checks a delivery to the named forge on its headers
+// alone, before its body is read (forge.VerifyHeader): ENOTFOUND for an
+// unknown forge, EUNAUTHORIZED when its headers already show it is not
+// the forge's (GitLab's token), nil when the body must be read to
+// decide, which Receive then does. A refusal is counted as Receive
+// counts it.
+func (w *Webhooks) VerifyHeader(forgeName string, h http.Header) error {
+	f, ok := w.Forges[forgeName]
+	var err error
+	if !ok {
+		err = wq.Errorf(wq.ENOTFOUND, "no forge named %q", forgeName)
+	} else {
+		err = forge.VerifyHeader(f.Kind, f.Secret, h)
+	}
+	if err != nil && w.Metrics != nil {
+		w.countDelivery(forgeName, Received{}, err)
+	}
+	return err
+}
+
 // countDelivery counts a delivery's outcome; a forge name nobody
 // configured is counted as "unknown", so callers cannot grow the labels.
 func (w *Webhooks) countDelivery(forgeName string, got Received, err error) {

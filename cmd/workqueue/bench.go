@@ -62,7 +62,7 @@ same PostgreSQL and prints the ratio.`,
 	cmd.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the measured phase to this file (go tool pprof reads it)")
 	cmd.PersistentFlags().String("memprofile", "", "write the allocations made during the measured phase to this file (go tool pprof reads it)")
 	cmd.AddCommand(newBenchEngineCommand(), newBenchSubmitCommand(), newBenchAllocateCommand(),
-		newBenchEngineInstanceCommand())
+		newBenchEngineInstanceCommand(), newBenchHostileCommand())
 	return cmd
 }
 

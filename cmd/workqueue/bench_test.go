@@ -187,6 +187,35 @@ func TestBenchAllocateAssignsOneIssueAnApplyAndReportsLatencies(t *testing.T) {
 	})
 }
 
+// bench hostile runs the honest work through every attack asked for and
+// reports each honest call under each, and what the attack was answered;
+// no honest call fails (its latencies are figures, not asserted here).
+func TestBenchHostileReportsHonestCallsUnderEachAttack(t *testing.T) {
+	var got hostileResult
+	runBench(t, &got, "bench", "hostile", "--duration", "1s", "--agents", "2", "--attackers", "4",
+		"--attack", "huge-length", "--attack", "write-loop", "-o", "json")
+	if got.Benchmark != "hostile" || got.Agents != 2 || len(got.Attacks) != 2 ||
+		got.Attacks[0].Attack != "huge-length" || got.Attacks[1].Attack != "write-loop" {
+		t.Fatalf("result %+v: want huge-length then write-loop with 2 agents", got)
+	}
+	for _, a := range got.Attacks {
+		if len(a.Honest) != 4 {
+			t.Errorf("%s: %d kinds of honest call, want 4 (heartbeats, gate, submission)", a.Attack, len(a.Honest))
+		}
+		for _, c := range a.Honest {
+			if c.Count == 0 || c.Failures != 0 || c.P99Millis < c.P50Millis {
+				t.Errorf("%s: %s: %+v, want calls, none failed, p50 <= p99", a.Attack, c.Call, c)
+			}
+		}
+	}
+	if got.Attacks[1].Answers["201"] == 0 {
+		t.Errorf("write-loop answered %v, want its submissions taken (201)", got.Attacks[1].Answers)
+	}
+	if got.Attacks[0].Answers["401"] == 0 {
+		t.Errorf("huge-length answered %v, want the GitLab deliveries with a guessed token refused (401)", got.Attacks[0].Answers)
+	}
+}
+
 func TestBenchAllocateRefusesMoreAppliesThanIssues(t *testing.T) {
 	t.Parallel()
 	if out, err := runCommand(t, "bench", "allocate", "--work", "5", "--calls", "6"); err == nil || !strings.Contains(err.Error(), "--calls") {
@@ -220,6 +249,7 @@ func TestBenchHelpExplainsItsFlags(t *testing.T) {
 		"bench engine --help":   {"--items", "--workers", "--database", "peak"},
 		"bench submit --help":   {"--requests", "--clients", "--database", "p99"},
 		"bench allocate --help": {"--work", "--sessions", "--calls", "--database", "p99"},
+		"bench hostile --help":  {"--duration", "--agents", "--attackers", "--attack", "slowloris", "p99"},
 	} {
 		out, err := runCommand(t, strings.Fields(args)...)
 		if err != nil || !strings.Contains(out, "Usage:") {

@@ -1,12 +1,15 @@
 package gitea
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -23,6 +26,18 @@ const (
 	EventWorkflowJob = "workflow_job"        // an Actions job
 	EventIssues      = "issues"              // the issues family (opened, closed, edited, labelled): work only
 )
+
+// signaturePresent refuses, before the body is read, a delivery whose
+// X-Gitea-Signature could not be an HMAC-SHA256 (missing, not hex, or
+// not 32 bytes): Gitea signs the body, so that only reading it under the
+// receiver's small budget settles the rest (parseWebhook).
+func signaturePresent(_ string, h http.Header) error {
+	sig, err := hex.DecodeString(strings.TrimSpace(h.Get("X-Gitea-Signature")))
+	if err != nil || len(sig) != sha256.Size {
+		return wq.Errorf(wq.EUNAUTHORIZED, "X-Gitea-Signature is missing or not an HMAC-SHA256")
+	}
+	return nil
+}
 
 // parseWebhook verifies a delivery's X-Gitea-Signature, then reads it by
 // its X-Gitea-Event.
@@ -350,6 +365,7 @@ var Plugin = forge.Plugin{
 		return f, nil
 	},
 	ParseWebhook: parseWebhook,
+	VerifyHeader: signaturePresent,
 	EventTypes:   []string{EventPullRequest, EventReview, EventStatus, EventWorkflowRun, EventWorkflowJob},
 	DecodeEvent:  decodeEvent,
 	JobPage:      jobPage,

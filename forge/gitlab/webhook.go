@@ -37,6 +37,7 @@ var Plugin = forge.Plugin{
 		return f, nil
 	},
 	ParseWebhook:  parseWebhook,
+	VerifyHeader:  verifyToken,
 	EventTypes:    []string{EventMergeRequest, EventPipeline, EventJob},
 	DecodeEvent:   decodeEvent,
 	JobPage:       jobPage,
@@ -44,12 +45,22 @@ var Plugin = forge.Plugin{
 	InertText:     Inert, // quick actions in descriptions and notes
 }
 
+// verifyToken checks a delivery's X-Gitlab-Token, which GitLab sends as
+// the hook's secret itself: the receiver calls it before reading the
+// body (Plugin.VerifyHeader), so that a sender without it holds nothing.
+func verifyToken(secret string, h http.Header) error {
+	got := h.Get("X-Gitlab-Token")
+	if subtle.ConstantTimeCompare([]byte(secret), []byte(got)) != 1 {
+		return wq.Errorf(wq.EUNAUTHORIZED, "X-Gitlab-Token does not match")
+	}
+	return nil
+}
+
 // parseWebhook checks a delivery's X-Gitlab-Token, then reads it by its
 // X-Gitlab-Event.
 func parseWebhook(secret string, h http.Header, body []byte) (*forge.Delivery, error) {
-	got := h.Get("X-Gitlab-Token")
-	if subtle.ConstantTimeCompare([]byte(secret), []byte(got)) != 1 {
-		return nil, wq.Errorf(wq.EUNAUTHORIZED, "X-Gitlab-Token does not match")
+	if err := verifyToken(secret, h); err != nil {
+		return nil, err
 	}
 	parse, ok := parsers[h.Get("X-Gitlab-Event")]
 	if !ok {

@@ -53,7 +53,6 @@ const (
 	AuditFrozen         = "identity_frozen"
 	AuditUnfrozen       = "identity_unfrozen"
 	AuditBudgetExceeded = "budget_exceeded"
-	AuditItemHeld       = "item_held" // the engine held an item of a frozen identity before its action
 )
 
 // Freeze is an admin's freeze of an identity.
@@ -133,13 +132,14 @@ func (e *BudgetError) RetryAfterSeconds() int {
 type Guard struct {
 	Store  Store
 	Limits Limits
-	Audit  wq.AuditSink   // nil: none
+	Audit  wq.AuditSink    // nil: none
 	Clock  clockwork.Clock // nil: the real clock
 	Log    *slog.Logger    // nil: none
 	// OnFreeze runs once an identity is frozen, with the admin who froze
 	// it: the composition root ends the identity's control-plane leases
-	// here. Its error is logged, and the freeze stands.
-	OnFreeze func(ctx context.Context, identity, by string) error
+	// here, and returns how many it ended. Its error is logged, and the
+	// freeze stands.
+	OnFreeze func(ctx context.Context, identity, by string) (int, error)
 }
 
 func (g *Guard) now() time.Time {
@@ -219,6 +219,8 @@ type State struct {
 	Identity string  `json:"identity"`
 	Frozen   bool    `json:"frozen"`
 	Freeze   *Freeze `json:"freeze,omitempty"`
+	// LeasesEnded counts the leases OnFreeze ended.
+	LeasesEnded int `json:"leases_ended"`
 }
 
 // maxReason bounds a freeze's reason.
@@ -242,12 +244,14 @@ func (g *Guard) Freeze(ctx context.Context, by, identity, reason string) (*State
 	}
 	g.audit(ctx, wq.AuditEntry{Time: now, EventType: AuditFrozen, Actor: by, OldState: stateOf(old),
 		NewState: stateOf(&f), Trigger: map[string]any{"source": "admin"}, Metadata: map[string]any{"identity": identity}})
+	st := &State{Identity: identity, Frozen: true, Freeze: &f}
 	if g.OnFreeze != nil {
-		if err := g.OnFreeze(ctx, identity, by); err != nil {
+		var err error
+		if st.LeasesEnded, err = g.OnFreeze(ctx, identity, by); err != nil {
 			g.log().Warn("identity frozen, but its leases could not all be ended; they expire", "identity", identity, "err", err)
 		}
 	}
-	return &State{Identity: identity, Frozen: true, Freeze: &f}, nil
+	return st, nil
 }
 
 // Unfreeze lifts identity's freeze on behalf of the admin by and audits
@@ -295,11 +299,6 @@ func stateOf(f *Freeze) map[string]any {
 	}
 	return map[string]any{"frozen": true, "by": f.By, "reason": f.Reason, "at": f.At}
 }
-
-// HoldRecheck is how long the engine parks an item of a frozen identity
-// before it looks again: an unfrozen identity's items go on within it,
-// on whichever instance sweeps them.
-const HoldRecheck = time.Minute
 
 // Hold is the engine's hold (engine.Engine.SetHold): it returns why item
 // must not act now (its creator is frozen), or "" when it may.

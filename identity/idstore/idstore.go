@@ -54,14 +54,23 @@ func (s *store) exec(ctx context.Context, x seam.Executor, q string, args ...any
 func (s *store) Spend(ctx context.Context, id string, budget identity.Budget, limit int, window time.Time) (bool, error) {
 	var spent bool
 	err := s.db.Write(ctx, func(tx seam.Tx) error {
-		n, err := s.exec(ctx, tx, `INSERT INTO id_budget_spend (identity, budget, window_start, spent) VALUES (?, ?, ?, 1)
+		spent = false
+		q, args := s.d.Bind(`INSERT INTO id_budget_spend (identity, budget, window_start, spent) VALUES (?, ?, ?, 1)
 			ON CONFLICT (identity, budget, window_start) DO UPDATE SET spent = id_budget_spend.spent + 1
-			WHERE id_budget_spend.spent < ?`, id, string(budget), window.Unix(), limit)
-		if err != nil {
+			WHERE id_budget_spend.spent < ? RETURNING spent`, []any{id, string(budget), window.Unix(), limit})
+		var n int64
+		switch err := s.db.Translate(tx.QueryRow(ctx, q, args...).Scan(&n)); {
+		case wq.ErrorCode(err) == wq.ENOTFOUND:
+			return nil // the window's row holds limit already: nothing counted
+		case err != nil:
 			return err
 		}
-		spent = n == 1
-		_, err = s.exec(ctx, tx, `DELETE FROM id_budget_spend WHERE identity = ? AND budget = ? AND window_start < ?`,
+		spent = true
+		if n > 1 {
+			return nil
+		}
+		// The first of a window: the earlier windows are done with.
+		_, err := s.exec(ctx, tx, `DELETE FROM id_budget_spend WHERE identity = ? AND budget = ? AND window_start < ?`,
 			id, string(budget), window.Unix())
 		return err
 	})

@@ -133,16 +133,23 @@ func TestFreezeIsSharedAuditedAndLifted(t *testing.T) {
 		var log auditLog
 		var hooked []string
 		a := &identity.Guard{Store: testdb.IdentitiesURL(t, url), Clock: clock, Audit: &log,
-			OnFreeze: func(_ context.Context, id, by string) error { hooked = append(hooked, id+" by "+by); return nil }}
+			OnFreeze: func(_ context.Context, id, by string) (int, error) {
+				hooked = append(hooked, id+" by "+by)
+				return 2, nil
+			}}
 		b := &identity.Guard{Store: testdb.IdentitiesURL(t, url), Clock: clock}
 
 		if err := b.Check(ctx, "agent-1"); err != nil {
 			t.Fatalf("check before the freeze: %v", err)
 		}
-		if _, err := a.Freeze(ctx, "admin", "agent-1", "loops on comments"); err != nil {
+		st, err := a.Freeze(ctx, "admin", "agent-1", "loops on comments")
+		if err != nil {
 			t.Fatalf("freeze: %v", err)
 		}
-		err := b.Check(ctx, "agent-1")
+		if !st.Frozen || st.LeasesEnded != 2 {
+			t.Errorf("freeze answered %+v, want frozen with the 2 leases OnFreeze ended", st)
+		}
+		err = b.Check(ctx, "agent-1")
 		if wq.ErrorCode(err) != wq.EFORBIDDEN || wq.ErrorReason(err) != identity.ReasonFrozen {
 			t.Errorf("check on the other instance = %v, want EFORBIDDEN identity_frozen", err)
 		}

@@ -86,10 +86,13 @@ func identityStateOf(st *identity.State) *api.IdentityState {
 }
 
 // refuseFrozen answers a frozen identity's request 403 (identity_frozen)
-// and audits the refusal; GET /me stays open, so that the identity can
-// see who it is and that it is frozen. It reports whether it answered.
+// and audits the refusal. GET /me stays open, so that the identity can
+// see who it is; so does the MCP transport, whose every tool call is its
+// REST route's, refused here: an agent then reads identity_frozen in the
+// tool's error rather than a bare 403 of its transport. It reports
+// whether it answered.
 func (s *Server) refuseFrozen(w http.ResponseWriter, r *http.Request, c *auth.Caller, perm auth.Permission) bool {
-	if s.ids == nil || r.URL.Path == "/me" {
+	if s.ids == nil || r.URL.Path == "/me" || r.URL.Path == "/mcp" {
 		return false
 	}
 	err := s.ids.Check(r.Context(), c.Identity)

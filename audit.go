@@ -41,6 +41,7 @@ const (
 	AuditWriteSuperseded = "write_superseded" // an executor's write dropped: newer work arrived during the action
 	AuditEventApplied    = "event_applied"
 	AuditEventIgnored    = "event_ignored"
+	AuditItemHeld        = "item_held" // the engine's hold stopped an action (its creator is frozen): the item waits
 
 	// The API (a submission's outcome is "item_" + its wq.SubmitResult:
 	// item_created, item_unchanged, item_updated, item_retried).

@@ -13,6 +13,11 @@ type Failure struct {
 	// Transient failures do not count toward attempts; they start (or
 	// continue) the failing_since run like any failure.
 	Transient bool
+	// Held parks the item without failing it: the engine held it before
+	// its action (its creator is frozen). Neither attempts nor the
+	// failing_since run move, so that a long hold never counts toward
+	// giving up; RetryAfter is when the engine looks again.
+	Held bool
 }
 
 // ItemFilter selects items for ListItems. Zero fields do not filter.

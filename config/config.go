@@ -67,6 +67,8 @@ type Config struct {
 	Metrics Metrics `yaml:"metrics"`
 	// Dashboard configures the web dashboard (config/dashboard.go).
 	Dashboard Dashboard `yaml:"dashboard"`
+	// Limits are the per-identity write budgets (config/limits.go).
+	Limits Limits `yaml:"limits"`
 }
 
 // Processing tunes the engine; see EngineConfig for each field's meaning.
@@ -171,6 +173,7 @@ func Default() Config {
 		},
 		ControlPlane: defaultControlPlane(),
 		Metrics:      Metrics{Enabled: true},
+		Limits:       defaultLimits(),
 	}
 }
 
@@ -305,6 +308,7 @@ func (c Config) Validate() error {
 		seen[t] = true
 	}
 	c.validateItemTypes(bad)
+	c.validateLimits(bad)
 	p := c.Processing
 	if p.Workers < 1 || p.Workers > 1000 {
 		bad("processing.workers", "must be between 1 and 1000, got %d", p.Workers)

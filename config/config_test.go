@@ -134,6 +134,8 @@ func TestBadConfigErrorsNameTheField(t *testing.T) {
 		{"public url", "public_url: nope", "public_url: want http(s)"},
 		{"mr interval", "mr: {reconcile_interval: 1ms}", "mr: reconcile_interval"},
 		{"failure limit", "auth: {failure_limit: -1}", "auth.failure_limit: want between 0 (no limit) and 100000, got -1"},
+		{"no submissions budget", "limits: {submissions_per_hour: 0}", "limits.submissions_per_hour: want 1 to 1000000, got 0"},
+		{"no actions budget", "limits: {actions_per_hour: -5}", "limits.actions_per_hour: want 1 to 1000000, got -5"},
 		{"failure window", "auth: {failure_window: 0s}", "auth.failure_window: want between 1s and 24h, got 0s"},
 		{"cookie key twice", "dashboard: {cookie_key_env: K, cookie_key_file: /k}", "dashboard: set at most one of cookie_key_env and cookie_key_file"},
 		{"inline cookie key", "dashboard: {cookie_key: hunter2}", "dashboard.cookie_key: unknown key"},

@@ -34,6 +34,7 @@ import (
 	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/identity"
 	"github.com/workqueue-dev/workqueue/service"
 )
 
@@ -74,8 +75,12 @@ type Options struct {
 	// so that a logged-out cookie is refused by all of them at once (the
 	// store: both drivers keep them). nil: this process's memory only.
 	Sessions wq.SessionRevocations
-	Log      *slog.Logger
-	Clock    clockwork.Clock // nil: the real clock
+	// Identities, when set, refuses a frozen identity's pages and forms
+	// (403, identity_frozen) and lets an admin of every project freeze
+	// and unfreeze identities from the sessions page.
+	Identities *identity.Guard
+	Log        *slog.Logger
+	Clock      clockwork.Clock // nil: the real clock
 }
 
 // Dashboard serves the pages.
@@ -190,6 +195,8 @@ func (d *Dashboard) pageRoutes() []pageRoute {
 		f("GET /ui/work", d.get(d.controlPage(d.workPage))),
 		f("GET /ui/leases", d.get(d.controlPage(d.leasesPage))),
 		f("GET /ui/allocations", d.get(d.controlPage(d.allocationsPage))),
+		f("POST /ui/identities/freeze", d.post(d.identityAction(true))),
+		f("POST /ui/identities/unfreeze", d.post(d.identityAction(false))),
 		f("/ui/", d.get(func(w http.ResponseWriter, r *http.Request, s *session) {
 			d.fail(w, r, s, wq.Errorf(wq.ENOTFOUND, "no page at %s", r.URL.Path))
 		})),
@@ -296,6 +303,9 @@ func (d *Dashboard) get(h func(http.ResponseWriter, *http.Request, *session)) ht
 			http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
+		if d.refuseFrozen(w, r, s) {
+			return
+		}
 		h(w, r, s)
 	}
 }
@@ -316,6 +326,9 @@ func (d *Dashboard) post(h func(http.ResponseWriter, *http.Request, *session)) h
 			d.refuse(r, s.caller, "form posted without the session's CSRF token")
 			d.render(w, r, s, http.StatusForbidden, "error", errorPage{Status: http.StatusForbidden,
 				Message: "This form is not from this session (missing or stale CSRF token). Reload the page and try again."})
+			return
+		}
+		if d.refuseFrozen(w, r, s) {
 			return
 		}
 		h(w, r, s)

@@ -16,6 +16,7 @@ import (
 	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/identity"
 	"github.com/workqueue-dev/workqueue/service"
 )
 
@@ -330,6 +331,13 @@ func (d *Dashboard) controlPage(h func(http.ResponseWriter, *http.Request, *sess
 type sessionsPage struct {
 	Sessions []controlplane.SessionView
 	Admin    bool
+	// Freezer says the person may freeze identities (admin of every
+	// project, on an instance with identities); Frozen are the frozen
+	// ones, and Done, Identity what the last form did.
+	Freezer        bool
+	Frozen         []identity.Freeze
+	FrozenIdentity map[string]bool
+	Done, Identity string
 }
 
 func (d *Dashboard) sessionsPage(w http.ResponseWriter, r *http.Request, s *session, c controlplane.Caller) {
@@ -338,7 +346,20 @@ func (d *Dashboard) sessionsPage(w http.ResponseWriter, r *http.Request, s *sess
 		d.fail(w, r, s, err)
 		return
 	}
-	d.render(w, r, s, http.StatusOK, "sessions", sessionsPage{Sessions: list, Admin: c.Admin})
+	p := sessionsPage{Sessions: list, Admin: c.Admin, FrozenIdentity: map[string]bool{}}
+	if d.o.Identities != nil && s.caller.CanEverywhere(auth.Admin) {
+		p.Freezer = true
+		if p.Frozen, err = d.o.Identities.Frozen(r.Context()); err != nil {
+			d.fail(w, r, s, err)
+			return
+		}
+		for _, f := range p.Frozen {
+			p.FrozenIdentity[f.Identity] = true
+		}
+		q := r.URL.Query()
+		p.Done, p.Identity = q.Get("done"), q.Get("identity")
+	}
+	d.render(w, r, s, http.StatusOK, "sessions", p)
 }
 
 type workPage struct {

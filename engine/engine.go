@@ -101,6 +101,28 @@ type Engine struct {
 
 	faults  faultHooks
 	metrics Metrics // noMetrics unless SetMetrics
+	hold    Hold    // nil: no item is held
+}
+
+// Hold says why an item must not act now, before the engine runs its
+// action: "" when it may. The composition root gives it the freezes of
+// package identity, so that an item whose creator an admin froze makes
+// no forge write; the engine never names identities. An error holds the
+// item too (a hold that cannot be read is not a permission to write).
+type Hold func(ctx context.Context, item *wq.Item) (reason string, err error)
+
+// HoldRecheck is how long a held item waits before the engine asks the
+// hold again: once the hold ends, the item goes on within it, on
+// whichever instance sweeps it.
+const HoldRecheck = time.Minute
+
+// SetHold makes the engine ask h before every action. Call it before
+// Start.
+func (e *Engine) SetHold(h Hold) {
+	if e.started.Load() {
+		panic("engine: SetHold after Start")
+	}
+	e.hold = h
 }
 
 // New returns an engine on store. clock and sink may be nil (the real clock;

@@ -264,7 +264,11 @@ func (w *worker) loop(ctx context.Context, item *wq.Item, noEvents bool) loopEnd
 		if !item.RetryAfter.IsZero() && item.RetryAfter.After(now) {
 			return loopStopped // backing off: events were applied, the action waits for the sweep
 		}
-		// 3. Execute.
+		// 3. Execute, unless the item is held: then it waits, actionable,
+		// and the sweep brings it back to ask again.
+		if w.held(ctx, item, action, now) {
+			return loopStopped
+		}
 		next, ok := w.execute(ctx, item, action, now)
 		if w.exited.Load() {
 			e.itemsExited.Add(1)
@@ -409,6 +413,38 @@ func (w *worker) execute(ctx context.Context, item *wq.Item, action string, now 
 		return nil, true
 	}
 	return writer.after(), true
+}
+
+// held asks the engine's hold about item before its action. A held
+// item is parked: its hold's reason becomes its error and it waits
+// HoldRecheck, neither counting an attempt nor starting a failing run
+// (wq.Failure.Held); the first hold of a reason is audited. It reports
+// whether the item is held.
+func (w *worker) held(ctx context.Context, item *wq.Item, action string, now time.Time) bool {
+	e := w.e
+	if e.hold == nil {
+		return false
+	}
+	reason, err := e.hold(ctx, item)
+	if err != nil {
+		w.log().Warn("could not ask whether the item is held; it waits", "action", action, "err", err)
+		reason = "the hold could not be read: " + err.Error()
+	}
+	if reason == "" {
+		return false
+	}
+	reason = "held: " + reason
+	f := wq.Failure{Error: reason, RetryAfter: now.Add(HoldRecheck), Held: true}
+	if _, err := e.store.RecordFailure(ctx, w.lease, f, now); err != nil {
+		w.writeFailed(ctx, "hold", err)
+		return true
+	}
+	if item.Error != reason {
+		e.audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: wq.AuditItemHeld, ItemID: w.itemID(), ItemType: item.ItemType,
+			Actor: w.name, OldState: map[string]any{"error": item.Error}, NewState: map[string]any{"error": reason, "retry_after": f.RetryAfter},
+			Trigger: map[string]any{"source": "worker", "action": action}})
+	}
+	return true
 }
 
 // failing reports whether item carries a run of failures that a success

@@ -10,6 +10,7 @@ import (
 	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/identity"
 	"github.com/workqueue-dev/workqueue/internal/strictjson"
 )
 
@@ -63,6 +64,11 @@ func (s *Server) controlRoutes() []route {
 			return wired(v, err, allocationOf)
 		}))},
 		{"POST", "/api/v1/actions", agent(jsonAction(s, http.StatusOK, func(r *http.Request, c cp.Caller, b *api.ActionRequest) (any, error) {
+			// A gated forge write: it spends the caller's actions budget,
+			// refused or not, so that a loop of refused writes is bounded too.
+			if err := s.ids.Spend(r.Context(), c.Identity, identity.Actions, apiTrigger(r)); err != nil {
+				return nil, err
+			}
 			v, err := s.cp.Act(r.Context(), c, actionRequest(b))
 			return wired(v, err, actionResultOf)
 		}))},
@@ -272,4 +278,9 @@ func (s *Server) limitParam(w http.ResponseWriter, r *http.Request) (int, bool) 
 		return 0, false
 	}
 	return n, true
+}
+
+// apiTrigger is an audit entry's trigger for a request of the API.
+func apiTrigger(r *http.Request) map[string]any {
+	return map[string]any{"source": "api", "method": r.Method, "path": r.URL.Path}
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/controlplane/incident"
+	"github.com/workqueue-dev/workqueue/identity"
 	"github.com/workqueue-dev/workqueue/service"
 )
 
@@ -101,6 +102,13 @@ type Options struct {
 	// authorizer as the API, carried by a cookie instead of a header.
 	// nil: none.
 	Dashboard http.Handler
+	// Identities keeps the per-identity write budgets and the freezes
+	// (package identity): a frozen identity's every request but GET /me
+	// is refused 403 (identity_frozen), a control-plane action beyond
+	// its budget 429 with Retry-After (the items service spends the
+	// submissions' budget), and the admin's freeze, unfreeze and list
+	// routes are served. nil: no budgets, nobody frozen, no routes.
+	Identities *identity.Guard
 	// PublicURL is the service's base URL as clients reach it
 	// (public_url), which the OAuth protected-resource metadata of /mcp
 	// names; "": each request's scheme and host.
@@ -120,6 +128,7 @@ type Server struct {
 	proxyHeader string
 	clock       clockwork.Clock
 	cp          *controlplane.Service // nil: no control-plane routes
+	ids         *identity.Guard       // nil: no budgets or freezes
 	// incidents is the incident bridge; nil: no incident routes.
 	incidents       *incident.Bridge
 	incidentSecrets IncidentSecrets
@@ -142,7 +151,7 @@ func NewServer(opts Options) *Server {
 	}
 	s := &Server{store: opts.Store, items: opts.Items, webhooks: opts.Webhooks, auth: opts.Auth, limiter: opts.FailureLimiter,
 		log: log.With("component", "http"), audit: opts.Audit, proxyHeader: opts.ProxyAccessTokenHeader, clock: clock,
-		cp: opts.ControlPlane, incidents: opts.Incidents, incidentSecrets: opts.IncidentSecrets,
+		cp: opts.ControlPlane, ids: opts.Identities, incidents: opts.Incidents, incidentSecrets: opts.IncidentSecrets,
 		publicURL: strings.TrimSuffix(opts.PublicURL, "/"), metrics: opts.Metrics,
 		mux: http.NewServeMux(), admission: newAdmission()}
 	if opts.MCP != nil {
@@ -206,6 +215,7 @@ func (s *Server) routes() []route {
 		rs = append(rs, route{"POST", "/webhooks/{forge}", s.receiveWebhook})
 	}
 	rs = append(rs, s.controlRoutes()...)
+	rs = append(rs, s.identityRoutes()...)
 	rs = append(rs, s.incidentRoutes()...)
 	rs = append(rs, s.mcpRoutes()...)
 	rs = append(rs, s.metricsRoutes()...)
@@ -267,6 +277,9 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 
 // errorAs is Error with the caller's mapping of codes to statuses.
 func (s *Server) errorAs(w http.ResponseWriter, r *http.Request, err error, status func(code string) int) {
+	if s.budgetRefused(w, err) {
+		return
+	}
 	code := wq.ErrorCode(err)
 	p := api.Problem{Code: code, Detail: wq.ErrorMessage(err)}
 	var refusals wq.Refusals

@@ -65,6 +65,9 @@ func (s *Server) authenticatedEither(perm, alt auth.Permission, h http.HandlerFu
 			s.Error(w, r, wq.Errorf(wq.EFORBIDDEN, "%s may not %s: %s", caller.Identity, r.Method+" "+r.URL.Path, required))
 			return
 		}
+		if s.refuseFrozen(w, r, caller, perm) {
+			return
+		}
 		s.decision(r, caller, perm, true, "")
 		// Admitted only now, its token checked: one identity waits in its
 		// own line and cannot take the bytes every other caller needs.

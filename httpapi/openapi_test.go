@@ -19,6 +19,7 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/identity"
 	"github.com/workqueue-dev/workqueue/internal/testapi"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
@@ -48,7 +49,7 @@ func testServer(t *testing.T, with ...func(*Options)) (*Server, map[auth.Permiss
 	cfg.Projects = []config.Project{{Match: "team/**", Forge: "gitea"}}
 	tokens := map[auth.Permission]string{}
 	var configured []auth.Token
-	for _, p := range []auth.Permission{auth.Read, auth.Submit, auth.Retry, auth.Agent, auth.Incidents, auth.ScrapeMetrics} {
+	for _, p := range []auth.Permission{auth.Read, auth.Submit, auth.Retry, auth.Agent, auth.Incidents, auth.ScrapeMetrics, auth.Admin} {
 		tok, hash, _ := auth.NewToken()
 		tokens[p] = tok
 		configured = append(configured, auth.Token{Name: string(p), SHA256: hash, Permissions: []auth.Permission{p, auth.Read}})
@@ -63,8 +64,9 @@ func testServer(t *testing.T, with ...func(*Options)) (*Server, map[auth.Permiss
 	opts := Options{Store: st, Items: items, Webhooks: hooks, Auth: authn, Log: testkit.Quiet(),
 		ControlPlane: &controlplane.Service{Store: cps},
 		Incidents:    testapi.Incidents(t, cps), IncidentSecrets: IncidentSecrets{Sentry: "sentry-secret", GlitchTip: "glitchtip-secret"},
-		MCP:     func(api http.Handler) http.Handler { return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{}) },
-		Metrics: metrics.New().Handler()}
+		MCP:        func(api http.Handler) http.Handler { return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{}) },
+		Metrics:    metrics.New().Handler(),
+		Identities: &identity.Guard{Store: testdb.IdentitiesURL(t, testdb.URL(t, store.KindSQLite))}}
 	for _, w := range with {
 		w(&opts)
 	}
@@ -180,6 +182,14 @@ func TestResponsesFollowTheOpenAPIDocument(t *testing.T) {
 		{"POST", "/api/v1/actions", "/api/v1/actions", tok[auth.Agent], `{"session_id":"{id}","assignment_id":"none","action":"merge"}`, 409},
 		{"POST", "/api/v1/actions", "/api/v1/actions", tok[auth.Agent], `{"session_id":"{id}","assignment_id":"none","action":"push"}`, 422},
 		{"POST", "/api/v1/actions", "/api/v1/actions", tok[auth.Read], `{"session_id":"{id}","assignment_id":"none","action":"close"}`, 403},
+		// An admin's freeze of an identity, and its unfreeze.
+		{"POST", "/api/v1/identities/token:retry/freeze", "/api/v1/identities/{identity}/freeze", tok[auth.Admin], `{"reason":"loops"}`, 200},
+		{"POST", "/api/v1/identities/token:retry/freeze", "/api/v1/identities/{identity}/freeze", tok[auth.Admin], `{"why":"loops"}`, 422},
+		{"POST", "/api/v1/identities/token:retry/freeze", "/api/v1/identities/{identity}/freeze", tok[auth.Agent], "", 403},
+		{"GET", "/api/v1/identities/frozen", "/api/v1/identities/frozen", tok[auth.Admin], "", 200},
+		{"GET", "/api/v1/identities/frozen", "/api/v1/identities/frozen", tok[auth.Read], "", 403},
+		{"POST", "/api/v1/items/{id}/retry", "/api/v1/items/{id}/retry", tok[auth.Retry], "", 403},
+		{"POST", "/api/v1/identities/token:retry/unfreeze", "/api/v1/identities/{identity}/unfreeze", tok[auth.Admin], "", 200},
 		{"POST", "/api/v1/sessions/{id}/end", "/api/v1/sessions/{id}/end", tok[auth.Agent], "", 200},
 		{"POST", "/api/v1/sessions/{id}/end", "/api/v1/sessions/{id}/end", tok[auth.Agent], "", 409},
 	} {
@@ -208,8 +218,8 @@ func TestResponsesFollowTheOpenAPIDocument(t *testing.T) {
 		op := item.GetOperation(tc.method)
 		params := map[string]string{}
 		for i, seg := range strings.Split(tc.template, "/") {
-			if seg == "{id}" {
-				params["id"] = strings.Split(strings.SplitN(path, "?", 2)[0], "/")[i]
+			if seg == "{id}" || seg == "{identity}" {
+				params[strings.Trim(seg, "{}")] = strings.Split(strings.SplitN(path, "?", 2)[0], "/")[i]
 			}
 		}
 		input := &openapi3filter.RequestValidationInput{

@@ -26,6 +26,7 @@ import (
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
 	"github.com/workqueue-dev/workqueue/controlplane/incident"
 	"github.com/workqueue-dev/workqueue/dashboard"
+	"github.com/workqueue-dev/workqueue/identity"
 	"github.com/workqueue-dev/workqueue/internal/testapi"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
@@ -148,8 +149,9 @@ func newScopeFixture(t *testing.T, kind string) *scopeFixture {
 		Log:          testkit.Quiet(),
 		ControlPlane: control,
 		Incidents:    bridge, IncidentSecrets: IncidentSecrets{Sentry: "sentry-secret", GlitchTip: "glitchtip-secret"},
-		MCP:     func(api http.Handler) http.Handler { return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{}) },
-		Metrics: metrics.New().Handler()})
+		MCP:        func(api http.Handler) http.Handler { return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{}) },
+		Metrics:    metrics.New().Handler(),
+		Identities: &identity.Guard{Store: testdb.IdentitiesURL(t, testdb.URL(t, kind))}})
 
 	ctx := t.Context()
 	now := time.Now()
@@ -339,7 +341,10 @@ var routeScopes = map[string]routeScope{
 			t.Errorf("team-b's lease after team-a's caller tried to end its session: %s, want active", l.State)
 		}
 	}},
-	"POST /api/v1/work/sync": {none: "admin of every project only (ControlCaller's Admin)"},
+	"POST /api/v1/work/sync":                      {none: "admin of every project only (ControlCaller's Admin)"},
+	"POST /api/v1/identities/{identity}/freeze":   {none: "admin of every project only (adminEverywhere)"},
+	"POST /api/v1/identities/{identity}/unfreeze": {none: "admin of every project only (adminEverywhere)"},
+	"GET /api/v1/identities/frozen":               {none: "admin only: names identities, of no project"},
 
 	"GET /metrics": {probe: func(t *testing.T, fx *scopeFixture) {
 		// Its counts span every project: a narrowed scraper gets none.

@@ -16,6 +16,7 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
+	"github.com/workqueue-dev/workqueue/identity"
 	"github.com/workqueue-dev/workqueue/internal/keylock"
 	"github.com/workqueue-dev/workqueue/internal/strictjson"
 )
@@ -42,6 +43,11 @@ type Items struct {
 	HandledHere   []string
 	Handlers      wq.HandlerRegistry
 	HandlerWindow time.Duration // 0: DefaultHandlerWindow
+	// Identities keeps the per-identity write budgets: every authorized
+	// submission spends one of the submitter's submissions budget, and
+	// one made for an assignment, a gated forge write, one of its
+	// actions budget too. nil: unbounded.
+	Identities *identity.Guard
 
 	types map[string]registered
 	// keys serialises submissions for one key (one branch) in this
@@ -124,6 +130,9 @@ func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*
 	}
 	scope := sub.Scope()
 	if err := s.authorizeSubmit(ctx, caller, sub); err != nil {
+		return nil, "", err
+	}
+	if err := s.spend(ctx, caller, sub, name); err != nil {
 		return nil, "", err
 	}
 	if key := sub.Key(); key != "" {
@@ -250,6 +259,20 @@ func (s *Items) Get(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*ap
 	}
 	view.Warnings = s.warnings(ctx, it)
 	return view, nil
+}
+
+// spend counts an authorized submission against the caller's budgets
+// (Identities), before the type inspects it: a loop of refused
+// submissions is bounded as a loop of accepted ones is.
+func (s *Items) spend(ctx context.Context, caller *auth.Caller, sub wq.Submission, itemType string) error {
+	trigger := map[string]any{"source": "api", "item_type": itemType, "project": sub.Scope().Project}
+	if err := s.Identities.Spend(ctx, caller.Identity, identity.Submissions, trigger); err != nil {
+		return err
+	}
+	if a, ok := sub.(wq.Assigned); ok && a.AssignmentID() != "" {
+		return s.Identities.Spend(ctx, caller.Identity, identity.Actions, trigger)
+	}
+	return nil
 }
 
 // authorizeSubmit lets a caller submit with permission submit, or with

@@ -8,7 +8,7 @@
 // attempt got through or not everything was merged within the bound, 2
 // when the run could not be made. scripts/demo agents sets it all up.
 //
-//	workqueue-swarm -repo OWNER/NAME -gitea URL -agent-tokens FILE -db URL [-issues 40] [-sessions 8] [-hostile 2]
+//	workqueue-swarm -repo OWNER/NAME -gitea URL -agent-tokens FILE -db URL [-issues 40] [-sessions 8] [-hostile 2] [-runaway-token FILE]
 //
 // The environment holds the secrets: WORKQUEUE_URL (the service),
 // WORKQUEUE_TOKEN (permission admin: the stage reads the inventory, the
@@ -40,7 +40,7 @@ func main() {
 func run() int {
 	cfg := swarm.Config{Service: os.Getenv("WORKQUEUE_URL"), AdminToken: os.Getenv("WORKQUEUE_TOKEN"),
 		GiteaToken: os.Getenv("GITEA_TOKEN"), Out: os.Stdout}
-	var tokensFile, database string
+	var tokensFile, runawayFile, database string
 	flag.StringVar(&cfg.Service, "service", cfg.Service, "the workqueue service's base URL (default $WORKQUEUE_URL)")
 	flag.StringVar(&cfg.GiteaURL, "gitea", "", "the Gitea's base URL")
 	flag.StringVar(&cfg.Forge, "forge", "gitea", "the forge's name in the service's configuration")
@@ -49,6 +49,7 @@ func run() int {
 	flag.IntVar(&cfg.Issues, "issues", 40, "how many issues to open")
 	flag.IntVar(&cfg.Sessions, "sessions", 8, "how many agent sessions (at least 3 honest ones): of the honest ones a merger per 8, a reviewer per 4, the rest authors")
 	flag.IntVar(&cfg.Hostile, "hostile", 0, "how many of the sessions are hostile, each with an agent token of its own (the last ones of the file)")
+	flag.StringVar(&runawayFile, "runaway-token", "", "a file of one agent-only token of an identity of its own: a runaway session comments in a loop until its budget stops it and the stage freezes it")
 	flag.StringVar(&database, "db", "", "the service's database (sqlite://PATH or postgres://...), for the control plane's event log")
 	flag.DurationVar(&cfg.Timeout, "timeout", 0, "what is not merged by then is a failure (default 15m, or 2m and 30s an issue when longer)")
 	flag.Usage = func() {
@@ -67,6 +68,14 @@ func run() int {
 		return 2
 	}
 	cfg.AgentTokens = strings.Fields(string(b))
+	if runawayFile != "" {
+		b, err := os.ReadFile(runawayFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "workqueue-swarm:", err)
+			return 2
+		}
+		cfg.RunawayToken = strings.TrimSpace(string(b))
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

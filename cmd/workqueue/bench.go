@@ -692,6 +692,7 @@ func (b *bench) submit(ctx context.Context, requests, clients int) (submitResult
 	cfg.Forges = []config.Forge{{Name: benchForge, Kind: wq.ForgeGitea, URL: "http://127.0.0.1:9", TokenFile: forgeToken}}
 	cfg.Projects = []config.Project{{Match: benchProject, Forge: benchForge}}
 	cfg.Auth.Tokens = []config.Token{{Name: "bench-submit", SHA256: hash, Permissions: []string{string(auth.Submit)}}}
+	cfg.Limits.SubmissionsPerHour = 1_000_000 // one identity submits the whole run: no budget of a person's
 	if err := cfg.Validate(); err != nil {
 		return submitResult{}, fmt.Errorf("bench config: %w", err)
 	}

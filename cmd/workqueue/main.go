@@ -65,7 +65,7 @@ unreachable, or the token missing or refused).`,
 	root.Version = buildVersion()
 	root.SetVersionTemplate("{{.Version}}")
 	root.AddCommand(newVersionCommand(), newConfigCommand(), newServeCommand(), newMigrateCommand(), newTokenCommand(), newItemsCommand(), newHooksCommand(),
-		newSessionsCommand(), newWorkCommand(), newAllocateCommand(), newGateCommand(), newLeasesCommand(), newCheckpointsCommand(), newIncidentsCommand(), newMCPCommand(),
+		newSessionsCommand(), newWorkCommand(), newAllocateCommand(), newGateCommand(), newLeasesCommand(), newCheckpointsCommand(), newIncidentsCommand(), newIdentitiesCommand(), newMCPCommand(),
 		newHerderCommand(), newWhoamiCommand(), newLoginCommand(), newLogoutCommand())
 	wrapUsage(root)
 	return root

@@ -16,6 +16,7 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
+	"github.com/workqueue-dev/workqueue/identity/idstore"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/mr"
@@ -49,7 +50,8 @@ func TestMigrateTwiceOnPostgresLeavesOneSchemaVersion(t *testing.T) {
 	}
 	defer conn.Close(context.Background())
 	total := 0
-	for _, table := range []string{migration.VersionTable, migration.Chain{Component: mr.ItemType}.Table(), migration.Chain{Component: cpstore.Component}.Table()} {
+	for _, table := range []string{migration.VersionTable, migration.Chain{Component: mr.ItemType}.Table(), migration.Chain{Component: cpstore.Component}.Table(),
+		migration.Chain{Component: idstore.Component}.Table()} {
 		var rows, distinct, version int
 		if err := conn.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT version), max(version) FROM `+table).Scan(&rows, &distinct, &version); err != nil {
 			t.Fatal(err)

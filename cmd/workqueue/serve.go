@@ -27,6 +27,8 @@ import (
 	"github.com/workqueue-dev/workqueue/forge"
 	_ "github.com/workqueue-dev/workqueue/forge/kinds" // the kinds of forge shipped
 	"github.com/workqueue-dev/workqueue/httpapi"
+	"github.com/workqueue-dev/workqueue/identity"
+	"github.com/workqueue-dev/workqueue/identity/idstore"
 	"github.com/workqueue-dev/workqueue/itemtype"
 	_ "github.com/workqueue-dev/workqueue/itemtype/types" // the item types shipped
 	"github.com/workqueue-dev/workqueue/mcpserver"
@@ -148,7 +150,16 @@ func (m *Main) Run(ctx context.Context) error {
 		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels, PriorityLabels: cpc.PriorityLabels},
 		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL), Forges: forges, Metrics: m.Metrics,
 		MaxCheckpoints: cpc.MaxCheckpointsPerSession, ReviewLabel: m.Config.MR.ReviewLabel}
-	items := &service.Items{Store: s, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log), Clock: m.Clock,
+	// The per-identity budgets and freezes: a freeze ends the identity's
+	// leases, and the engine holds its items before any forge write.
+	ids := &identity.Guard{Store: all.ids, Limits: m.Config.IdentityLimits(), Audit: audit.Safe(sink, m.Log), Clock: m.Clock,
+		Log: m.Log.With("component", "identity"),
+		OnFreeze: func(ctx context.Context, id, by string) (int, error) {
+			ended, err := cps.EndLeasesOf(ctx, controlplane.Caller{Identity: by, Admin: true}, id)
+			return len(ended), err
+		}}
+	m.Engine.SetHold(ids.Hold)
+	items := &service.Items{Store: s, Notify: m.Engine.Notify, Audit: audit.Safe(sink, m.Log), Clock: m.Clock, Identities: ids,
 		RequireAssignment: cpc.RequireAssignment, HandledHere: m.Config.HandledTypes, Handlers: registryOf(s),
 		// Three sweeps missed: an instance handling the type is gone.
 		HandlerWindow: max(service.DefaultHandlerWindow, 3*time.Duration(m.Config.Processing.SweepInterval))}
@@ -217,7 +228,7 @@ func (m *Main) Run(ctx context.Context) error {
 			GlobalLimit: a.FailureGlobalLimit, Clock: m.Clock, Metrics: m.Metrics})
 	}
 	apiOpts := httpapi.Options{Store: s, Items: items, Webhooks: hooks, Auth: authn, FailureLimiter: limiter, Log: m.Log,
-		Audit: audit.Safe(sink, m.Log), Clock: m.Clock, ControlPlane: cps,
+		Audit: audit.Safe(sink, m.Log), Clock: m.Clock, ControlPlane: cps, Identities: ids,
 		ProxyAccessTokenHeader: m.Config.Auth.ProxyAccessTokenHeader,
 		PublicURL:              m.Config.PublicURL, // the base the OAuth protected-resource metadata of /mcp names
 		// The same tools for agents over MCP at /mcp, each call made on
@@ -329,6 +340,7 @@ type stores struct {
 	queue wq.Store
 	types map[string]any
 	cp    controlplane.Store
+	ids   identity.Store // the budgets' counts and the freezes
 }
 
 // openStores opens the database the URL names with every component's
@@ -342,6 +354,9 @@ func openStores(ctx context.Context, url string) (stores, error) {
 	s := stores{queue: db}
 	if s.types, err = itemtype.Stores(db); err == nil {
 		s.cp, err = cpstore.New(db)
+	}
+	if err == nil {
+		s.ids, err = idstore.New(db)
 	}
 	if err != nil {
 		db.Close()

@@ -356,13 +356,16 @@ func (s *Store) RecordSuccess(ctx context.Context, l wq.Lease, now time.Time) er
 func (s *Store) RecordFailure(ctx context.Context, l wq.Lease, f wq.Failure, now time.Time) (int, error) {
 	var attempts int
 	err := s.fenced(ctx, l, "record failure of", func(tx pgx.Tx, _ wq.Phase) error {
-		counted := 1
-		if f.Transient {
+		counted, since := 1, now
+		if f.Transient || f.Held {
 			counted = 0
 		}
-		if err := tx.QueryRow(ctx, `UPDATE work_items SET attempts = attempts + $5, failing_since = coalesce(failing_since, $4),
+		if f.Held {
+			since = time.Time{} // NULL: failing_since stays as it is
+		}
+		if err := tx.QueryRow(ctx, `UPDATE work_items SET attempts = attempts + $5, failing_since = coalesce(failing_since, $6),
 			retry_after = $2, error = $3, updated_at = $4 WHERE id = $1 RETURNING attempts`,
-			l.ItemID, tsArg(f.RetryAfter), f.Error, now.UTC(), counted).Scan(&attempts); err != nil {
+			l.ItemID, tsArg(f.RetryAfter), f.Error, now.UTC(), counted, tsArg(since)).Scan(&attempts); err != nil {
 			return translate(err)
 		}
 		if f.Fail {

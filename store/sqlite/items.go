@@ -399,13 +399,16 @@ func (s *Store) RecordSuccess(ctx context.Context, l wq.Lease, now time.Time) er
 func (s *Store) RecordFailure(ctx context.Context, l wq.Lease, f wq.Failure, now time.Time) (int, error) {
 	var attempts int
 	err := s.fenced(ctx, l, "record failure of", func(tx *sql.Tx, phase wq.Phase) error {
-		counted := 1
-		if f.Transient {
+		counted, since := 1, now
+		if f.Transient || f.Held {
 			counted = 0
+		}
+		if f.Held {
+			since = time.Time{} // NULL: failing_since stays as it is
 		}
 		if err := tx.QueryRowContext(ctx, `UPDATE work_items SET attempts = attempts + ?, failing_since = coalesce(failing_since, ?),
 			retry_after = ?, error = ?, updated_at = ? WHERE id = ? RETURNING attempts`,
-			counted, ts(now), ts(f.RetryAfter), f.Error, ts(now), l.ItemID.String()).Scan(&attempts); err != nil {
+			counted, ts(since), ts(f.RetryAfter), f.Error, ts(now), l.ItemID.String()).Scan(&attempts); err != nil {
 			return translate(err)
 		}
 		if f.Fail {

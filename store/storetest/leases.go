@@ -222,6 +222,29 @@ func leases(t *testing.T, open func(t *testing.T) wq.Store) {
 		}
 	})
 
+	t.Run("a held item waits until its retry time without starting or counting a failing run", func(t *testing.T) {
+		s := open(t)
+		it := create(t, s, wq.NewItem{})
+		l, _ := s.ClaimItem(ctx, it.ID, "w", T0, time.Minute)
+		if n, err := s.RecordFailure(ctx, l, wq.Failure{Error: "held: frozen", RetryAfter: T0.Add(time.Minute), Held: true}, T0); err != nil || n != 0 {
+			t.Fatalf("hold: attempts %d, %v; want 0", n, err)
+		}
+		got := get(t, s, it.ID)
+		if !got.FailingSince.IsZero() || got.Attempts != 0 || got.Error != "held: frozen" || !got.RetryAfter.Equal(T0.Add(time.Minute)) || got.Phase != wq.PhaseActive {
+			t.Errorf("held: failing since %v attempts %d error %q retry %v phase %s; want no failing run, 0, the reason, T0+1m, active",
+				got.FailingSince, got.Attempts, got.Error, got.RetryAfter, got.Phase)
+		}
+		if _, err := s.RecordFailure(ctx, l, wq.Failure{Error: "forge down", RetryAfter: T0.Add(2 * time.Minute), Transient: true}, T0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RecordFailure(ctx, l, wq.Failure{Error: "held: frozen", RetryAfter: T0.Add(time.Hour), Held: true}, T0.Add(30*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if got := get(t, s, it.ID); !got.FailingSince.Equal(T0.Add(time.Minute)) {
+			t.Errorf("a hold moved the failing run to %v, want it kept at %v", got.FailingSince, T0.Add(time.Minute))
+		}
+	})
+
 	t.Run("the exit decision refuses while events are pending or work was enqueued since the load", func(t *testing.T) {
 		s := open(t)
 		it := create(t, s, wq.NewItem{})

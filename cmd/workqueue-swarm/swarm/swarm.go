@@ -49,6 +49,11 @@ type Config struct {
 	// work while they work. Every attempt must be refused; one that is
 	// not is a violation the report counts.
 	Hostile int
+	// RunawayToken, when set, runs the runaway (runaway.go) beside the
+	// sessions: an agent-only token of an identity of its own that
+	// comments in a loop until its budget stops it and the stage freezes
+	// it. Its effect on the others' work must be none.
+	RunawayToken string
 	// Events reads the control plane's event log, which the API does not
 	// list (controlplane.Store does it): the audit reads from it which
 	// session reviewed and merged what, at which head. Required.
@@ -155,6 +160,8 @@ type Report struct {
 	Syncs int
 	// Checks are the safety checks, in order.
 	Checks []Check
+	// Runaway is what the runaway did, when one ran.
+	Runaway *RunawayReport
 }
 
 // Check is one safety check's result.
@@ -252,8 +259,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	loose, err := r.startRunaway(ctx)
+	if err != nil {
+		return nil, err
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	if loose != nil {
+		wg.Go(func() { loose.loop(runCtx) })
+	}
 	for _, a := range agents {
 		wg.Go(func() { a.loop(runCtx) })
 	}
@@ -270,6 +284,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	for _, h := range hostiles {
 		h.end()
+	}
+	if loose != nil {
+		rep := loose.end()
+		r.report.Runaway = &rep
 	}
 	r.report.Duration = time.Since(r.start)
 	if err != nil {
@@ -695,6 +713,10 @@ func (r *Report) Summary(w io.Writer) {
 			}
 			fmt.Fprintf(w, "         %s\n", v)
 		}
+	}
+	if w2 := r.Runaway; w2 != nil {
+		fmt.Fprintf(w, "  runaway         %d calls, %d written; frozen %v (%d leases ended), stopped %v: %s\n",
+			w2.Calls, w2.Written, w2.Frozen, w2.LeasesEnded, w2.Stopped, counts(w2.Refusals))
 	}
 	if len(r.LeftBranches) > 0 {
 		fmt.Fprintf(w, "  branches left   %s\n", strings.Join(r.LeftBranches, ", "))

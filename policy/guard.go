@@ -62,8 +62,14 @@ type guard struct {
 
 type cachedBranch struct {
 	branch string
+	err    error
 	at     time.Time
 }
+
+// defaultBranchFailedFor is how long a failed read of a default branch
+// stands: a forge that is down costs one read per repository in this
+// while, not one per submission.
+const defaultBranchFailedFor = 30 * time.Second
 
 // Unguarded returns the adapter behind a guarded forge (f itself
 // otherwise), for tests that need to act as a person would.
@@ -120,20 +126,20 @@ func (g *guard) defaultBranch(ctx context.Context, project string) (string, erro
 	g.mu.Lock()
 	c, hit := g.defaults[project]
 	g.mu.Unlock()
-	if hit && g.now().Sub(c.at) < defaultBranchFor {
-		return c.branch, nil
+	if hit && (c.err == nil && g.now().Sub(c.at) < defaultBranchFor || c.err != nil && g.now().Sub(c.at) < defaultBranchFailedFor) {
+		return c.branch, c.err
 	}
 	branch, err := db.DefaultBranch(ctx, project)
-	if err != nil {
-		return "", err
+	if err != nil && ctx.Err() != nil {
+		return "", err // the caller's deadline, not the forge's answer
 	}
 	g.mu.Lock()
 	if g.defaults == nil {
 		g.defaults = map[string]cachedBranch{}
 	}
-	g.defaults[project] = cachedBranch{branch: branch, at: g.now()}
+	g.defaults[project] = cachedBranch{branch: branch, err: err, at: g.now()}
 	g.mu.Unlock()
-	return branch, nil
+	return branch, err
 }
 
 // DefaultBranch reads through the guard's cache (wq.DefaultBrancher), so

@@ -60,6 +60,10 @@ func build(env itemtype.Env, store any) (itemtype.Built, error) {
 	b := itemtype.Built{Type: t, API: mr.API(mr.APIOptions{Store: st, Project: Project(c), Assignments: assignments,
 		DefaultBranch: func(ctx context.Context, forge, project string) (string, error) {
 			if db, ok := env.Forges[forge].(wq.DefaultBrancher); ok {
+				// Briefly: a forge that is slow or down leaves the rule to
+				// the push instead of holding the submission.
+				ctx, cancel := context.WithTimeout(ctx, defaultBranchWait)
+				defer cancel()
 				return db.DefaultBranch(ctx, project)
 			}
 			return "", nil
@@ -71,6 +75,10 @@ func build(env itemtype.Env, store any) (itemtype.Built, error) {
 	}
 	return b, nil
 }
+
+// defaultBranchWait bounds the read of a repository's default branch at
+// submission.
+const defaultBranchWait = 2 * time.Second
 
 // Project returns how c configures a project on a forge for the type's
 // changes (config.MRProject, as an mr.Project), and false when no project

@@ -362,11 +362,10 @@ type Finding struct {
 // pushed, by line and column: the scanner's rules and the structural
 // ones, without the broad rules that flag a word only for looking random
 // (a change is refused on a finding; a checkpoint merely loses a word).
-// Content that is not UTF-8 text is not scanned.
+// Every content is scanned, text or not: whether a file counts as text
+// is the caller's judgement, and no shape of content (a NUL byte, invalid
+// UTF-8) turns scanning off.
 func Scan(content []byte) []Finding {
-	if !utf8.Valid(content) || bytes.IndexByte(content, 0) >= 0 {
-		return nil
-	}
 	s := string(content)
 	lines := lineStarts(s)
 	var out []Finding

@@ -42,6 +42,18 @@ func TestASecretInContentWithANulIsFoundWhateverItsSize(t *testing.T) {
 	}
 }
 
+// A secret in UTF-16 (every other byte a NUL) is still a secret.
+func TestASecretInUTF16ContentIsFound(t *testing.T) {
+	var b []byte
+	for _, c := range []byte("aws_access_key_id = " + awsKeyID + "\n") {
+		b = append(b, c, 0)
+	}
+	c := base64.StdEncoding.EncodeToString(b)
+	if rs := scanSecrets([]FileAction{{Action: ActionCreate, FilePath: "k.txt", Content: &c, Encoding: EncodingBase64}}, Policy{AllowBinary: true}); len(rs) == 0 {
+		t.Error("a key in UTF-16 content passed push protection")
+	}
+}
+
 // A move carries no content: GitLab would write it, Gitea would not
 // apply it as given, so what the forge holds would differ from what was
 // inspected. The same goes for an encoding without content.

@@ -1,0 +1,759 @@
+package secrets
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"html"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// This file is what the rules see beyond the text as written: a secret
+// hidden under an encoding, split over lines or strings, or broken by
+// characters no one sees. Each level of a text is looked at three ways
+// besides as it is, and each way costs only where it changes something:
+//
+//   - normalised (normalise): the lines that hold an escape or an
+//     invisible character, with percent-encoding, HTML entities (named,
+//     decimal, hex), backslash escapes (JSON's \uXXXX and \n, \xHH, \u{...})
+//     decoded and invisible characters (format characters: zero-width
+//     space and joiners, word joiner, soft hyphen, BOM, bidi controls;
+//     variation selectors, other default-ignorable code points, control
+//     bytes, NUL) removed, fullwidth ASCII read as ASCII, a few rounds
+//     while it changes (%2541 is %41 is A);
+//   - joined (joinSeams): a word cut by a line end, or by a string
+//     concatenation ("AKIAIOSF" +\n "ODNN7EXAMPLE"), read as one;
+//   - decoded (words): each word of base64 (standard or URL-safe, with
+//     or without padding) or hex, decoded, and the decoded text looked at
+//     again the same three ways, down to maxLayers layers; a word whose
+//     bytes start a private key's DER (PKCS#1, PKCS#8, SEC 1) or an
+//     OpenSSH key is a private key without its BEGIN line.
+//
+// The cost stays linear: a way's text is at most the text it comes from,
+// the rules run only on what a way changed (the changed lines, the joined
+// words, each distinct decoded word once), and a decoded word is at most
+// three quarters of its encoding, so the layers shrink geometrically.
+
+// maxLayers is how many encodings deep a secret is looked for (base64 of
+// base64 of base64, hex of percent-encoding of base64, ...).
+const maxLayers = 5
+
+// minEncodedWord is the shortest word decoded: 16 characters of base64
+// are 12 bytes, shorter than any secret the rules know.
+const minEncodedWord = 16
+
+// patch is a text made of pieces of a parent text, transformed: for each
+// of its bytes, the parent's bytes [from, to) that produced it.
+type patch struct {
+	text     []byte
+	from, to []int32
+	seams    []int32 // joined patches: where one part ends and the next starts
+	strong   []bool  // per seam: a concatenation, or a line that is only a fragment
+}
+
+func (p *patch) add(b byte, from, to int) {
+	p.text = append(p.text, b)
+	p.from = append(p.from, int32(from))
+	p.to = append(p.to, int32(to))
+}
+
+func (p *patch) addString(s string, from, to int) {
+	for i := range len(s) {
+		p.add(s[i], from, to)
+	}
+}
+
+// copyOf adds parent[from:to] as it is.
+func (p *patch) copyOf(parent string, from, to int) {
+	for i := from; i < to; i++ {
+		p.add(parent[i], i, i+1)
+	}
+}
+
+// parent maps a span of the patch to the parent's bytes it came from.
+func (p *patch) parent(sp span) span {
+	sp.start, sp.end = int(p.from[sp.start]), int(p.to[sp.end-1])
+	return sp
+}
+
+// deep is the secrets of s found beyond s as written (see the top of this
+// file), as spans of s. layers is how many encodings deeper it looks.
+func deep(s string, broad bool, layers int) []span {
+	var out []span
+	seen := map[string]bool{}
+	// Normalised lines: every rule, as on s.
+	norm := normalise(s)
+	if norm != nil {
+		for _, sp := range flat(string(norm.text), broad) {
+			out = append(out, norm.parent(sp))
+		}
+	}
+	// Joined words, of s and of its normalised lines.
+	for _, j := range []struct {
+		p    *patch
+		over *patch
+	}{{joinSeams(s), nil}, {joinSeamsOf(norm), norm}} {
+		if j.p == nil {
+			continue
+		}
+		text := string(j.p.text)
+		for _, sp := range flat(text, false) {
+			strong, crosses := j.p.crosses(sp)
+			if !crosses || sp.rule == "secret-assignment" && !strong || strings.Contains(sp.rule, "generic") && !strong {
+				continue
+			}
+			sp = j.p.parent(sp)
+			if j.over != nil {
+				sp = j.over.parent(sp)
+			}
+			out = append(out, sp)
+		}
+		for _, w := range encodedRuns(text) {
+			if _, crosses := j.p.crosses(span{start: w[0], end: w[1]}); !crosses {
+				continue
+			}
+			if sp, ok := decodesToSecret(text[w[0]:w[1]], layers, seen); ok {
+				sp.start, sp.end = w[0], w[1]
+				sp = j.p.parent(sp)
+				if j.over != nil {
+					sp = j.over.parent(sp)
+				}
+				out = append(out, sp)
+			}
+		}
+	}
+	// Encoded words, of s and of its normalised lines.
+	for _, w := range encodedRuns(s) {
+		if sp, ok := decodesToSecret(s[w[0]:w[1]], layers, seen); ok {
+			sp.start, sp.end = w[0], w[1]
+			out = append(out, sp)
+		}
+	}
+	if norm != nil {
+		text := string(norm.text)
+		for _, w := range encodedRuns(text) {
+			if sp, ok := decodesToSecret(text[w[0]:w[1]], layers, seen); ok {
+				sp.start, sp.end = w[0], w[1]
+				out = append(out, norm.parent(sp))
+			}
+		}
+	}
+	return out
+}
+
+// crosses reports whether sp spans one of the patch's seams, and whether
+// one it spans is strong.
+func (p *patch) crosses(sp span) (strong, crosses bool) {
+	for i, at := range p.seams {
+		if int(at) > sp.start && int(at) < sp.end {
+			crosses = true
+			strong = strong || p.strong[i]
+		}
+	}
+	return strong, crosses
+}
+
+// decodesToSecret says whether word, decoded, holds a secret: the span's
+// rule says which way (its offsets are the caller's to set). seen holds
+// the words already looked at this level: each is decoded once.
+func decodesToSecret(word string, layers int, seen map[string]bool) (span, bool) {
+	if layers <= 0 || seen[word] {
+		return span{}, false
+	}
+	seen[word] = true
+	if privateKeyDER(word) {
+		return span{rule: "private-key"}, true
+	}
+	text, ok := decodeWord(word)
+	if !ok {
+		return span{}, false
+	}
+	if len(flat(text, false)) > 0 || len(deep(text, false, layers-1)) > 0 {
+		return span{rule: "encoded-secret"}, true
+	}
+	return span{}, false
+}
+
+// encodedRuns are the runs of s that may be an encoded word: base64's
+// alphabets (standard and URL-safe, '=' only as padding at a run's end)
+// and hex (a "0x" prefix left out), at least minEncodedWord long.
+func encodedRuns(s string) [][2]int {
+	var out [][2]int
+	in := func(c byte) bool {
+		return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
+	}
+	for i := 0; i < len(s); {
+		if !in(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && in(s[j]) {
+			j++
+		}
+		for j < len(s) && s[j] == '=' {
+			j++
+		}
+		start := i
+		if j-i > 2 && s[i] == '0' && (s[i+1] == 'x' || s[i+1] == 'X') {
+			start = i + 2
+		}
+		if j-start >= minEncodedWord {
+			out = append(out, [2]int{start, j})
+		}
+		i = j
+	}
+	return out
+}
+
+// decodeWord decodes word as hex (when it is only hex digits, of even
+// length) or else as base64 (standard or URL-safe, padded or not), and
+// returns the text when what it decodes to reads as text.
+func decodeWord(word string) (string, bool) {
+	if len(word)%2 == 0 && isHexWord(word) {
+		if b, err := hex.DecodeString(word); err == nil {
+			if t, ok := asText(b); ok {
+				return t, true
+			}
+		}
+	}
+	trimmed := strings.TrimRight(word, "=")
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(trimmed); err == nil {
+			return asText(b)
+		}
+	}
+	return "", false
+}
+
+func isHexWord(w string) bool {
+	for i := range len(w) {
+		c := w[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// asText returns b as text when it reads as text: UTF-8 (or ASCII in
+// UTF-16, NULs dropped) of which nine characters in ten are printable.
+// Random bytes (a word that only looks like base64) are not.
+func asText(b []byte) (string, bool) {
+	if len(b) < 8 {
+		return "", false
+	}
+	s := string(b)
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "")
+	}
+	n, good := 0, 0
+	for _, r := range s {
+		n++
+		if r == '\n' || r == '\r' || r == '\t' || r >= ' ' && r != 0x7f && r != utf8.RuneError {
+			good++
+		}
+	}
+	return s, n >= 8 && good*10 >= n*9
+}
+
+// privateKeyDER reports whether a base64 or hex word starts with the DER
+// of a private key, as a PEM body does: a SEQUENCE whose first member is
+// the version INTEGER 0 or 1 and whose second is an INTEGER (PKCS#1 RSA,
+// DSA), a SEQUENCE (PKCS#8's algorithm) or an OCTET STRING (SEC 1's EC
+// key); or OpenSSH's "openssh-key-v1". Public keys and certificates start
+// otherwise (a SEQUENCE, or a modulus, right away).
+func privateKeyDER(word string) bool {
+	var b []byte
+	switch {
+	case strings.HasPrefix(word, "b3BlbnNzaC1rZXktdjE"):
+		return true
+	case strings.HasPrefix(word, "6f70656e7373682d6b65792d763100"):
+		return true
+	case strings.HasPrefix(word, "M"):
+		prefix := word[:min(len(word), 24)]
+		prefix = prefix[:len(prefix)/4*4]
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+			if d, err := enc.DecodeString(prefix); err == nil {
+				b = d
+				break
+			}
+		}
+	case strings.HasPrefix(word, "30") && isHexWord(word[:min(len(word), 24)]):
+		b, _ = hex.DecodeString(word[:min(len(word), 24)/2*2])
+	}
+	if len(b) < 6 || b[0] != 0x30 {
+		return false
+	}
+	i := 2
+	switch {
+	case b[1] < 0x80:
+	case b[1] >= 0x81 && b[1] <= 0x83:
+		i += int(b[1] - 0x80)
+	default:
+		return false
+	}
+	if len(b) < i+4 || b[i] != 0x02 || b[i+1] != 0x01 || b[i+2] > 1 {
+		return false
+	}
+	next := b[i+3]
+	return next == 0x02 || next == 0x30 || next == 0x04
+}
+
+// needsNormalising flags the bytes that may start an escape or an
+// invisible character.
+var needsNormalising = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = c != '\t' && c != '\n' && c != '\r'
+	}
+	for c := 0x7f; c < 256; c++ {
+		t[c] = true
+	}
+	t['%'], t['&'], t['\\'] = true, true, true
+	return t
+}()
+
+// normaliseRounds bounds how many times a line is normalised while it
+// changes: an escape of an escape of an escape.
+const normaliseRounds = 4
+
+// normalise is the lines of s that change when escapes are decoded and
+// invisible characters removed, so changed, one after the other, each
+// ended by a line end; nil when no line changes.
+func normalise(s string) *patch {
+	var out *patch
+	for start := 0; start < len(s); {
+		end := strings.IndexByte(s[start:], '\n')
+		if end < 0 {
+			end = len(s)
+		} else {
+			end += start
+		}
+		line := s[start:end]
+		trigger := false
+		for i := range len(line) {
+			if needsNormalising[line[i]] {
+				trigger = true
+				break
+			}
+		}
+		if trigger {
+			if p := normaliseLine(line, start); p != nil {
+				if out == nil {
+					out = &patch{}
+				}
+				out.text = append(out.text, p.text...)
+				out.from = append(out.from, p.from...)
+				out.to = append(out.to, p.to...)
+				out.add('\n', end, min(end+1, len(s)))
+			}
+		}
+		start = end + 1
+	}
+	return out
+}
+
+// normaliseLine is line, at offset base of its text, normalised until it
+// no longer changes (at most normaliseRounds times); nil if it does not
+// change at all.
+func normaliseLine(line string, base int) *patch {
+	var cur *patch
+	text := line
+	for range normaliseRounds {
+		next, changed := normaliseOnce(text)
+		if !changed {
+			break
+		}
+		if cur == nil {
+			for i := range next.from {
+				next.from[i] += int32(base)
+				next.to[i] += int32(base)
+			}
+		} else {
+			for i := range next.from {
+				next.from[i], next.to[i] = cur.from[next.from[i]], cur.to[next.to[i]-1]
+			}
+		}
+		cur, text = next, string(next.text)
+	}
+	return cur
+}
+
+// normaliseOnce is one pass over s (a line): every escape decoded once,
+// every invisible character removed.
+func normaliseOnce(s string) (*patch, bool) {
+	p := &patch{text: make([]byte, 0, len(s)), from: make([]int32, 0, len(s)), to: make([]int32, 0, len(s))}
+	changed := false
+	for i := 0; i < len(s); {
+		c := s[i]
+		if !needsNormalising[c] {
+			p.add(c, i, i+1)
+			i++
+			continue
+		}
+		switch {
+		case c == '%':
+			if i+2 < len(s) && isHexWord(s[i+1:i+3]) {
+				b, _ := hex.DecodeString(s[i+1 : i+3])
+				p.add(b[0], i, i+3)
+				i, changed = i+3, true
+				continue
+			}
+		case c == '&':
+			if n, text := entity(s[i:]); n > 0 {
+				p.addString(text, i, i+n)
+				i, changed = i+n, true
+				continue
+			}
+		case c == '\\':
+			if n, text := backslashEscape(s[i:]); n > 0 {
+				p.addString(text, i, i+n)
+				i, changed = i+n, true
+				continue
+			}
+		case c < 0x20 || c == 0x7f:
+			i, changed = i+1, true // a control byte (NUL: UTF-16) hides nothing
+			continue
+		case c >= 0x80:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case invisible(r):
+				i, changed = i+n, true
+				continue
+			case r >= 0xff01 && r <= 0xff5e: // fullwidth ASCII
+				p.add(byte(r-0xfee0), i, i+n)
+				i, changed = i+n, true
+				continue
+			}
+			p.copyOf(s, i, i+n)
+			i += n
+			continue
+		}
+		p.add(c, i, i+1)
+		i++
+	}
+	return p, changed
+}
+
+// invisible reports whether r is a character no one sees that a reader
+// or a tool drops: format characters (ZWSP, ZWNJ, ZWJ, word joiner, soft
+// hyphen, BOM, the bidi controls, invisible operators), variation
+// selectors and the other default-ignorable code points (combining
+// grapheme joiner, Hangul fillers).
+func invisible(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r) ||
+		unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) || r == 0x034f
+}
+
+// entity decodes the HTML character reference at the start of s ("&amp;",
+// "&#65;", "&#x41;", "&#65" without its semicolon): its length and text,
+// or 0.
+func entity(s string) (int, string) {
+	j := 1
+	for j < len(s) && j < 40 && (s[j] == '#' || 'a' <= s[j] && s[j] <= 'z' || 'A' <= s[j] && s[j] <= 'Z' || '0' <= s[j] && s[j] <= '9') {
+		j++
+	}
+	if j == 1 {
+		return 0, ""
+	}
+	if j < len(s) && s[j] == ';' {
+		j++
+	}
+	ref := s[:j]
+	text := html.UnescapeString(ref)
+	if text == ref {
+		return 0, ""
+	}
+	// A reference without its semicolon may decode only a prefix
+	// ("&ampx" is "&x"): what is left is text as it was.
+	return j, text
+}
+
+// backslashEscape decodes the escape at the start of s (a backslash):
+// JSON's and most languages' \n \t \r \" \' \\ \/ \b \f \0, \xHH,
+// \uXXXX (with a surrogate pair's second half), \u{X...} and
+// \UXXXXXXXX: its length and text, or 0.
+func backslashEscape(s string) (int, string) {
+	if len(s) < 2 {
+		return 0, ""
+	}
+	switch c := s[1]; c {
+	case 'n':
+		return 2, "\n"
+	case 't':
+		return 2, "\t"
+	case 'r':
+		return 2, "\r"
+	case '"', '\'', '\\', '/', '`':
+		return 2, string(c)
+	case 'b', 'f', '0', 'a', 'v':
+		return 2, ""
+	case 'x':
+		if len(s) >= 4 && isHexWord(s[2:4]) {
+			b, _ := hex.DecodeString(s[2:4])
+			return 4, string(b)
+		}
+	case 'u':
+		if len(s) >= 4 && s[2] == '{' {
+			end := strings.IndexByte(s[3:min(len(s), 12)], '}')
+			if end > 0 && isHexWord(s[3:3+end]) {
+				return 3 + end + 1, runeText(s[3 : 3+end])
+			}
+			return 0, ""
+		}
+		if len(s) >= 6 && isHexWord(s[2:6]) {
+			r := hexRune(s[2:6])
+			if r >= 0xd800 && r < 0xdc00 && len(s) >= 12 && s[6] == '\\' && s[7] == 'u' && isHexWord(s[8:12]) {
+				if lo := hexRune(s[8:12]); lo >= 0xdc00 && lo < 0xe000 {
+					return 12, string(rune((r-0xd800)<<10 + (lo - 0xdc00) + 0x10000))
+				}
+			}
+			return 6, runeText(s[2:6])
+		}
+	case 'U':
+		if len(s) >= 10 && isHexWord(s[2:10]) {
+			return 10, runeText(s[2:10])
+		}
+	}
+	return 0, ""
+}
+
+func hexRune(h string) rune {
+	var r rune
+	for i := range len(h) {
+		c := h[i]
+		switch {
+		case c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a':
+			r = r<<4 | rune(c-'a'+10)
+		default:
+			r = r<<4 | rune(c-'A'+10)
+		}
+	}
+	return r
+}
+
+// runeText is the character of a hex code point, "" for an invalid one.
+func runeText(h string) string {
+	if len(h) > 6 {
+		return ""
+	}
+	r := hexRune(h)
+	if !utf8.ValidRune(r) {
+		return ""
+	}
+	return string(r)
+}
+
+// tokenByte is a byte a key is made of.
+func tokenByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-' || c == '='
+}
+
+// minJoined is the shortest joined word looked at: shorter than any key
+// the rules know.
+const minJoined = 16
+
+// joinContext is how much of a joined word's first line comes with it:
+// the name a key is assigned to.
+const joinContext = 64
+
+// joinSeamsOf is joinSeams over a patch's text, or nil.
+func joinSeamsOf(p *patch) *patch {
+	if p == nil {
+		return nil
+	}
+	return joinSeams(string(p.text))
+}
+
+// joinSeams is the words of s that a seam cuts, joined: a line end
+// between two key bytes, with blanks, a string's quotes, a
+// concatenation operator (+ . .. & || ~) or a line continuation around
+// it ("AKIAIOSF" +\n "ODNN7EXAMPLE", a PEM body, a base64 wrapped at 76),
+// and a concatenation of two strings on one line ("AKIA" + "IOSF...").
+// Each joined word comes with the start of its first line and the rest
+// of its last, and ends with a line end; nil when no word of at least minJoined bytes is cut.
+func joinSeams(s string) *patch {
+	var out *patch
+	for i := 0; i < len(s); {
+		at, end, strong := seamAt(s, i)
+		if at < 0 {
+			break
+		}
+		// The word before the seam, back to its start.
+		start := at
+		for start > 0 && tokenByte(s[start-1]) {
+			start--
+		}
+		w := &patch{}
+		ctx := start
+		for ctx > 0 && start-ctx < joinContext && s[ctx-1] != '\n' {
+			ctx--
+		}
+		w.copyOf(s, ctx, at)
+		// Part after part, while another seam follows a part.
+		for {
+			w.seams = append(w.seams, int32(len(w.text)))
+			w.strong = append(w.strong, strong)
+			k := end
+			for k < len(s) && tokenByte(s[k]) {
+				k++
+			}
+			w.copyOf(s, end, k)
+			i = k
+			nextAt, nextEnd, nextStrong := seamAt(s, k)
+			if nextAt != k {
+				break
+			}
+			end, strong = nextEnd, nextStrong
+		}
+		joined := len(w.text) - (start - ctx)
+		// And the rest of its last line: a closing quote, what follows.
+		rest := i
+		for rest < len(s) && rest-i < joinContext && s[rest] != '\n' {
+			rest++
+		}
+		w.copyOf(s, i, rest)
+		if joined >= minJoined {
+			if out == nil {
+				out = &patch{}
+			}
+			base := int32(len(out.text))
+			for _, sm := range w.seams {
+				out.seams = append(out.seams, base+sm)
+			}
+			out.strong = append(out.strong, w.strong...)
+			out.text = append(out.text, w.text...)
+			out.from = append(out.from, w.from...)
+			out.to = append(out.to, w.to...)
+			last := int(w.to[len(w.to)-1])
+			out.add('\n', last, last)
+		}
+		if i <= at {
+			i = at + 1
+		}
+	}
+	return out
+}
+
+// seamAt finds the first seam at or after i: a key byte at at-1 and at
+// end, and between them what cuts a word (see joinSeams). strong says it
+// is a concatenation or a continuation, or that a side of it is a line
+// holding only its part of the word, rather than a line end in running
+// text. at is -1 when there is none.
+func seamAt(s string, i int) (at, end int, strong bool) {
+	for i < len(s) {
+		j := strings.IndexAny(s[i:], "\n\"'`")
+		if j < 0 {
+			return -1, 0, false
+		}
+		j += i
+		if s[j] == '\n' {
+			if a, e, st, ok := newlineSeam(s, j); ok {
+				return a, e, st
+			}
+		} else if a, e, ok := quoteSeam(s, j); ok {
+			return a, e, true
+		}
+		i = j + 1
+	}
+	return -1, 0, false
+}
+
+func blank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
+
+func quote(c byte) bool { return c == '"' || c == '\'' || c == '`' }
+
+func concatOp(c byte) bool { return c == '+' || c == '.' || c == '&' || c == '|' || c == '~' }
+
+// newlineSeam reads a seam around the line end at nl.
+func newlineSeam(s string, nl int) (at, end int, strong, ok bool) {
+	b := nl
+	for b > 0 && blank(s[b-1]) {
+		b--
+	}
+	marked := false
+	if b > 0 && s[b-1] == '\\' {
+		b, marked = b-1, true
+	}
+	for b > 0 && blank(s[b-1]) {
+		b--
+	}
+	for n := 0; b > 0 && concatOp(s[b-1]) && n < 2; n++ {
+		b, marked = b-1, true
+	}
+	for b > 0 && blank(s[b-1]) {
+		b--
+	}
+	if b > 0 && quote(s[b-1]) {
+		b, marked = b-1, true
+	}
+	if b == 0 || !tokenByte(s[b-1]) || s[b-1] == '=' {
+		return 0, 0, false, false
+	}
+	e := nl + 1
+	for e < len(s) && blank(s[e]) {
+		e++
+	}
+	for n := 0; e < len(s) && concatOp(s[e]) && n < 2; n++ {
+		e, marked = e+1, true
+	}
+	for e < len(s) && blank(s[e]) {
+		e++
+	}
+	if e < len(s) && quote(s[e]) {
+		e, marked = e+1, true
+	}
+	if e >= len(s) || !tokenByte(s[e]) || s[e] == '=' {
+		return 0, 0, false, false
+	}
+	return b, e, marked || onlyWord(s, b, true) || onlyWord(s, e, false), true
+}
+
+// onlyWord reports whether the line around a seam's side holds only the
+// word that side cuts (blanks, quotes and operators aside): a line of a
+// wrapped key, not of prose.
+func onlyWord(s string, at int, before bool) bool {
+	if before {
+		i := at
+		for i > 0 && tokenByte(s[i-1]) {
+			i--
+		}
+		for i > 0 && (blank(s[i-1]) || quote(s[i-1]) || concatOp(s[i-1]) || s[i-1] == '(' || s[i-1] == ',') {
+			i--
+		}
+		return i == 0 || s[i-1] == '\n'
+	}
+	i := at
+	for i < len(s) && tokenByte(s[i]) {
+		i++
+	}
+	for i < len(s) && (blank(s[i]) || quote(s[i]) || concatOp(s[i]) || s[i] == ')' || s[i] == ',' || s[i] == ';' || s[i] == '\\') {
+		i++
+	}
+	return i == len(s) || s[i] == '\n'
+}
+
+// quoteSeam reads a concatenation of two strings on one line at the
+// closing quote q: "AKIA" + "IOSF", 'AKIA' . 'IOSF', "AKIA" "IOSF".
+func quoteSeam(s string, q int) (at, end int, ok bool) {
+	if q == 0 || !tokenByte(s[q-1]) {
+		return 0, 0, false
+	}
+	e := q + 1
+	for e < len(s) && blank(s[e]) {
+		e++
+	}
+	for n := 0; e < len(s) && concatOp(s[e]) && n < 2; n++ {
+		e++
+	}
+	for e < len(s) && blank(s[e]) {
+		e++
+	}
+	if e >= len(s) || !quote(s[e]) || e+1 >= len(s) || !tokenByte(s[e+1]) {
+		return 0, 0, false
+	}
+	return q, e + 1, true
+}

@@ -180,9 +180,7 @@ func decodesToSecret(word string, layers int, seen map[string]bool) (span, bool)
 // and hex (a "0x" prefix left out), at least minEncodedWord long.
 func encodedRuns(s string) [][2]int {
 	var out [][2]int
-	in := func(c byte) bool {
-		return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
-	}
+	in := func(c byte) bool { return base64Byte[c] }
 	for i := 0; i < len(s); {
 		if !in(s[i]) {
 			i++
@@ -360,11 +358,13 @@ func normalise(s string) *patch {
 func normaliseLine(line string, base int) *patch {
 	var cur *patch
 	text := line
+	significant := false
 	for range normaliseRounds {
-		next, changed := normaliseOnce(text)
+		next, changed, sig := normaliseOnce(text)
 		if !changed {
 			break
 		}
+		significant = significant || sig
 		if cur == nil {
 			for i := range next.from {
 				next.from[i] += int32(base)
@@ -377,14 +377,29 @@ func normaliseLine(line string, base int) *patch {
 		}
 		cur, text = next, string(next.text)
 	}
+	if !significant {
+		return nil
+	}
 	return cur
 }
 
 // normaliseOnce is one pass over s (a line): every escape decoded once,
-// every invisible character removed.
-func normaliseOnce(s string) (*patch, bool) {
-	p := &patch{text: make([]byte, 0, len(s)), from: make([]int32, 0, len(s)), to: make([]int32, 0, len(s))}
-	changed := false
+// every invisible character removed. significant says a change may
+// reveal a secret: not only escapes of blanks, line ends, backslashes and
+// slashes (the "\n" and "\\" of every string literal in code), which
+// separate words and join none, so that a line changed only by them is
+// not scanned twice.
+func normaliseOnce(s string) (p *patch, changed, significant bool) {
+	if !mayChange(s) {
+		return nil, false, false
+	}
+	p = &patch{text: make([]byte, 0, len(s)), from: make([]int32, 0, len(s)), to: make([]int32, 0, len(s))}
+	decoded := func(text string) {
+		changed = true
+		if !significant && strings.Trim(text, " \t\r\n\\/") != "" {
+			significant = true
+		}
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		if !needsNormalising[c] {
@@ -397,33 +412,36 @@ func normaliseOnce(s string) (*patch, bool) {
 			if i+2 < len(s) && isHexWord(s[i+1:i+3]) {
 				b, _ := hex.DecodeString(s[i+1 : i+3])
 				p.add(b[0], i, i+3)
-				i, changed = i+3, true
+				decoded(string(b))
+				i += 3
 				continue
 			}
 		case c == '&':
 			if n, text := entity(s[i:]); n > 0 {
 				p.addString(text, i, i+n)
-				i, changed = i+n, true
+				decoded(text)
+				i += n
 				continue
 			}
 		case c == '\\':
 			if n, text := backslashEscape(s[i:]); n > 0 {
 				p.addString(text, i, i+n)
-				i, changed = i+n, true
+				decoded(text)
+				i += n
 				continue
 			}
 		case c < 0x20 || c == 0x7f:
-			i, changed = i+1, true // a control byte (NUL: UTF-16) hides nothing
+			i, changed, significant = i+1, true, true // a control byte (NUL: UTF-16) hides nothing
 			continue
 		case c >= 0x80:
 			r, n := utf8.DecodeRuneInString(s[i:])
 			switch {
 			case invisible(r):
-				i, changed = i+n, true
+				i, changed, significant = i+n, true, true
 				continue
 			case r >= 0xff01 && r <= 0xff5e: // fullwidth ASCII
 				p.add(byte(r-0xfee0), i, i+n)
-				i, changed = i+n, true
+				i, changed, significant = i+n, true, true
 				continue
 			}
 			p.copyOf(s, i, i+n)
@@ -433,7 +451,37 @@ func normaliseOnce(s string) (*patch, bool) {
 		p.add(c, i, i+1)
 		i++
 	}
-	return p, changed
+	return p, changed, significant
+}
+
+// mayChange is a cheap look at whether normaliseOnce would change s: a
+// percent sign before two hex digits, an ampersand before a name or a
+// number, a backslash before an escape's letter, a control byte, or a
+// character beyond ASCII.
+func mayChange(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !needsNormalising[c] {
+			continue
+		}
+		switch {
+		case c == '%':
+			if i+2 < len(s) && isHexWord(s[i+1:i+3]) {
+				return true
+			}
+		case c == '&':
+			if i+1 < len(s) && (s[i+1] == '#' || alnum(s[i+1])) {
+				return true
+			}
+		case c == '\\':
+			if i+1 < len(s) && strings.IndexByte(`ntr"'\\/`+"`"+`bf0avxuU`, s[i+1]) >= 0 {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // invisible reports whether r is a character no one sees that a reader
@@ -547,10 +595,18 @@ func runeText(h string) string {
 	return string(r)
 }
 
+// base64Byte is a byte of base64's alphabets (standard and URL-safe),
+// padding aside; seamByte one that may be part of a seam.
+var base64Byte, seamByte = func() (b64, seam [256]bool) {
+	for c := range 256 {
+		b64[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
+	}
+	seam['\n'], seam['"'], seam['\''], seam['`'] = true, true, true, true
+	return b64, seam
+}()
+
 // tokenByte is a byte a key is made of.
-func tokenByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-' || c == '='
-}
+func tokenByte(c byte) bool { return base64Byte[c] || c == '=' }
 
 // minJoined is the shortest joined word looked at: shorter than any key
 // the rules know.
@@ -577,65 +633,91 @@ func joinSeamsOf(p *patch) *patch {
 // of its last, and ends with a line end; nil when no word of at least minJoined bytes is cut.
 func joinSeams(s string) *patch {
 	var out *patch
+	type part struct {
+		end, next int // where a part ends, and where the next one starts
+		strong    bool
+	}
+	var parts []part
 	for i := 0; i < len(s); {
 		at, end, strong := seamAt(s, i)
 		if at < 0 {
 			break
 		}
-		// The word before the seam, back to its start.
+		// The word before the seam, back to its start, and the parts
+		// after it while another seam follows a part: measured first,
+		// copied only when long enough.
 		start := at
 		for start > 0 && tokenByte(s[start-1]) {
 			start--
 		}
-		w := &patch{}
-		ctx := start
-		for ctx > 0 && start-ctx < joinContext && s[ctx-1] != '\n' {
-			ctx--
-		}
-		w.copyOf(s, ctx, at)
-		// Part after part, while another seam follows a part.
+		parts = append(parts[:0], part{at, end, strong})
+		k := end
 		for {
-			w.seams = append(w.seams, int32(len(w.text)))
-			w.strong = append(w.strong, strong)
-			k := end
 			for k < len(s) && tokenByte(s[k]) {
 				k++
 			}
-			w.copyOf(s, end, k)
-			i = k
 			nextAt, nextEnd, nextStrong := seamAt(s, k)
 			if nextAt != k {
 				break
 			}
-			end, strong = nextEnd, nextStrong
+			parts = append(parts, part{k, nextEnd, nextStrong})
+			k = nextEnd
 		}
-		joined := len(w.text) - (start - ctx)
-		// And the rest of its last line: a closing quote, what follows.
-		rest := i
-		for rest < len(s) && rest-i < joinContext && s[rest] != '\n' {
-			rest++
+		joined := at - start
+		for n, p := range parts {
+			to := k
+			if n+1 < len(parts) {
+				to = parts[n+1].end
+			}
+			joined += to - p.next
 		}
-		w.copyOf(s, i, rest)
 		if joined >= minJoined {
 			if out == nil {
 				out = &patch{}
 			}
-			base := int32(len(out.text))
-			for _, sm := range w.seams {
-				out.seams = append(out.seams, base+sm)
+			ctx := start
+			for ctx > 0 && start-ctx < joinContext && s[ctx-1] != '\n' {
+				ctx--
 			}
-			out.strong = append(out.strong, w.strong...)
-			out.text = append(out.text, w.text...)
-			out.from = append(out.from, w.from...)
-			out.to = append(out.to, w.to...)
-			last := int(w.to[len(w.to)-1])
-			out.add('\n', last, last)
+			out.copyOf(s, ctx, at)
+			for n, p := range parts {
+				out.seams = append(out.seams, int32(len(out.text)))
+				out.strong = append(out.strong, p.strong)
+				to := k
+				if n+1 < len(parts) {
+					to = parts[n+1].end
+				}
+				out.copyOf(s, p.next, to)
+			}
+			// And the rest of its last line: a closing quote, what follows.
+			rest := k
+			for rest < len(s) && rest-k < joinContext && s[rest] != '\n' {
+				rest++
+			}
+			out.copyOf(s, k, rest)
+			out.add('\n', rest, rest)
 		}
-		if i <= at {
-			i = at + 1
-		}
+		i = max(k, at+1)
 	}
 	return out
+}
+
+// byteAt is s[i], or 0 outside s.
+func byteAt(s string, i int) byte {
+	if i < 0 || i >= len(s) {
+		return 0
+	}
+	return s[i]
+}
+
+// alnum is an ASCII letter or digit.
+func alnum(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
+
+// seamSide reports whether the bytes of a seam's side, the one at the
+// seam first, are a word's: a letter or a digit, or another key byte
+// next to one ("/abc", not a comment's "//" or a list's "- ").
+func seamSide(c, next byte) bool {
+	return alnum(c) || c != '=' && tokenByte(c) && alnum(next)
 }
 
 // seamAt finds the first seam at or after i: a key byte at at-1 and at
@@ -645,11 +727,13 @@ func joinSeams(s string) *patch {
 // text. at is -1 when there is none.
 func seamAt(s string, i int) (at, end int, strong bool) {
 	for i < len(s) {
-		j := strings.IndexAny(s[i:], "\n\"'`")
-		if j < 0 {
+		j := i
+		for j < len(s) && !seamByte[s[j]] {
+			j++
+		}
+		if j == len(s) {
 			return -1, 0, false
 		}
-		j += i
 		if s[j] == '\n' {
 			if a, e, st, ok := newlineSeam(s, j); ok {
 				return a, e, st
@@ -690,7 +774,7 @@ func newlineSeam(s string, nl int) (at, end int, strong, ok bool) {
 	if b > 0 && quote(s[b-1]) {
 		b, marked = b-1, true
 	}
-	if b == 0 || !tokenByte(s[b-1]) || s[b-1] == '=' {
+	if b == 0 || !seamSide(s[b-1], byteAt(s, b-2)) {
 		return 0, 0, false, false
 	}
 	e := nl + 1
@@ -706,7 +790,7 @@ func newlineSeam(s string, nl int) (at, end int, strong, ok bool) {
 	if e < len(s) && quote(s[e]) {
 		e, marked = e+1, true
 	}
-	if e >= len(s) || !tokenByte(s[e]) || s[e] == '=' {
+	if e >= len(s) || !seamSide(s[e], byteAt(s, e+1)) {
 		return 0, 0, false, false
 	}
 	return b, e, marked || onlyWord(s, b, true) || onlyWord(s, e, false), true
@@ -739,7 +823,7 @@ func onlyWord(s string, at int, before bool) bool {
 // quoteSeam reads a concatenation of two strings on one line at the
 // closing quote q: "AKIA" + "IOSF", 'AKIA' . 'IOSF', "AKIA" "IOSF".
 func quoteSeam(s string, q int) (at, end int, ok bool) {
-	if q == 0 || !tokenByte(s[q-1]) {
+	if q == 0 || !seamSide(s[q-1], byteAt(s, q-2)) {
 		return 0, 0, false
 	}
 	e := q + 1
@@ -752,7 +836,7 @@ func quoteSeam(s string, q int) (at, end int, ok bool) {
 	for e < len(s) && blank(s[e]) {
 		e++
 	}
-	if e >= len(s) || !quote(s[e]) || e+1 >= len(s) || !tokenByte(s[e+1]) {
+	if e >= len(s) || !quote(s[e]) || e+1 >= len(s) || !seamSide(s[e+1], byteAt(s, e+2)) {
 		return 0, 0, false
 	}
 	return q, e + 1, true

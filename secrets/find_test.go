@@ -296,3 +296,31 @@ func TestFindPlacesADecodedSecretWhereItsEncodingIs(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFind holds Find to its promises on any text: it never panics,
+// every finding is inside the text, and a secret of any kind under any
+// encoding, planted on lines of its own, is found wherever it lands.
+func FuzzFind(f *testing.F) {
+	f.Add("", uint8(0), uint8(0))
+	f.Add("x = \"a\" +\n", uint8(1), uint8(33))
+	f.Add("%4\\u00&#x", uint8(2), uint8(5))
+	f.Add("\x00\xff\u200d", uint8(3), uint8(20))
+	f.Fuzz(func(t *testing.T, s string, which, how uint8) {
+		lines := strings.Count(s, "\n") + 1
+		for _, fd := range secrets.Find(s) {
+			if fd.Line < 1 || fd.Line > lines || fd.Column < 1 || fd.Rule == "" {
+				t.Fatalf("finding %+v outside a text of %d lines", fd, lines)
+			}
+		}
+		k := kinds()[int(which)%len(kinds())]
+		e := encodings[int(how)%len(encodings)]
+		planted := k.before + e.enc(k.token) + k.after
+		if e.whole {
+			planted = "config: " + e.enc(k.before+k.token+k.after) + "\n"
+		}
+		text := s + "\n\n" + planted + "\n\n" + s
+		if len(secrets.Find(text)) == 0 {
+			t.Fatalf("%s under %s planted in %q and not found", k.name, e.name, text)
+		}
+	})
+}

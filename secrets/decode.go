@@ -123,6 +123,15 @@ func deep(s string, broad bool, layers int) []span {
 			}
 		}
 	}
+	// Lists of byte values, of s.
+	if layers > 0 {
+		spans, lists := byteLists(s)
+		for n, b := range lists {
+			if text, ok := asText(b); ok && (len(flat(text, false)) > 0 || len(deep(text, false, layers-1)) > 0) {
+				out = append(out, span{start: spans[n][0], end: spans[n][1], rule: "encoded-secret"})
+			}
+		}
+	}
 	// Encoded words, of s and of its normalised lines.
 	for _, w := range encodedRuns(s) {
 		if sp, ok := decodesToSecret(s[w[0]:w[1]], layers, seen); ok {
@@ -394,9 +403,11 @@ func normaliseOnce(s string) (p *patch, changed, significant bool) {
 		return nil, false, false
 	}
 	p = &patch{text: make([]byte, 0, len(s)), from: make([]int32, 0, len(s)), to: make([]int32, 0, len(s))}
-	decoded := func(text string) {
+	// An escape of a blank or a line end matters only inside a word
+	// ("MIIE\nAbCd": a key body cut into rows), not at a string's end.
+	decoded := func(text string, at, end int) {
 		changed = true
-		if !significant && strings.Trim(text, " \t\r\n\\/") != "" {
+		if !significant && (strings.Trim(text, " \t\r\n\\/") != "" || alnum(byteAt(s, at-1)) && alnum(byteAt(s, end))) {
 			significant = true
 		}
 	}
@@ -412,21 +423,21 @@ func normaliseOnce(s string) (p *patch, changed, significant bool) {
 			if i+2 < len(s) && isHexWord(s[i+1:i+3]) {
 				b, _ := hex.DecodeString(s[i+1 : i+3])
 				p.add(b[0], i, i+3)
-				decoded(string(b))
+				decoded(string(b), i, i+3)
 				i += 3
 				continue
 			}
 		case c == '&':
 			if n, text := entity(s[i:]); n > 0 {
 				p.addString(text, i, i+n)
-				decoded(text)
+				decoded(text, i, i+n)
 				i += n
 				continue
 			}
 		case c == '\\':
 			if n, text := backslashEscape(s[i:]); n > 0 {
 				p.addString(text, i, i+n)
-				decoded(text)
+				decoded(text, i, i+n)
 				i += n
 				continue
 			}
@@ -840,4 +851,100 @@ func quoteSeam(s string, q int) (at, end int, ok bool) {
 		return 0, 0, false
 	}
 	return q, e + 1, true
+}
+
+// minByteList is the fewest numbers a byte list holds to be decoded: a
+// list shorter than any key the rules know is not one.
+const minByteList = 12
+
+// byteLists finds the lists of byte values in s that may spell a text: a
+// C or Go byte array ({0x41, 0x4b, ...}), hex pairs with separators
+// ("41 4b 49", "41:4b:49"), character codes (fromCharCode(65, 75, ...)),
+// at least minByteList long, separated by blanks, commas, colons or
+// semicolons (or line ends). Each comes as its span of s and its bytes.
+func byteLists(s string) (spans [][2]int, lists [][]byte) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') || i > 0 && (alnum(s[i-1]) || s[i-1] == '_') {
+			continue
+		}
+		for _, mode := range []byte{'x', 'h', 'd'} {
+			end, b := byteList(s, i, mode)
+			if len(b) >= minByteList {
+				spans, lists = append(spans, [2]int{i, end}), append(lists, b)
+				i = end
+				break
+			}
+		}
+	}
+	return spans, lists
+}
+
+// byteList reads a list of byte values at s[i:] written one way: 'x'
+// 0x-prefixed hex, 'h' bare hex pairs, 'd' decimal. It returns where the
+// list ends and its bytes.
+func byteList(s string, i int, mode byte) (int, []byte) {
+	var out []byte
+	end := i
+	for {
+		j, v, ok := byteValue(s, i, mode)
+		if !ok {
+			return end, out
+		}
+		out, end = append(out, v), j
+		k := j
+		for k < len(s) && (blank(s[k]) || s[k] == ',' || s[k] == ':' || s[k] == ';' || s[k] == '\n') {
+			k++
+		}
+		if k == j || k == len(s) {
+			return end, out
+		}
+		i = k
+	}
+}
+
+// byteValue reads one byte value at s[i:] (see byteList).
+func byteValue(s string, i int, mode byte) (int, byte, bool) {
+	digits := func(from, most int, ok func(byte) bool) int {
+		j := from
+		for j < len(s) && j-from < most && ok(s[j]) {
+			j++
+		}
+		return j
+	}
+	isHex := func(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+	var j int
+	var v int
+	switch mode {
+	case 'x':
+		if i+2 >= len(s) || s[i] != '0' || s[i+1] != 'x' && s[i+1] != 'X' {
+			return 0, 0, false
+		}
+		j = digits(i+2, 2, isHex)
+		if j == i+2 {
+			return 0, 0, false
+		}
+		v = int(hexRune(s[i+2 : j]))
+	case 'h':
+		j = digits(i, 2, isHex)
+		if j != i+2 {
+			return 0, 0, false
+		}
+		v = int(hexRune(s[i:j]))
+	default:
+		j = digits(i, 3, func(c byte) bool { return '0' <= c && c <= '9' })
+		if j == i {
+			return 0, 0, false
+		}
+		for _, c := range []byte(s[i:j]) {
+			v = v*10 + int(c-'0')
+		}
+		if v > 255 {
+			return 0, 0, false
+		}
+	}
+	if j < len(s) && (alnum(s[j]) || s[j] == '_') {
+		return 0, 0, false // part of a longer word
+	}
+	return j, byte(v), true
 }

@@ -134,6 +134,7 @@ func TestTheDecodersReadATextABoundedNumberOfTimes(t *testing.T) {
 		"percent of percent":                   func(n int) string { return strings.Repeat("%252541", n/7) },
 		"entities of entities":                 func(n int) string { return strings.Repeat("&amp;amp;#65;", n/13) },
 		"a seam at every line":                 func(n int) string { return strings.Repeat("abcdefgh\n", n/9) },
+		"byte lists of byte lists":             func(n int) string { return strings.Repeat("0x34, 0x31, ", n/12) },
 		"concatenations":                       func(n int) string { return strings.Repeat(`"abcdefgh" + `, n/13) },
 		"invisible characters between letters": func(n int) string { return strings.Repeat("a\u200d", n/4) },
 		"escaped base64 wrapped over lines":    func(n int) string { return strings.ReplaceAll(nest(words(n/4), 1, b64), "A", "\\u0041\n") },
@@ -146,4 +147,22 @@ func TestTheDecodersReadATextABoundedNumberOfTimes(t *testing.T) {
 			t.Errorf("%s: the rules read %.1f times a text of %d bytes (%.1f times one of %d)", name, rl, len(large), rs, len(small))
 		}
 	}
+}
+
+// FuzzByteLists holds the byte lists to theirs: inside the text, long
+// enough, never overlapping.
+func FuzzByteLists(f *testing.F) {
+	for _, s := range []string{"0x41, 0x4b, 0x49, 0x41, 0x41, 0x4b, 0x49, 0x41, 0x41, 0x4b, 0x49, 0x41", "41:4b:49:41:41:4b:49:41:41:4b:49:41", "65, 75, 73, 65, 65, 75, 73, 65, 65, 75, 73, 65, 999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		spans, lists := byteLists(s)
+		last := -1
+		for n, sp := range spans {
+			if sp[0] < 0 || sp[1] > len(s) || sp[0] >= sp[1] || sp[0] < last || len(lists[n]) < minByteList {
+				t.Fatalf("list %v (%d bytes) in %d bytes after %d", sp, len(lists[n]), len(s), last)
+			}
+			last = sp[1]
+		}
+	})
 }

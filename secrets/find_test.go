@@ -137,6 +137,14 @@ var encodings = []struct {
 	{"hex", true, hexOf},
 	{"hex in upper case", true, func(s string) string { return strings.ToUpper(hexOf(s)) }},
 	{"hex with 0x", true, func(s string) string { return "0x" + hexOf(s) }},
+	{"hex byte array", true, func(s string) string {
+		return "[]byte{" + eachRune(s, func(r rune) string { return fmt.Sprintf("0x%02x, ", r) }) + "}"
+	}},
+	{"hex pairs with spaces", true, func(s string) string { return every(hexOf(s), 2, " ") }},
+	{"hex pairs with colons", true, func(s string) string { return every(hexOf(s), 2, ":") }},
+	{"character codes", true, func(s string) string {
+		return "String.fromCharCode(" + strings.TrimSuffix(eachRune(s, func(r rune) string { return fmt.Sprintf("%d, ", r) }), ", ") + ")"
+	}},
 	{"hex escapes", false, func(s string) string { return eachRune(s, func(r rune) string { return fmt.Sprintf(`\x%02x`, r) }) }},
 	{"percent-encoding", true, percent},
 	{"percent-encoding twice", true, func(s string) string { return strings.ReplaceAll(percent(s), "%", "%25") }},
@@ -163,6 +171,8 @@ var encodings = []struct {
 		})
 	}},
 	{"split over lines", false, func(s string) string { return every(s, 8, "\n") }},
+	{"split over escaped line ends", false, func(s string) string { return every(s, 5, `\n`) }},
+	{"split over CRLF lines", false, func(s string) string { return every(s, 8, "\r\n") }},
 	{"split over indented lines", false, func(s string) string { return every(s, 6, "\n    ") }},
 	{"string concatenation across lines", false, func(s string) string { return every(s, 7, "\" +\n  \"") }},
 	{"string concatenation on one line", false, func(s string) string { return every(s, 7, "\" + \"") }},
@@ -218,14 +228,15 @@ func TestFindSeesAPrivateKeyWithoutItsBeginLine(t *testing.T) {
 	for name, block := range map[string]string{"rsa": k.rsa, "ec": k.ec, "ed25519": k.ed} {
 		_, body, end := pemParts(block)
 		for shape, text := range map[string]string{
-			"body and end":       body + end,
-			"body":               body + "\n",
-			"end line":           strings.TrimSpace(end) + "\n",
-			"body on one line":   strings.ReplaceAll(body, "\n", "") + "\n",
-			"body as json":       `{"key": ` + jsonString(body) + "}\n",
-			"body in short rows": every(strings.ReplaceAll(body, "\n", ""), 16, "\n") + "\n",
-			"body as hex":        hexOf(string(mustB64(t, strings.ReplaceAll(body, "\n", "")))) + "\n",
-			"body indented":      "key: |\n  " + strings.ReplaceAll(body, "\n", "\n  ") + "\n",
+			"body and end":               body + end,
+			"body":                       body + "\n",
+			"end line":                   strings.TrimSpace(end) + "\n",
+			"body on one line":           strings.ReplaceAll(body, "\n", "") + "\n",
+			"body as json":               `{"key": ` + jsonString(body) + "}\n",
+			"body in short rows as json": `{"key": ` + jsonString(every(strings.ReplaceAll(body, "\n", ""), 12, "\n")) + "}\n",
+			"body in short rows":         every(strings.ReplaceAll(body, "\n", ""), 16, "\n") + "\n",
+			"body as hex":                hexOf(string(mustB64(t, strings.ReplaceAll(body, "\n", "")))) + "\n",
+			"body indented":              "key: |\n  " + strings.ReplaceAll(body, "\n", "\n  ") + "\n",
 		} {
 			if got := secrets.Find(text); len(got) == 0 {
 				t.Errorf("%s, %s: nothing found in %q", name, shape, text)

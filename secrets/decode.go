@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // This file is what the rules see beyond the text as written: a secret
@@ -20,7 +22,8 @@ import (
 //     decoded and invisible characters (format characters: zero-width
 //     space and joiners, word joiner, soft hyphen, BOM, bidi controls;
 //     variation selectors, other default-ignorable code points, control
-//     bytes, NUL) removed, fullwidth ASCII read as ASCII, a few rounds
+//     bytes, NUL) removed, fullwidth ASCII and the compatibility letters
+//     and digits (mathematical, circled) read as ASCII, a few rounds
 //     while it changes (%2541 is %41 is A);
 //   - joined (joinSeams): a word cut by a line end, or by a string
 //     concatenation ("AKIAIOSF" +\n "ODNN7EXAMPLE"), read as one;
@@ -455,6 +458,11 @@ func normaliseOnce(s string) (p *patch, changed, significant bool) {
 				i, changed, significant = i+n, true, true
 				continue
 			}
+			if ascii, ok := compatASCII(r); ok {
+				p.addString(ascii, i, i+n)
+				i, changed, significant = i+n, true, true
+				continue
+			}
 			p.copyOf(s, i, i+n)
 			i += n
 			continue
@@ -493,6 +501,26 @@ func mayChange(s string) bool {
 		}
 	}
 	return false
+}
+
+// compatASCII is the ASCII a letter or digit of a compatibility block
+// stands for (NFKC): mathematical alphanumerics (𝐀, 𝔸), enclosed and
+// circled ones (Ⓐ, ①), letterlike symbols (ℌ), super- and subscripts
+// (², ₐ), which read as the letters and digits of a key.
+func compatASCII(r rune) (string, bool) {
+	switch {
+	case r >= 0x1d400 && r <= 0x1d7ff, r >= 0x2100 && r <= 0x24ff, r >= 0x1f100 && r <= 0x1f1ff,
+		r >= 0x2070 && r <= 0x209f, r == 0xaa || r == 0xb2 || r == 0xb3 || r == 0xb9 || r == 0xba:
+	default:
+		return "", false
+	}
+	s := norm.NFKC.String(string(r))
+	for i := range len(s) {
+		if s[i] >= 0x80 || !alnum(s[i]) {
+			return "", false
+		}
+	}
+	return s, s != ""
 }
 
 // invisible reports whether r is a character no one sees that a reader

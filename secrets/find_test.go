@@ -170,6 +170,19 @@ var encodings = []struct {
 			return string(r)
 		})
 	}},
+	{"mathematical letters", false, func(s string) string {
+		return eachRune(s, func(r rune) string {
+			switch {
+			case r >= 'A' && r <= 'Z':
+				return string(0x1d400 + r - 'A')
+			case r >= 'a' && r <= 'z':
+				return string(0x1d41a + r - 'a')
+			case r >= '0' && r <= '9':
+				return string(0x1d7ce + r - '0')
+			}
+			return string(r)
+		})
+	}},
 	{"split over lines", false, func(s string) string { return every(s, 8, "\n") }},
 	{"split over escaped line ends", false, func(s string) string { return every(s, 5, `\n`) }},
 	{"split over CRLF lines", false, func(s string) string { return every(s, 8, "\r\n") }},
@@ -281,6 +294,7 @@ func TestFindLeavesOrdinaryTextAlone(t *testing.T) {
 		"public key body":  pubBody + "\n",
 		"ssh public key":   "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGRlbW8ta2V5LW5vdC1hLXNlY3JldC1hdC1hbGwhISE= agent@host\n",
 		"zero-width prose": "caf\u00e9 na\u200dive \u2066isolated\u2069 text\ufeff with soft\u00adhyphen\n",
+		"symbols":          "Step \u2460 then \u2461: x\u00b2 + y\u00b2 \u2264 r\u00b2, \u2116 5, \u2122 and \U0001d400\U0001d401\U0001d402 in a formula\n",
 		"markdown":         "## Usage\n\nRun `make test`; set `TOKEN_FILE=/run/secrets/token` (see docs/config.md).\n",
 	} {
 		if got := secrets.Find(text); len(got) != 0 {

@@ -96,7 +96,7 @@ func deep(s string, broad bool, layers int) []span {
 	for _, j := range []struct {
 		p    *patch
 		over *patch
-	}{{joinSeams(s), nil}, {joinSeamsOf(norm), norm}} {
+	}{{joinSeams(s), nil}, {joinSeamsOf(norm), norm}, {groupedWords(s), nil}} {
 		if j.p == nil {
 			continue
 		}
@@ -975,4 +975,94 @@ func byteValue(s string, i int, mode byte) (int, byte, bool) {
 		return 0, 0, false // part of a longer word
 	}
 	return j, byte(v), true
+}
+
+// minGroups is the fewest groups a key written in groups has.
+const minGroups = 4
+
+// groupedWords is the keys of s written in groups of equal length
+// separated by single blanks ("AKIA IOSF ODNN 7EXA MPLE", "QUtJ QUlP
+// U0ZP RE5O"), each joined, with the start of its line before it and
+// the rest after; its seams are strong only when the joined word mixes
+// letters and digits (prose has runs of four-letter words too). nil when
+// there are none.
+func groupedWords(s string) *patch {
+	var out *patch
+	wordEnd := func(i int) int {
+		for i < len(s) && base64Byte[s[i]] {
+			i++
+		}
+		for i < len(s) && s[i] == '=' {
+			i++
+		}
+		return i
+	}
+	for i := 0; i < len(s); {
+		if !base64Byte[s[i]] || i > 0 && base64Byte[s[i-1]] {
+			i++
+			continue
+		}
+		e := wordEnd(i)
+		size := e - i
+		if size < 3 || size > 8 {
+			i = e
+			continue
+		}
+		ends := []int{e}
+		for {
+			last := ends[len(ends)-1]
+			if last+1 >= len(s) || s[last] != ' ' || !base64Byte[s[last+1]] {
+				break
+			}
+			next := wordEnd(last + 1)
+			n := next - (last + 1)
+			if n > size || n < size && len(ends) < minGroups-1 {
+				break
+			}
+			ends = append(ends, next)
+			if n < size {
+				break // a last, shorter group
+			}
+		}
+		if len(ends) >= minGroups && len(ends)*size >= minJoined {
+			if out == nil {
+				out = &patch{}
+			}
+			ctx := i
+			for ctx > 0 && i-ctx < joinContext && s[ctx-1] != '\n' {
+				ctx--
+			}
+			out.copyOf(s, ctx, ends[0])
+			from := len(out.text) - size
+			for n, end := range ends[1:] {
+				out.seams = append(out.seams, int32(len(out.text)))
+				out.strong = append(out.strong, false)
+				out.copyOf(s, ends[n]+1, end)
+			}
+			last := ends[len(ends)-1]
+			if strong := mixed(out.text[from:]); strong {
+				for n := len(out.strong) - len(ends) + 1; n < len(out.strong); n++ {
+					out.strong[n] = true
+				}
+			}
+			rest := last
+			for rest < len(s) && rest-last < joinContext && s[rest] != '\n' {
+				rest++
+			}
+			out.copyOf(s, last, rest)
+			out.add('\n', rest, rest)
+		}
+		i = ends[len(ends)-1]
+	}
+	return out
+}
+
+// mixed reports whether w holds a letter and a digit.
+func mixed(w []byte) bool {
+	var letter, digit bool
+	for _, c := range w {
+		letter = letter || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		digit = digit || '0' <= c && c <= '9'
+	}
+	return letter && digit
 }

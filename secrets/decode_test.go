@@ -134,6 +134,7 @@ func TestTheDecodersReadATextABoundedNumberOfTimes(t *testing.T) {
 		"percent of percent":                   func(n int) string { return strings.Repeat("%252541", n/7) },
 		"entities of entities":                 func(n int) string { return strings.Repeat("&amp;amp;#65;", n/13) },
 		"a seam at every line":                 func(n int) string { return strings.Repeat("abcdefgh\n", n/9) },
+		"words in groups of four":              func(n int) string { return strings.Repeat("ab1d ", n/5) },
 		"byte lists of byte lists":             func(n int) string { return strings.Repeat("0x34, 0x31, ", n/12) },
 		"concatenations":                       func(n int) string { return strings.Repeat(`"abcdefgh" + `, n/13) },
 		"invisible characters between letters": func(n int) string { return strings.Repeat("a\u200d", n/4) },
@@ -163,6 +164,20 @@ func FuzzByteLists(f *testing.F) {
 				t.Fatalf("list %v (%d bytes) in %d bytes after %d", sp, len(lists[n]), len(s), last)
 			}
 			last = sp[1]
+		}
+	})
+}
+
+// FuzzGroupedWords holds the grouped view to the patch's promises.
+func FuzzGroupedWords(f *testing.F) {
+	for _, s := range []string{"AKIA IOSF ODNN 7EXA MPLE", "QUtJ QUlP U0ZP RE5O TEU=", "ab cd ef gh", "x = aaaa bbbb cccc dd\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p := groupedWords(s)
+		checkPatch(t, p, s)
+		if p != nil && len(p.seams) != len(p.strong) {
+			t.Fatalf("%d seams, %d strengths", len(p.seams), len(p.strong))
 		}
 	})
 }

@@ -1008,23 +1008,20 @@ func groupedWords(s string) *patch {
 			i = e
 			continue
 		}
-		ends := []int{e}
-		for {
-			last := ends[len(ends)-1]
-			if last+1 >= len(s) || s[last] != ' ' || !base64Byte[s[last+1]] {
-				break
-			}
+		// Count the groups first (most words start none), copy after.
+		groups, last := 1, e
+		for last+1 < len(s) && s[last] == ' ' && base64Byte[s[last+1]] {
 			next := wordEnd(last + 1)
 			n := next - (last + 1)
-			if n > size || n < size && len(ends) < minGroups-1 {
+			if n > size || n < size && groups < minGroups-1 {
 				break
 			}
-			ends = append(ends, next)
+			groups, last = groups+1, next
 			if n < size {
 				break // a last, shorter group
 			}
 		}
-		if len(ends) >= minGroups && len(ends)*size >= minJoined {
+		if groups >= minGroups && groups*size >= minJoined {
 			if out == nil {
 				out = &patch{}
 			}
@@ -1032,16 +1029,17 @@ func groupedWords(s string) *patch {
 			for ctx > 0 && i-ctx < joinContext && s[ctx-1] != '\n' {
 				ctx--
 			}
-			out.copyOf(s, ctx, ends[0])
-			from := len(out.text) - size
-			for n, end := range ends[1:] {
+			out.copyOf(s, ctx, e)
+			from, firstSeam := len(out.text)-size, len(out.seams)
+			for at := e; at < last; {
+				next := wordEnd(at + 1)
 				out.seams = append(out.seams, int32(len(out.text)))
 				out.strong = append(out.strong, false)
-				out.copyOf(s, ends[n]+1, end)
+				out.copyOf(s, at+1, next)
+				at = next
 			}
-			last := ends[len(ends)-1]
-			if strong := mixed(out.text[from:]); strong {
-				for n := len(out.strong) - len(ends) + 1; n < len(out.strong); n++ {
+			if mixed(out.text[from:]) {
+				for n := firstSeam; n < len(out.strong); n++ {
 					out.strong[n] = true
 				}
 			}
@@ -1052,7 +1050,7 @@ func groupedWords(s string) *patch {
 			out.copyOf(s, last, rest)
 			out.add('\n', rest, rest)
 		}
-		i = ends[len(ends)-1]
+		i = last
 	}
 	return out
 }

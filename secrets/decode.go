@@ -423,6 +423,13 @@ func normaliseOnce(s string) (p *patch, changed, significant bool) {
 		}
 		switch {
 		case c == '%':
+			if i+5 < len(s) && (s[i+1] == 'u' || s[i+1] == 'U') && isHexWord(s[i+2:i+6]) { // %u0041, as JavaScript's escape()
+				text := runeText(s[i+2 : i+6])
+				p.addString(text, i, i+6)
+				decoded(text, i, i+6)
+				i += 6
+				continue
+			}
 			if i+2 < len(s) && isHexWord(s[i+1:i+3]) {
 				b, _ := hex.DecodeString(s[i+1 : i+3])
 				p.add(b[0], i, i+3)
@@ -458,6 +465,11 @@ func normaliseOnce(s string) (p *patch, changed, significant bool) {
 				i, changed, significant = i+n, true, true
 				continue
 			}
+			if r >= 0x2010 && r <= 0x2015 || r == 0x2212 || r == 0xfe63 { // hyphens, dashes and minus signs
+				p.add('-', i, i+n)
+				i, changed, significant = i+n, true, true
+				continue
+			}
 			if ascii, ok := compatASCII(r); ok {
 				p.addString(ascii, i, i+n)
 				i, changed, significant = i+n, true, true
@@ -485,7 +497,7 @@ func mayChange(s string) bool {
 		}
 		switch {
 		case c == '%':
-			if i+2 < len(s) && isHexWord(s[i+1:i+3]) {
+			if i+2 < len(s) && isHexWord(s[i+1:i+3]) || i+5 < len(s) && (s[i+1] == 'u' || s[i+1] == 'U') {
 				return true
 			}
 		case c == '&':
@@ -493,7 +505,7 @@ func mayChange(s string) bool {
 				return true
 			}
 		case c == '\\':
-			if i+1 < len(s) && strings.IndexByte(`ntr"'\\/`+"`"+`bf0avxuU`, s[i+1]) >= 0 {
+			if i+1 < len(s) && strings.IndexByte(`ntr"'\\/`+"`"+`bfavxuU01234567`, s[i+1]) >= 0 {
 				return true
 			}
 		default:
@@ -558,7 +570,7 @@ func entity(s string) (int, string) {
 }
 
 // backslashEscape decodes the escape at the start of s (a backslash):
-// JSON's and most languages' \n \t \r \" \' \\ \/ \b \f \0, \xHH,
+// JSON's and most languages' \n \t \r \" \' \\ \/ \b \f, octal \101, \xHH,
 // \uXXXX (with a surrogate pair's second half), \u{X...} and
 // \UXXXXXXXX: its length and text, or 0.
 func backslashEscape(s string) (int, string) {
@@ -574,8 +586,21 @@ func backslashEscape(s string) (int, string) {
 		return 2, "\r"
 	case '"', '\'', '\\', '/', '`':
 		return 2, string(c)
-	case 'b', 'f', '0', 'a', 'v':
+	case 'b', 'f', 'a', 'v':
 		return 2, ""
+	case '0', '1', '2', '3', '4', '5', '6', '7': // octal, as C, shells' printf and Python write bytes
+		j := 1
+		for j < len(s) && j < 4 && '0' <= s[j] && s[j] <= '7' {
+			j++
+		}
+		v := 0
+		for _, d := range []byte(s[1:j]) {
+			v = v*8 + int(d-'0')
+		}
+		if v > 255 {
+			return 0, ""
+		}
+		return j, string([]byte{byte(v)})
 	case 'x':
 		if len(s) >= 4 && isHexWord(s[2:4]) {
 			b, _ := hex.DecodeString(s[2:4])

@@ -145,6 +145,9 @@ var encodings = []struct {
 	{"character codes", true, func(s string) string {
 		return "String.fromCharCode(" + strings.TrimSuffix(eachRune(s, func(r rune) string { return fmt.Sprintf("%d, ", r) }), ", ") + ")"
 	}},
+	{"octal escapes", false, func(s string) string { return eachRune(s, func(r rune) string { return fmt.Sprintf(`\%03o`, r) }) }},
+	{"javascript escape()", false, func(s string) string { return eachRune(s, func(r rune) string { return fmt.Sprintf("%%u%04X", r) }) }},
+	{"unicode hyphens", false, func(s string) string { return strings.ReplaceAll(s, "-", "\u2010") }},
 	{"hex escapes", false, func(s string) string { return eachRune(s, func(r rune) string { return fmt.Sprintf(`\x%02x`, r) }) }},
 	{"percent-encoding", true, percent},
 	{"percent-encoding twice", true, func(s string) string { return strings.ReplaceAll(percent(s), "%", "%25") }},

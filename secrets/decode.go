@@ -457,6 +457,11 @@ func normaliseOnce(s string) (p *patch, changed, significant bool) {
 		case c >= 0x80:
 			r, n := utf8.DecodeRuneInString(s[i:])
 			switch {
+			case r == utf8.RuneError && n == 1, r >= 0x80 && r < 0xa0:
+				// A byte that is not UTF-8, or a C1 control: nothing a
+				// reader sees, so nothing that may cut a key ("A\xffKIA").
+				i, changed, significant = i+n, true, true
+				continue
 			case invisible(r):
 				i, changed, significant = i+n, true, true
 				continue

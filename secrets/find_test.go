@@ -14,6 +14,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	mrand "math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -148,6 +149,8 @@ var encodings = []struct {
 	{"octal escapes", false, func(s string) string { return eachRune(s, func(r rune) string { return fmt.Sprintf(`\%03o`, r) }) }},
 	{"javascript escape()", false, func(s string) string { return eachRune(s, func(r rune) string { return fmt.Sprintf("%%u%04X", r) }) }},
 	{"unicode hyphens", false, func(s string) string { return strings.ReplaceAll(s, "-", "\u2010") }},
+	{"bytes that are not UTF-8", false, func(s string) string { return every(s, 3, "\xff\xfe") }},
+	{"UTF-16 with a byte order mark", true, func(s string) string { return "\xff\xfe" + utf16le(s) }},
 	{"hex escapes", false, func(s string) string { return eachRune(s, func(r rune) string { return fmt.Sprintf(`\x%02x`, r) }) }},
 	{"percent-encoding", true, percent},
 	{"percent-encoding twice", true, func(s string) string { return strings.ReplaceAll(percent(s), "%", "%25") }},
@@ -305,6 +308,21 @@ func TestFindLeavesOrdinaryTextAlone(t *testing.T) {
 	} {
 		if got := secrets.Find(text); len(got) != 0 {
 			t.Errorf("%s: findings %+v in %q", name, got, text)
+		}
+	}
+}
+
+// Binary content (random bytes, as an image or an archive holds) is
+// scanned, bytes that are not UTF-8 and all, and holds no secret.
+func TestScanFindsNothingInRandomBytes(t *testing.T) {
+	r := mrand.New(mrand.NewPCG(7, 11))
+	for range 8 {
+		b := make([]byte, 64<<10)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		if got := secrets.Scan(b); len(got) != 0 {
+			t.Errorf("findings %+v in random bytes", got)
 		}
 	}
 }

@@ -17,26 +17,31 @@ import (
 // besides as it is, and each way costs only where it changes something:
 //
 //   - normalised (normalise): the lines that hold an escape or an
-//     invisible character, with percent-encoding, HTML entities (named,
-//     decimal, hex), backslash escapes (JSON's \uXXXX and \n, \xHH, \u{...})
-//     decoded and invisible characters (format characters: zero-width
-//     space and joiners, word joiner, soft hyphen, BOM, bidi controls;
-//     variation selectors, other default-ignorable code points, control
-//     bytes, NUL) removed, fullwidth ASCII and the compatibility letters
-//     and digits (mathematical, circled) read as ASCII, a few rounds
-//     while it changes (%2541 is %41 is A);
-//   - joined (joinSeams): a word cut by a line end, or by a string
-//     concatenation ("AKIAIOSF" +\n "ODNN7EXAMPLE"), read as one;
-//   - decoded (words): each word of base64 (standard or URL-safe, with
-//     or without padding) or hex, decoded, and the decoded text looked at
-//     again the same three ways, down to maxLayers layers; a word whose
-//     bytes start a private key's DER (PKCS#1, PKCS#8, SEC 1) or an
-//     OpenSSH key is a private key without its BEGIN line.
+//     invisible character, with percent-encoding (and %uXXXX), HTML
+//     entities (named, decimal, hex), backslash escapes (JSON's \uXXXX
+//     and \n, \xHH, octal, \u{...}) decoded; invisible characters
+//     (format characters: zero-width space and joiners, word joiner, soft
+//     hyphen, BOM, bidi controls; variation selectors, other
+//     default-ignorable code points, control bytes, NUL, bytes that are
+//     not UTF-8) removed; fullwidth ASCII, the compatibility letters and
+//     digits (mathematical, circled) and Unicode dashes read as ASCII; a
+//     few rounds while it changes (%2541 is %41 is A);
+//   - joined (joinSeams, groupedWords): a word cut by a line end, or by a
+//     string concatenation ("AKIAIOSF" +\n "ODNN7EXAMPLE"), or written in
+//     groups ("AKIA IOSF ODNN ..."), read as one;
+//   - decoded (decodesToSecret, byteLists): each word of base64 (standard
+//     or URL-safe, with or without padding) or hex, and each list of byte
+//     values ({0x41, 0x4b, ...}, 41:4b:..., character codes), decoded, and
+//     the decoded text looked at again the same ways, down to maxLayers
+//     layers; a word whose bytes start a private key's DER (PKCS#1,
+//     PKCS#8, SEC 1) or an OpenSSH key is a private key without its BEGIN
+//     line.
 //
 // The cost stays linear: a way's text is at most the text it comes from,
 // the rules run only on what a way changed (the changed lines, the joined
 // words, each distinct decoded word once), and a decoded word is at most
-// three quarters of its encoding, so the layers shrink geometrically.
+// three quarters of its encoding, so the layers shrink geometrically
+// (TestTheDecodersReadATextABoundedNumberOfTimes).
 
 // maxLayers is how many encodings deep a secret is looked for (base64 of
 // base64 of base64, hex of percent-encoding of base64, ...).

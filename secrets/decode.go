@@ -812,8 +812,8 @@ func seamAt(s string, i int) (at, end int, strong bool) {
 			if a, e, st, ok := newlineSeam(s, j); ok {
 				return a, e, st
 			}
-		} else if a, e, ok := quoteSeam(s, j); ok {
-			return a, e, true
+		} else if a, e, st, ok := quoteSeam(s, j); ok {
+			return a, e, st
 		}
 		i = j + 1
 	}
@@ -895,25 +895,33 @@ func onlyWord(s string, at int, before bool) bool {
 }
 
 // quoteSeam reads a concatenation of two strings on one line at the
-// closing quote q: "AKIA" + "IOSF", 'AKIA' . 'IOSF', "AKIA" "IOSF".
-func quoteSeam(s string, q int) (at, end int, ok bool) {
+// closing quote q: "AKIA" + "IOSF", 'AKIA' . 'IOSF', "AKIA" "IOSF", and
+// a list of strings, "AKIA", "IOSF" (weak).
+func quoteSeam(s string, q int) (at, end int, strong, ok bool) {
 	if q == 0 || !seamSide(s[q-1], byteAt(s, q-2)) {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	e := q + 1
 	for e < len(s) && blank(s[e]) {
 		e++
 	}
-	for n := 0; e < len(s) && concatOp(s[e]) && n < 2; n++ {
-		e++
+	strong = true
+	if e < len(s) && s[e] == ',' {
+		// A list of strings joined (["AKIA", "IOSF…"].join("")): weak,
+		// since most lists of strings are lists.
+		e, strong = e+1, false
+	} else {
+		for n := 0; e < len(s) && concatOp(s[e]) && n < 2; n++ {
+			e++
+		}
 	}
 	for e < len(s) && blank(s[e]) {
 		e++
 	}
 	if e >= len(s) || !quote(s[e]) || e+1 >= len(s) || !seamSide(s[e+1], byteAt(s, e+2)) {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
-	return q, e + 1, true
+	return q, e + 1, strong, true
 }
 
 // minByteList is the fewest numbers a byte list holds to be decoded: a

@@ -241,6 +241,27 @@ func TestFindSeesEverySecretUnderEveryEncoding(t *testing.T) {
 	}
 }
 
+// A token with a vendor's prefix is found in a list of strings joined
+// back (["AKIA", "Q3Z7…"].join("")). A list's joins are weak: they let
+// a prefix rule find a token, never make an assigned value longer, since
+// most lists of strings are only lists.
+func TestFindSeesAPrefixedTokenInAListOfStrings(t *testing.T) {
+	for _, k := range kinds() {
+		switch k.name {
+		case "aws access key id", "github token", "gitlab token":
+		default:
+			continue
+		}
+		text := "parts = [\"" + every(k.token, 6, "\", \"") + "\"]\n"
+		if got := secrets.Find(text); len(got) == 0 {
+			t.Errorf("%s: nothing found in %q", k.name, text)
+		}
+	}
+	if got := secrets.Find(`password = ["ab", "cd", "ef", "gh", "ij", "kl", "mn", "op"]` + "\n"); len(got) != 0 {
+		t.Errorf("a list of strings read as one password: %+v", got)
+	}
+}
+
 // A private key without its BEGIN line is still a private key: its body
 // alone (a PEM body starts with the DER of a private key), its END line
 // alone, its body on one line or as a JSON string.

@@ -51,6 +51,7 @@ func scanSecrets(actions []FileAction, p Policy) []*Refusal {
 		return nil
 	}
 	var out []*Refusal
+	var total int64
 	for i, a := range actions {
 		if a.Content == nil {
 			continue
@@ -58,6 +59,13 @@ func scanSecrets(actions []FileAction, p Policy) []*Refusal {
 		content, err := decodedContent(a)
 		if err != nil {
 			content = []byte(*a.Content)
+		}
+		// Content past the project's size limits is refused by
+		// inspection and never stored or pushed: reading it would only
+		// let a caller spend the service's time.
+		total += int64(len(content))
+		if p.MaxFileBytes > 0 && int64(len(content)) > p.MaxFileBytes || p.MaxTotalBytes > 0 && total > p.MaxTotalBytes {
+			continue
 		}
 		for _, f := range secrets.Scan(content) {
 			if slices.ContainsFunc(p.SecretAllowlist, func(al SecretAllow) bool { return al.allows(a.FilePath, f.Rule) }) {

@@ -749,8 +749,16 @@ func joinSeams(s string) *patch {
 			if out == nil {
 				out = &patch{}
 			}
+			// Context (the name a value is assigned to, its closing
+			// quote) serves only rules that a strong seam lets through:
+			// a piece joined only at weak seams (a line end in prose or
+			// code) comes without it, as most seams of code are weak.
+			strong := false
+			for _, p := range parts {
+				strong = strong || p.strong
+			}
 			ctx := start
-			for ctx > 0 && start-ctx < joinContext && s[ctx-1] != '\n' {
+			for strong && ctx > 0 && start-ctx < joinContext && s[ctx-1] != '\n' {
 				ctx--
 			}
 			out.copyOf(s, ctx, at)
@@ -765,7 +773,7 @@ func joinSeams(s string) *patch {
 			}
 			// And the rest of its last line: a closing quote, what follows.
 			rest := k
-			for rest < len(s) && rest-k < joinContext && s[rest] != '\n' {
+			for strong && rest < len(s) && rest-k < joinContext && s[rest] != '\n' {
 				rest++
 			}
 			out.copyOf(s, k, rest)

@@ -238,7 +238,7 @@ type FileChange struct {
 	Action       string // create, update, delete, move, chmod
 	Path         string
 	PreviousPath string // for move
-	Content      []byte // for create and update (and move with content)
+	Content      []byte // for create and update only (forge.CheckChanges: a move's content is not applied alike by every forge)
 	Executable   *bool  // set the executable bit, when not nil
 	// Mode is the git mode Path must have after the commit, set by the
 	// item type from the target's tree: a move keeps its source's mode, an

@@ -71,7 +71,6 @@ const (
 	MaxActions        = 1000
 	MaxPathBytes      = 4096
 	MaxComponentBytes = 255
-	binarySniffBytes  = 8000 // git's own heuristic: a NUL in the first 8000 bytes
 )
 
 // Policy is the per-project part of inspection. Its zero value is the
@@ -224,6 +223,16 @@ func (st *inspection) action(i int, a FileAction, p Policy) *Refusal {
 		if a.Content != nil || a.Encoding != "" {
 			return refuse(a.FilePath, RuleUnexpectedField, "%s takes no content", a.Action)
 		}
+	case ActionMove:
+		// The forges do not agree on a move's content: GitLab's
+		// Commits API writes it, Gitea's ChangeFiles rename does not
+		// apply it as given. What reaches the forge must be what was
+		// inspected and recorded, on every forge, so a move carries
+		// none: a file that moves and changes is a delete of the old
+		// path and a create of the new one.
+		if a.Content != nil || a.Encoding != "" {
+			return refuse(a.FilePath, RuleUnexpectedField, "move takes no content; to move a file and change it, delete %q and create %q with the new content", a.PreviousPath, a.FilePath)
+		}
 	}
 	if a.Action == ActionChmod && a.ExecuteFilemode == nil {
 		return refuse(a.FilePath, RuleFilemodeRequired, "chmod needs execute_filemode")
@@ -355,9 +364,13 @@ func hfsIgnorable(r rune) bool {
 	return false
 }
 
-// isBinary uses git's heuristic (a NUL byte early on), and also treats
-// invalid UTF-8 as binary: a forge's text API would mangle it.
+// isBinary reports a NUL byte anywhere in content, or invalid UTF-8: a
+// forge's text API would mangle either. It looks at the whole content,
+// not git's first 8000 bytes: what is judged text must be what push
+// protection reads as text, whatever the size (a NUL placed past a
+// window made a file text here and binary to a scanner). Push
+// protection scans binary content too (secrets.Scan), so that no shape
+// of content turns it off.
 func isBinary(content []byte) bool {
-	sniff := content[:min(len(content), binarySniffBytes)]
-	return bytes.IndexByte(sniff, 0) >= 0 || !utf8.Valid(content)
+	return bytes.IndexByte(content, 0) >= 0 || !utf8.Valid(content)
 }

@@ -36,24 +36,35 @@ func (a SecretAllow) allows(path, rule string) bool {
 }
 
 // scanSecrets is push protection for a change (seed 000's content
-// validation, GitHub's push protection as users know it): the content
-// of every file a create or update writes is scanned with the rules the
-// service redacts what it stores with (package secrets, without the
-// broad ones that flag a word only for looking random), before anything
-// is stored or pushed. A project opts out with AllowSecrets; an
-// allowlist entry lets a finding through for its paths and rules. A
-// content that does not decode is inspection's to refuse, not this.
+// validation, GitHub's push protection as users know it): every content
+// a file action carries, whatever its action (inspection refuses content
+// on delete, chmod and move, but what is scanned does not depend on
+// that), its encoding or whether it is text or binary, is scanned with
+// the rules the service redacts what it stores with (package secrets,
+// through its decoders, without the broad rules that flag a word only
+// for looking random), before anything is stored or pushed. A project
+// opts out with AllowSecrets; an allowlist entry lets a finding through
+// for its paths and rules. A base64 content that does not decode is
+// scanned as the text it is (and refused by inspection).
 func scanSecrets(actions []FileAction, p Policy) []*Refusal {
 	if p.AllowSecrets {
 		return nil
 	}
 	var out []*Refusal
+	var total int64
 	for i, a := range actions {
-		if a.Action != ActionCreate && a.Action != ActionUpdate || a.Content == nil {
+		if a.Content == nil {
 			continue
 		}
 		content, err := decodedContent(a)
 		if err != nil {
+			content = []byte(*a.Content)
+		}
+		// Content past the project's size limits is refused by
+		// inspection and never stored or pushed: reading it would only
+		// let a caller spend the service's time.
+		total += int64(len(content))
+		if p.MaxFileBytes > 0 && int64(len(content)) > p.MaxFileBytes || p.MaxTotalBytes > 0 && total > p.MaxTotalBytes {
 			continue
 		}
 		for _, f := range secrets.Scan(content) {

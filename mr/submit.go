@@ -138,11 +138,12 @@ func submit(ctx context.Context, store Store, sub Submission, project Project, c
 		refusals = append(refusals, &Refusal{Index: -1, Field: "source_branch", Rule: RuleBranchOutsidePrefix,
 			Message: fmt.Sprintf("%q does not start with %q: the service only writes branches of its own prefix", sub.SourceBranch, project.BranchPrefix)})
 	}
-	inspected := InspectAll(sub.FileActions, project.Policy)
-	refusals = append(refusals, inspected...)
-	if len(inspected) == 0 {
-		refusals = append(refusals, scanSecrets(sub.FileActions, project.Policy)...)
-	}
+	// Push protection runs whatever inspection says: a content refused
+	// (as binary, too large, on a move) is still read for secrets, so
+	// that the caller learns of every one at once and no refusal of
+	// another kind is a way around the scan.
+	refusals = append(refusals, InspectAll(sub.FileActions, project.Policy)...)
+	refusals = append(refusals, scanSecrets(sub.FileActions, project.Policy)...)
 	if !project.FileModes {
 		for i, a := range sub.FileActions {
 			if a.Action == ActionChmod || a.ExecuteFilemode != nil {

@@ -365,3 +365,40 @@ func TestABranchLeftByOneCallerIsNeverWrittenForAnother(t *testing.T) {
 		}
 	})
 }
+
+// A content refused for another reason (binary, a move's content) is
+// still scanned: the caller hears of the secret in it too, and nothing
+// is stored.
+func TestARefusedContentIsStillScannedForSecrets(t *testing.T) {
+	forEachDB(t, func(t *testing.T, s mr.Store, _ wq.Store) {
+		ctx := context.Background()
+		key := "aws_access_key_id = AKIA" + "Q3Z7XK2P9LMN4R8T\n"
+		binary := strings.Repeat("x", 9000) + "\x00" + key
+		sub := submission("x")
+		sub.SourceBranch = "wq/refused"
+		sub.FileActions = []mr.FileAction{
+			{Action: mr.ActionCreate, FilePath: "blob.bin", Content: text(binary)},
+			{Action: mr.ActionMove, FilePath: "new.txt", PreviousPath: "old.txt", Content: text(key)},
+		}
+		_, _, err := mr.Submit(ctx, s, sub, project, "alice", t0)
+		var refusals wq.Refusals
+		if !errors.As(err, &refusals) {
+			t.Fatalf("want refusals, got %v", err)
+		}
+		got := map[string]bool{}
+		for _, r := range refusals {
+			got[fmt.Sprintf("%d %s", r.Index, r.Rule)] = true
+			if strings.Contains(r.Message, "Q3Z7XK2P9LMN4R8T") {
+				t.Errorf("a refusal names the secret: %+v", r)
+			}
+		}
+		for _, want := range []string{"0 " + mr.RuleBinary, "0 " + mr.RuleSecret, "1 " + mr.RuleUnexpectedField, "1 " + mr.RuleSecret} {
+			if !got[want] {
+				t.Errorf("refusals %v lack %q", got, want)
+			}
+		}
+		if it, _, _ := s.FindMRItem(ctx, "gitea", "o/r", "wq/refused"); it != nil {
+			t.Errorf("a refused change stored item %s", it.ID)
+		}
+	})
+}

@@ -16,8 +16,15 @@
 // "[REDACTED:rule]" (Mask). It errs on the side of masking: a checkpoint
 // that loses a word is recoverable, a stored token is not.
 //
+// Every rule also looks beyond the text as written (decode.go): through
+// percent-encoding, HTML entities, backslash escapes and invisible
+// characters, across words cut by line ends and string concatenations,
+// into base64 and hex words down to five layers, and at private keys
+// without their BEGIN line, at a cost linear in the text.
+//
 // Text, JSON and Value (secrets.go) redact a string, a JSON document and
 // a decoded JSON value; Contains and IsSecretName say whether text holds
-// a secret and whether a member's name makes its value one; Scan lists
-// the Findings in a file of a change.
+// a secret and whether a member's name makes its value one; Find lists
+// the Findings in any text a caller sends (a field), and Scan those in a
+// file of a change, text or binary.
 package secrets

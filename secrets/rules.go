@@ -105,6 +105,9 @@ var rules = []rule{
 	// Key blocks: PEM private keys (RSA, EC, OpenSSH, encrypted), PGP
 	// private key blocks, terminated or cut off; PuTTY key files.
 	{id: "private-key", re: re(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)`), keywords: []string{"private key"}, whole: true},
+	// A key block's END line alone: what is left of a key whose BEGIN
+	// line was cut off (its body is found by its DER: decode.go).
+	{id: "private-key", re: re(`-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`), keywords: []string{"private key"}},
 	{id: "putty-key", re: re(`(?s)PuTTY-User-Key-File-\d+:.*?(?:Private-MAC:\s*[0-9A-Fa-f]+|\z)`), keywords: []string{"putty-user-key-file"}, whole: true},
 	// Credentials in URLs: scheme://user:pass@host, scheme://:pass@host,
 	// scheme://token@host, passwords holding / or @ (up to the last @

@@ -3,12 +3,9 @@ package secrets
 import (
 	"bytes"
 	"cmp"
-	"encoding/base64"
 	"encoding/json"
-	"net/url"
 	"slices"
 	"strings"
-	"unicode/utf8"
 )
 
 // MaskPrefix starts every mask: "[REDACTED:rule]".
@@ -26,10 +23,32 @@ type span struct {
 }
 
 // find returns the secrets in s, sorted by start, overlaps merged (the
-// first rule's name kept).
+// first rule's name kept): those in s as written (flat) and those beyond
+// it, decoded, joined or made visible (deep, decode.go).
 func find(s string, broad bool) []span {
 	if s == "" {
 		return nil
+	}
+	out := flat(s, broad)
+	out = append(out, deep(s, broad, maxLayers)...)
+	if !broad {
+		out = slices.DeleteFunc(out, func(sp span) bool { return sp.broad })
+	}
+	return merge(out)
+}
+
+// flatHook, set by tests, is told the length of every text flat scans:
+// how the cost of the decoders is measured.
+var flatHook func(n int)
+
+// flat is what the rules find in s as written: the structural rules, the
+// hand-written ones and the scanner's.
+func flat(s string, broad bool) []span {
+	if s == "" {
+		return nil
+	}
+	if flatHook != nil {
+		flatHook(len(s))
 	}
 	var out []span
 	lower := asciiLower(s)
@@ -55,137 +74,10 @@ func find(s string, broad bool) []span {
 	out = append(out, secretAssignments(s, lower)...)
 	out = append(out, wordRules(s, lower, broad)...)
 	out = append(out, scanner(s)...)
-	out = append(out, encoded(s, broad)...)
 	if !broad {
 		out = slices.DeleteFunc(out, func(sp span) bool { return sp.broad })
 	}
-	return merge(out)
-}
-
-// encoded is the words of s that decode (base64, percent-encoding) to
-// text holding a secret by the structural rules (the scanner decodes for
-// its own): the whole encoded word is the span. One layer of each
-// encoding is looked through, and within it one more.
-func encoded(s string, broad bool) []span {
-	return encodedAt(s, broad, 2)
-}
-
-func encodedAt(s string, broad bool, depth int) []span {
-	if depth == 0 {
-		return nil
-	}
-	var out []span
-	for _, m := range encodedWords(s) {
-		word := s[m[0]:m[1]]
-		for _, text := range decodings(word) {
-			if hasStructural(text, false) || leakRules().any(text) || len(encodedAt(text, false, depth-1)) > 0 {
-				out = append(out, span{start: m[0], end: m[1], rule: "encoded-secret"})
-				break
-			}
-		}
-	}
 	return out
-}
-
-// encodedWords are the words of s that may hide a secret under an
-// encoding: runs of base64's alphabets (standard or URL-safe) of at
-// least 16 characters, and words holding a percent escape.
-func encodedWords(s string) [][2]int {
-	var out [][2]int
-	b64 := func(c byte) bool { return nameByte(c) && c != '.' || c == '+' || c == '/' || c == '=' }
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '"' || c == '\'' || c == '<' || c == '>' {
-			i++
-			continue
-		}
-		j := i
-		for j < len(s) && !strings.ContainsRune(" \t\n\r\"'<>", rune(s[j])) {
-			j++
-		}
-		word := s[i:j]
-		if strings.Contains(word, "%") {
-			out = append(out, [2]int{i, j})
-		} else {
-			for k := i; k < j; {
-				if !b64(s[k]) {
-					k++
-					continue
-				}
-				e := k
-				for e < j && b64(s[e]) {
-					e++
-				}
-				if e-k >= 16 {
-					out = append(out, [2]int{k, e})
-				}
-				k = e
-			}
-		}
-		i = j
-	}
-	return out
-}
-
-// decodings are the texts word decodes to, as base64 or percent-encoding,
-// that are printable text.
-func decodings(word string) []string {
-	var out []string
-	if strings.Contains(word, "%") {
-		if t, err := url.PathUnescape(word); err == nil && t != word {
-			out = append(out, t)
-		}
-	}
-	trimmed := strings.TrimRight(word, "=")
-	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(trimmed); err == nil && printable(b) {
-			out = append(out, string(b))
-			break
-		}
-	}
-	return out
-}
-
-// printable reports whether b is UTF-8 text without control characters
-// but line ends and tabs.
-func printable(b []byte) bool {
-	if len(b) == 0 || !utf8.Valid(b) {
-		return false
-	}
-	for _, r := range string(b) {
-		if r < ' ' && r != '\n' && r != '\r' && r != '\t' || r == 0x7f || r == utf8.RuneError {
-			return false
-		}
-	}
-	return true
-}
-
-// hasStructural reports whether one of the structural rules, or the
-// scanner, finds a secret in s.
-func hasStructural(s string, broad bool) bool {
-	lower := asciiLower(s)
-	for i := range rules {
-		r := &rules[i]
-		if r.broad && !broad || !r.applies(lower) {
-			continue
-		}
-		text := s
-		if r.fold {
-			text = lower
-		}
-		for _, m := range r.re.FindAllStringSubmatchIndex(text, -1) {
-			start, end := m[2*r.group], m[2*r.group+1]
-			if start >= 0 && end > start && (r.check == nil || r.check(s[start:end])) {
-				return true
-			}
-		}
-	}
-	for _, sp := range append(secretAssignments(s, lower), wordRules(s, lower, broad)...) {
-		if broad || !sp.broad {
-			return true
-		}
-	}
-	return false
 }
 
 // scanner is gitleaks' findings in s as spans. A finding names the
@@ -358,21 +250,31 @@ type Finding struct {
 	Column int    `json:"column"` // 1-based, in bytes
 }
 
-// Scan returns the secrets in content, a file of a change about to be
-// pushed, by line and column: the scanner's rules and the structural
-// ones, without the broad rules that flag a word only for looking random
-// (a change is refused on a finding; a checkpoint merely loses a word).
-// Content that is not UTF-8 text is not scanned.
-func Scan(content []byte) []Finding {
-	if !utf8.Valid(content) || bytes.IndexByte(content, 0) >= 0 {
-		return nil
-	}
-	s := string(content)
-	lines := lineStarts(s)
+// Find returns the secrets in text, any text a caller would have the
+// service send or store (a file's content, a title, a description, a
+// commit message, a label, a branch name, a path, a comment), by line and
+// column: the scanner's rules and the structural ones, without the broad
+// rules that flag a word only for looking random (a refusal follows a
+// finding; a checkpoint merely loses a word). It looks beyond the text as
+// written: through base64 (standard or URL-safe, padded or not), hex,
+// percent-encoding, HTML entities and backslash escapes, nested up to
+// five layers and mixed; across words cut by line ends and string
+// concatenations; with invisible characters and NUL bytes removed; and at
+// private keys without their BEGIN line. A finding in decoded text is
+// placed where its encoding starts. Its cost is linear in the text's
+// length, whatever the text.
+func Find(text string) []Finding {
+	lines := lineStarts(text)
 	var out []Finding
-	for _, sp := range find(s, false) {
+	for _, sp := range find(text, false) {
 		line, _ := slices.BinarySearch(lines, sp.start+1)
 		out = append(out, Finding{Rule: sp.rule, Line: line, Column: sp.start - lines[line-1] + 1})
 	}
 	return out
 }
+
+// Scan returns the secrets in content, a file of a change about to be
+// pushed, as Find does. Every content is scanned, text or not: whether a
+// file counts as text is the caller's judgement, and no shape of content
+// (a NUL byte anywhere, invalid UTF-8, UTF-16) turns scanning off.
+func Scan(content []byte) []Finding { return Find(string(content)) }

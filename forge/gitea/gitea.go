@@ -142,6 +142,9 @@ func (f *Forge) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commi
 	if err != nil {
 		return wq.Commit{}, err
 	}
+	if err := forge.CheckChanges("gitea: commit "+req.Project, req.Changes); err != nil {
+		return wq.Commit{}, err
+	}
 	opt := sdk.ChangeFilesOptions{Message: req.Message, Branch: req.Base, NewBranch: req.Branch, ForcePush: true}
 	if req.Author.Name != "" {
 		opt.Author = sdk.Identity{Name: req.Author.Name, Email: req.Author.Email}

@@ -101,6 +101,9 @@ func classify(op forge.Op, what string, err error) error {
 // Commits API (start_branch + force). The base is read first so that a
 // missing one is NotFound, as GitLab reports it only as a 400 message.
 func (f *Forge) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commit, error) {
+	if err := forge.CheckChanges("gitlab: commit "+req.Project, req.Changes); err != nil {
+		return wq.Commit{}, err
+	}
 	if _, err := f.BranchHead(ctx, req.Project, req.Base); err != nil {
 		return wq.Commit{}, err
 	}

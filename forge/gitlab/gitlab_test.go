@@ -487,3 +487,17 @@ func TestAnIssueIsOpenedAsAPlainIssueWithItsLabelsByName(t *testing.T) {
 		t.Errorf("CreateIssue (-want +got):\n%s", diff)
 	}
 }
+
+// A move carrying content is refused before any call: GitLab would write
+// it, Gitea would not apply it as given, and the two adapters agree.
+func TestAMoveCarryingContentIsRefusedBeforeAnyCall(t *testing.T) {
+	_, f := seededProject(t, "old.txt")
+	_, err := f.CommitFiles(context.Background(), wq.CommitRequest{Project: "g/p", Base: "main", Branch: "wq/m", Message: "m",
+		Changes: []wq.FileChange{{Action: "move", Path: "new.txt", PreviousPath: "old.txt", Content: []byte("other\n")}}})
+	if !wq.IsForgeError(err, wq.ForgePermanent) {
+		t.Fatalf("%v: want a permanent refusal", err)
+	}
+	if _, err := f.BranchHead(context.Background(), "g/p", "wq/m"); !wq.IsForgeError(err, wq.ForgeNotFound) {
+		t.Errorf("the branch exists after a refused commit: %v", err)
+	}
+}

@@ -256,7 +256,7 @@ func Check(c Caller, p Project, w Write) Decision {
 func Secrets(w Write) wq.Refusals {
 	var out wq.Refusals
 	for _, t := range w.texts() {
-		for _, f := range secrets.Scan([]byte(t.text)) {
+		for _, f := range find(t) {
 			out = append(out, &wq.Refusal{Index: t.index, Path: t.path, Field: t.field, Rule: RuleSecret,
 				Message: fmt.Sprintf("line %d, column %d: a secret (rule %s); nothing holding it is sent to the forge or stored", f.Line, f.Column, f.Rule)})
 			if len(out) == MaxRefusals {
@@ -272,24 +272,43 @@ type text struct {
 	field, path string
 	index       int
 	text        string
+	// path says the text is a path or a branch name, whose components
+	// are words of their own: "/" is also a letter of base64, so an
+	// encoded secret after "dir/" is read as one word with the directory.
+	pathLike bool
+}
+
+// find is the secrets of t: as written, and for a path, also component
+// by component (the same offsets, "/" read as a space).
+func find(t text) []secrets.Finding {
+	found := secrets.Find(t.text)
+	if !t.pathLike || !strings.Contains(t.text, "/") {
+		return found
+	}
+	for _, f := range secrets.Find(strings.ReplaceAll(t.text, "/", " ")) {
+		if !slices.ContainsFunc(found, func(g secrets.Finding) bool { return g.Rule == f.Rule }) {
+			found = append(found, f)
+		}
+	}
+	return found
 }
 
 func (w Write) texts() []text {
 	out := []text{
-		{field: "source_branch", text: w.SourceBranch, index: -1},
-		{field: "target_branch", text: w.TargetBranch, index: -1},
+		{field: "source_branch", text: w.SourceBranch, index: -1, pathLike: true},
+		{field: "target_branch", text: w.TargetBranch, index: -1, pathLike: true},
 		{field: "title", text: w.Title, index: -1},
 		{field: "description", text: w.Description, index: -1},
 		{field: "commit_message", text: w.Message, index: -1},
 		{field: "body", text: w.Body, index: -1},
 	}
 	for i, l := range w.Labels {
-		out = append(out, text{field: fmt.Sprintf("labels[%d]", i), text: l, index: -1})
+		out = append(out, text{field: fmt.Sprintf("labels[%d]", i), text: l, index: -1, pathLike: true})
 	}
 	for i, f := range w.Files {
-		out = append(out, text{field: fmt.Sprintf("file_actions[%d].file_path", i), path: f.Path, index: i, text: f.Path})
+		out = append(out, text{field: fmt.Sprintf("file_actions[%d].file_path", i), path: f.Path, index: i, text: f.Path, pathLike: true})
 		if f.PreviousPath != "" {
-			out = append(out, text{field: fmt.Sprintf("file_actions[%d].previous_path", i), path: f.PreviousPath, index: i, text: f.PreviousPath})
+			out = append(out, text{field: fmt.Sprintf("file_actions[%d].previous_path", i), path: f.PreviousPath, index: i, text: f.PreviousPath, pathLike: true})
 		}
 	}
 	return slices.DeleteFunc(out, func(t text) bool { return t.text == "" })

@@ -218,6 +218,11 @@ func (c Config) PrintResolved(w io.Writer) error {
 	for i := range c.Projects {
 		prefix, deletes := c.Projects[i].SourceBranchPrefix(), c.Projects[i].DeletesSourceBranch()
 		c.Projects[i].BranchPrefix, c.Projects[i].DeleteSourceBranch = &prefix, &deletes
+		if c.Projects[i].ProtectedPaths.Mode == "" {
+			c.Projects[i].ProtectedPaths.Mode = ProtectedRefuse
+		}
+		// caller_labels unset is a rule, not a list (none for agent-only
+		// callers, any existing label for others): it is left out.
 	}
 	out, err := yaml.Marshal(c)
 	if err != nil {

@@ -86,7 +86,7 @@ type Project struct {
 	// requests. Unset: none for agent-only callers, any existing label for
 	// others. The labels that steer the control plane (blocked, priority)
 	// and the service's own are never a caller's.
-	CallerLabels *[]string `yaml:"caller_labels"`
+	CallerLabels *[]string `yaml:"caller_labels,omitempty"`
 	// CreateLabels lets the service make a label the repository lacks
 	// (off: a caller's label must exist on the forge).
 	CreateLabels bool `yaml:"create_labels"`

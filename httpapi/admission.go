@@ -65,6 +65,11 @@ const (
 	// to arrive: a forge sends a delivery at once, a slow sender is cut
 	// off with 408 and its budget is free again.
 	PublicBodyTimeout = 5 * time.Second
+	// PublicBodyWait bounds how long an unauthenticated body waits for
+	// room in its budget: a burst of a provider's alerts gets in, one
+	// after another; a sender that would wait longer is answered 503 with
+	// Retry-After. A waiting request holds nothing, so it delays no other.
+	PublicBodyWait = time.Second
 	// WebhookBytesInFlight is the budget of each configured forge's
 	// deliveries being read and handled at once: four at its cap.
 	WebhookBytesInFlight = 4 * forge.MaxBodyBytes
@@ -322,7 +327,7 @@ func bodyWeight(r *http.Request) int64 {
 // the bytes until it calls release, once it has handled the body.
 func (s *Server) readPublicBody(w http.ResponseWriter, r *http.Request, pool string, limit, max int64, status int) ([]byte, func(), bool) {
 	b := s.admission.publicBudget(pool, limit)
-	if !b.tryTake("", max) {
+	if !b.take(r.Context(), s.clock, "", max, PublicBodyWait) {
 		w.Header().Set("Retry-After", "1")
 		s.writeProblem(w, problemOf(http.StatusServiceUnavailable, wq.EUNAVAILABLE, "busy",
 			"too many unauthenticated bodies are being received at once; try again shortly"))
@@ -358,7 +363,11 @@ func (s *Server) readPublicBody(w http.ResponseWriter, r *http.Request, pool str
 			s.problem(w, r, http.StatusRequestEntityTooLarge, wq.EINVALID, "body is larger than "+strconv.FormatInt(max, 10)+" bytes")
 			return nil, nil, false
 		}
-		return got.body, release, true
+		// Read: what it holds while it is handled is what it is, so that
+		// a burst of small deliveries is handled side by side.
+		held := int64(len(got.body))
+		b.give("", max-held)
+		return got.body, func() { b.give("", held) }, true
 	case <-timer.Chan():
 	case <-r.Context().Done():
 	}

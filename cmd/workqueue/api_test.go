@@ -24,6 +24,7 @@ import (
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/policy"
 )
 
 // apiWorld is a running workqueue serve in process, on a real Gitea.
@@ -253,7 +254,7 @@ func TestAPIInspectionRefusalsNameIndexPathAndRuleAndPushNothing(t *testing.T) {
 		{map[string]any{"action": "create", "file_path": "fine.txt", "content": "x"}, "fine.txt", mr.RulePathDuplicate},
 		{map[string]any{"action": "create", "file_path": "FINE.txt", "content": "x"}, "FINE.txt", mr.RulePathCaseCollision},
 		{map[string]any{"action": "create", "file_path": "secrets/key", "content": "x"}, "secrets/key", mr.RulePathBlocked},
-		{map[string]any{"action": "delete", "file_path": "team/CODEOWNERS"}, "team/CODEOWNERS", mr.RulePathBlocked},
+		{map[string]any{"action": "delete", "file_path": "team/CODEOWNERS"}, "team/CODEOWNERS", policy.RuleProtectedPath}, // the built-in list comes before the blocklist
 		{map[string]any{"action": "move", "file_path": "b"}, "b", mr.RulePreviousPath},
 		{map[string]any{"action": "create", "file_path": "b", "previous_path": "a", "content": "x"}, "b", mr.RuleUnexpectedField},
 		{map[string]any{"action": "update", "file_path": "b"}, "b", mr.RuleContentRequired},

@@ -578,7 +578,7 @@ func (h *hostile) outbound(ctx context.Context, conn *mcpConn, issue int64, assi
 			}
 		})
 	}
-	for _, text := range []string{fmt.Sprintf("Closes #%d", issue+1), "Fixes #1", "Resolves other/repo#1", fmt.Sprintf("closes #%d, #%d", issue, issue+2)} {
+	for _, text := range []string{fmt.Sprintf("Closes #%d", issue+1), fmt.Sprintf("Fixes #%d", issue+3), "Resolves other/repo#1", fmt.Sprintf("closes #%d, #%d", issue, issue+2)} {
 		try(ClassCloseOtherIssue, fmt.Sprintf("a description saying %q", text), func(a map[string]any) { a["description"] = text })
 		try(ClassCloseOtherIssue, fmt.Sprintf("a commit message saying %q", text), func(a map[string]any) { a["commit_message"] = "fix\n\n" + text })
 	}

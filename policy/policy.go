@@ -240,7 +240,7 @@ func Check(c Caller, p Project, w Write) Decision {
 		}
 	}
 	for i, l := range w.Labels {
-		if r := checkLabel(c, p, l); r != nil {
+		if r := checkLabel(c, p, w.Op, l); r != nil {
 			r.Field = fmt.Sprintf("labels[%d]", i)
 			if !add(r) {
 				return d
@@ -361,10 +361,14 @@ func checkTarget(p Project, w Write) *wq.Refusal {
 	return nil
 }
 
-// checkLabel holds one label to who may set it.
-func checkLabel(c Caller, p Project, l string) *wq.Refusal {
+// checkLabel holds one label to who may set it: the issues the service
+// files for incidents carry the labels the operator configured.
+func checkLabel(c Caller, p Project, op Op, l string) *wq.Refusal {
 	refuse := func(rule, format string, args ...any) *wq.Refusal {
 		return &wq.Refusal{Index: -1, Rule: rule, Message: fmt.Sprintf(format, args...)}
+	}
+	if c.Service && op == OpCreateIssue {
+		return nil // the operator's labels of an incident's issue (incidents.projects[].labels)
 	}
 	if slices.ContainsFunc(p.SteeringLabels, func(s string) bool { return strings.EqualFold(s, l) }) {
 		return refuse(RuleLabelReserved, "%q steers the control plane (blocked, priority): no write through the service sets it", l)

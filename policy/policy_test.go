@@ -245,3 +245,15 @@ func TestLabelsAreTheCallersOnlyWhereTheProjectSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// The issue the incident bridge files carries the labels the operator
+// configured for it, a priority among them; a caller's issue does not.
+func TestAnIncidentsIssueCarriesTheOperatorsLabels(t *testing.T) {
+	w := policy.Write{Op: policy.OpCreateIssue, Project: "o/r", Title: "checkout: TypeError", Body: "seen 12 times", Labels: []string{"incident", "priority/high"}}
+	if err := policy.Check(policy.Caller{Service: true}, project(), w).Err(); err != nil {
+		t.Errorf("the bridge's issue: %v", err)
+	}
+	if err := policy.Check(person, project(), w).Err(); err == nil {
+		t.Error("a caller's issue took a priority label")
+	}
+}

@@ -198,7 +198,18 @@ func Check(c Caller, p Project, w Write) Decision {
 	}
 	if len(d.Refusals) > 0 {
 		// The other rules quote what they refuse; a text that holds a
-		// secret is never quoted.
+		// secret is never quoted, not even as the path a refusal names.
+		flagged := map[string]bool{}
+		for _, r := range d.Refusals {
+			if strings.HasSuffix(r.Field, "_path") {
+				flagged[r.Path] = true
+			}
+		}
+		for _, r := range d.Refusals {
+			if flagged[r.Path] {
+				r.Path = ""
+			}
+		}
 		return d
 	}
 	mode := p.Protected.mode()

@@ -63,6 +63,9 @@ func TestTheOutboundPolicyRefusesBeforeAnythingReachesTheForge(t *testing.T) {
 		{"a secret in the title", policy.RuleSecret, "title", func(s map[string]any) { s["title"] = "token " + token }},
 		{"a secret in a label", policy.RuleSecret, "labels[0]", func(s map[string]any) { s["labels"] = []string{token} }},
 		{"a secret in the branch name", policy.RuleSecret, "source_branch", func(s map[string]any) { s["source_branch"] = "workqueue/" + token }},
+		{"a secret in a file's path", policy.RuleSecret, "file_actions[0].file_path", func(s map[string]any) {
+			s["file_actions"] = []map[string]any{{"action": "create", "file_path": "keys/" + token + ".txt", "content": "x\n"}}
+		}},
 		{"a secret in the commit message", policy.RuleSecret, "commit_message", func(s map[string]any) { s["commit_message"] = "x\n\n" + token }},
 		{"a release branch as the target", policy.RuleTargetNotAllowed, "target_branch", func(s map[string]any) { s["target_branch"] = "release" }},
 		{"the service's own branch as the target", policy.RuleTargetOwned, "target_branch", func(s map[string]any) { s["target_branch"] = "workqueue/other" }},

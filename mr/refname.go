@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/workqueue-dev/workqueue/secrets"
 )
 
 // RuleBranchNameInvalid refuses a source or target branch name that git
@@ -77,9 +79,9 @@ func CheckBranchName(name string) error {
 		case c == "":
 			return fmt.Errorf("empty path component (a leading, trailing or doubled /)")
 		case strings.HasPrefix(c, "."):
-			return fmt.Errorf("component %q starts with a dot", c)
+			return fmt.Errorf("component %q starts with a dot", secrets.Text(c))
 		case strings.HasSuffix(c, ".lock"):
-			return fmt.Errorf("component %q ends with .lock", c)
+			return fmt.Errorf("component %q ends with .lock", secrets.Text(c))
 		}
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/policy"
+	"github.com/workqueue-dev/workqueue/secrets"
 )
 
 // Submission is a caller's desired state for one merge request.
@@ -274,6 +275,8 @@ func labelsWith(labels []string, managed string) []string {
 	return slices.Compact(out)
 }
 
+// validate checks the submission's fields' shapes. A value it quotes is
+// redacted first: a refusal never carries a secret back (issue 48).
 func (s Submission) validate() error {
 	bad := func(field, format string, args ...any) error {
 		return wq.Errorf(wq.EINVALID, "%s: %s", field, fmt.Sprintf(format, args...))
@@ -282,7 +285,7 @@ func (s Submission) validate() error {
 	case s.Forge == "":
 		return bad("forge", "required")
 	case s.Project == "" || strings.HasPrefix(s.Project, "/") || strings.HasSuffix(s.Project, "/") || !strings.Contains(s.Project, "/"):
-		return bad("project", "want a full path such as group/name, got %q", s.Project)
+		return bad("project", "want a full path such as group/name, got %q", secrets.Text(s.Project))
 	case s.Title == "" || len(s.Title) > maxTitleBytes || !utf8.ValidString(s.Title) || strings.ContainsAny(s.Title, "\n\r\x00"):
 		return bad("title", "required, one line of at most %d bytes", maxTitleBytes)
 	case len(s.Description) > maxDescriptionBytes || !utf8.ValidString(s.Description):
@@ -294,16 +297,16 @@ func (s Submission) validate() error {
 	}
 	for i, l := range s.Labels {
 		if l == "" || len(l) > 100 || strings.ContainsAny(l, ",\n\r\x00") {
-			return bad(fmt.Sprintf("labels[%d]", i), "want a label name of at most 100 bytes without commas, got %q", l)
+			return bad(fmt.Sprintf("labels[%d]", i), "want a label name of at most 100 bytes without commas, got %q", secrets.Text(l))
 		}
 	}
 	for _, b := range []struct{ field, name string }{{"source_branch", s.SourceBranch}, {"target_branch", s.TargetBranch}} {
 		if err := CheckBranchName(b.name); err != nil {
-			return &Refusal{Index: -1, Field: b.field, Rule: RuleBranchNameInvalid, Message: fmt.Sprintf("%q: %v", b.name, err)}
+			return &Refusal{Index: -1, Field: b.field, Rule: RuleBranchNameInvalid, Message: fmt.Sprintf("%q: %v", secrets.Text(b.name), err)}
 		}
 	}
 	if len(s.AssignmentID) > 64 || strings.ContainsFunc(s.AssignmentID, func(r rune) bool { return r <= ' ' || r > '~' }) {
-		return bad("assignment_id", "want an assignment id of at most 64 printable characters, got %q", s.AssignmentID)
+		return bad("assignment_id", "want an assignment id of at most 64 printable characters, got %q", secrets.Text(s.AssignmentID))
 	}
 	if s.SourceBranch == s.TargetBranch {
 		return bad("source_branch", "must differ from target_branch")

@@ -167,3 +167,71 @@ func TestDemoInterruptStopsEverything(t *testing.T) {
 		})
 	}
 }
+
+// The stop command a --keep run prints (scripts/demo stop DIR) stops
+// exactly the demo's processes, found by their command lines: after Gitea
+// restarted gracefully under a new pid (it does on SIGHUP), the new one,
+// and it says which pid it stopped.
+func TestDemoStopFindsRestartedGitea(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(filepath.Join(root, "scripts/gitea"), "path").CombinedOutput(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("scripts/gitea path: %v: %s (scripts/test builds Gitea before the tests)", err, out)
+		}
+		t.Skipf("Gitea is not built (scripts/gitea build): %s", out)
+	}
+	dir := filepath.Join(t.TempDir(), "workqueue-demo.test")
+	start := exec.Command(filepath.Join(root, "scripts/gitea"), "start", filepath.Join(dir, "gitea"))
+	start.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // as the demo starts it
+	if out, err := start.CombinedOutput(); err != nil {
+		t.Fatalf("scripts/gitea start: %v\n%s", err, out)
+	}
+	gitea := func() []int {
+		var pids []int
+		for _, p := range processesMentioning(t, dir) {
+			if pid, err := strconv.Atoi(p[:strings.Index(p, ":")]); err == nil && strings.Contains(p, "custom/conf/app.ini") {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	t.Cleanup(func() {
+		for _, pid := range gitea() {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	first := gitea()
+	if len(first) != 1 {
+		t.Fatalf("Gitea processes after the start: %v", first)
+	}
+	if err := syscall.Kill(first[0], syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	var restarted []int
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		restarted = gitea()
+		if len(restarted) == 1 && restarted[0] != first[0] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Gitea did not restart under a new pid after SIGHUP: before %v, now %v", first, restarted)
+		}
+	}
+
+	out, err := exec.Command(filepath.Join(root, "scripts/demo"), "stop", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/demo stop: %v\n%s", err, out)
+	}
+	if want := "stopped the demo's Gitea (pid " + strconv.Itoa(restarted[0]) + ")"; !strings.Contains(string(out), want) {
+		t.Errorf("scripts/demo stop said %q, want %q", out, want)
+	}
+	if left := processesMentioning(t, dir); len(left) > 0 {
+		t.Errorf("still running after scripts/demo stop:\n%s", strings.Join(left, "\n"))
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("scripts/demo stop left %s (stat: %v)", dir, err)
+	}
+}

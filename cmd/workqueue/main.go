@@ -210,6 +210,10 @@ func newServeMain(cmd *cobra.Command, cfg config.Config) *Main {
 	if file, _ := cmd.Flags().GetString("config"); file == "" {
 		m.AdminTokenFile = adminTokenFile
 		m.Config.Audit.Sinks = append(m.Config.Audit.Sinks, config.AuditSink{Kind: config.AuditDir, Path: defaultAuditDir})
+	} else {
+		// A file may name the same token (the example does), so that the
+		// README's next step keeps the token its first step made.
+		m.AdminTokenFile = cfg.Auth.AdminTokenFile
 	}
 	return m
 }

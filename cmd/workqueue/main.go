@@ -61,6 +61,7 @@ unreachable, or the token missing or refused).`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.PersistentFlags().Bool("verbose", false, "on an error, also print the underlying error chain (a failed connection's Go error)")
 	root.AddCommand(newBenchCommand()) // measurements of this build, not operations (bench.go)
 	root.Version = buildVersion()
 	root.SetVersionTemplate("{{.Version}}")

@@ -29,7 +29,11 @@ func exampleHostWarnings(doc *yaml.Node) Problems {
 			}
 		case yaml.SequenceNode:
 			for i, c := range n.Content {
-				walk(c, field+"["+strconv.Itoa(i)+"]")
+				key := strconv.Itoa(i)
+				if c.Kind == yaml.MappingNode && mappingValue(c, "name") != "" {
+					key = mappingValue(c, "name") // forges[gitea], as other problems name it
+				}
+				walk(c, field+"["+key+"]")
 			}
 		case yaml.ScalarNode:
 			if host := exampleHost(n.Value); host != "" {

@@ -34,7 +34,7 @@ auth:
 			got = append(got, p.Field+"@"+itoa(p.Line))
 		}
 	}
-	want := []string{"public_url@1", "forges[0].url@3", "auth.introspection.url@8", "auth.rules[0].issuer@10"}
+	want := []string{"public_url@1", "forges[g].url@3", "auth.introspection.url@8", "auth.rules[ci].issuer@10"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("example-host warnings (-want +got):\n%s\nall problems: %v", diff, problemLines(problems))
 	}

@@ -15,6 +15,11 @@ import (
 // Auth configures who may call the API.
 type Auth struct {
 	Tokens []Token `yaml:"tokens"`
+	// AdminTokenFile names a file holding an admin API token, created
+	// (mode 0600) on first start when missing; relative to the working
+	// directory. Serve without a config file uses workqueue-admin.token.
+	// Empty: no such token.
+	AdminTokenFile string `yaml:"admin_token_file"`
 	// Rules map remote identities (JWT claims of an issuer, or an
 	// introspected user's groups) to permissions (DDR-21..23).
 	Rules []Rule `yaml:"rules"`

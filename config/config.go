@@ -256,6 +256,7 @@ func parse(r io.Reader) (Config, *yaml.Node, Problems) {
 		}
 	}
 	problems = append(problems, cfg.typeWarnings(&doc)...)
+	problems = append(problems, exampleHostWarnings(&doc)...)
 	slices.SortStableFunc(problems, func(a, b *Problem) int { return cmpLine(a.Line, b.Line) })
 	return cfg, &doc, problems
 }

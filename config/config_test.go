@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
 
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
@@ -28,17 +29,64 @@ func TestExampleConfigLoads(t *testing.T) {
 		MaxFileBytes: 1048576, MaxTotalBytes: 10485760, AutoMerge: true,
 		ProtectedPaths: config.ProtectedPaths{Mode: config.ProtectedRefuse, Add: []string{}}}}
 	want.Auth.Tokens = []config.Token{}
-	want.Auth.Rules = []config.Rule{
+	// The example runs as the README's third step: it keeps the admin
+	// token of the first, and its rules and introspection, whose hosts
+	// are placeholders, are commented out (issue 55).
+	want.Auth.AdminTokenFile = "workqueue-admin.token"
+	if diff := cmp.Diff(want, cfg); diff != "" {
+		t.Errorf("example config differs from the defaults it claims to show (-want +got):\n%s", diff)
+	}
+
+	// Uncommented, the rules and introspection it shows still parse as
+	// the rules they document.
+	b, err := os.ReadFile("../workqueue.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown struct {
+		Auth struct {
+			Rules         []config.Rule `yaml:"rules"`
+			Introspection struct {
+				URL string `yaml:"url"`
+			} `yaml:"introspection"`
+		} `yaml:"auth"`
+	}
+	if err := yaml.Unmarshal([]byte(uncommentAuth(string(b))), &shown); err != nil {
+		t.Fatalf("the example with its commented keys shown: %v", err)
+	}
+	wantRules := []config.Rule{
 		{Name: "app-ci", Issuer: "https://gitlab.example.com", IdentityClaim: "project_path", Permissions: []string{"submit", "read"},
 			Projects: []string{"group/app"}, Claims: map[string]any{"aud": "workqueue", "project_path": "group/app", "ref_protected": true}},
 		{Name: "ci-pods", Issuer: "k8s", Permissions: []string{"submit", "read"},
 			Claims: map[string]any{"aud": "workqueue", "/kubernetes.io/namespace": "ci"}},
 		{Name: "admins", Groups: []string{"wq-admins"}, Permissions: []string{"admin"}},
 	}
-	want.Auth.Introspection.URL = "https://api.cluster.example.com:6443/apis/user.openshift.io/v1/users/~"
-	if diff := cmp.Diff(want, cfg); diff != "" {
-		t.Errorf("example config differs from the defaults it claims to show (-want +got):\n%s", diff)
+	if diff := cmp.Diff(wantRules, shown.Auth.Rules); diff != "" {
+		t.Errorf("the example's commented rules (-want +got):\n%s", diff)
 	}
+	if got, want := shown.Auth.Introspection.URL, "https://api.cluster.example.com:6443/apis/user.openshift.io/v1/users/~"; got != want {
+		t.Errorf("the example's commented introspection url = %q, want %q", got, want)
+	}
+}
+
+// uncommentAuth shows the example's commented-out auth.rules and
+// auth.introspection.url: it removes one "# " from each of their lines.
+func uncommentAuth(example string) string {
+	lines := strings.Split(example, "\n")
+	rules := false
+	for i, l := range lines {
+		t := strings.TrimLeft(l, " ")
+		switch {
+		case strings.HasPrefix(t, "# rules:"):
+			rules = true
+		case !strings.HasPrefix(t, "#"):
+			rules = false
+		}
+		if rules || strings.HasPrefix(t, "# url:") {
+			lines[i] = l[:len(l)-len(t)] + strings.TrimPrefix(t, "# ")
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 func TestEmptyDocumentGivesDefaults(t *testing.T) {

@@ -167,6 +167,19 @@ func forgeFailure(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
+// missingTargetError is an item's target branch that its project does
+// not have: permanent, and said without the forge's error chain, which
+// it wraps for errors.Is and errors.As.
+type missingTargetError struct {
+	branch, project string
+	err             error
+}
+
+func (e missingTargetError) Error() string {
+	return fmt.Sprintf("the target branch %q does not exist on %s", e.branch, e.project)
+}
+func (e missingTargetError) Unwrap() []error { return []error{wq.ErrPermanent, e.err} }
+
 func dim(name, status string, pendingUntil time.Time) wq.DimensionUpdate {
 	return wq.DimensionUpdate{DimensionKey: wq.DimensionKey{Dimension: name}, Status: status, PendingUntil: pendingUntil}
 }
@@ -237,6 +250,14 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		// tree, read once before the first write, gives the modes to keep
 		// and the names a change may not collide with.
 		entries, err := f.ReadTree(ctx, d.Project, d.TargetBranch)
+		if wq.IsForgeError(err, wq.ForgeNotFound) {
+			// Said in words, once: the forge's own answer (Gitea's "sha
+			// not found [nope]") names neither the branch nor the
+			// project (issue 55). Not found here is nearly always the
+			// branch: a project that is missing altogether is refused
+			// at submission when its default branch cannot be read.
+			return missingTargetError{branch: d.TargetBranch, project: d.Project, err: err}
+		}
 		if err != nil {
 			return forgeFailure("read the target's tree", err)
 		}

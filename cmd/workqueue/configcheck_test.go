@@ -47,8 +47,9 @@ projects: [{match: 'a/*', forge: github}]
 	for _, p := range r.Problems {
 		got = append(got, strings.Join([]string{p.Field, string(rune('0' + p.Line))}, "@"))
 	}
-	// handled_types@2 is the warning that mr items would wait: mrs is no type.
-	want := []string{"lisen@1", "handled_types[0]@2", "handled_types@2", "forges[gl].token@3", "projects[0].forge@4"}
+	// handled_types@2 is the warning that mr items would wait: mrs is no
+	// type; forges[gl].url@3 the warning that its host is a placeholder.
+	want := []string{"lisen@1", "handled_types[0]@2", "handled_types@2", "forges[gl].url@3", "forges[gl].token@3", "projects[0].forge@4"}
 	if !slices.Equal(got, want) {
 		t.Errorf("problems %v, want %v", got, want)
 	}
@@ -57,7 +58,7 @@ projects: [{match: 'a/*', forge: github}]
 	}
 	out, _, code = runCLI(t, "config", "check", "-o", "yaml", file)
 	var y checkReport
-	if code != exitFailed || yaml.Unmarshal([]byte(out), &y) != nil || len(y.Problems) != 5 {
+	if code != exitFailed || yaml.Unmarshal([]byte(out), &y) != nil || len(y.Problems) != 6 {
 		t.Errorf("-o yaml: exit %d\n%s", code, out)
 	}
 }

@@ -71,6 +71,11 @@ done, which releases its leases.`, func(f *clientFlags) []*cobra.Command {
 				return call(cmd, f, http.MethodGet, "/api/v1/sessions", nil, nil, func(w io.Writer, out *struct {
 					Sessions []cp.SessionView `json:"sessions"`
 				}) {
+					if len(out.Sessions) == 0 {
+						emptyHint(w, "no sessions: no agent has registered one with this token (an admin's lists everyone's)",
+							"an agent starts one with 'workqueue sessions register --role author' (docs/agents.md)")
+						return
+					}
 					printTable(w, "ID\tROLE\tSTATUS\tNAME\tHEARTBEAT", len(out.Sessions), func(i int) []any {
 						s := out.Sessions[i]
 						return []any{s.ID, s.Role, s.Status, s.Name, s.HeartbeatAt.Format(time.RFC3339)}
@@ -205,6 +210,19 @@ also --operator-authorized as an admin, or --dead-process,
 				return call(cmd, f, http.MethodGet, "/api/v1/leases", q, nil, func(w io.Writer, out *struct {
 					Leases []cp.Lease `json:"leases"`
 				}) {
+					if len(out.Leases) == 0 {
+						switch {
+						case session != "" || work != "":
+							emptyHint(w, "no leases match --session or --work", "'workqueue leases list --all' lists every lease, ended ones too")
+						case all:
+							emptyHint(w, "no leases: no session has held work yet",
+								"a session takes work with 'workqueue allocate --session ID --apply'")
+						default:
+							emptyHint(w, "no active leases: no session holds work now (--all shows ended ones)",
+								"a session takes work with 'workqueue allocate --session ID --apply'")
+						}
+						return
+					}
 					printTable(w, "ID\tSTATE\tSESSION\tWORK\tEXPIRES", len(out.Leases), func(i int) []any {
 						l := out.Leases[i]
 						return []any{l.ID, l.State, l.SessionID, l.WorkID, l.ExpiresAt.Format(time.RFC3339)}
@@ -294,6 +312,15 @@ func newWorkCommand() *cobra.Command {
 					return call(cmd, f, http.MethodGet, "/api/v1/work", q, nil, func(w io.Writer, out *struct {
 						Work []cp.Work `json:"work"`
 					}) {
+						if len(out.Work) == 0 {
+							if len(q) > 0 {
+								emptyHint(w, "no work matches these filters", "'workqueue work list' lists the whole inventory")
+							} else {
+								emptyHint(w, "no work: the inventory is empty; it holds the open issues and pull requests of the repositories control_plane.repos names",
+									"configure control_plane.repos (workqueue.example.yaml shows how) and restart serve; the inventory syncs at start and every control_plane.sync_interval")
+							}
+							return
+						}
 						printTable(w, "KIND\tREPO\tNUMBER\tSTATE\tREVIEW\tTITLE", len(out.Work), func(i int) []any {
 							x := out.Work[i]
 							return []any{x.Kind, x.Repo, x.Number, x.State, x.ReviewState, x.Title}

@@ -374,6 +374,10 @@ prints continues from where it stopped.`,
 				ids[i] = it.ID
 			}
 			return flags.print(cmd.OutOrStdout(), map[string]any{"items": items, "next_cursor": next}, ids, func(w io.Writer) {
+				if len(items) == 0 {
+					emptyItemsHint(w, itemType != "" || phase != "" || forge != "" || project != "" || title != "", cursor != "", next)
+					return
+				}
 				printItemTable(w, items, next)
 			})
 		},
@@ -568,7 +572,7 @@ func waitItem(cmd *cobra.Command, flags *clientFlags, c *client.Client, id strin
 			}
 			// The server restarting, or a proxy before it: keep
 			// following, less often, until it answers again.
-			fmt.Fprintf(cmd.ErrOrStderr(), "workqueue: %v; retrying in %s\n", err, backoff)
+			fmt.Fprintf(cmd.ErrOrStderr(), "workqueue: %v; retrying in %s\n", asUnreachable(cmd, err), backoff)
 			select {
 			case <-cmd.Context().Done():
 				return cmd.Context().Err()
@@ -591,6 +595,12 @@ func waitItem(cmd *cobra.Command, flags *clientFlags, c *client.Client, id strin
 			case flags.output == "yaml":
 				fmt.Fprintln(out, "---")
 				printYAML(out, it)
+			case terminal && it.Error != "":
+				// The error is said once, by the itemFailedError
+				// returned below (issue 55: it was printed twice).
+				quiet := *it
+				quiet.Error = ""
+				fmt.Fprintf(out, "%s  %s\n", time.Now().Format("15:04:05"), progressLine(&quiet))
 			default:
 				fmt.Fprintf(out, "%s  %s\n", time.Now().Format("15:04:05"), line)
 			}
@@ -838,6 +848,30 @@ func printJSON(w io.Writer, v any) error {
 }
 
 // printTable prints a header and n rows, aligned in columns.
+// emptyHint says, in place of an empty table, why it is empty and what
+// to do next (issue 55).
+func emptyHint(w io.Writer, why, next string) {
+	fmt.Fprintf(w, "%s.\nnext: %s.\n", why, next)
+}
+
+// emptyItemsHint is items list's empty answer: with filters, that none
+// matched (and where to read on when the scan stopped); without, that
+// nothing was submitted yet.
+func emptyItemsHint(w io.Writer, filtered, cursor bool, next string) {
+	switch {
+	case cursor && next == "":
+		emptyHint(w, "no more items after that cursor", "'workqueue items list' starts from the newest")
+	case next != "":
+		emptyHint(w, "no items match these filters among those read", "read on with --cursor "+next)
+	case filtered:
+		emptyHint(w, "no items match these filters", "'workqueue items list' lists every item")
+	default:
+		emptyHint(w, "no items: nothing has been submitted to this server yet",
+			"submit a change with 'workqueue items submit' (see its --help), or have an agent or a CI job submit one; "+
+				"the server processes it only if its handled_types include the item's type")
+	}
+}
+
 func printTable(w io.Writer, header string, n int, row func(i int) []any) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, header)

@@ -61,6 +61,7 @@ unreachable, or the token missing or refused).`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.PersistentFlags().Bool("verbose", false, "on an error, also print the underlying error chain (a failed connection's Go error)")
 	root.AddCommand(newBenchCommand()) // measurements of this build, not operations (bench.go)
 	root.Version = buildVersion()
 	root.SetVersionTemplate("{{.Version}}")
@@ -210,6 +211,10 @@ func newServeMain(cmd *cobra.Command, cfg config.Config) *Main {
 	if file, _ := cmd.Flags().GetString("config"); file == "" {
 		m.AdminTokenFile = adminTokenFile
 		m.Config.Audit.Sinks = append(m.Config.Audit.Sinks, config.AuditSink{Kind: config.AuditDir, Path: defaultAuditDir})
+	} else {
+		// A file may name the same token (the example does), so that the
+		// README's next step keeps the token its first step made.
+		m.AdminTokenFile = cfg.Auth.AdminTokenFile
 	}
 	return m
 }

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"io"
+	"os"
+
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/workqueue-dev/workqueue/mcpserver"
 )
@@ -48,10 +53,39 @@ The server and token come from $WORKQUEUE_URL and $WORKQUEUE_TOKEN, or
 			if err != nil {
 				return err
 			}
+			if stdinIsTerminal(cmd.InOrStdin()) {
+				server, _, _ := flags.resolve()
+				fmt.Fprint(cmd.ErrOrStderr(), mcpTerminalNotice(server))
+			}
 			return mcpserver.ServeIO(cmd.Context(), c, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 	flags.register(cmd)
 	_ = cmd.PersistentFlags().MarkHidden("output") // MCP is the only output
 	return cmd
+}
+
+// stdinIsTerminal reports whether r is a terminal; a variable so that
+// tests can pretend it is.
+var stdinIsTerminal = func(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// mcpTerminalNotice is what mcp says on standard error when a person
+// starts it on a terminal, where it would otherwise wait in silence for
+// an agent runtime's JSON-RPC (issue 55). It still serves afterwards.
+func mcpTerminalNotice(server string) string {
+	return `workqueue mcp: this is an MCP server for an AI agent's runtime, not an
+interactive command. It speaks MCP (JSON-RPC, one message a line) on
+standard input and output, calling the workqueue server at ` + server + `.
+An agent's MCP client starts it itself; in the client's configuration:
+
+  {"mcpServers": {"workqueue": {"command": "workqueue", "args": ["mcp"],
+    "env": {"WORKQUEUE_URL": "` + server + `", "WORKQUEUE_TOKEN": "<token with permission agent>"}}}}
+
+A client that connects by URL uses ` + server + `/mcp instead. See
+'workqueue mcp --help' and docs/agents.md. Waiting for MCP messages on
+standard input (Ctrl-D or Ctrl-C ends it).
+`
 }

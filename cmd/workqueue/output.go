@@ -191,6 +191,7 @@ func reportError(stderr io.Writer, cmd *cobra.Command, err error) int {
 	if errors.As(err, &exit) {
 		return code // the command printed its answer already
 	}
+	err = asUnreachable(cmd, err)
 	if cmd != nil {
 		if f := cmd.Flags().Lookup("output"); f != nil && f.Value.String() == "json" {
 			p := errorProblem(err)
@@ -200,6 +201,7 @@ func reportError(stderr io.Writer, cmd *cobra.Command, err error) int {
 		}
 	}
 	fmt.Fprintln(stderr, "workqueue:", err)
+	printUnreachable(stderr, cmd, err)
 	var cerr *client.Error
 	if errors.As(err, &cerr) && len(cerr.Problem.Refusals) > 1 {
 		// Every refusal, one a line: the caller fixes them in one go.

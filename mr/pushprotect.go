@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/bmatcuk/doublestar/v4"
-
+	"github.com/workqueue-dev/workqueue/policy"
 	"github.com/workqueue-dev/workqueue/secrets"
 )
 
@@ -14,26 +13,9 @@ import (
 // column and the scanner's rule, never the secret itself.
 const RuleSecret = "secret_detected"
 
-// SecretAllow lets findings through push protection: those in files
-// matching one of Paths (doublestar globs), of one of Rules (all rules
-// when empty).
-type SecretAllow struct {
-	Paths []string
-	Rules []string
-}
-
-// allows reports whether a finding of rule in file path is allowed.
-func (a SecretAllow) allows(path, rule string) bool {
-	if len(a.Rules) > 0 && !slices.Contains(a.Rules, rule) {
-		return false
-	}
-	for _, g := range a.Paths {
-		if ok, _ := doublestar.Match(g, path); ok {
-			return true
-		}
-	}
-	return false
-}
+// SecretAllow lets findings through push protection: the outbound
+// policy's, which the forge's guard applies to the same contents again.
+type SecretAllow = policy.SecretAllow
 
 // scanSecrets is push protection for a change (seed 000's content
 // validation, GitHub's push protection as users know it): every content
@@ -68,7 +50,7 @@ func scanSecrets(actions []FileAction, p Policy) []*Refusal {
 			continue
 		}
 		for _, f := range secrets.Scan(content) {
-			if slices.ContainsFunc(p.SecretAllowlist, func(al SecretAllow) bool { return al.allows(a.FilePath, f.Rule) }) {
+			if slices.ContainsFunc(p.SecretAllowlist, func(al SecretAllow) bool { return al.Allows(a.FilePath, f.Rule) }) {
 				continue
 			}
 			out = append(out, &Refusal{Index: i, Path: a.FilePath, Rule: RuleSecret, Message: fmt.Sprintf(

@@ -71,7 +71,8 @@ type SecretAllow struct {
 	Rules []string
 }
 
-func (a SecretAllow) allows(path, rule string) bool {
+// Allows reports whether a finding of rule in file path is let through.
+func (a SecretAllow) Allows(path, rule string) bool {
 	if len(a.Rules) > 0 && !slices.Contains(a.Rules, rule) {
 		return false
 	}
@@ -187,7 +188,7 @@ func Check(c Caller, p Project, w Write) Decision {
 			continue
 		}
 		for _, s := range secrets.Scan(f.Content) {
-			if slices.ContainsFunc(p.SecretAllowlist, func(a SecretAllow) bool { return a.allows(f.Path, s.Rule) }) {
+			if slices.ContainsFunc(p.SecretAllowlist, func(a SecretAllow) bool { return a.Allows(f.Path, s.Rule) }) {
 				continue
 			}
 			if !add(&wq.Refusal{Index: i, Path: f.Path, Field: fmt.Sprintf("file_actions[%d].content", i), Rule: RuleSecret,

@@ -89,16 +89,13 @@ func Project(c config.Config) func(forge, project string) (mr.Project, bool) {
 		if !ok {
 			return mr.Project{}, false
 		}
-		allow := make([]mr.SecretAllow, len(p.Policy.SecretAllowlist))
-		for i, a := range p.Policy.SecretAllowlist {
-			allow[i] = mr.SecretAllow{Paths: a.Paths, Rules: a.Rules}
-		}
+		outbound := policy.ForConfig(c, forge)(project)
 		return mr.Project{
 			Policy: mr.Policy{BlockedPaths: p.Policy.BlockedPaths, MaxFileBytes: p.Policy.MaxFileBytes, MaxTotalBytes: p.Policy.MaxTotalBytes,
 				AllowBinary: p.Policy.AllowBinary, AllowGitConfigFiles: p.Policy.AllowGitConfigFiles, AllowSecrets: p.Policy.AllowSecrets,
-				SecretAllowlist: allow},
+				SecretAllowlist: outbound.SecretAllowlist},
 			AutoMerge: p.AutoMerge, Label: p.Label, BranchPrefix: p.BranchPrefix, FileModes: p.FileModes,
-			Outbound: policy.ForConfig(c, forge)(project), ReviewLabel: c.MR.ReviewLabel,
+			Outbound: outbound, ReviewLabel: c.MR.ReviewLabel,
 		}, true
 	}
 }

@@ -69,6 +69,9 @@ type Config struct {
 	Dashboard Dashboard `yaml:"dashboard"`
 	// Limits are the per-identity write budgets (config/limits.go).
 	Limits Limits `yaml:"limits"`
+	// Hooks configures serve's check and repair of the projects'
+	// webhooks (config/hooks.go).
+	Hooks Hooks `yaml:"hooks"`
 }
 
 // Processing tunes the engine; see EngineConfig for each field's meaning.
@@ -174,6 +177,7 @@ func Default() Config {
 		ControlPlane: defaultControlPlane(),
 		Metrics:      Metrics{Enabled: true},
 		Limits:       defaultLimits(),
+		Hooks:        defaultHooks(),
 	}
 }
 
@@ -371,6 +375,7 @@ func (c Config) Validate() error {
 	c.validateIncidents(bad)
 	c.Herder.validate(bad)
 	c.validateMetrics(bad)
+	c.validateHooks(bad)
 	c.validateDashboard(bad)
 	return errors.Join(errs...)
 }

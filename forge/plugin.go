@@ -64,6 +64,11 @@ type Plugin struct {
 	// and records this form records what the forge receives. nil: the
 	// kind sends such texts as they are (Plugin.Inert).
 	InertText func(text string) string
+
+	// MinVersion is the oldest server version the kind's adapter works
+	// with ("1.26.0"); serve refuses a forge below it and config check
+	// --online reports it (CheckVersion). "": every version.
+	MinVersion string
 }
 
 // Inert is p.InertText(text), or text where the kind has none.

@@ -29,6 +29,8 @@ type Metrics struct {
 	forgeSeconds      *prometheus.HistogramVec
 	jwksFetches       *prometheus.CounterVec
 	webhookDeliveries *prometheus.CounterVec
+	webhookChecks     *prometheus.CounterVec
+	webhookBroken     *prometheus.GaugeVec
 	allocations       *prometheus.CounterVec
 	gateRefusals      *prometheus.CounterVec
 	auditWritten      *prometheus.CounterVec
@@ -100,6 +102,11 @@ func New() *Metrics {
 		webhookDeliveries: f.counter("workqueue_webhook_deliveries_total",
 			"Webhook deliveries, by forge and outcome (stored, duplicate, ignored, refused_signature, invalid, unknown_forge, error).",
 			"forge", "outcome"),
+		webhookChecks: f.counter("workqueue_webhook_checks_total",
+			"Checks of a project's webhook by serve (hooks.check_interval), by forge and outcome (ok, repaired, broken: found wrong and not repaired, error: the forge did not answer).",
+			"forge", "outcome"),
+		webhookBroken: f.gauge("workqueue_webhook_broken_projects",
+			"Projects whose webhook the last check found wrong and left so (hooks.repair off, or the repair failed), by forge.", "forge"),
 		allocations: f.counter("workqueue_cp_allocations_total",
 			"Control plane allocation answers, by outcome (assigned, preview, wait, no_safe_work, error).", "outcome"),
 		gateRefusals: f.counter("workqueue_cp_gate_refusals_total",
@@ -176,6 +183,12 @@ func (f factory) counter(name, help string, labels ...string) *prometheus.Counte
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	f.reg.MustRegister(c)
 	return c
+}
+
+func (f factory) gauge(name, help string, labels ...string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	f.reg.MustRegister(g)
+	return g
 }
 
 func (f factory) plainCounter(name, help string) prometheus.Counter {
@@ -273,6 +286,24 @@ func (m *Metrics) WebhookDelivery(forge, outcome string) {
 		return
 	}
 	m.webhookDeliveries.WithLabelValues(forge, outcome).Inc()
+}
+
+// WebhookChecked counts one check of a project's webhook with its
+// outcome (ok, repaired, broken, error).
+func (m *Metrics) WebhookChecked(forge, outcome string) {
+	if m == nil {
+		return
+	}
+	m.webhookChecks.WithLabelValues(forge, outcome).Inc()
+}
+
+// WebhooksBroken sets how many projects of a forge the last check left
+// with a wrong webhook.
+func (m *Metrics) WebhooksBroken(forge string, n int) {
+	if m == nil {
+		return
+	}
+	m.webhookBroken.WithLabelValues(forge).Set(float64(n))
 }
 
 // Allocated counts one control plane allocation answer.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -293,4 +294,51 @@ func (g *guardCI) RetryJob(ctx context.Context, project string, pipelineID, jobI
 		return 0, err
 	}
 	return g.ci.RetryJob(ctx, project, pipelineID, jobID)
+}
+
+// The forge's checks (issue 50) pass the guard as DefaultBranch does: the
+// guard has every one, and answers an error wrapping errors.ErrUnsupported
+// where its adapter lacks it, so that a caller reports "not checked".
+
+// errUnsupported is the guard's answer for a capability its adapter
+// lacks.
+func (g *guard) errUnsupported(what string) error {
+	return &wq.ForgeError{Kind: wq.ForgePermanent, Op: fmt.Sprintf("%s on %s", what, g.name),
+		Message: "the " + g.Forge.Kind() + " adapter cannot " + what, Err: errors.ErrUnsupported}
+}
+
+// ServerVersion reads the forge's version (wq.VersionReader).
+func (g *guard) ServerVersion(ctx context.Context) (string, error) {
+	if v, ok := g.Forge.(wq.VersionReader); ok {
+		return v.ServerVersion(ctx)
+	}
+	return "", g.errUnsupported("read its version")
+}
+
+// ProjectSettings reads a project's safety settings (wq.SettingsReader).
+func (g *guard) ProjectSettings(ctx context.Context, project string) ([]wq.ProjectSetting, error) {
+	if s, ok := g.Forge.(wq.SettingsReader); ok {
+		return s.ProjectSettings(ctx, project)
+	}
+	return nil, g.errUnsupported("read project settings")
+}
+
+// InspectWebhook reads a project's webhook (wq.WebhookInspector).
+func (g *guard) InspectWebhook(ctx context.Context, project, url string) (wq.WebhookHealth, error) {
+	if w, ok := g.Forge.(wq.WebhookInspector); ok {
+		return w.InspectWebhook(ctx, project, url)
+	}
+	return wq.WebhookHealth{}, g.errUnsupported("read webhooks")
+}
+
+// ResetWebhookSecret is a write, checked as EnsureWebhook is
+// (wq.WebhookSecretResetter); without it in the adapter, EnsureWebhook.
+func (g *guard) ResetWebhookSecret(ctx context.Context, project, url, secret string) (wq.WebhookOutcome, error) {
+	if err := g.check(ctx, Write{Op: OpWebhook, Project: project}); err != nil {
+		return "", err
+	}
+	if r, ok := g.Forge.(wq.WebhookSecretResetter); ok {
+		return r.ResetWebhookSecret(ctx, project, url, secret)
+	}
+	return g.Forge.EnsureWebhook(ctx, project, url, secret)
 }

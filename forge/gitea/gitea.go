@@ -803,56 +803,6 @@ func (f *Forge) ListProjects(ctx context.Context) ([]string, error) {
 // labelled; comments too, which are acknowledged and ignored).
 var HookEvents = []string{"pull_request", "issues", "push", "status", "workflow_run", "workflow_job"}
 
-// EnsureWebhook makes a Gitea hook to url send HookEvents, signed with
-// secret.
-func (f *Forge) EnsureWebhook(ctx context.Context, project, url, secret string) (wq.WebhookOutcome, error) {
-	owner, repo, err := splitProject(project)
-	if err != nil {
-		return "", err
-	}
-	var found *sdk.Hook
-	for page := 1; found == nil; page++ {
-		var hooks []*sdk.Hook
-		err = f.call(ctx, "list hooks of "+project, func(c *sdk.Client) (resp *sdk.Response, err error) {
-			hooks, resp, err = c.ListRepoHooks(owner, repo, sdk.ListHooksOptions{ListOptions: sdk.ListOptions{Page: page, PageSize: 50}})
-			return resp, err
-		})
-		if err != nil {
-			return "", err
-		}
-		for _, h := range hooks {
-			if h.Config["url"] == url {
-				found = h
-			}
-		}
-		if len(hooks) < 50 {
-			break
-		}
-	}
-	config := map[string]string{"url": url, "content_type": "json", "secret": secret}
-	if found == nil {
-		err = f.call(ctx, "create hook on "+project, func(c *sdk.Client) (*sdk.Response, error) {
-			_, resp, err := c.CreateRepoHook(owner, repo, sdk.CreateHookOption{Type: sdk.HookTypeGitea, Active: true,
-				Events: HookEvents, Config: config})
-			return resp, err
-		})
-		return wq.WebhookCreated, err
-	}
-	missing := !found.Active || found.Config["content_type"] != "json"
-	for _, e := range HookEvents {
-		missing = missing || !slices.Contains(found.Events, e)
-	}
-	if !missing {
-		return wq.WebhookFound, nil
-	}
-	active := true
-	err = f.call(ctx, "update hook on "+project, func(c *sdk.Client) (*sdk.Response, error) {
-		return c.EditRepoHook(owner, repo, found.ID, sdk.EditHookOption{Active: &active,
-			Events: slices.Concat(found.Events, HookEvents), Config: config})
-	})
-	return wq.WebhookUpdated, err
-}
-
 // CompareTrees reads the trees of base and head (git/trees, recursive)
 // and compares their entries' blob SHAs and modes: two calls whatever the
 // number of changed paths, and one more per further 1000 entries of a

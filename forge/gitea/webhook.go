@@ -371,4 +371,7 @@ var Plugin = forge.Plugin{
 	JobPage:      jobPage,
 	// Gitea's ChangeFiles writes regular files only: no chmod.
 	SetsFileModes: false,
+	// Force-push through ChangeFiles, Actions jobs and their reruns, and
+	// review staleness came with 1.26 (docs/forge-checks.md).
+	MinVersion: ServerVersion,
 }

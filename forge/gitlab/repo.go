@@ -19,3 +19,9 @@ func (f *Forge) DefaultBranch(ctx context.Context, project string) (string, erro
 	})
 	return branch, err
 }
+
+// MinServerVersion is the oldest GitLab the adapter supports: it reads
+// detailed_merge_status (15.6) with the values of 17.x (requested_changes),
+// and the hooks' alert_status and disabled_until. It is tested against
+// gitlabtest, which follows GitLab 17.x.
+const MinServerVersion = "17.0.0"

@@ -43,6 +43,9 @@ var Plugin = forge.Plugin{
 	JobPage:       jobPage,
 	SetsFileModes: true,  // the commits API's execute_filemode
 	InertText:     Inert, // quick actions in descriptions and notes
+	// detailed_merge_status (15.6), requested_changes in it and the
+	// hooks' alert_status and disabled_until (docs/forge-checks.md).
+	MinVersion: MinServerVersion,
 }
 
 // verifyToken checks a delivery's X-Gitlab-Token, which GitLab sends as

@@ -100,6 +100,30 @@ type Server struct {
 	hooks  *deliverer
 	users  map[string]int    // username → id, for payloads that name users by id
 	tokens map[string]string // token → username
+
+	// version is what GET /version answers (SetVersion); freeTier makes
+	// the approvals API answer 404, as GitLab Free does (SetFreeTier).
+	version  string
+	freeTier bool
+}
+
+// DefaultVersion is the version the server reports until SetVersion.
+const DefaultVersion = "17.5.0-ee"
+
+// SetVersion changes what GET /version reports, as an upgrade or a
+// downgrade of the instance would.
+func (s *Server) SetVersion(v string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.version = v
+}
+
+// SetFreeTier makes the approvals API (GitLab Premium) answer 404, as it
+// does on GitLab Free, or answer again.
+func (s *Server) SetFreeTier(free bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.freeTier = free
 }
 
 type project struct {
@@ -121,6 +145,9 @@ type project struct {
 	// labels are the labels made on the project (AddLabel); GitLab also
 	// makes every label a merge request or an issue is given.
 	labels []string
+	// resetApprovalsOnPush is the approval configuration's
+	// reset_approvals_on_push (GitLab's default for a new project: on).
+	resetApprovalsOnPush bool
 }
 
 // AddLabel makes a label on the project, as a person does.
@@ -153,7 +180,7 @@ func (p *project) hasLabel(name string) bool {
 // New starts a server; Close stops it.
 func New() *Server {
 	s := &Server{Token: "glpat-test-token", User: "workqueue", projects: map[string]*project{}, now: time.Now, users: map[string]int{},
-		tokens: map[string]string{}}
+		tokens: map[string]string{}, version: DefaultVersion}
 	s.tokens[s.Token] = s.User
 	s.hooks = newDeliverer()
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -192,7 +219,7 @@ func (s *Server) CreateProject(path string) {
 func (s *Server) CreateProjectWith(path, defaultBranch string, files map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := &project{id: len(s.projects) + 1, path: path, defaultBranch: defaultBranch, mergeMethod: MergeMethodMerge,
+	p := &project{id: len(s.projects) + 1, path: path, defaultBranch: defaultBranch, mergeMethod: MergeMethodMerge, resetApprovalsOnPush: true,
 		branches: map[string]string{}, commits: map[string]*commit{}}
 	tree := map[string]file{}
 	for k, v := range files {
@@ -259,6 +286,9 @@ func (s *Server) route(r *http.Request, parts []string) (int, any, *apiError) {
 		sort.Slice(out, func(i, j int) bool { return out[i].(map[string]any)["id"].(int) < out[j].(map[string]any)["id"].(int) })
 		return page(r, out)
 	}
+	if len(parts) == 1 && parts[0] == "version" && r.Method == "GET" {
+		return 200, map[string]any{"version": s.version, "revision": "0123456789a"}, nil
+	}
 	if len(parts) == 1 && parts[0] == "user" && r.Method == "GET" {
 		return 200, s.userJSON(caller(r)), nil
 	}
@@ -311,6 +341,8 @@ func (s *Server) route(r *http.Request, parts []string) (int, any, *apiError) {
 		return 200, map[string]any{"id": len(rest[1]), "name": rest[1]}, nil
 	case len(rest) > 0 && rest[0] == "merge_requests":
 		return s.mergeRequests(r, p, rest[1:])
+	case path == "approvals" && (m == "GET" || m == "POST"):
+		return s.approvalConfiguration(r, p)
 	case len(rest) > 0 && rest[0] == "hooks":
 		return s.projectHooks(r, p, rest[1:])
 	case len(rest) > 0 && rest[0] == "issues":
@@ -378,6 +410,31 @@ func (s *Server) editProject(r *http.Request, p *project) (int, any, *apiError) 
 		p.onlyAllowMergeIfPipelineSucceeds = *req.OnlyAllowMergeIfPipelineSucceeds
 	}
 	return 200, s.projectJSON(p), nil
+}
+
+// approvalConfiguration answers GET and POST /projects/:id/approvals
+// (GitLab Premium; 404 on Free): the project's approval configuration,
+// of which reset_approvals_on_push is modelled.
+func (s *Server) approvalConfiguration(r *http.Request, p *project) (int, any, *apiError) {
+	if s.freeTier {
+		return 0, nil, fail(404, "404 Not Found")
+	}
+	if r.Method == "POST" {
+		var req struct {
+			ResetApprovalsOnPush *bool `json:"reset_approvals_on_push"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			return 0, nil, fail(400, "400 Bad request - "+err.Error())
+		}
+		if req.ResetApprovalsOnPush != nil {
+			p.resetApprovalsOnPush = *req.ResetApprovalsOnPush
+		}
+	}
+	return 200, map[string]any{"approvers": []any{}, "approver_groups": []any{}, "approvals_before_merge": 0,
+		"reset_approvals_on_push": p.resetApprovalsOnPush, "selective_code_owner_removals": false,
+		"disable_overriding_approvers_per_merge_request": false, "merge_requests_author_approval": false,
+		"merge_requests_disable_committers_approval": false, "require_password_to_approve": false,
+		"require_reauthentication_to_approve": false}, nil
 }
 
 func orEmpty(s []string) []string {

@@ -40,8 +40,11 @@ mode and the effective list: the built-in one and its additions).
 Warnings (items the API
 takes that no instance here processes) do not fail the check. With
 --online it also calls each forge: whether it answers, whether the
-token is accepted, and whether the token can reach a project each
-projects[] entry covers. With any problem it exits 1. serve runs the
+token is accepted, whether the token can reach a project each
+projects[] entry covers, the forge's version (below the oldest supported
+one is a problem, as serve refuses to start), and the project settings
+the service's safety relies on (approvals reset on push, pipelines must
+succeed, branch protection: warnings; docs/forge-checks.md). With any problem it exits 1. serve runs the
 same checks (all but --online) before it starts.
 
 FILE defaults to $WORKQUEUE_CONFIG.`,
@@ -182,6 +185,14 @@ func checkForgesOnline(ctx context.Context, cfg config.Config) (problems config.
 					Message: fmt.Sprintf("the token of forge %s reaches no project matching %q: the repository is missing or the token has no access to it", fc.Name, p.Match)})
 			}
 		}
+		// The forge's version against its kind's minimum (an error below
+		// it, as serve refuses it) and the settings of the projects that
+		// the service's safety relies on (warnings; docs/forge-checks.md).
+		cctx, cancel = context.WithTimeout(ctx, time.Minute)
+		found, ok := forgeProblems(inspectListed(cctx, cfg, fc, forges[fc.Name], projects))
+		cancel()
+		problems = append(problems, found...)
+		checked = append(checked, ok...)
 	}
 	return problems, checked
 }

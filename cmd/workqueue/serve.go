@@ -83,6 +83,12 @@ type Main struct {
 	// queued first; historyDone is closed once it has.
 	stopHistory context.CancelFunc
 	historyDone chan struct{}
+	// checks are the forge checks (forgechecks.go): the settings read at
+	// start and the webhook check; stopChecks ends them, checksDone is
+	// closed once they have.
+	checks     *forgeChecks
+	stopChecks context.CancelFunc
+	checksDone chan struct{}
 }
 
 // NewMain returns a process for cfg; Run starts it.
@@ -131,6 +137,12 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A forge below its kind's minimum fails in ways that look like the
+	// service's bugs: refuse it before anything runs (issue 50).
+	if err := m.checkVersions(ctx, forges); err != nil {
+		return err
+	}
+	m.startForgeChecks(ctx, forges)
 	authn, err := m.authenticator()
 	if err != nil {
 		return err
@@ -206,7 +218,7 @@ func (m *Main) Run(ctx context.Context) error {
 		hookForges[f.Name] = service.WebhookForge{Kind: f.Kind, Secret: secret}
 	}
 	hooks := &service.Webhooks{Store: s, Forges: hookForges, Types: items.Types(), Notify: m.Engine.Notify,
-		Audit: audit.Safe(sink, m.Log), Clock: m.Clock, Metrics: m.Metrics}
+		Audit: audit.Safe(sink, m.Log), Clock: m.Clock, Metrics: deliveryMetrics{m.Metrics, m.checks}}
 	if len(cpc.Repos) > 0 {
 		inv := &controlplane.Inventory{Store: all.cp, Forges: forges, Clock: m.Clock, Log: m.Log,
 			Interval: time.Duration(cpc.SyncInterval)}
@@ -487,6 +499,7 @@ func (m *Main) close() error {
 	if err := m.metricsServer.close(); err != nil {
 		errs = append(errs, err)
 	}
+	m.stopForgeChecks()
 	if m.stopSync != nil {
 		m.stopSync()
 		<-m.synced

@@ -110,11 +110,15 @@ type Forge interface {
 	ListProjects(ctx context.Context) ([]string, error)
 
 	// EnsureWebhook makes the project deliver merge request, review, issue
-	// and CI events to url, signed with secret. It is idempotent: a hook
-	// to url that is active and sends those events is found and left alone
-	// (its secret cannot be read back); one that is inactive, misses
-	// events or was disabled by the forge after failing deliveries is
-	// updated, secret included; otherwise one is created.
+	// and CI events to url, signed with secret, through one hook. It is
+	// idempotent and compares before it writes: a hook to url that is
+	// active and sends those events is found and left alone (its secret
+	// cannot be read back); one that is inactive, misses events, points
+	// at url's path on another host or was disabled by the forge after
+	// failing deliveries is repaired; further hooks to url are deleted, the
+	// same one kept by every instance that runs it; otherwise one is
+	// created. Whether a repair writes the secret depends on the forge
+	// (see the adapters; WebhookSecretResetter always does).
 	EnsureWebhook(ctx context.Context, project, url, secret string) (WebhookOutcome, error)
 
 	// ListOpenWork returns every open issue and open pull request of the

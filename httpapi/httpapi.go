@@ -109,6 +109,10 @@ type Options struct {
 	// submissions' budget), and the admin's freeze, unfreeze and list
 	// routes are served. nil: no budgets, nobody frozen, no routes.
 	Identities *identity.Guard
+	// Webhooks, when set, gives GET /readyz the detail of the webhook
+	// check (api.Webhooks): the projects whose hook is wrong. It never
+	// makes the instance unready.
+	WebhookHealth func() api.Webhooks
 	// PublicURL is the service's base URL as clients reach it
 	// (public_url), which the OAuth protected-resource metadata of /mcp
 	// names; "": each request's scheme and host.
@@ -129,6 +133,8 @@ type Server struct {
 	clock       clockwork.Clock
 	cp          *controlplane.Service // nil: no control-plane routes
 	ids         *identity.Guard       // nil: no budgets or freezes
+	// webhookHealth is Options.WebhookHealth.
+	webhookHealth func() api.Webhooks
 	// incidents is the incident bridge; nil: no incident routes.
 	incidents       *incident.Bridge
 	incidentSecrets IncidentSecrets
@@ -152,7 +158,7 @@ func NewServer(opts Options) *Server {
 	s := &Server{store: opts.Store, items: opts.Items, webhooks: opts.Webhooks, auth: opts.Auth, limiter: opts.FailureLimiter,
 		log: log.With("component", "http"), audit: opts.Audit, proxyHeader: opts.ProxyAccessTokenHeader, clock: clock,
 		cp: opts.ControlPlane, ids: opts.Identities, incidents: opts.Incidents, incidentSecrets: opts.IncidentSecrets,
-		publicURL: strings.TrimSuffix(opts.PublicURL, "/"), metrics: opts.Metrics,
+		publicURL: strings.TrimSuffix(opts.PublicURL, "/"), metrics: opts.Metrics, webhookHealth: opts.WebhookHealth,
 		mux: http.NewServeMux(), admission: newAdmission()}
 	if opts.MCP != nil {
 		s.mcp = opts.MCP(s)
@@ -264,7 +270,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, wq.Errorf(wq.EUNAVAILABLE, "schema has %d of its %d migrations: run workqueue migrate", applied, latest))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "schema_version": applied})
+	ready := map[string]any{"status": "ready", "schema_version": applied}
+	if s.webhookHealth != nil {
+		ready["webhooks"] = s.webhookHealth()
+	}
+	writeJSON(w, http.StatusOK, ready)
 }
 
 // Error writes err as a problem document (api.Problem) with the status of

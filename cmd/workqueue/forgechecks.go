@@ -11,6 +11,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forgecheck"
@@ -290,4 +291,27 @@ func (d deliveryMetrics) WebhookDelivery(forge, outcome string) {
 	if outcome == metrics.DeliveryRefusedSignature && d.checks != nil && d.checks.hooks != nil {
 		d.checks.hooks.SecretRefused(forge)
 	}
+}
+
+// webhookHealth is GET /readyz's webhook detail: the projects the last
+// check left wrong.
+func (c *forgeChecks) webhookHealth() api.Webhooks {
+	statuses, off := c.Hooks()
+	w := api.Webhooks{Checked: off == "", NotChecked: off, Broken: []api.WebhookCheck{}}
+	for _, s := range statuses {
+		if s.Outcome != forgecheck.HookBroken && s.Outcome != forgecheck.HookError {
+			continue
+		}
+		w.Broken = append(w.Broken, webhookCheckOf(s))
+	}
+	return w
+}
+
+// webhookCheckOf is a hook status on the wire.
+func webhookCheckOf(s forgecheck.HookStatus) api.WebhookCheck {
+	c := api.WebhookCheck{Forge: s.Forge, Project: s.Project, Outcome: s.Outcome, Error: s.Error, CheckedAt: s.CheckedAt}
+	for _, p := range s.Problems {
+		c.Problems = append(c.Problems, string(p))
+	}
+	return c
 }

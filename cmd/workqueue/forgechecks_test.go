@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,16 +11,24 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "code.gitea.io/sdk/gitea"
+	"github.com/jonboulle/clockwork"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
 
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
 	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/forge/gitlab/gitlabtest"
+	"github.com/workqueue-dev/workqueue/forgecheck"
+	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/mr"
@@ -266,4 +275,228 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// hookWorld is serve with its hook check on one repository of the test
+// Gitea, its time driven by a fake clock.
+type hookWorld struct {
+	m       *Main
+	clock   *clockwork.FakeClock
+	sdk     *sdk.Client
+	repo    string
+	hookURL string
+}
+
+func startHookCheck(t *testing.T, repair bool) *hookWorld {
+	t.Helper()
+	return startHookCheckAt(t, repair, "http://127.0.0.1:9/", "127.0.0.1:0")
+}
+
+// startHookCheckAt is startHookCheck with serve's public_url and listen
+// address.
+func startHookCheckAt(t *testing.T, repair bool, publicURL, listen string) *hookWorld {
+	t.Helper()
+	return startHookCheckOn(t, testgitea.Get(t).NewRepo(t), repair, publicURL, listen)
+}
+
+// startHookCheckOn is startHookCheckAt on a repository of the test's.
+func startHookCheckOn(t *testing.T, repo string, repair bool, publicURL, listen string) *hookWorld {
+	t.Helper()
+	srv := testgitea.Get(t)
+	t.Setenv("WQ_TEST_GITEA_TOKEN", srv.Token)
+	t.Setenv("WQ_TEST_HOOK_SECRET", hookSecret)
+	cfg := giteaConfig(t, srv.URL, srv.User)
+	cfg.Projects[0].Match = repo
+	cfg.Forges[0].WebhookSecretEnv = "WQ_TEST_HOOK_SECRET"
+	cfg.PublicURL, cfg.Listen = publicURL, listen
+	cfg.Hooks = config.Hooks{CheckInterval: config.Duration(10 * time.Second), Repair: repair}
+	w := &hookWorld{clock: clockwork.NewFakeClock(), repo: repo, hookURL: strings.TrimRight(publicURL, "/") + "/webhooks/gitea"}
+	w.m = NewMain(cfg, testkit.Quiet())
+	w.m.Clock = w.clock
+	if err := w.m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.m.Close() })
+	var err error
+	if w.sdk, err = sdk.NewClient(srv.URL, sdk.SetToken(srv.Token)); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// checked waits for a check of the repository made at the fake clock's
+// now, and returns what it found.
+func (w *hookWorld) checked(t *testing.T) forgecheck.HookStatus {
+	t.Helper()
+	return eventually.Value(t, 20*time.Second, "a check of "+w.repo+" at "+w.clock.Now().String(), func() (forgecheck.HookStatus, bool) {
+		for _, s := range w.m.checks.hooks.Status() {
+			if s.Project == w.repo && s.CheckedAt.Equal(w.clock.Now()) {
+				return s, true
+			}
+		}
+		return forgecheck.HookStatus{}, false
+	})
+}
+
+func (w *hookWorld) hooks(t *testing.T) []*sdk.Hook {
+	t.Helper()
+	owner, name, _ := strings.Cut(w.repo, "/")
+	got, _, err := w.sdk.ListRepoHooks(owner, name, sdk.ListHooksOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func TestServeBringsBackADisabledAndADeletedHookWithinOneInterval(t *testing.T) {
+	w := startHookCheck(t, true)
+	owner, name, _ := strings.Cut(w.repo, "/")
+
+	// At start the project had no hook: serve made it.
+	if s := w.checked(t); s.Outcome != forgecheck.HookRepaired || !slices.Equal(s.Problems, []wq.WebhookProblem{wq.WebhookMissing}) {
+		t.Fatalf("the start's check: %+v, want the missing hook repaired", s)
+	}
+	got := w.hooks(t)
+	if len(got) != 1 || !got[0].Active || got[0].Config["url"] != w.hookURL {
+		t.Fatalf("after the start's check: %+v, want one active hook to %s", got, w.hookURL)
+	}
+
+	// A person disables it: one interval later it is active again.
+	off := false
+	if _, err := w.sdk.EditRepoHook(owner, name, got[0].ID, sdk.EditHookOption{Active: &off}); err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Advance(10 * time.Second)
+	// (Gitea's edit without events also drops the hook's events.)
+	if s := w.checked(t); s.Outcome != forgecheck.HookRepaired || !slices.Contains(s.Problems, wq.WebhookDisabled) {
+		t.Errorf("the check after the hook was disabled: %+v, want it repaired", s)
+	}
+	if got := w.hooks(t); len(got) != 1 || !got[0].Active || slices.ContainsFunc(gitea.HookEvents, func(e string) bool { return !slices.Contains(got[0].Events, e) }) {
+		t.Errorf("one interval after the hook was disabled: active %v, events %v, want it active with %v", got[0].Active, got[0].Events, gitea.HookEvents)
+	}
+
+	// A person deletes it: one interval later it is back.
+	if _, err := w.sdk.DeleteRepoHook(owner, name, got[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Advance(10 * time.Second)
+	if s := w.checked(t); s.Outcome != forgecheck.HookRepaired || !slices.Equal(s.Problems, []wq.WebhookProblem{wq.WebhookMissing}) {
+		t.Errorf("the check after the hook was deleted: %+v, want it repaired", s)
+	}
+	if got := w.hooks(t); len(got) != 1 || !got[0].Active || got[0].Config["url"] != w.hookURL {
+		t.Errorf("one interval after the hook was deleted: %+v, want it back", got)
+	}
+
+	// Right, it is left alone.
+	w.clock.Advance(10 * time.Second)
+	if s := w.checked(t); s.Outcome != forgecheck.HookOK {
+		t.Errorf("the check of a right hook: %+v, want ok", s)
+	}
+}
+
+func TestServeWithRepairOffReportsAWrongHookOnReadyzAndInItsMetrics(t *testing.T) {
+	w := startHookCheck(t, false)
+	if s := w.checked(t); s.Outcome != forgecheck.HookBroken {
+		t.Fatalf("the start's check with repair off: %+v, want broken", s)
+	}
+	if n := len(w.hooks(t)); n != 0 {
+		t.Errorf("repair off made %d hooks", n)
+	}
+	resp, err := http.Get("http://" + w.m.Addr() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ready struct {
+		Status   string       `json:"status"`
+		Webhooks api.Webhooks `json:"webhooks"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ready); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/readyz: %d %v", resp.StatusCode, err)
+	}
+	if b := ready.Webhooks.Broken; !ready.Webhooks.Checked || len(b) != 1 || b[0].Project != w.repo || !slices.Equal(b[0].Problems, []string{"missing"}) {
+		t.Errorf("/readyz webhooks: %+v, want %s broken: missing", ready.Webhooks, w.repo)
+	}
+	rec := httptest.NewRecorder()
+	w.m.Metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{`workqueue_webhook_broken_projects{forge="gitea"} 1`, `workqueue_webhook_checks_total{forge="gitea",outcome="broken"} 1`} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// testDelivery has Gitea send the hook's test delivery (a push event,
+// signed with the hook's secret) and returns once it was sent.
+func (w *hookWorld) testDelivery(t *testing.T, id int64) {
+	t.Helper()
+	srv := testgitea.Get(t)
+	req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/v1/repos/%s/hooks/%d/tests", srv.URL, w.repo, id), nil)
+	req.Header.Set("Authorization", "token "+srv.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("test delivery of hook %d: %v %v", id, resp, err)
+	}
+	resp.Body.Close()
+}
+
+// deliveries counts the webhook deliveries to gitea of an outcome.
+func (w *hookWorld) deliveries(outcome string) string {
+	rec := httptest.NewRecorder()
+	w.m.Metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(l, `workqueue_webhook_deliveries_total{forge="gitea",outcome="`+outcome+`"} `) {
+			return strings.TrimSpace(l[strings.LastIndex(l, " "):])
+		}
+	}
+	return "0"
+}
+
+func TestServeMakesAgainAHookWhoseDeliveriesItRefusedForTheirSecret(t *testing.T) {
+	port := freePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	srv := testgitea.Get(t)
+	// The project's hook was made with the secret of before a rotation:
+	// it looks right, and its deliveries are refused.
+	repo := srv.NewRepo(t)
+	owner, name, _ := strings.Cut(repo, "/")
+	c, err := sdk.NewClient(srv.URL, sdk.SetToken(srv.Token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := c.CreateRepoHook(owner, name, sdk.CreateHookOption{Type: sdk.HookTypeGitea, Active: true, Events: gitea.HookEvents,
+		Config: map[string]string{"url": base + "/webhooks/gitea", "content_type": "json", "secret": "the-secret-before-rotation"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startHookCheckOn(t, repo, true, base+"/", fmt.Sprintf("127.0.0.1:%d", port))
+	if s := w.checked(t); s.Outcome != forgecheck.HookOK {
+		t.Fatalf("the start's check of a hook that looks right: %+v, want ok", s)
+	}
+	w.testDelivery(t, old.ID)
+	eventually.True(t, 20*time.Second, "the delivery signed with the old secret refused", func() (bool, any) {
+		return w.deliveries("refused_signature") == "1", w.deliveries("refused_signature")
+	})
+
+	// The next check makes the hook again with the service's secret; its
+	// delivery is taken.
+	w.clock.Advance(10 * time.Second)
+	if s := w.checked(t); s.Outcome != forgecheck.HookRepaired || !slices.Equal(s.Problems, []wq.WebhookProblem{wq.WebhookSecretRefused}) {
+		t.Errorf("the check after a refused delivery: %+v, want the secret repaired", s)
+	}
+	got := w.hooks(t)
+	if len(got) != 1 || got[0].ID == old.ID {
+		t.Fatalf("after the repair: %+v, want one new hook", got)
+	}
+	w.testDelivery(t, got[0].ID)
+	eventually.True(t, 20*time.Second, "the new hook's delivery taken", func() (bool, any) {
+		return w.deliveries("ignored") != "0" || w.deliveries("stored") != "0", w.deliveries("refused_signature")
+	})
+	if got := w.deliveries("refused_signature"); got != "1" {
+		t.Errorf("refused deliveries after the repair: %s, want still 1", got)
+	}
+	w.clock.Advance(10 * time.Second)
+	if s := w.checked(t); s.Outcome != forgecheck.HookOK {
+		t.Errorf("the check after the repair: %+v, want ok (no refusal since)", s)
+	}
 }

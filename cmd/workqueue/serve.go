@@ -243,6 +243,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Audit: audit.Safe(sink, m.Log), Clock: m.Clock, ControlPlane: cps, Identities: ids,
 		ProxyAccessTokenHeader: m.Config.Auth.ProxyAccessTokenHeader,
 		PublicURL:              m.Config.PublicURL, // the base the OAuth protected-resource metadata of /mcp names
+		WebhookHealth:          m.checks.webhookHealth,
 		// The same tools for agents over MCP at /mcp, each call made on
 		// the API with the caller's token; a submission as large as REST
 		// takes fits.

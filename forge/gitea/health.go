@@ -212,18 +212,19 @@ func (f *Forge) InspectWebhook(ctx context.Context, project, hookURL string) (wq
 // EnsureWebhook makes one Gitea hook to url send HookEvents, signed with
 // secret. It compares before it writes, and every instance that runs it
 // makes the same choice: the service's hooks are listed (ourHooks), the
-// first is kept and set right (URL, events, active; the secret with
-// them, as it cannot be read back) when anything about it is wrong,
-// and every other is deleted. Two instances that both find none both
-// create one; the next run of either deletes the later one. With
-// forceSecret the kept hook is written even when it looks right, to set a
-// secret deliveries showed wrong.
+// first is kept and set right (URL, events, active) when anything about
+// it is wrong, and every other is deleted. Two instances that both find
+// none both create one; the next run of either deletes the later one.
+// Gitea 1.26 does not change a hook's secret on an edit (its API reads
+// only the URL and content type of config): a hook's secret is set when
+// it is made, and ResetWebhookSecret makes it again.
 func (f *Forge) EnsureWebhook(ctx context.Context, project, hookURL, secret string) (wq.WebhookOutcome, error) {
 	return f.ensureWebhook(ctx, project, hookURL, secret, false)
 }
 
-// ResetWebhookSecret is EnsureWebhook that also writes the secret of a
-// hook that looks right (wq.WebhookSecretRefused).
+// ResetWebhookSecret replaces the service's hook with one signed with
+// secret (wq.WebhookSecretResetter): Gitea's API cannot change a hook's
+// secret, so the hook is deleted and made again, with its events.
 func (f *Forge) ResetWebhookSecret(ctx context.Context, project, hookURL, secret string) (wq.WebhookOutcome, error) {
 	return f.ensureWebhook(ctx, project, hookURL, secret, true)
 }
@@ -261,6 +262,20 @@ func (f *Forge) ensureWebhook(ctx context.Context, project, hookURL, secret stri
 	problems := hookProblems(ours[:1], hookURL)
 	if problems.OK() && !forceSecret {
 		return outcome, nil
+	}
+	if forceSecret {
+		err := f.call(ctx, fmt.Sprintf("delete hook %d on %s to set its secret", keep.ID, project), func(c *sdk.Client) (*sdk.Response, error) {
+			return c.DeleteRepoHook(owner, repo, keep.ID)
+		})
+		if err != nil && !wq.IsForgeError(err, wq.ForgeNotFound) {
+			return "", err
+		}
+		err = f.call(ctx, "create hook on "+project, func(c *sdk.Client) (*sdk.Response, error) {
+			_, resp, err := c.CreateRepoHook(owner, repo, sdk.CreateHookOption{Type: sdk.HookTypeGitea, Active: true,
+				Events: HookEvents, Config: config})
+			return resp, err
+		})
+		return wq.WebhookUpdated, err
 	}
 	active := true
 	events := slices.Clone(keep.Events)

@@ -501,3 +501,26 @@ func TestAMoveCarryingContentIsRefusedBeforeAnyCall(t *testing.T) {
 		t.Errorf("the branch exists after a refused commit: %v", err)
 	}
 }
+
+func TestInspectWebhookSaysWhatIsWrongWithTheServicesHook(t *testing.T) {
+	srv, f := newProject(t)
+	ctx := context.Background()
+	const url = "http://wq.example/webhooks/gitlab"
+	if h, err := f.InspectWebhook(ctx, "g/p", url); err != nil || fmt.Sprint(h.Problems) != "[missing]" {
+		t.Fatalf("no hook: %+v %v, want missing", h, err)
+	}
+	if _, err := f.EnsureWebhook(ctx, "g/p", url, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ResetWebhookSecret(ctx, "g/p", url, "s"); err != nil {
+		t.Fatal(err)
+	}
+	h, err := f.InspectWebhook(ctx, "g/p", url)
+	if err != nil || !h.OK() || len(h.HookIDs) != 1 {
+		t.Errorf("after ensure and a secret reset: %+v %v, want one right hook", h, err)
+	}
+	srv.SetHookEvent("g/p", url, "job_events", false)
+	if h, _ := f.InspectWebhook(ctx, "g/p", url); fmt.Sprint(h.Problems) != "[wrong_events]" {
+		t.Errorf("a job event unticked: %+v, want wrong_events", h)
+	}
+}

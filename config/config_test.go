@@ -508,3 +508,24 @@ func TestAProjectsSizeLimitsHaveDefaults(t *testing.T) {
 		t.Errorf("set limits: %d, %d", p.Policy.MaxFileBytes, p.Policy.MaxTotalBytes)
 	}
 }
+
+func TestHooksCheckIntervalIsAtLeastTenSecondsAndRepairIsOnByDefault(t *testing.T) {
+	cfg, err := config.Parse(strings.NewReader(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Hooks.CheckInterval != config.Duration(10*time.Minute) || !cfg.Hooks.Repair {
+		t.Errorf("defaults: %+v, want check_interval 10m and repair on", cfg.Hooks)
+	}
+	if _, err := config.Parse(strings.NewReader("hooks: {check_interval: 10s, repair: false}\n")); err != nil {
+		t.Errorf("10s: %v, want accepted", err)
+	}
+	_, err = config.Parse(strings.NewReader("hooks: {check_interval: 9s}\n"))
+	if err == nil || !strings.Contains(err.Error(), "hooks.check_interval") {
+		t.Errorf("9s: %v, want refused naming hooks.check_interval", err)
+	}
+	_, err = config.Parse(strings.NewReader("hooks: {repiar: true}\n"))
+	if err == nil || !strings.Contains(err.Error(), "repair") {
+		t.Errorf("a misspelt key: %v, want refused suggesting repair", err)
+	}
+}

@@ -79,8 +79,10 @@ type Options struct {
 	// (403, identity_frozen) and lets an admin of every project freeze
 	// and unfreeze identities from the sessions page.
 	Identities *identity.Guard
-	Log        *slog.Logger
-	Clock      clockwork.Clock // nil: the real clock
+	// Forges, when set, is the forges' checks the Forges page shows.
+	Forges ForgeChecks
+	Log    *slog.Logger
+	Clock  clockwork.Clock // nil: the real clock
 }
 
 // Dashboard serves the pages.
@@ -195,6 +197,7 @@ func (d *Dashboard) pageRoutes() []pageRoute {
 		f("GET /ui/work", d.get(d.controlPage(d.workPage))),
 		f("GET /ui/leases", d.get(d.controlPage(d.leasesPage))),
 		f("GET /ui/allocations", d.get(d.controlPage(d.allocationsPage))),
+		f("GET /ui/forges", d.get(d.forgesPage)),
 		f("POST /ui/identities/freeze", d.post(d.identityAction(true))),
 		f("POST /ui/identities/unfreeze", d.post(d.identityAction(false))),
 		f("/ui/", d.get(func(w http.ResponseWriter, r *http.Request, s *session) {

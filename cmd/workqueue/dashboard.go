@@ -51,7 +51,7 @@ func (m *Main) serveDashboard(ctx context.Context, api *httpapi.Options, items *
 	}
 	opts := dashboard.Options{Items: items, ControlPlane: cps, Auth: authn, Audit: audit.Safe(sink, m.Log),
 		PublicURL: m.Config.PublicURL, ProxyAccessTokenHeader: m.Config.Auth.ProxyAccessTokenHeader,
-		CookieKey: key, Limiter: limiter, Identities: api.Identities, Log: m.Log, Clock: m.Clock}
+		CookieKey: key, Limiter: limiter, Identities: api.Identities, Log: m.Log, Clock: m.Clock, Forges: m.checks}
 	if m.dashboardTrail != nil {
 		opts.Trail = m.dashboardTrail
 	}

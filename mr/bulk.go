@@ -11,6 +11,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge"
 )
 
 // The bulk reconciliation (seed 000, "Webhooks are hints"): a lost
@@ -29,6 +30,18 @@ const EventBulkReconcile = "bulk_reconcile"
 // bulkSource is the source of the bulk reconciliation's events.
 const bulkSource = "bulk-reconcile"
 
+// EventBulkCI is the event type the bulk reconciliation stores for a
+// failed CI job of an open item's head (issue 50): what the job's event
+// would have said had its webhook arrived, so that the herder sees the
+// failure.
+const EventBulkCI = "bulk_ci"
+
+// bulkCIEvent is the body of an EventBulkCI event.
+type bulkCIEvent struct {
+	HeadSHA string   `json:"head_sha"`
+	Job     wq.CIJob `json:"job"`
+}
+
 // BulkReconciler runs the bulk reconciliation for the forges it is given.
 type BulkReconciler struct {
 	Store  Store
@@ -41,8 +54,14 @@ type BulkReconciler struct {
 	Notify func(itemType string, id wq.ItemID)
 	// Interval between two sweeps (mr.bulk_reconcile_interval; default 2m).
 	Interval time.Duration
-	Clock    clockwork.Clock
-	Log      *slog.Logger
+	// CI reads the CI state of each open item's head on a forge that has
+	// CI jobs (wq.CIJobs), and tells the item of each failed job, once per
+	// run of it: serve sets it when the herder is configured. It costs two
+	// calls per open item per sweep (the head's newest pipeline, its
+	// jobs): unlike the listing, it grows with the items.
+	CI    bool
+	Clock clockwork.Clock
+	Log   *slog.Logger
 }
 
 // bulkEvent is the body of an EventBulkReconcile event.
@@ -122,9 +141,17 @@ func (b *BulkReconciler) project(ctx context.Context, forgeName string, f wq.For
 	// sweeping the same window, store the event once.
 	window := now.Truncate(b.Interval).Unix()
 	woken := 0
+	ci, readsCI := f.(wq.CIJobs)
 	for _, it := range items {
 		head, isOpen := heads[it.Number]
 		if isOpen && (head == "" || head == it.HeadSHA) {
+			if b.CI && readsCI && it.HeadSHA != "" {
+				n, err := b.failedJobs(ctx, forgeName, ci, it, now)
+				woken += n
+				if err != nil {
+					return woken, err
+				}
+			}
 			continue
 		}
 		body, _ := json.Marshal(bulkEvent{Open: isOpen, HeadSHA: head})
@@ -142,6 +169,76 @@ func (b *BulkReconciler) project(ctx context.Context, forgeName string, f wq.For
 		}
 	}
 	return woken, nil
+}
+
+// failedJobs tells an item of every failed job (the latest run of each
+// name, not allowed to fail) of its head's newest pipeline, each run once:
+// its delivery id names the item, the job and its run, so a job already
+// told (by this sweep or another instance's) is not told again, and a
+// rerun that fails again is a new run. A forge that cannot say is logged
+// and skipped: the item's own reconcile still runs.
+func (b *BulkReconciler) failedJobs(ctx context.Context, forgeName string, ci wq.CIJobs, it OpenMR, now time.Time) (int, error) {
+	log := b.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("component", "bulk", "forge", forgeName, "item", it.ItemID.String())
+	pipeline, err := ci.LatestPipeline(ctx, it.Project, it.HeadSHA)
+	if err != nil || pipeline == 0 {
+		if err != nil && ctx.Err() == nil {
+			log.Warn("bulk reconciliation: the head's pipeline could not be read", "err", err)
+		}
+		return 0, nil
+	}
+	jobs, err := ci.PipelineJobs(ctx, it.Project, pipeline)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn("bulk reconciliation: the pipeline's jobs could not be read", "pipeline", pipeline, "err", err)
+		}
+		return 0, nil
+	}
+	woken := 0
+	seen := map[string]bool{}
+	for _, j := range jobs { // newest first: the first of a name is its latest run
+		if seen[j.Name] {
+			continue
+		}
+		seen[j.Name] = true
+		if j.Status != wq.CIJobFailed || j.AllowFailure {
+			continue
+		}
+		body, _ := json.Marshal(bulkCIEvent{HeadSHA: it.HeadSHA, Job: j})
+		id := fmt.Sprintf("%s/%s/ci/%d/%d", bulkSource, it.ItemID, j.ID, j.Retries)
+		d, err := b.Events.InsertDelivery(ctx, bulkSource, id,
+			[]wq.Event{{ItemID: it.ItemID, EventType: EventBulkCI, Body: body, EventTS: now}}, now)
+		if err != nil {
+			return woken, err
+		}
+		if d.Stored > 0 {
+			woken++
+			log.Info("bulk reconciliation: a failed job no webhook told of", "job", j.ID, "name", j.Name, "pipeline", pipeline)
+			if b.Notify != nil {
+				b.Notify(ItemType, it.ItemID)
+			}
+		}
+	}
+	return woken, nil
+}
+
+// onBulkCI reads the bulk reconciliation's failed job as the job's event:
+// the herder records it, as from a webhook.
+func (x *executors) onBulkCI(ctx context.Context, item *wq.Item, ev *wq.Event) (wq.EventResult, error) {
+	var p bulkCIEvent
+	if err := json.Unmarshal(ev.Body, &p); err != nil {
+		return wq.EventResult{}, fmt.Errorf("%w: bulk CI event: %w", wq.ErrPermanent, err)
+	}
+	job := p.Job
+	r, err := x.onCIEvent(ctx, item, forge.CIEvent{Source: forge.CIJob, PipelineID: job.PipelineID, SHA: p.HeadSHA,
+		Status: job.Status, Failed: true, Job: &job})
+	if r.Trigger != nil {
+		r.Trigger["source"] = bulkSource
+	}
+	return r, err
 }
 
 // onBulkReconcile reads the bulk reconciliation's event as a merge

@@ -351,3 +351,51 @@ func TestAJobTheForgeCannotRetryYetWaitsAndIsRetriedLater(t *testing.T) {
 		t.Fatalf("%d retry calls, decisions %+v; want the job retried once the forge could", h.forge.count("RetryJob"), detail.Decisions)
 	}
 }
+
+// With webhooks lost, the bulk reconciliation reads the CI state of the
+// item's head and tells it of the failed job as the job's event would
+// have (issue 50): the herder retries it after its delay. The same run of
+// the job is told once, however many sweeps (or instances) see it; a job
+// allowed to fail, or that passed, is not told.
+func TestTheBulkReconciliationTellsTheHerderOfAFailedJobNoWebhookToldOf(t *testing.T) {
+	h, ci := newCIHarness(t, ciRules)
+	h.forge.setBlocker(wq.MergeCI)
+	it, d := h.openMR(fakeSubmission("a"))
+	job := ci.failJob(7, d.HeadSHA, "build", "runner_system_failure", "boom\n", 0, h.clock.Now())
+	ci.failJob(7, d.HeadSHA, "lint", "script_failure", "", 0, h.clock.Now())
+	ci.mu.Lock()
+	ci.pipelines[7][0].AllowFailure = true // lint may fail
+	ci.mu.Unlock()
+	b := &mr.BulkReconciler{Store: h.store, Forges: map[string]wq.Forge{"fake": ci}, Events: h.store, Interval: time.Minute,
+		Clock: h.clock, CI: true}
+	for range 3 {
+		if _, err := b.Sweep(h.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev, _ := h.store.NextEvent(h.ctx, it.ID)
+	if ev == nil || ev.EventType != mr.EventBulkCI {
+		t.Fatalf("after three sweeps the item's next event is %+v, want one bulk_ci", ev)
+	}
+	h.settle()
+	row, detail := ciDecisions(t, mustItem(h, it.ID))
+	if row.Status != wq.StatusTrue || len(detail.Jobs) != 1 || detail.Jobs[0].ID != job.ID {
+		t.Fatalf("needs_ci_retry after the sweeps: %+v %+v, want build (not lint) waiting once", row, detail)
+	}
+	h.advance(3*time.Minute, 30*time.Second)
+	if n := h.forge.count("RetryJob"); n != 1 {
+		t.Fatalf("retried %d times once the delay passed, want 1", n)
+	}
+	// The rerun is pending: a sweep now tells nothing.
+	if woken, err := b.Sweep(h.ctx); err != nil || woken != 0 {
+		t.Errorf("a sweep after the retry woke %d, %v; want none", woken, err)
+	}
+
+	// Without the herder (CI off), the sweep reads no CI.
+	quiet := &mr.BulkReconciler{Store: h.store, Forges: map[string]wq.Forge{"fake": ci}, Events: h.store, Interval: time.Minute, Clock: h.clock}
+	before := h.forge.count("LatestPipeline")
+	quiet.Sweep(h.ctx)
+	if n := h.forge.count("LatestPipeline") - before; n != 0 {
+		t.Errorf("a sweep without CI read %d pipelines", n)
+	}
+}

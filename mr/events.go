@@ -14,7 +14,7 @@ import (
 // registered kind of forge, each through the kind's forge.DecodeEvent,
 // and the bulk reconciliation's.
 func (x *executors) eventHandlers() map[string]wq.EventHandler {
-	hs := map[string]wq.EventHandler{EventBulkReconcile: x.onBulkReconcile}
+	hs := map[string]wq.EventHandler{EventBulkReconcile: x.onBulkReconcile, EventBulkCI: x.onBulkCI}
 	for _, t := range forge.EventTypes() {
 		hs[t] = x.onForgeEvent
 	}

@@ -66,11 +66,21 @@ type herdTask struct {
 // script.
 func startHerderOnGitea(t *testing.T, h config.Herder, script testrunner.Script) *giteaHerd {
 	t.Helper()
+	return startHerderOnGiteaWith(t, h, script, true, nil)
+}
+
+// startHerderOnGiteaWith is startHerderOnGitea with the repository's
+// webhook in place or not (hooked), and the configuration edited.
+func startHerderOnGiteaWith(t *testing.T, h config.Herder, script testrunner.Script, hooked bool, edit func(*config.Config)) *giteaHerd {
+	t.Helper()
 	t.Setenv("WQ_TEST_HOOK_SECRET", hookSecret)
 	w := startAPI(t, "", func(c *config.Config) {
 		c.Forges[0].WebhookSecretEnv = "WQ_TEST_HOOK_SECRET"
 		c.Herder = h
 		c.MR.NoteMinInterval = config.Duration(500 * time.Millisecond)
+		if edit != nil {
+			edit(c)
+		}
 	})
 	srv := testgitea.Get(t)
 	cl, err := sdk.NewClient(srv.URL, sdk.SetToken(srv.Token))
@@ -90,8 +100,10 @@ func startHerderOnGitea(t *testing.T, h config.Herder, script testrunner.Script)
 		EnableStatusCheck: true, StatusCheckContexts: []string{herdCheck}, BlockAdminMergeOverride: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.forge.EnsureWebhook(context.Background(), w.repo, w.base+"/webhooks/gitea", hookSecret); err != nil {
-		t.Fatal(err)
+	if hooked {
+		if _, err := w.forge.EnsureWebhook(context.Background(), w.repo, w.base+"/webhooks/gitea", hookSecret); err != nil {
+			t.Fatal(err)
+		}
 	}
 	testrunner.Start(t, testrunner.Config{URL: srv.URL, Token: srv.Token, Repo: w.repo,
 		Script: func(ctx context.Context, task testrunner.Task) testrunner.Outcome {
@@ -245,6 +257,38 @@ func TestHerderOnGiteaRetriesARunnerFailureAfterItsDelayAndMerges(t *testing.T) 
 		t.Errorf("pull request %+v, %v; want merged", pr, err)
 	}
 	t.Logf("failed %s, rerun %s later, decided %s after the failure", tasks[0].End.Format(time.TimeOnly), gap, d.At.Sub(tasks[0].End))
+}
+
+// 1b. With the webhooks lost, a runner hiccup is still retried: the bulk
+// reconciliation reads the CI state of the item's head, tells the item of
+// the failed job as its event would have (issue 50), and the rerun
+// passing, the pull request is merged.
+func TestHerderOnGiteaRetriesAFailureNoWebhookToldOfAndMerges(t *testing.T) {
+	const delay = time.Second
+	g := startHerderOnGiteaWith(t, herderSection(3, delay), func(ctx context.Context, task testrunner.Task) testrunner.Outcome {
+		if task.Attempt == 1 {
+			return testrunner.Outcome{Log: []string{"make", herderRunnerFailure}, Result: testrunner.Failure}
+		}
+		return testrunner.Outcome{Log: []string{"make", "ok"}}
+	}, false, func(c *config.Config) {
+		c.MR.BulkReconcileInterval = config.Duration(time.Second)
+		c.MR.ReconcileInterval = config.Duration(time.Hour) // only the bulk sweep can see the failure
+	})
+	id := g.submit("workqueue/herd-unhooked", "unhooked\n")
+	done := g.waitItem(id, "the item ends", func(it map[string]any) bool { return it["phase"] != "active" })
+	if done["phase"] != "completed" || done["reason"] != mr.ReasonMerged {
+		t.Fatalf("item %s/%s (error %v), want completed/merged", done["phase"], done["reason"], done["error"])
+	}
+	tasks := buildTasks(g.taken())
+	if len(tasks) != 2 || tasks[0].Attempt != 1 || tasks[1].Attempt != 2 || tasks[0].JobID != tasks[1].JobID ||
+		tasks[0].Result != testrunner.Failure || tasks[1].Result != testrunner.Success {
+		t.Fatalf("build's tasks %+v, want attempt 1 failed then attempt 2 of the same job passed", tasks)
+	}
+	decisions := herderDecisions(t, done)
+	if len(decisions) != 1 || decisions[0].Outcome != mr.CIOutcomeRetried || decisions[0].JobID != tasks[0].JobID {
+		t.Fatalf("decisions %+v, want build retried once", decisions)
+	}
+	t.Logf("failed %s, rerun started %s later", tasks[0].End.Format(time.TimeOnly), tasks[1].Start.Sub(tasks[0].End))
 }
 
 // 2. A failure no matcher recognises is not retried: the job stays at

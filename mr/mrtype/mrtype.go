@@ -70,7 +70,9 @@ func build(env itemtype.Env, store any) (itemtype.Built, error) {
 		}})}
 	if slices.Contains(c.HandledTypes, mr.ItemType) && c.MR.BulkReconcileInterval > 0 {
 		bulk := &mr.BulkReconciler{Store: st, Forges: env.Forges, Events: env.Queue, Notify: env.Notify,
-			Interval: time.Duration(c.MR.BulkReconcileInterval), Clock: env.Clock, Log: env.Log}
+			Interval: time.Duration(c.MR.BulkReconcileInterval), Clock: env.Clock, Log: env.Log,
+			// Failed jobs no webhook told of reach the herder (issue 50).
+			CI: herd != nil}
 		b.Run = func(ctx context.Context) { bulk.Run(ctx) }
 	}
 	return b, nil

@@ -560,3 +560,19 @@ type CIJobs interface {
 type DefaultBrancher interface {
 	DefaultBranch(ctx context.Context, project string) (string, error)
 }
+
+// WorkCommentEditor is the optional capability of a forge on which the
+// service finds and edits a comment it made on an issue or pull request:
+// the control plane's holder note, which shows on the forge who holds the
+// work (controlplane.HolderNotes). Both shipped kinds have it.
+type WorkCommentEditor interface {
+	// FindOwnWorkComment returns the id of the newest comment on the
+	// issue or pull request (kind WorkIssue or WorkPR) that the service's
+	// identity made and whose body holds marker; 0 when there is none.
+	// NotFound.
+	FindOwnWorkComment(ctx context.Context, project, kind string, number int64, marker string) (int64, error)
+	// EditWorkComment replaces the body of comment id, made by the
+	// service, as CommentOnWork would write it (nothing in it runs as a
+	// command). NotFound. A write: policy.Guard checks it as a comment.
+	EditWorkComment(ctx context.Context, project, kind string, number, id int64, body string) error
+}

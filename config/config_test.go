@@ -378,7 +378,7 @@ func TestControlPlaneDefaults(t *testing.T) {
 	// otherwise (issue 25); the labels are the ones the example shows as
 	// defaults (issue 48).
 	want := config.ControlPlane{SyncInterval: config.Duration(10 * time.Minute), LeaseTTL: config.Duration(30 * time.Minute),
-		SessionTTL: config.Duration(15 * time.Minute), RequireAssignment: true, MaxCheckpointsPerSession: 50,
+		SessionTTL: config.Duration(15 * time.Minute), RequireAssignment: true, MaxCheckpointsPerSession: 50, HolderNotes: true,
 		BlockedLabels: []string{"do-not-automate"}, PriorityLabels: []string{"priority/high", "priority/medium"}}
 	if diff := cmp.Diff(want, cfg.ControlPlane); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -459,7 +459,8 @@ func TestTheExamplesControlPlaneSectionLoadsUncommented(t *testing.T) {
 	want := config.ControlPlane{Repos: []config.ControlPlaneRepo{{Forge: "gitea", Match: "demo/**"}},
 		SyncInterval: config.Duration(10 * time.Minute), LeaseTTL: config.Duration(30 * time.Minute),
 		SessionTTL: config.Duration(15 * time.Minute), BlockedLabels: []string{"do-not-automate"},
-		PriorityLabels: []string{"priority/high", "priority/medium"}, RequireAssignment: true, MaxCheckpointsPerSession: 50}
+		PriorityLabels: []string{"priority/high", "priority/medium"}, RequireAssignment: true, MaxCheckpointsPerSession: 50,
+		HolderNotes: true}
 	if diff := cmp.Diff(want, cfg.ControlPlane); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

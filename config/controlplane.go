@@ -36,6 +36,12 @@ type ControlPlane struct {
 	// MaxCheckpointsPerSession bounds how many checkpoints (one per work
 	// unit) one session keeps: resume state, not a history (default 50).
 	MaxCheckpointsPerSession int `yaml:"max_checkpoints_per_session"`
+	// HolderNotes keeps a note of the service's on each issue and pull
+	// request whose leases change, naming who holds it (identity, role,
+	// session, until when) and its lease history, so that people on the
+	// forge see who works on what and a reviewer-to-merger handoff reads
+	// on the thread (default true; docs/agents.md).
+	HolderNotes bool `yaml:"holder_notes"`
 }
 
 // ControlPlaneRepo names repositories of one forge by a glob over their
@@ -57,7 +63,7 @@ func defaultControlPlane() ControlPlane {
 	return ControlPlane{SyncInterval: Duration(10 * time.Minute), LeaseTTL: Duration(30 * time.Minute),
 		SessionTTL: Duration(15 * time.Minute), RequireAssignment: true,
 		BlockedLabels: []string{"do-not-automate"}, PriorityLabels: []string{"priority/high", "priority/medium"},
-		MaxCheckpointsPerSession: 50}
+		MaxCheckpointsPerSession: 50, HolderNotes: true}
 }
 
 func (c Config) validateControlPlane(bad func(field, format string, args ...any)) {

@@ -211,6 +211,7 @@ func (s *Service) endLease(ctx context.Context, c Caller, l *Lease, st LeaseStat
 		WorkID: l.WorkID, LeaseID: l.ID, AssignmentID: l.AssignmentID, Reason: why, Detail: detail}); err != nil {
 		return nil, err
 	}
+	s.Holders.Changed(l.WorkID)
 	return s.inspect(ctx, l.ID, nil)
 }
 
@@ -278,6 +279,7 @@ func (s *Service) AdoptLease(ctx context.Context, c Caller, id, sessionID, workt
 		WorkID: l.WorkID, LeaseID: l.ID, AssignmentID: l.AssignmentID, Reason: "adopted from session " + l.SessionID, Detail: detail}); err != nil {
 		return nil, err
 	}
+	s.Holders.Changed(l.WorkID)
 	return s.inspect(ctx, id, by)
 }
 
@@ -349,6 +351,9 @@ func (s *Service) ExpireLeases(ctx context.Context, c Caller) ([]Lease, error) {
 	expired, err := s.Store.ExpireLeases(ctx, s.now())
 	if err != nil {
 		return nil, err
+	}
+	for _, l := range expired {
+		s.Holders.Changed(l.WorkID)
 	}
 	return s.visibleLeases(ctx, c, expired)
 }
@@ -462,6 +467,7 @@ func (s *Service) ReclaimLease(ctx context.Context, c Caller, id, sessionID stri
 		WorkID: old.WorkID, LeaseID: l.ID, AssignmentID: a.ID, Reason: "reclaimed expired lease " + old.ID + " of session " + old.SessionID}, now); err != nil {
 		return nil, err
 	}
+	s.Holders.Changed(old.WorkID)
 	return &Allocation{Outcome: OutcomeAssigned, Work: w, Lease: &LeaseRef{ID: l.ID, ExpiresAt: l.ExpiresAt},
 		Assignment: &AssignmentRef{ID: a.ID, AllowedActions: a.AllowedActions, ExpectedHeadSHA: a.ExpectedHeadSHA}, Candidates: []CandidateSkip{}}, nil
 }

@@ -77,6 +77,9 @@ type Service struct {
 	// Metrics, when set, counts allocations by outcome and gate refusals
 	// by reason (package metrics implements it).
 	Metrics Metrics
+	// Holders, when set, keeps the holder note of each work unit whose
+	// leases change (holders.go): who holds it, on the forge.
+	Holders *HolderNotes
 }
 
 // Metrics receives what the control plane counts.
@@ -255,8 +258,12 @@ func (s *Service) EndSession(ctx context.Context, c Caller, id string) (*Session
 		}
 	}
 	now := s.now()
-	if _, err := s.Store.EndSession(ctx, id, Event{Time: now, Type: EventSession, Actor: c.Identity, SessionID: id, Reason: "ended"}, now); err != nil {
+	released, err := s.Store.EndSession(ctx, id, Event{Time: now, Type: EventSession, Actor: c.Identity, SessionID: id, Reason: "ended"}, now)
+	if err != nil {
 		return nil, err
+	}
+	for _, l := range released {
+		s.Holders.Changed(l.WorkID)
 	}
 	return s.Session(ctx, c, id)
 }
@@ -377,6 +384,7 @@ func (s *Service) allocate(ctx context.Context, c Caller, sessionID, repoGlob st
 		err := s.Store.Assign(ctx, a, l, ev, now)
 		switch {
 		case err == nil:
+			s.Holders.Changed(a.WorkID)
 			out.Outcome = OutcomeAssigned
 			out.Lease = &LeaseRef{ID: l.ID, ExpiresAt: l.ExpiresAt}
 			out.Assignment = &AssignmentRef{ID: a.ID, AllowedActions: a.AllowedActions, ExpectedHeadSHA: a.ExpectedHeadSHA}

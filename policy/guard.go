@@ -342,3 +342,23 @@ func (g *guard) ResetWebhookSecret(ctx context.Context, project, url, secret str
 	}
 	return g.Forge.EnsureWebhook(ctx, project, url, secret)
 }
+
+// FindOwnWorkComment reads the service's comment on a thread
+// (wq.WorkCommentEditor).
+func (g *guard) FindOwnWorkComment(ctx context.Context, project, kind string, number int64, marker string) (int64, error) {
+	if e, ok := g.Forge.(wq.WorkCommentEditor); ok {
+		return e.FindOwnWorkComment(ctx, project, kind, number, marker)
+	}
+	return 0, g.errUnsupported("find its comments")
+}
+
+// EditWorkComment is a write, checked as a comment (wq.WorkCommentEditor).
+func (g *guard) EditWorkComment(ctx context.Context, project, kind string, number, id int64, body string) error {
+	if err := g.check(ctx, Write{Op: OpComment, Project: project, Body: body}); err != nil {
+		return err
+	}
+	if e, ok := g.Forge.(wq.WorkCommentEditor); ok {
+		return e.EditWorkComment(ctx, project, kind, number, id, body)
+	}
+	return g.errUnsupported("edit comments")
+}

@@ -74,6 +74,9 @@ func TestAGuardedForgeRefusesBeforeAnyRequestReachesTheForge(t *testing.T) {
 		}},
 		{"a secret in a review", func() error { return f.ReviewPullRequest(ctx, "o/r", 1, wq.ReviewApproved, token, "abc") }},
 		{"a branch not the service's deleted", func() error { return f.DeleteBranch(ctx, "o/r", "main") }},
+		{"a secret in an edited comment", func() error {
+			return f.(wq.WorkCommentEditor).EditWorkComment(ctx, "o/r", wq.WorkIssue, 1, 7, "key: "+token)
+		}},
 	}
 	for _, tc := range refused {
 		before := calls()
@@ -141,5 +144,27 @@ func TestALabelTheRepositoryLacksIsMadeOnlyWhereTheProjectSaysSo(t *testing.T) {
 		if create != (err == nil) {
 			t.Errorf("create_labels %v: %v", create, err)
 		}
+	}
+}
+
+// The forge's checks (issue 50) pass the guard: reads reach the adapter,
+// the hook's secret reset is a write the policy checks.
+func TestAGuardedForgeForwardsTheForgesChecks(t *testing.T) {
+	f, _ := guarded(t, project())
+	ctx := context.Background()
+	v, err := f.(wq.VersionReader).ServerVersion(ctx)
+	if err != nil || v != gitlabtest.DefaultVersion {
+		t.Errorf("ServerVersion through the guard: %q, %v; want %s", v, err, gitlabtest.DefaultVersion)
+	}
+	settings, err := f.(wq.SettingsReader).ProjectSettings(ctx, "o/r")
+	if err != nil || len(settings) != 3 {
+		t.Errorf("ProjectSettings through the guard: %+v, %v; want three", settings, err)
+	}
+	h, err := f.(wq.WebhookInspector).InspectWebhook(ctx, "o/r", "http://wq.example/webhooks/gl")
+	if err != nil || len(h.Problems) != 1 || h.Problems[0] != wq.WebhookMissing {
+		t.Errorf("InspectWebhook through the guard: %+v, %v; want missing", h, err)
+	}
+	if _, err := f.(wq.WebhookSecretResetter).ResetWebhookSecret(ctx, "o/r", "http://wq.example/webhooks/gl", "s"); err != nil {
+		t.Errorf("ResetWebhookSecret through the guard: %v", err)
 	}
 }

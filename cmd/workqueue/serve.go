@@ -89,6 +89,8 @@ type Main struct {
 	checks     *forgeChecks
 	stopChecks context.CancelFunc
 	checksDone chan struct{}
+	// holders keeps the holder notes; Close stops it.
+	holders *controlplane.HolderNotes
 }
 
 // NewMain returns a process for cfg; Run starts it.
@@ -162,6 +164,12 @@ func (m *Main) Run(ctx context.Context) error {
 		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels, PriorityLabels: cpc.PriorityLabels},
 		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL), Forges: forges, Metrics: m.Metrics,
 		MaxCheckpoints: cpc.MaxCheckpointsPerSession, ReviewLabel: m.Config.MR.ReviewLabel}
+	if cpc.HolderNotes {
+		// Who holds what, on the forge (issue 50): a note per work unit,
+		// edited as its leases change.
+		cps.Holders = &controlplane.HolderNotes{Store: all.cp, Forges: forges, Clock: m.Clock, Log: m.Log}
+		m.holders = cps.Holders
+	}
 	// The per-identity budgets and freezes: a freeze ends the identity's
 	// leases, and the engine holds its items before any forge write.
 	ids := &identity.Guard{Store: all.ids, Limits: m.Config.IdentityLimits(), Audit: audit.Safe(sink, m.Log), Clock: m.Clock,
@@ -501,6 +509,7 @@ func (m *Main) close() error {
 		errs = append(errs, err)
 	}
 	m.stopForgeChecks()
+	m.holders.Stop()
 	if m.stopSync != nil {
 		m.stopSync()
 		<-m.synced

@@ -48,6 +48,11 @@ type Forge struct {
 		sync.Mutex
 		name string
 	}
+	// self caches the name of the token's own user (selfName).
+	self struct {
+		sync.Mutex
+		name string
+	}
 }
 
 var _ wq.Forge = (*Forge)(nil)

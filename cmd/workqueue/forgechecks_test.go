@@ -500,3 +500,34 @@ func TestServeMakesAgainAHookWhoseDeliveriesItRefusedForTheirSecret(t *testing.T
 		t.Errorf("the check after the repair: %+v, want ok (no refusal since)", s)
 	}
 }
+
+func TestServeReportsTheSettingsSafetyReliesOnForTheDashboard(t *testing.T) {
+	srv := testgitea.Get(t)
+	repo := srv.NewRepo(t)
+	t.Setenv("WQ_TEST_GITEA_TOKEN", srv.Token)
+	cfg := giteaConfig(t, srv.URL, srv.User)
+	cfg.Projects[0].Match = repo
+	var logs strings.Builder
+	out := &syncWriter{w: &logs}
+	m := NewMain(cfg, slog.New(slog.NewTextHandler(out, nil)))
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	reports := eventually.Value(t, 20*time.Second, "the settings read at start", func() ([]forgecheck.Report, bool) {
+		r := m.checks.Reports()
+		return r, r != nil
+	})
+	if len(reports) != 1 || reports[0].VersionStatus != "supported" || len(reports[0].Projects) != 1 || reports[0].Projects[0].Project != repo {
+		t.Fatalf("reports %+v, want the forge supported and the one project", reports)
+	}
+	s := reports[0].Projects[0].Settings
+	if len(s) != 1 || s[0].Name != "branch_protection(main)" || s[0].Safe {
+		t.Errorf("the unprotected repository's settings %+v, want branch_protection(main) unsafe", s)
+	}
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if !strings.Contains(logs.String(), "forge check: forges[gitea] "+repo+": branch_protection(main) = none") {
+		t.Errorf("the start's log does not warn of the unprotected branch:\n%s", logs.String())
+	}
+}

@@ -21,8 +21,10 @@ reach that a projects[] entry covers, and make each deliver merge request
 and CI events to public_url/webhooks/<forge>, signed with the forge's
 webhook secret. Running it again changes nothing: it reports each hook as
 created, found, or updated when it was repaired (an event missing, or
-subscribed but never read, or a GitLab hook disabled after failing
-deliveries, which is replaced).
+subscribed but never read, a GitLab hook disabled after failing
+deliveries, which is replaced, a hook pointed at another host, or
+duplicates, which are deleted). serve does the same at start and every
+hooks.check_interval (docs/forge-checks.md).
 
 A forge without a webhook secret gets no hooks: that is a warning on
 standard error, and with --strict a failure (exit 1). When no forge has
@@ -67,15 +69,12 @@ one, nothing was ensured, and that is a failure (exit 1) either way.`,
 					skipped++
 					continue
 				}
-				projects, err := forges[fc.Name].ListProjects(cmd.Context())
+				projects, err := configuredProjects(cmd.Context(), cfg, fc.Name, forges[fc.Name])
 				if err != nil {
 					return fmt.Errorf("%s: %w", fc.Name, err)
 				}
 				url := strings.TrimRight(cfg.PublicURL, "/") + "/webhooks/" + fc.Name
 				for _, p := range projects {
-					if _, ok := cfg.ProjectFor(fc.Name, p); !ok {
-						continue
-					}
 					outcome, err := forges[fc.Name].EnsureWebhook(cmd.Context(), p, url, secret)
 					if err != nil {
 						return fmt.Errorf("%s %s: %w", fc.Name, p, err)

@@ -524,3 +524,60 @@ func TestInspectWebhookSaysWhatIsWrongWithTheServicesHook(t *testing.T) {
 		t.Errorf("a job event unticked: %+v, want wrong_events", h)
 	}
 }
+
+// The holder note (controlplane.HolderNotes) on an issue and a merge
+// request: the service's note with the marker is found and edited, a
+// person's note holding the marker is not the service's, and an edit
+// runs no quick action.
+func TestTheServicesOwnNoteIsFoundAndEditedOnIssuesAndMergeRequests(t *testing.T) {
+	srv, f := newProject(t)
+	ctx := context.Background()
+	const marker = "<!-- holder -->"
+	issue, err := f.CreateIssue(ctx, wq.IssueCreate{Project: "g/p", Title: "Broken"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	person := srv.AddUser("person")
+	pf, err := gitlab.New(srv.URL, person, gitlab.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pf.CommentOnWork(ctx, "g/p", wq.WorkIssue, issue.Number, marker+" a person's copy"); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := f.FindOwnWorkComment(ctx, "g/p", wq.WorkIssue, issue.Number, marker); err != nil || id != 0 {
+		t.Fatalf("only a person's note holds the marker: found %d, %v; want none", id, err)
+	}
+	made, err := f.CommentOnWork(ctx, "g/p", wq.WorkIssue, issue.Number, marker+" held by a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := f.FindOwnWorkComment(ctx, "g/p", wq.WorkIssue, issue.Number, marker); err != nil || id != made {
+		t.Fatalf("found %d, %v; want the service's note %d", id, err, made)
+	}
+	if err := f.EditWorkComment(ctx, "g/p", wq.WorkIssue, issue.Number, made, marker+" held by b\n/close"); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := f.GetWork(ctx, "g/p", wq.WorkIssue, issue.Number); err != nil || w.State != wq.MergeRequestOpen {
+		t.Errorf("after an edit holding /close the issue is %+v, %v; want open", w, err)
+	}
+
+	if _, err := f.CommitFiles(ctx, wq.CommitRequest{Project: "g/p", Base: "main", Branch: "wq/held", Message: "m",
+		Changes: []wq.FileChange{{Action: "create", Path: "a", Content: []byte("a")}}}); err != nil {
+		t.Fatal(err)
+	}
+	mr, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: "g/p", SourceBranch: "wq/held", TargetBranch: "main", Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, err = f.CommentOnWork(ctx, "g/p", wq.WorkPR, mr.Number, marker+" held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := f.FindOwnWorkComment(ctx, "g/p", wq.WorkPR, mr.Number, marker); err != nil || id != made {
+		t.Fatalf("on the merge request: found %d, %v; want %d", id, err, made)
+	}
+	if err := f.EditWorkComment(ctx, "g/p", wq.WorkPR, mr.Number, made, marker+" released"); err != nil {
+		t.Errorf("edit on the merge request: %v", err)
+	}
+}

@@ -92,6 +92,24 @@ func (s *Server) issues(r *http.Request, p *project, rest []string) (int, any, *
 		return 0, nil, fail(404, "404 Not Found")
 	}
 	iid, err := strconv.ParseInt(rest[0], 10, 64)
+	if err == nil && iid >= 1 && int(iid) <= len(p.issues) && len(rest) == 3 && rest[1] == "notes" && r.Method == "PUT" {
+		// An edit of a note (PUT …/issues/:iid/notes/:note_id): its quick
+		// actions run as a new note's do.
+		is := p.issues[iid-1]
+		id, _ := strconv.ParseInt(rest[2], 10, 64)
+		i := slices.IndexFunc(is.notes, func(n *note) bool { return n.id == id })
+		if i < 0 {
+			return 0, nil, fail(404, "404 Note Not Found")
+		}
+		var req struct {
+			Body string `json:"body"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		n := is.notes[i]
+		n.body, _ = quickActions(req.Body, map[string]func(){"close": func() { s.setIssueState(p, is, "close") }})
+		n.updatedAt = s.now()
+		return 200, s.noteJSON(p, n, "Issue", 2000+is.iid, is.iid), nil
+	}
 	if err != nil || iid < 1 || int(iid) > len(p.issues) || len(rest) > 2 || (len(rest) == 2 && rest[1] != "notes") {
 		return 0, nil, fail(404, "404 Not found")
 	}

@@ -40,8 +40,8 @@ func holderNotes(t *testing.T, c *sdk.Client, repo string, number int64) []strin
 // On the real Gitea: while a session holds a pull request, the thread's
 // one holder note names its identity and role; it is edited within
 // seconds of each allocation and release, the reviewer-to-merger handoff
-// reads in its history, and a lease that passed its expiry is said to be
-// held by nobody.
+// reads in its history, a lease that passed its expiry is said to be held
+// by nobody, and a takeover names the new holder and the old.
 func TestThePullRequestsThreadShowsWhoHoldsItAndTheHandoff(t *testing.T) {
 	srv := testgitea.Get(t)
 	repo := srv.NewRepo(t)
@@ -145,5 +145,17 @@ func TestThePullRequestsThreadShowsWhoHoldsItAndTheHandoff(t *testing.T) {
 		n := holderNotes(t, sdkc, repo, pr.Number)
 		return len(n) == 1 && strings.Contains(n[0], "expired at"), n
 	})
+
+	// Another merger takes it over: the note names it, and from whom.
+	other, os := session("token:merger-two", cp.RoleMerger)
+	if _, err := svc.ReclaimLease(ctx, other, a.Lease.ID, os); err != nil {
+		t.Fatalf("the reclaim: %v", err)
+	}
+	holders.Wait()
+	got = note("after the takeover")
+	if !strings.Contains(got, "**Held by** `token:merger-two` as **merger**") || !strings.Contains(got, "Taken over from session `"+ms[len(ms)-8:]+"`") ||
+		!strings.Contains(got, "| reclaimed | merger | `token:merger-two`") {
+		t.Errorf("after the takeover the note says:\n%s", got)
+	}
 	t.Logf("the note named the holder %v after its allocation; after the handoff it read:\n%s", shown.Round(time.Millisecond), got)
 }

@@ -67,6 +67,9 @@ func (h *HolderNotes) Changed(workID string) {
 	}
 	if h.running == nil {
 		h.running, h.again, h.notes, h.expiry = map[string]bool{}, map[string]bool{}, map[string]int64{}, map[string]clockwork.Timer{}
+		if h.Clock == nil {
+			h.Clock = clockwork.NewRealClock()
+		}
 	}
 	if h.running[workID] {
 		h.again[workID] = true // written once more after the write in progress

@@ -99,8 +99,22 @@ func (c *HookChecker) SecretRefused(forge string) {
 	}
 }
 
+// defaults fills in what a HookChecker built without them lacks.
+func (c *HookChecker) defaults() {
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Interval <= 0 {
+		c.Interval = 10 * time.Minute
+	}
+}
+
 // Run checks at once, then every Interval until ctx ends.
 func (c *HookChecker) Run(ctx context.Context) {
+	c.defaults()
 	t := c.Clock.NewTicker(c.Interval)
 	defer t.Stop()
 	c.CheckAll(ctx)
@@ -116,6 +130,7 @@ func (c *HookChecker) Run(ctx context.Context) {
 
 // CheckAll checks every target's projects once and returns what it found.
 func (c *HookChecker) CheckAll(ctx context.Context) []HookStatus {
+	c.defaults()
 	var out []HookStatus
 	for _, t := range c.Targets {
 		c.mu.Lock()

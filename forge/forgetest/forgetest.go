@@ -54,8 +54,10 @@ type People interface {
 }
 
 // Run runs the suite, one part per area (commits.go, mergerequests.go,
-// work.go, actions.go). newProject makes a fresh project for each test.
+// work.go, actions.go, checks.go). newProject makes a fresh project for
+// each test.
 func Run(t *testing.T, newProject func(t *testing.T) Project) {
+	runChecks(t, newProject)
 	runWork(t, newProject)
 	runActions(t, newProject)
 	runCommits(t, newProject)

@@ -205,6 +205,22 @@ projects:
 		t.Errorf("pipelines must succeed: warned %q", got)
 	}
 
+	// The merge method is reported with what it means, never warned of.
+	edit("", map[string]any{"merge_method": "ff"}, "PUT")
+	out, _, _ := runCLI(t, "config", "check", "--online", "-o", "json", file)
+	var online struct {
+		Online []string `json:"online"`
+	}
+	json.Unmarshal([]byte(out), &online)
+	if !slices.ContainsFunc(online.Online, func(l string) bool {
+		return strings.Contains(l, "merge_method = ff: the branch must sit on the target's head")
+	}) {
+		t.Errorf("a fast-forward project: --online says %q, want merge_method = ff with its meaning", online.Online)
+	}
+	if got := problemsAbout(check(), "merge_method"); len(got) != 0 {
+		t.Errorf("merge_method warned: %q", got)
+	}
+
 	// GitLab Free has no approvals API: the setting is unknown, and said so.
 	gl.SetFreeTier(true)
 	r = check()

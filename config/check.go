@@ -88,31 +88,39 @@ func (c Config) Notes() []string {
 	return out
 }
 
-// ItemTypes are the item types this build can process, sorted: the item
-// type registry (package itemtype) adds each with RegisterItemType, and
-// serve registers each when handled_types names it.
-var ItemTypes []string
+// Known is what the program links that a configuration may name: the
+// kinds of forge forges[].kind names, and the item types handled_types
+// names, each with the warnings its section gives. The program's
+// composition root builds it from its registries (cmd/workqueue/registry.go):
+// config links neither, so that reading a configuration links no forge's
+// client and no item type.
+type Known struct {
+	ForgeKinds []string
+	ItemTypes  []KnownType
+}
 
-// itemTypeWarnings are the registered types' warnings, by type.
-var itemTypeWarnings = map[string]func(Config) []Warning{}
+// KnownType is an item type the program can process.
+type KnownType struct {
+	Name string
+	// Warnings says what the type's configuration makes a trap on an
+	// instance configured by c (nil: nothing).
+	Warnings func(c Config) []Warning
+}
+
+// typeNames are k's item types' names, sorted.
+func (k Known) typeNames() []string {
+	names := make([]string, 0, len(k.ItemTypes))
+	for _, t := range k.ItemTypes {
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	return names
+}
 
 // Warning is what an item type's configuration section makes a trap:
 // Field names the key it is about, Message says why.
 type Warning struct {
 	Field, Message string
-}
-
-// RegisterItemType adds an item type this build can process, with the
-// warnings its section gives (nil: none). The item type registry calls it;
-// registration happens at start, before any configuration is read.
-func RegisterItemType(name string, warnings func(Config) []Warning) {
-	if !slices.Contains(ItemTypes, name) {
-		ItemTypes = append(ItemTypes, name)
-		slices.Sort(ItemTypes)
-	}
-	if warnings != nil {
-		itemTypeWarnings[name] = warnings
-	}
 }
 
 // Check reads the configuration file at path like Load and returns what
@@ -123,13 +131,13 @@ func RegisterItemType(name string, warnings func(Config) []Warning) {
 // each secret that cannot be read. Problems carry the line of the file
 // where it sets the field. The configuration is the zero Config when the
 // file does not parse.
-func Check(path string) (Config, Problems) {
+func Check(path string, known Known) (Config, Problems) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Config{}, Problems{{Message: err.Error()}}
 	}
 	defer f.Close()
-	cfg, doc, problems := parse(io.LimitReader(f, maxFileSize+1))
+	cfg, doc, problems := parse(io.LimitReader(f, maxFileSize+1), known)
 	if doc == nil {
 		return Config{}, problems
 	}
@@ -163,16 +171,13 @@ func (c Config) secretProblems(doc *yaml.Node) Problems {
 	return out
 }
 
-// validateItemTypes reports a handled type this build has no processor
+// validateItemTypes reports a handled type this program has no processor
 // for: items of it would wait forever.
-func (c Config) validateItemTypes(bad func(field, format string, args ...any)) {
+func (c Config) validateItemTypes(known Known, bad func(field, format string, args ...any)) {
+	names := known.typeNames()
 	for i, t := range c.HandledTypes {
-		if t != "" && len(ItemTypes) == 0 {
-			bad(fmt.Sprintf("handled_types[%d]", i), "%q cannot be checked: this program registers no item types (a program that reads configuration imports itemtype/types)", t)
-			continue
-		}
-		if t != "" && !slices.Contains(ItemTypes, t) {
-			bad(fmt.Sprintf("handled_types[%d]", i), "%q is not an item type this instance can process; want one of %s", t, strings.Join(ItemTypes, ", "))
+		if t != "" && !slices.Contains(names, t) {
+			bad(fmt.Sprintf("handled_types[%d]", i), "%q is not an item type this instance can process; want one of %s", t, strings.Join(names, ", "))
 		}
 	}
 }
@@ -181,14 +186,13 @@ func (c Config) validateItemTypes(bad func(field, format string, args ...any)) {
 // process: right for an API-only instance beside processing ones
 // (DDR-25), a trap for a single instance. Each item type says it of its
 // own section.
-func (c Config) typeWarnings(doc *yaml.Node) Problems {
+func (c Config) typeWarnings(known Known, doc *yaml.Node) Problems {
 	var out Problems
-	for _, t := range ItemTypes {
-		warn := itemTypeWarnings[t]
-		if warn == nil {
+	for _, t := range known.ItemTypes {
+		if t.Warnings == nil {
 			continue
 		}
-		for _, w := range warn(c) {
+		for _, w := range t.Warnings(c) {
 			out = append(out, &Problem{Field: w.Field, Line: lineOf(doc, w.Field), Warning: true, Message: w.Message})
 		}
 	}

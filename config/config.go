@@ -71,7 +71,8 @@ type Config struct {
 	Limits Limits `yaml:"limits"`
 }
 
-// Processing tunes the engine; see EngineConfig for each field's meaning.
+// Processing tunes the engine; engine.Config documents each field (the
+// program's composition root turns this section into one).
 type Processing struct {
 	Workers       int      `yaml:"workers"`
 	Lease         Duration `yaml:"lease"`
@@ -137,27 +138,14 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 // Default returns the configuration used when no file is given: SQLite in
 // the working directory, a loopback listener, and the engine defaults.
 func Default() Config {
-	e := DefaultEngine()
+	e := defaultProcessing
 	return Config{
 		Listen:      "127.0.0.1:8080",
 		Database:    "sqlite:workqueue.db",
 		AutoMigrate: true,
-		Processing: Processing{
-			Workers:           e.Workers,
-			Lease:             Duration(e.Lease),
-			SweepInterval:     Duration(e.SweepInterval),
-			SweepBatch:        e.SweepBatch,
-			ClaimBatch:        e.ClaimBatch,
-			ItemDeadline:      Duration(e.ItemDeadline),
-			MaxAttempts:       e.MaxAttempts,
-			GiveUpAfter:       Duration(e.GiveUpAfter),
-			BackoffBase:       Duration(e.BackoffBase),
-			BackoffMax:        Duration(e.BackoffMax),
-			ShutdownGrace:     Duration(e.ShutdownGrace),
-			DeliveryRetention: Duration(e.DeliveryRetention),
-		},
-		Log:   Log{Level: "info", Format: "text"},
-		Audit: defaultAudit(),
+		Processing:  e,
+		Log:         Log{Level: "info", Format: "text"},
+		Audit:       defaultAudit(),
 		Auth: Auth{JWT: JWT{Leeway: Duration(30 * time.Second), MinRefresh: Duration(time.Minute)},
 			Introspection: Introspection{TTL: Duration(5 * time.Minute)},
 			FailureLimit:  auth.DefaultFailureLimit, FailureWindow: Duration(auth.DefaultFailureWindow),
@@ -177,6 +165,23 @@ func Default() Config {
 	}
 }
 
+// defaultProcessing is the processing section's defaults: the engine's
+// (engine.DefaultConfig, which a test of the composition root holds equal).
+var defaultProcessing = Processing{
+	Workers:           10,
+	Lease:             Duration(60 * time.Second),
+	SweepInterval:     Duration(60 * time.Second),
+	SweepBatch:        1000,
+	ClaimBatch:        32,
+	ItemDeadline:      Duration(60 * time.Second),
+	MaxAttempts:       5,
+	GiveUpAfter:       Duration(24 * time.Hour),
+	BackoffBase:       Duration(10 * time.Second),
+	BackoffMax:        Duration(10 * time.Minute),
+	ShutdownGrace:     Duration(30 * time.Second),
+	DeliveryRetention: Duration(7 * 24 * time.Hour),
+}
+
 // minInterval bounds the mr intervals from below.
 const minInterval = 100 * time.Millisecond
 
@@ -184,13 +189,13 @@ const minInterval = 100 * time.Millisecond
 const maxFileSize = 1 << 20
 
 // Load reads the file at path over the defaults and validates the result.
-func Load(path string) (Config, error) {
+func Load(path string, known Known) (Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	defer f.Close()
-	cfg, err := Parse(io.LimitReader(f, maxFileSize+1))
+	cfg, err := Parse(io.LimitReader(f, maxFileSize+1), known)
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -201,8 +206,8 @@ func Load(path string) (Config, error) {
 // it. An empty document gives the defaults. The error lists every
 // problem (unknown keys, values of the wrong shape, invalid fields), each
 // a *Problem naming its field and, where the file sets it, its line.
-func Parse(r io.Reader) (Config, error) {
-	cfg, _, problems := parse(r)
+func Parse(r io.Reader, known Known) (Config, error) {
+	cfg, _, problems := parse(r, known)
 	if err := problems.Err(); err != nil {
 		return Config{}, err
 	}
@@ -214,7 +219,7 @@ func Parse(r io.Reader) (Config, error) {
 // warnings included. It decodes as much as it can despite problems, so
 // that one run reports them all: a value of the wrong shape or an unknown
 // key keeps the default and is reported, and the rest is validated.
-func parse(r io.Reader) (Config, *yaml.Node, Problems) {
+func parse(r io.Reader, known Known) (Config, *yaml.Node, Problems) {
 	body, err := io.ReadAll(r)
 	if err != nil {
 		return Config{}, nil, Problems{{Message: err.Error()}}
@@ -250,12 +255,12 @@ func parse(r io.Reader) (Config, *yaml.Node, Problems) {
 			}
 		}
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(known); err != nil {
 		for _, e := range unjoin(err) {
 			problems = append(problems, problemOf(e, &doc))
 		}
 	}
-	problems = append(problems, cfg.typeWarnings(&doc)...)
+	problems = append(problems, cfg.typeWarnings(known, &doc)...)
 	problems = append(problems, exampleHostWarnings(&doc)...)
 	slices.SortStableFunc(problems, func(a, b *Problem) int { return cmpLine(a.Line, b.Line) })
 	return cfg, &doc, problems
@@ -276,8 +281,6 @@ func cmpLine(a, b int) int {
 	return 1
 }
 
-// Validate checks every field and returns all problems, each naming its
-// field.
 // checkUniqueName reports a list entry's name that pattern (described by
 // want) does not match, or that an earlier entry has already; seen
 // collects the list's names.
@@ -290,7 +293,10 @@ func checkUniqueName(bad func(field, format string, args ...any), field, name st
 	seen[name] = true
 }
 
-func (c Config) Validate() error {
+// Validate checks every field and returns all problems, each naming its
+// field; known is what the program links (the forge kinds and item types
+// a configuration may name).
+func (c Config) Validate(known Known) error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
@@ -308,7 +314,7 @@ func (c Config) Validate() error {
 		}
 		seen[t] = true
 	}
-	c.validateItemTypes(bad)
+	c.validateItemTypes(known, bad)
 	c.validateLimits(bad)
 	p := c.Processing
 	if p.Workers < 1 || p.Workers > 1000 {
@@ -365,7 +371,7 @@ func (c Config) Validate() error {
 			bad("public_url", "want http(s)://host[:port][/path], got %q", c.PublicURL)
 		}
 	}
-	c.validateForges(bad)
+	c.validateForges(known, bad)
 	c.validateAuth(bad)
 	c.validateControlPlane(bad)
 	c.validateIncidents(bad)
@@ -373,85 +379,6 @@ func (c Config) Validate() error {
 	c.validateMetrics(bad)
 	c.validateDashboard(bad)
 	return errors.Join(errs...)
-}
-
-// EngineConfig tunes the engine: engine.Config is this type. It is
-// declared here, beside the processing section that fills it (Engine),
-// so that the configuration links no engine; DefaultEngine holds the
-// defaults, and every field must be set (engine.New refuses zero values
-// it cannot use).
-type EngineConfig struct {
-	Workers       int           // concurrent items (DDR-41)
-	Lease         time.Duration // how long a claim holds without a heartbeat
-	Heartbeat     time.Duration // how often a held lease is extended; Lease/3 by default
-	SweepInterval time.Duration // how often the sweep looks for due items
-	SweepBatch    int           // items the sweep takes per query
-	// ClaimBatch is how many queued items the producer leases in one
-	// claim (one statement on PostgreSQL, one transaction on SQLite), and
-	// how many claimed items may wait for a worker.
-	ClaimBatch   int
-	ItemDeadline time.Duration // wall-clock time one item may hold a worker (DDR-44)
-	MaxAttempts  int           // consecutive failures that were not transient before an item fails
-	// GiveUpAfter is how long an item may fail transiently without a break
-	// (the forge or database unreachable, 5xx, rate limited) before it
-	// fails: transient failures back off but do not count toward
-	// MaxAttempts, so an outage shorter than this fails nothing.
-	GiveUpAfter   time.Duration
-	BackoffBase   time.Duration // backoff after the first failure; doubles per failure
-	BackoffMax    time.Duration // backoff cap
-	ShutdownGrace time.Duration // how long Stop lets the actions in flight finish
-	HandledTypes  []string      // item types this instance processes; none means none (DDR-25)
-	// DeliveryRetention is how long a webhook delivery id is remembered,
-	// so that a redelivery within it is stored once. Forges retry for
-	// hours at most; the default is a week.
-	DeliveryRetention time.Duration
-	Owner             string // lease owner name, e.g. host:pid
-}
-
-// DefaultEngine returns the engine defaults (engine.DefaultConfig);
-// config files override them.
-func DefaultEngine() EngineConfig {
-	host, _ := os.Hostname()
-	return EngineConfig{
-		Workers:           10,
-		Lease:             60 * time.Second,
-		Heartbeat:         20 * time.Second,
-		SweepInterval:     60 * time.Second,
-		SweepBatch:        1000,
-		ClaimBatch:        32,
-		ItemDeadline:      60 * time.Second,
-		MaxAttempts:       5,
-		GiveUpAfter:       24 * time.Hour,
-		BackoffBase:       10 * time.Second,
-		BackoffMax:        10 * time.Minute,
-		ShutdownGrace:     30 * time.Second,
-		DeliveryRetention: 7 * 24 * time.Hour,
-		Owner:             fmt.Sprintf("%s:%d", host, os.Getpid()),
-	}
-}
-
-// Engine returns the engine configuration.
-func (c Config) Engine() EngineConfig {
-	e := DefaultEngine()
-	p := c.Processing
-	e.Workers = p.Workers
-	e.Lease = time.Duration(p.Lease)
-	e.Heartbeat = time.Duration(p.Heartbeat)
-	if e.Heartbeat == 0 {
-		e.Heartbeat = e.Lease / 3
-	}
-	e.SweepInterval = time.Duration(p.SweepInterval)
-	e.SweepBatch = p.SweepBatch
-	e.ClaimBatch = p.ClaimBatch
-	e.ItemDeadline = time.Duration(p.ItemDeadline)
-	e.MaxAttempts = p.MaxAttempts
-	e.GiveUpAfter = time.Duration(p.GiveUpAfter)
-	e.BackoffBase = time.Duration(p.BackoffBase)
-	e.BackoffMax = time.Duration(p.BackoffMax)
-	e.ShutdownGrace = time.Duration(p.ShutdownGrace)
-	e.DeliveryRetention = time.Duration(p.DeliveryRetention)
-	e.HandledTypes = slices.Clone(c.HandledTypes)
-	return e
 }
 
 // Redacted returns the configuration as one line of JSON with secrets

@@ -81,7 +81,7 @@ func TestEveryValueTheExampleShowsIsTheResolvedDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse(strings.NewReader(string(shown)))
+	cfg, err := config.Parse(strings.NewReader(string(shown)), known)
 	if err != nil {
 		t.Fatalf("the example's defaults do not load: %v\n%s", err, shown)
 	}

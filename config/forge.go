@@ -9,9 +9,6 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
-
-	"github.com/workqueue-dev/workqueue/forge"
-	_ "github.com/workqueue-dev/workqueue/forge/kinds" // the kinds forges[].kind names
 )
 
 // Forge is one code forge the service writes to.
@@ -155,13 +152,14 @@ var forgeName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 // refuses in one, no leading - or / or ., no .. or // (git check-ref-format).
 var branchPrefix = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_+=,@#%-]*(?:[./][A-Za-z0-9_+=,@#%-]+)*/?$`)
 
-func (c Config) validateForges(bad func(field, format string, args ...any)) {
+func (c Config) validateForges(known Known, bad func(field, format string, args ...any)) {
 	names := map[string]bool{}
 	for i, f := range c.Forges {
 		field := fmt.Sprintf("forges[%d]", i)
 		checkUniqueName(bad, field+".name", f.Name, forgeName, "lowercase letters, digits, - and _", names)
-		if _, ok := forge.Lookup(f.Kind); !ok {
-			bad(field+".kind", "want %s, got %q", oneOf(forge.Kinds()), f.Kind)
+		if !slices.Contains(known.ForgeKinds, f.Kind) {
+			kinds := slices.Sorted(slices.Values(known.ForgeKinds))
+			bad(field+".kind", "want %s, got %q", oneOf(kinds), f.Kind)
 		}
 		if u, err := url.Parse(f.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 			bad(field+".url", "want http(s)://host[:port][/path] without credentials, got %q", RedactURL(f.URL))
@@ -347,7 +345,6 @@ func (c Config) MRProject(forgeName, project string) (ProjectSettings, bool) {
 	if !ok {
 		return ProjectSettings{}, false
 	}
-	fg, _ := c.ForgeNamed(forgeName)
 	return ProjectSettings{
 		Policy: PolicySettings{BlockedPaths: p.BlockedPaths,
 			MaxFileBytes: orDefault(p.MaxFileBytes, DefaultMaxFileBytes), MaxTotalBytes: orDefault(p.MaxTotalBytes, DefaultMaxTotalBytes),
@@ -356,18 +353,16 @@ func (c Config) MRProject(forgeName, project string) (ProjectSettings, bool) {
 		AutoMerge:    p.AutoMerge,
 		Label:        c.MR.ManagedLabel,
 		BranchPrefix: p.SourceBranchPrefix(),
-		FileModes:    forge.SetsFileModes(fg.Kind),
 	}, true
 }
 
 // ProjectSettings are a project's settings for changes, resolved: the
-// defaults filled in, the forge's abilities looked up.
+// defaults filled in.
 type ProjectSettings struct {
 	Policy       PolicySettings
 	AutoMerge    bool
 	Label        string // the label put on merge requests (mr.managed_label)
 	BranchPrefix string // source branches the service may write start with it
-	FileModes    bool   // the project's forge can set a file's executable bit
 }
 
 // PolicySettings are a project's inspection policy, resolved.

@@ -65,7 +65,7 @@ func generatedSchema(t *testing.T) []byte {
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(config.Schema(fieldDocs(t))); err != nil {
+	if err := enc.Encode(config.Schema(fieldDocs(t), known)); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -141,7 +141,7 @@ func TestConfigSchemaTakesTheExampleAndRefusesWhatTheLoaderRefuses(t *testing.T)
 		if err := r.Validate(asJSON(t, []byte(doc))); err == nil {
 			t.Errorf("the schema takes %q, which the loader refuses", doc)
 		}
-		if _, err := config.Parse(strings.NewReader(doc)); err == nil {
+		if _, err := config.Parse(strings.NewReader(doc), known); err == nil {
 			t.Errorf("the loader takes %q", doc)
 		}
 	}

@@ -1,8 +1,9 @@
 // Package itemtype is the registry of item types: one Plugin per type
 // carries everything a process needs of it (its store and migrations, its
 // engine type and face to callers, work it does beside the engine, and
-// what its configuration section warns of), registered once
-// (itemtype/types registers the types shipped). serve, the test helpers
+// what its configuration section warns of). A Registry is a value, built
+// by the program's composition root (cmd/workqueue/registry.go registers
+// the types shipped, one line each). serve, the test helpers
 // and config check loop over the registered types; no generic layer names
 // one (DESIGN section 3: adding a type touches no generic code).
 package itemtype
@@ -12,13 +13,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
+	"strings"
 
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/config"
-	"github.com/workqueue-dev/workqueue/controlplane"
 )
 
 // Plugin is one item type.
@@ -47,14 +47,17 @@ type Plugin struct {
 }
 
 // Env is what a type is built from: the process's configuration, its
-// queue store, forges and control plane.
+// queue store, forges, the control plane's gate and audit sink.
 type Env struct {
 	Config config.Config
 	Queue  wq.Store
 	Forges map[string]wq.Forge // by configured forge name
-	// ControlPlane is the control plane's service, whose gate checks
-	// submissions made for an assignment.
-	ControlPlane *controlplane.Service
+	// Assignments is the control plane's gate, which checks submissions
+	// made for an assignment; nil where no control plane runs.
+	Assignments wq.AssignmentGate
+	// Audit is the process's audit sink (nil: the type writes none of
+	// its own).
+	Audit wq.AuditSink
 	// Notify wakes the engine for an item (nil: no wake-up).
 	Notify func(itemType string, id wq.ItemID)
 	Clock  clockwork.Clock
@@ -71,49 +74,55 @@ type Built struct {
 	Run func(ctx context.Context)
 }
 
-var registry struct {
-	sync.RWMutex
+// Registry is the item types a program links: built once by the
+// program's composition root (cmd/workqueue/registry.go), one Register
+// line per type, and passed to serve, config check and the test helpers.
+// No package registers a type by being imported.
+type Registry struct {
 	plugins []Plugin
 }
 
-// Register adds an item type, and tells config the type's name (its
-// handled_types check) and warnings. It panics on a plugin without a name
-// or Build, and on a name registered twice: registration happens once,
-// at start.
-func Register(p Plugin) {
-	registry.Lock()
-	defer registry.Unlock()
+// NewRegistry returns a registry of the given types (Register each).
+func NewRegistry(types ...Plugin) *Registry {
+	r := &Registry{}
+	for _, p := range types {
+		r.Register(p)
+	}
+	return r
+}
+
+// Register adds an item type. It panics on a plugin without a name or
+// Build, and on a name registered twice: registration happens once, at
+// start. It is not safe to call while the registry is in use.
+func (r *Registry) Register(p Plugin) {
 	if p.Name == "" || p.Build == nil {
 		panic(fmt.Sprintf("itemtype: plugin %q lacks a name or Build", p.Name))
 	}
-	if slices.ContainsFunc(registry.plugins, func(q Plugin) bool { return q.Name == p.Name }) {
+	if slices.ContainsFunc(r.plugins, func(q Plugin) bool { return q.Name == p.Name }) {
 		panic(fmt.Sprintf("itemtype: %q registered twice", p.Name))
 	}
-	registry.plugins = append(registry.plugins, p)
-	slices.SortFunc(registry.plugins, func(a, b Plugin) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		if a.Name > b.Name {
-			return 1
-		}
-		return 0
-	})
-	config.RegisterItemType(p.Name, p.Warnings)
+	r.plugins = append(r.plugins, p)
+	slices.SortFunc(r.plugins, func(a, b Plugin) int { return strings.Compare(a.Name, b.Name) })
 }
 
 // All returns the registered types, by name.
-func All() []Plugin {
-	registry.RLock()
-	defer registry.RUnlock()
-	return slices.Clone(registry.plugins)
+func (r *Registry) All() []Plugin { return slices.Clone(r.plugins) }
+
+// Known returns what the configuration needs to know of the registered
+// types (their names, and the warnings their sections give).
+func (r *Registry) Known() []config.KnownType {
+	out := make([]config.KnownType, 0, len(r.plugins))
+	for _, p := range r.plugins {
+		out = append(out, config.KnownType{Name: p.Name, Warnings: p.Warnings})
+	}
+	return out
 }
 
 // Stores opens every registered type's store on db (see
 // Plugin.OpenStore), by type name: call it before db.Migrate.
-func Stores(db wq.Store) (map[string]any, error) {
+func (r *Registry) Stores(db wq.Store) (map[string]any, error) {
 	out := map[string]any{}
-	for _, p := range All() {
+	for _, p := range r.plugins {
 		if p.OpenStore == nil {
 			continue
 		}
@@ -128,9 +137,9 @@ func Stores(db wq.Store) (map[string]any, error) {
 
 // BuildAll builds every registered type that env's configuration enables,
 // on its store of stores.
-func BuildAll(env Env, stores map[string]any) ([]Built, error) {
+func (r *Registry) BuildAll(env Env, stores map[string]any) ([]Built, error) {
 	var out []Built
-	for _, p := range All() {
+	for _, p := range r.plugins {
 		if p.Enabled != nil && !p.Enabled(env.Config) {
 			continue
 		}

@@ -36,12 +36,12 @@ func ForConfig(c config.Config, forgeName string) Projects {
 	}
 }
 
-// Open builds the client of configured forge f, guarded (Guard): the
-// one way serve, hooks and the herder get a forge to write to, so that
-// no write goes around the policy (scripts/check holds that nothing
-// else calls forge.Open).
-func Open(c config.Config, f config.Forge, fc forge.Config) (wq.Forge, error) {
-	g, err := forge.Open(f.Kind, fc)
+// Open builds the client of configured forge f, of a kind of kinds,
+// guarded (Guard): the one way serve, hooks and the herder get a forge
+// to write to, so that no write goes around the policy (scripts/check
+// holds that nothing else opens a forge's client).
+func Open(kinds *forge.Registry, c config.Config, f config.Forge, fc forge.Config) (wq.Forge, error) {
+	g, err := kinds.Open(f.Kind, fc)
 	if err != nil {
 		return nil, fmt.Errorf("forge %s: %w", f.Name, err)
 	}

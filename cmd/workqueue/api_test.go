@@ -76,7 +76,7 @@ func startAPI(t testing.TB, forgeURL string, edit func(*config.Config)) *apiWorl
 			cfg.Incidents.Projects[i].Repo = w.repo
 		}
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(assemble().known()); err != nil {
 		t.Fatal(err)
 	}
 	m := NewMain(cfg, testkit.Quiet())

@@ -33,7 +33,7 @@ import (
 	"github.com/workqueue-dev/workqueue/store/seam"
 )
 
-func newBenchCommand() *cobra.Command {
+func newBenchCommand(w *world) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the engine's burn-down, the submit API's load and allocation on a database",
@@ -61,12 +61,12 @@ same PostgreSQL and prints the ratio.`,
 	addOutputFlag(cmd.PersistentFlags(), &output)
 	cmd.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the measured phase to this file (go tool pprof reads it)")
 	cmd.PersistentFlags().String("memprofile", "", "write the allocations made during the measured phase to this file (go tool pprof reads it)")
-	cmd.AddCommand(newBenchEngineCommand(), newBenchSubmitCommand(), newBenchAllocateCommand(),
-		newBenchEngineInstanceCommand(), newBenchHostileCommand())
+	cmd.AddCommand(newBenchEngineCommand(w), newBenchSubmitCommand(w), newBenchAllocateCommand(w),
+		newBenchEngineInstanceCommand(w), newBenchHostileCommand(w))
 	return cmd
 }
 
-func newBenchEngineCommand() *cobra.Command {
+func newBenchEngineCommand(w *world) *cobra.Command {
 	var (
 		items, workers, instances, claimBatch int
 		actionTime                            time.Duration
@@ -110,7 +110,7 @@ engine's and the database's. The items stay in the database, idle.`,
   workqueue bench engine --database "$TEST_DATABASE_URL" --items 20000 --workers 100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := newBench(cmd)
+			b, err := newBench(cmd, w)
 			if err != nil {
 				return err
 			}
@@ -167,7 +167,7 @@ func checkActionTime(d time.Duration) error {
 	return nil
 }
 
-func newBenchSubmitCommand() *cobra.Command {
+func newBenchSubmitCommand(w *world) *cobra.Command {
 	var requests, clients int
 	cmd := &cobra.Command{
 		Use:   "submit",
@@ -188,7 +188,7 @@ project that exist only to accept the submissions.`,
   workqueue bench submit --database "$TEST_DATABASE_URL" --requests 20000 --clients 16 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := newBench(cmd)
+			b, err := newBench(cmd, w)
 			if err != nil {
 				return err
 			}
@@ -212,6 +212,7 @@ project that exist only to accept the submissions.`,
 // bench is one bench subcommand's run: its database (a temporary SQLite
 // file unless one was given), its output and its progress writer.
 type bench struct {
+	world    *world // what the program links
 	url      string
 	kind     string
 	tempDir  string // removed by close; "" when the database was given
@@ -230,8 +231,8 @@ type bench struct {
 	cpuProfilePath, memProfilePath string
 }
 
-func newBench(cmd *cobra.Command) (*bench, error) {
-	b := &bench{out: cmd.OutOrStdout(), progress: cmd.ErrOrStderr()}
+func newBench(cmd *cobra.Command, w *world) (*bench, error) {
+	b := &bench{out: cmd.OutOrStdout(), progress: cmd.ErrOrStderr(), world: w}
 	b.format, _ = cmd.Flags().GetString("output")
 	if err := checkOutput(&b.format); err != nil {
 		return nil, err
@@ -472,7 +473,7 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int, proce
 	if processes || instances > 1 {
 		return b.engineInstances(ctx, items, workers, instances)
 	}
-	all, err := openStores(ctx, b.url)
+	all, err := b.world.openStores(ctx, b.url)
 	if err != nil {
 		return engineResult{}, err
 	}
@@ -550,7 +551,7 @@ func (b *bench) newBenchEngine(ctx context.Context, s wq.Store, workers, index i
 	cfg.HandledTypes = []string{benchItemType}
 	cfg.Processing.Workers = workers
 	cfg.Processing.ClaimBatch = b.claimBatch
-	ecfg := cfg.Engine()
+	ecfg := engineConfig(cfg)
 	ecfg.Owner = fmt.Sprintf("%s/bench%d", ecfg.Owner, index)
 	e, err := engine.New(ecfg, s, clockwork.NewRealClock(), discardAudit{}, b.log())
 	if err != nil {
@@ -693,10 +694,10 @@ func (b *bench) submit(ctx context.Context, requests, clients int) (submitResult
 	cfg.Projects = []config.Project{{Match: benchProject, Forge: benchForge}}
 	cfg.Auth.Tokens = []config.Token{{Name: "bench-submit", SHA256: hash, Permissions: []string{string(auth.Submit)}}}
 	cfg.Limits.SubmissionsPerHour = 1_000_000 // one identity submits the whole run: no budget of a person's
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(b.world.known()); err != nil {
 		return submitResult{}, fmt.Errorf("bench config: %w", err)
 	}
-	m := NewMain(cfg, b.log())
+	m := newMainIn(b.world, cfg, b.log())
 	if err := m.Run(ctx); err != nil {
 		m.Close()
 		return submitResult{}, err

@@ -12,7 +12,7 @@ import (
 	"github.com/workqueue-dev/workqueue/controlplane"
 )
 
-func newBenchAllocateCommand() *cobra.Command {
+func newBenchAllocateCommand(w *world) *cobra.Command {
 	var work, sessions, calls int
 	cmd := &cobra.Command{
 		Use:   "allocate",
@@ -32,7 +32,7 @@ leave --database out for a temporary SQLite file.`,
   workqueue bench allocate --database "$TEST_DATABASE_URL" --work 5000 --sessions 100 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := newBench(cmd)
+			b, err := newBench(cmd, w)
 			if err != nil {
 				return err
 			}
@@ -72,7 +72,7 @@ type allocateResult struct {
 }
 
 func (b *bench) allocate(ctx context.Context, work, sessions, calls int) (allocateResult, error) {
-	all, err := openStores(ctx, b.url)
+	all, err := b.world.openStores(ctx, b.url)
 	if err != nil {
 		return allocateResult{}, err
 	}

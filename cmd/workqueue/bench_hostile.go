@@ -34,7 +34,7 @@ import (
 // they run (issue 49).
 var hostileAttacks = []string{"none", "slowloris", "huge-length", "chunked-dribble", "bad-credentials", "mcp-batch", "write-loop"}
 
-func newBenchHostileCommand() *cobra.Command {
+func newBenchHostileCommand(w *world) *cobra.Command {
 	var (
 		duration  time.Duration
 		agents    int
@@ -74,7 +74,7 @@ is in an inventory of a forge not configured here.`,
   workqueue bench hostile --duration 10s --attack slowloris --attack write-loop -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := newBench(cmd)
+			b, err := newBench(cmd, w)
 			if err != nil {
 				return err
 			}
@@ -252,13 +252,13 @@ func (b *bench) hostile(ctx context.Context, duration time.Duration, agents, att
 	if w.batchToken, err = token("batcher", auth.Agent); err != nil {
 		return hostileResult{}, err
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(b.world.known()); err != nil {
 		return hostileResult{}, fmt.Errorf("bench config: %w", err)
 	}
-	if err := seedHostileInventory(ctx, b.url, agents); err != nil {
+	if err := b.seedHostileInventory(ctx, agents); err != nil {
 		return hostileResult{}, err
 	}
-	m := NewMain(cfg, b.log())
+	m := newMainIn(b.world, cfg, b.log())
 	if err := m.Run(ctx); err != nil {
 		m.Close()
 		return hostileResult{}, err
@@ -297,8 +297,8 @@ func (b *bench) hostile(ctx context.Context, duration time.Duration, agents, att
 // seedHostileInventory puts one open issue per agent, and a few more, in
 // the control plane's inventory, of a forge not configured here, so that
 // each agent holds a lease and nothing calls a forge.
-func seedHostileInventory(ctx context.Context, url string, agents int) error {
-	all, err := openStores(ctx, url)
+func (b *bench) seedHostileInventory(ctx context.Context, agents int) error {
+	all, err := b.world.openStores(ctx, b.url)
 	if err != nil {
 		return err
 	}

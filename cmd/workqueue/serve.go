@@ -25,17 +25,14 @@ import (
 	"github.com/workqueue-dev/workqueue/dashboard"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/forge"
-	_ "github.com/workqueue-dev/workqueue/forge/kinds" // the kinds of forge shipped
 	"github.com/workqueue-dev/workqueue/httpapi"
 	"github.com/workqueue-dev/workqueue/identity"
 	"github.com/workqueue-dev/workqueue/identity/idstore"
 	"github.com/workqueue-dev/workqueue/itemtype"
-	_ "github.com/workqueue-dev/workqueue/itemtype/types" // the item types shipped
 	"github.com/workqueue-dev/workqueue/mcpserver"
 	"github.com/workqueue-dev/workqueue/metrics"
 	"github.com/workqueue-dev/workqueue/policy"
 	"github.com/workqueue-dev/workqueue/service"
-	"github.com/workqueue-dev/workqueue/store"
 )
 
 // Main is one workqueue serve process: the store, the engine and the HTTP
@@ -54,6 +51,10 @@ type Main struct {
 	AuditMetrics audit.Metrics
 	// archives are the audit archives that Close flushes (cmd/workqueue/audit.go).
 	archives []*audit.Archive
+
+	// world is what the process links: its kinds of forge, item types
+	// and store drivers (world.go).
+	world *world
 
 	Store  wq.Store
 	Engine *engine.Engine
@@ -85,9 +86,13 @@ type Main struct {
 	historyDone chan struct{}
 }
 
-// NewMain returns a process for cfg; Run starts it.
-func NewMain(cfg config.Config, log *slog.Logger) *Main {
-	return &Main{Config: cfg, Log: log}
+// NewMain returns a process for cfg that links what this program ships
+// (assemble); Run starts it.
+func NewMain(cfg config.Config, log *slog.Logger) *Main { return newMainIn(assemble(), cfg, log) }
+
+// newMainIn returns a process for cfg that links w.
+func newMainIn(w *world, cfg config.Config, log *slog.Logger) *Main {
+	return &Main{Config: cfg, Log: log, world: w}
 }
 
 // Run opens the store, migrates it if configured to, starts the engine and
@@ -105,7 +110,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	all, err := openStores(ctx, m.Config.Database)
+	all, err := m.world.openStores(ctx, m.Config.Database)
 	if err != nil {
 		return err
 	}
@@ -127,7 +132,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 
 	m.Metrics = m.newMetrics(s, all.cp)
-	forges, err := openForgesMeasured(m.Config, m.Metrics)
+	forges, err := m.world.openForgesMeasured(m.Config, m.Metrics)
 	if err != nil {
 		return err
 	}
@@ -140,7 +145,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	sink = m.withDashboardTrail(sink)
-	m.Engine, err = engine.New(m.Config.Engine(), s, m.Clock, sink, m.Log)
+	m.Engine, err = engine.New(engineConfig(m.Config), s, m.Clock, audit.Safe(sink, m.Log), m.Log)
 	if err != nil {
 		return err
 	}
@@ -166,8 +171,8 @@ func (m *Main) Run(ctx context.Context) error {
 	// Each registered item type the configuration enables registers with
 	// the engine and, beside it, its face to callers; the work a type
 	// does beside the engine runs where the type is handled.
-	built, err := itemtype.BuildAll(itemtype.Env{Config: m.Config, Queue: s, Forges: forges, ControlPlane: cps,
-		Notify: m.Engine.Notify, Clock: m.Clock, Log: m.Log}, all.types)
+	built, err := m.world.types.BuildAll(itemtype.Env{Config: m.Config, Queue: s, Forges: forges, Assignments: cps.AssignmentGate(),
+		Audit: audit.Safe(sink, m.Log), Notify: m.Engine.Notify, Clock: m.Clock, Log: m.Log}, all.types)
 	if err != nil {
 		return err
 	}
@@ -205,7 +210,7 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		hookForges[f.Name] = service.WebhookForge{Kind: f.Kind, Secret: secret}
 	}
-	hooks := &service.Webhooks{Store: s, Forges: hookForges, Types: items.Types(), Notify: m.Engine.Notify,
+	hooks := &service.Webhooks{Store: s, Forges: hookForges, Kinds: m.world.kinds, Types: items.Types(), Notify: m.Engine.Notify,
 		Audit: audit.Safe(sink, m.Log), Clock: m.Clock, Metrics: m.Metrics}
 	if len(cpc.Repos) > 0 {
 		inv := &controlplane.Inventory{Store: all.cp, Forges: forges, Clock: m.Clock, Log: m.Log,
@@ -346,13 +351,13 @@ type stores struct {
 // openStores opens the database the URL names with every component's
 // store on it, every registered item type's included, so that their
 // migrations are registered before any runs.
-func openStores(ctx context.Context, url string) (stores, error) {
-	db, err := store.Open(ctx, url)
+func (w *world) openStores(ctx context.Context, url string) (stores, error) {
+	db, err := w.drivers.Open(ctx, url)
 	if err != nil {
 		return stores{}, fmt.Errorf("open database: %w", err)
 	}
 	s := stores{queue: db}
-	if s.types, err = itemtype.Stores(db); err == nil {
+	if s.types, err = w.types.Stores(db); err == nil {
 		s.cp, err = cpstore.New(db)
 	}
 	if err == nil {
@@ -366,11 +371,13 @@ func openStores(ctx context.Context, url string) (stores, error) {
 }
 
 // openForges builds a client for every configured forge.
-func openForges(cfg config.Config) (map[string]wq.Forge, error) { return openForgesMeasured(cfg, nil) }
+func (w *world) openForges(cfg config.Config) (map[string]wq.Forge, error) {
+	return w.openForgesMeasured(cfg, nil)
+}
 
 // openForgesMeasured is openForges with every forge's HTTP requests
 // counted and timed in mx (nil: not measured).
-func openForgesMeasured(cfg config.Config, mx *metrics.Metrics) (map[string]wq.Forge, error) {
+func (w *world) openForgesMeasured(cfg config.Config, mx *metrics.Metrics) (map[string]wq.Forge, error) {
 	forges := map[string]wq.Forge{}
 	for _, f := range cfg.Forges {
 		token, err := f.Token()
@@ -382,7 +389,7 @@ func openForgesMeasured(cfg config.Config, mx *metrics.Metrics) (map[string]wq.F
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		// Guarded: every write passes the outbound policy (package policy).
-		g, err := policy.Open(cfg, f, forge.Config{URL: f.URL, Token: token, ReviewToken: reviewToken, HTTPClient: forgeHTTPClient(mx, f.Name, f.Kind)})
+		g, err := policy.Open(w.kinds, cfg, f, forge.Config{URL: f.URL, Token: token, ReviewToken: reviewToken, HTTPClient: forgeHTTPClient(mx, f.Name, f.Kind)})
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,6 @@
 // Package mrtype registers the mr item type (itemtype.Plugin): its store
 // and migrations (mr/mrstore), its engine type and face to callers (mr),
-// the control plane's gate for assigned submissions (controlplane/mrgate),
+// the control plane's gate for assigned submissions (wq.AssignmentGate),
 // the bulk reconciliation it runs beside the engine, and the warnings of
 // its configuration (the mr section and projects). It is the one place
 // that wires the type from a configuration.
@@ -13,7 +13,6 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/config"
-	"github.com/workqueue-dev/workqueue/controlplane/mrgate"
 	"github.com/workqueue-dev/workqueue/itemtype"
 	"github.com/workqueue-dev/workqueue/mr"
 	"github.com/workqueue-dev/workqueue/mr/mrstore"
@@ -43,10 +42,7 @@ func build(env itemtype.Env, store any) (itemtype.Built, error) {
 	}
 	// A change submitted for an assignment passes the control plane's
 	// gate, at submission and before each forge write.
-	var assignments mr.Assignments
-	if env.ControlPlane != nil {
-		assignments = mrgate.New(env.ControlPlane, env.Forges)
-	}
+	assignments := env.Assignments
 	t := mr.Type(mr.Options{Store: st, Forges: env.Forges, PublicURL: c.PublicURL, Log: env.Log, Assignments: assignments,
 		ReconcileInterval:    time.Duration(c.MR.ReconcileInterval),
 		MergeRecheckInterval: time.Duration(c.MR.MergeRecheckInterval),
@@ -57,7 +53,7 @@ func build(env itemtype.Env, store any) (itemtype.Built, error) {
 			p, ok := c.ProjectFor(forge, project)
 			return !ok || p.DeletesSourceBranch()
 		}})
-	b := itemtype.Built{Type: t, API: mr.API(mr.APIOptions{Store: st, Project: Project(c), Assignments: assignments,
+	b := itemtype.Built{Type: t, API: mr.API(mr.APIOptions{Store: st, Project: Project(c, env.Forges), Assignments: assignments,
 		DefaultBranch: func(ctx context.Context, forge, project string) (string, error) {
 			if db, ok := env.Forges[forge].(wq.DefaultBrancher); ok {
 				// Briefly: a forge that is slow or down leaves the rule to
@@ -81,9 +77,9 @@ func build(env itemtype.Env, store any) (itemtype.Built, error) {
 const defaultBranchWait = 2 * time.Second
 
 // Project returns how c configures a project on a forge for the type's
-// changes (config.MRProject, as an mr.Project), and false when no project
-// entry covers it.
-func Project(c config.Config) func(forge, project string) (mr.Project, bool) {
+// changes (config.MRProject, as an mr.Project, with what the forge's
+// client can do), and false when no project entry covers it.
+func Project(c config.Config, forges map[string]wq.Forge) func(forge, project string) (mr.Project, bool) {
 	return func(forge, project string) (mr.Project, bool) {
 		p, ok := c.MRProject(forge, project)
 		if !ok {
@@ -94,7 +90,7 @@ func Project(c config.Config) func(forge, project string) (mr.Project, bool) {
 			Policy: mr.Policy{BlockedPaths: p.Policy.BlockedPaths, MaxFileBytes: p.Policy.MaxFileBytes, MaxTotalBytes: p.Policy.MaxTotalBytes,
 				AllowBinary: p.Policy.AllowBinary, AllowGitConfigFiles: p.Policy.AllowGitConfigFiles, AllowSecrets: p.Policy.AllowSecrets,
 				SecretAllowlist: outbound.SecretAllowlist},
-			AutoMerge: p.AutoMerge, Label: p.Label, BranchPrefix: p.BranchPrefix, FileModes: p.FileModes,
+			AutoMerge: p.AutoMerge, Label: p.Label, BranchPrefix: p.BranchPrefix, FileModes: forges[forge] != nil && wq.SetsFileModes(forges[forge]),
 			Outbound: outbound, ReviewLabel: c.MR.ReviewLabel,
 		}, true
 	}

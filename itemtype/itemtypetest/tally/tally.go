@@ -1,6 +1,6 @@
 // Package tally is an item type that exists for tests: it shows that a
 // type is one package plus one registration line
-// (itemtype.Register(tally.Plugin)), with no generic layer to extend. A
+// (types.Register(tally.Plugin), in a registry the test builds), with no generic layer to extend. A
 // tally item counts to its target, one fenced write of its own table per
 // action, then completes. It has everything a real type has: a store of
 // its own with a migration chain per dialect (built on the store seam,

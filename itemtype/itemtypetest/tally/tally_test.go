@@ -21,11 +21,11 @@ import (
 	"github.com/workqueue-dev/workqueue/itemtype"
 	"github.com/workqueue-dev/workqueue/itemtype/itemtypetest/tally"
 	"github.com/workqueue-dev/workqueue/service"
-	"github.com/workqueue-dev/workqueue/store"
 )
 
-// The one line that adds the type: nothing else in the tree names it.
-func init() { itemtype.Register(tally.Plugin) }
+// types is a program's registry with the one line that adds the type:
+// nothing else in the tree names it.
+var types = itemtype.NewRegistry(tally.Plugin)
 
 // A type added by its package and one registration line is wired as serve
 // wires every type (the registry's stores, migrations and builds), taken
@@ -34,12 +34,12 @@ func init() { itemtype.Register(tally.Plugin) }
 func TestATypeAddedByRegistrationAloneRunsThroughTheEngineAndTheAPI(t *testing.T) {
 	testdb.EachKind(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, testdb.URL(t, kind))
+		db, err := testdb.Drivers.Open(ctx, testdb.URL(t, kind))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		stores, err := itemtype.Stores(db)
+		stores, err := types.Stores(db)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,15 +52,17 @@ func TestATypeAddedByRegistrationAloneRunsThroughTheEngineAndTheAPI(t *testing.T
 		cfg := config.Default()
 		cfg.HandledTypes = []string{tally.Name}
 		cfg.Processing.SweepInterval = config.Duration(100 * time.Millisecond)
-		if err := cfg.Validate(); err != nil {
+		if err := cfg.Validate(config.Known{ItemTypes: types.Known()}); err != nil {
 			t.Fatalf("handled_types [tally]: %v", err)
 		}
-		e, err := engine.New(cfg.Engine(), db, nil, &audit.Memory{}, testkit.Quiet())
+		ecfg := engine.DefaultConfig()
+		ecfg.HandledTypes, ecfg.SweepInterval = cfg.HandledTypes, 100*time.Millisecond
+		e, err := engine.New(ecfg, db, nil, &audit.Memory{}, testkit.Quiet())
 		if err != nil {
 			t.Fatal(err)
 		}
 		items := &service.Items{Store: db, Notify: e.Notify, HandledHere: cfg.HandledTypes}
-		built, err := itemtype.BuildAll(itemtype.Env{Config: cfg, Queue: db, Notify: e.Notify, Log: testkit.Quiet()}, stores)
+		built, err := types.BuildAll(itemtype.Env{Config: cfg, Queue: db, Notify: e.Notify, Log: testkit.Quiet()}, stores)
 		if err != nil {
 			t.Fatal(err)
 		}

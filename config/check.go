@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -102,9 +103,86 @@ type Known struct {
 // KnownType is an item type the program can process.
 type KnownType struct {
 	Name string
+	// Section is the type's own section of the file (nil: none).
+	Section *KnownSection
 	// Warnings says what the type's configuration makes a trap on an
 	// instance configured by c (nil: nothing).
 	Warnings func(c Config) []Warning
+}
+
+// KnownSection is an item type's own section of the file: config
+// decodes and checks it as it does its own (unknown keys with a
+// suggestion, values of the wrong shape, the schema) without linking the
+// type.
+type KnownSection struct {
+	// Key is the section's top-level key ("mr").
+	Key string
+	// Default returns a new value of the section with every default set:
+	// a pointer to a struct whose yaml tags name the keys.
+	Default func() any
+	// Validate returns the decoded section's problems, each an error
+	// "key.field: what is wrong" (nil: nothing to check).
+	Validate func(v any) []error
+}
+
+// Resolver is an item type's section that also reads the parts of the
+// configuration every type shares (the projects, the forges, the public
+// URL): Resolved returns the section with them, for the type's build.
+// The program's composition root calls it (SectionOf).
+type Resolver interface {
+	Resolved(c Config) any
+}
+
+// SectionOf returns the section of key in c, resolved (Resolver): the
+// value the file decoded, or def's defaults where c has none (a Config
+// made in code, or a type the file never saw).
+func (c Config) SectionOf(key string, def func() any) any {
+	v, ok := c.Sections[key]
+	if !ok {
+		v = def()
+	}
+	if r, ok := v.(Resolver); ok {
+		return r.Resolved(c)
+	}
+	return v
+}
+
+// EditSection returns the section of key in c, to change in place: the
+// value c holds, or def's defaults, put in c first (a configuration made
+// in code).
+func (c *Config) EditSection(key string, def func() any) any {
+	if v, ok := c.Sections[key]; ok {
+		return v
+	}
+	if c.Sections == nil {
+		c.Sections = map[string]any{}
+	}
+	v := def()
+	c.Sections[key] = v
+	return v
+}
+
+// sections are the known types' sections.
+func (k Known) sections() []*KnownSection {
+	var out []*KnownSection
+	for _, t := range k.ItemTypes {
+		if t.Section != nil {
+			out = append(out, t.Section)
+		}
+	}
+	return out
+}
+
+// DefaultFor returns Default with the sections of known's types, each
+// with its defaults: what an empty file resolves to in a program that
+// links known.
+func DefaultFor(known Known) Config {
+	c := Default()
+	c.Sections = map[string]any{}
+	for _, s := range known.sections() {
+		c.Sections[s.Key] = s.Default()
+	}
+	return c
 }
 
 // typeNames are k's item types' names, sorted.
@@ -228,12 +306,33 @@ func (c Config) PrintResolved(w io.Writer) error {
 		// caller_labels unset is a rule, not a list (none for agent-only
 		// callers, any existing label for others): it is left out.
 	}
-	out, err := yaml.Marshal(c)
+	doc, err := c.document()
+	if err != nil {
+		return err
+	}
+	out, err := yaml.Marshal(doc)
 	if err != nil {
 		return err
 	}
 	_, err = w.Write(out)
 	return err
+}
+
+// document is c as the file would say it: its own keys in their order,
+// then the item types' sections by key.
+func (c Config) document() (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := doc.Encode(c); err != nil {
+		return nil, err
+	}
+	for _, key := range slices.Sorted(maps.Keys(c.Sections)) {
+		var v yaml.Node
+		if err := v.Encode(c.Sections[key]); err != nil {
+			return nil, err
+		}
+		doc.Content = append(doc.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, &v)
+	}
+	return &doc, nil
 }
 
 // FormatProblems writes problems one a line, indented, warnings marked.

@@ -41,8 +41,6 @@ type Config struct {
 	Log Log `yaml:"log"`
 	// Audit says where audit entries go (config/audit.go).
 	Audit Audit `yaml:"audit"`
-	// Example tunes the example item type (tests and demos).
-	Example Example `yaml:"example"`
 	// PublicURL is the service's base URL as forges and people reach it
 	// (links in merge request notes, webhook targets).
 	PublicURL string `yaml:"public_url"`
@@ -51,8 +49,6 @@ type Config struct {
 	// Projects map project paths on a forge to their policy; a submission
 	// for a project no entry covers is refused.
 	Projects []Project `yaml:"projects"`
-	// MR tunes the merge-request item type.
-	MR MR `yaml:"mr"`
 	// Auth configures who may call the API.
 	Auth Auth `yaml:"auth"`
 	// ControlPlane configures agent coordination: its work inventory,
@@ -69,6 +65,14 @@ type Config struct {
 	Dashboard Dashboard `yaml:"dashboard"`
 	// Limits are the per-identity write budgets (config/limits.go).
 	Limits Limits `yaml:"limits"`
+
+	// Sections are the item types' own sections, by key ("mr"): each the
+	// value its type's KnownSection.Default gives, decoded from the file
+	// over its defaults. A section the file leaves out is there with its
+	// defaults; one of a type the program does not link is an unknown
+	// key. Parse fills it; a Config made in code may leave it empty
+	// (SectionOf then gives the defaults).
+	Sections map[string]any `yaml:"-"`
 }
 
 // Processing tunes the engine; engine.Config documents each field (the
@@ -98,21 +102,6 @@ type Processing struct {
 type Log struct {
 	Level  string `yaml:"level"`  // debug, info, warn, error
 	Format string `yaml:"format"` // text or json
-}
-
-// Example tunes the example item type.
-type Example struct {
-	// Enabled takes example items over the API on an instance that does
-	// not process them (one that does, by handled_types, always takes them).
-	Enabled   bool     `yaml:"enabled"`
-	StepDelay Duration `yaml:"step_delay"`
-}
-
-// ExampleEnabled reports whether this instance registers the example item
-// type: it is for tests and demos, so a production instance has it only
-// when configured.
-func (c Config) ExampleEnabled() bool {
-	return c.Example.Enabled || slices.Contains(c.HandledTypes, "example")
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").
@@ -150,15 +139,6 @@ func Default() Config {
 			Introspection: Introspection{TTL: Duration(5 * time.Minute)},
 			FailureLimit:  auth.DefaultFailureLimit, FailureWindow: Duration(auth.DefaultFailureWindow),
 			FailureGlobalLimit: auth.DefaultGlobalFailureLimit},
-		MR: MR{
-			ReconcileInterval:     Duration(30 * time.Minute),
-			MergeRecheckInterval:  Duration(time.Minute),
-			EmptyCheckInterval:    Duration(30 * time.Minute),
-			NoteMinInterval:       Duration(time.Minute),
-			BulkReconcileInterval: Duration(2 * time.Minute),
-			ManagedLabel:          "managed-by-workqueue",
-			ReviewLabel:           DefaultReviewLabel,
-		},
 		ControlPlane: defaultControlPlane(),
 		Metrics:      Metrics{Enabled: true},
 		Limits:       defaultLimits(),
@@ -227,7 +207,7 @@ func parse(r io.Reader, known Known) (Config, *yaml.Node, Problems) {
 	if len(body) > maxFileSize {
 		return Config{}, nil, Problems{{Message: fmt.Sprintf("larger than %d bytes", maxFileSize)}}
 	}
-	cfg := Default()
+	cfg := DefaultFor(known)
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
@@ -238,21 +218,27 @@ func parse(r io.Reader, known Known) (Config, *yaml.Node, Problems) {
 		return Config{}, nil, Problems{{Line: extra.Line, Message: "want one YAML document, found more (a second --- line?)"}}
 	}
 	var problems Problems
-	checkNode(&doc, reflect.TypeFor[Config](), "", &problems)
-	if doc.Kind != 0 {
-		if err := doc.Decode(&cfg); err != nil {
+	// The item types' sections are decoded apart, each into its own
+	// type; the rest is the configuration's own.
+	own, sections := splitSections(&doc, known)
+	checkNode(own, reflect.TypeFor[Config](), "", &problems)
+	for _, s := range known.sections() {
+		n := sections[s.Key]
+		if n == nil {
+			continue
+		}
+		v := cfg.Sections[s.Key]
+		checkNode(n, reflect.TypeOf(v), s.Key, &problems)
+		if err := n.Decode(v); err != nil {
+			problems = append(problems, yamlProblems(err, problems)...)
+		}
+	}
+	if own.Kind != 0 {
+		if err := own.Decode(&cfg); err != nil {
 			// The key walk reported these in the file's terms already;
 			// the YAML library's own words are kept only for anything
 			// it did not.
-			reported := map[int]bool{}
-			for _, p := range problems {
-				reported[p.Line] = true
-			}
-			for _, p := range problemsOfYAML(err) {
-				if !reported[p.Line] {
-					problems = append(problems, p)
-				}
-			}
+			problems = append(problems, yamlProblems(err, problems)...)
 		}
 	}
 	if err := cfg.Validate(known); err != nil {
@@ -260,10 +246,60 @@ func parse(r io.Reader, known Known) (Config, *yaml.Node, Problems) {
 			problems = append(problems, problemOf(e, &doc))
 		}
 	}
+	for _, s := range known.sections() {
+		if s.Validate == nil {
+			continue
+		}
+		for _, e := range s.Validate(cfg.Sections[s.Key]) {
+			problems = append(problems, problemOf(e, &doc))
+		}
+	}
 	problems = append(problems, cfg.typeWarnings(known, &doc)...)
 	problems = append(problems, exampleHostWarnings(&doc)...)
 	slices.SortStableFunc(problems, func(a, b *Problem) int { return cmpLine(a.Line, b.Line) })
 	return cfg, &doc, problems
+}
+
+// yamlProblems are the YAML library's words for err, except on the lines
+// where the key walk has reported a problem in the file's terms already.
+func yamlProblems(err error, reported Problems) Problems {
+	lines := map[int]bool{}
+	for _, p := range reported {
+		lines[p.Line] = true
+	}
+	var out Problems
+	for _, p := range problemsOfYAML(err) {
+		if !lines[p.Line] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// splitSections returns doc without the item types' sections, and each
+// section's node by key (doc itself is left as it is, for lineOf).
+func splitSections(doc *yaml.Node, known Known) (*yaml.Node, map[string]*yaml.Node) {
+	sections := map[string]*yaml.Node{}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return doc, sections
+	}
+	keys := map[string]bool{}
+	for _, s := range known.sections() {
+		keys[s.Key] = true
+	}
+	m := doc.Content[0]
+	rest := *m
+	rest.Content = nil
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := m.Content[i]; k.Kind == yaml.ScalarNode && keys[k.Value] {
+			sections[k.Value] = m.Content[i+1]
+			continue
+		}
+		rest.Content = append(rest.Content, m.Content[i], m.Content[i+1])
+	}
+	own := *doc
+	own.Content = []*yaml.Node{&rest}
+	return &own, sections
 }
 
 // cmpLine orders problems by line, those without one last.
@@ -363,9 +399,6 @@ func (c Config) Validate(known Known) error {
 		bad("log.format", "want text or json, got %q", c.Log.Format)
 	}
 	c.Audit.validate(bad)
-	if c.Example.StepDelay < 0 {
-		bad("example.step_delay", "must not be negative")
-	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("public_url", "want http(s)://host[:port][/path], got %q", c.PublicURL)
@@ -385,7 +418,11 @@ func (c Config) Validate(known Known) error {
 // hidden, for the start-up log.
 func (c Config) Redacted() string {
 	c.Database = RedactURL(c.Database)
-	out, err := yaml.Marshal(c)
+	node, err := c.document()
+	if err != nil {
+		return "(unprintable: " + err.Error() + ")"
+	}
+	out, err := yaml.Marshal(node)
 	if err != nil {
 		return "(unprintable: " + err.Error() + ")"
 	}

@@ -21,6 +21,13 @@ func Schema(descriptions map[string]string, known Known) map[string]any {
 	root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	root["title"] = "workqueue configuration"
 	root["description"] = "The YAML configuration file of workqueue serve (workqueue.example.yaml). Check a file with: workqueue config check FILE"
+	props := root["properties"].(map[string]any)
+	for _, s := range known.sections() {
+		v := reflect.ValueOf(s.Default())
+		section := g.structSchema(v.Type().Elem(), v.Elem())
+		section["description"] = "An item type's own section: the type declares its keys, defaults and checks."
+		props[s.Key] = section
+	}
 	root["$defs"] = g.defs
 	// handled_types names what this program can process (serve builds
 	// exactly known's types); anything else would wait forever.

@@ -1,11 +1,15 @@
 // Package itemtype is the registry of item types: one Plugin per type
 // carries everything a process needs of it (its store and migrations, its
-// engine type and face to callers, work it does beside the engine, and
-// what its configuration section warns of). A Registry is a value, built
-// by the program's composition root (cmd/workqueue/registry.go registers
-// the types shipped, one line each). serve, the test helpers
+// own configuration section, its engine type and face to callers, work it
+// does beside the engine, and what its section warns of). A Registry is a
+// value, built by the program's composition root (cmd/workqueue/world.go
+// registers the types shipped, one line each). serve, the test helpers
 // and config check loop over the registered types; no generic layer names
 // one (DESIGN section 3: adding a type touches no generic code).
+//
+// A type sees the domain only: what it is built from (Env) is root-level
+// interfaces and its own decoded section, never the configuration or the
+// control plane.
 package itemtype
 
 import (
@@ -18,7 +22,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/config"
 )
 
 // Plugin is one item type.
@@ -32,26 +35,68 @@ type Plugin struct {
 	// queue's tables; Build then gets nil.
 	OpenStore func(db wq.Store) (any, error)
 
-	// Enabled says whether a process configured by c takes the type at
-	// all (nil: always). A type not enabled is neither registered with
-	// the engine nor offered to callers.
-	Enabled func(c config.Config) bool
+	// Section is the type's own section of the configuration file (nil:
+	// none). The configuration decodes it strictly and checks it; Build,
+	// Enabled and Warnings get the decoded value.
+	Section *Section
+
+	// Enabled says whether a process takes the type at all, given its
+	// decoded section and whether handled_types names it (nil: always).
+	// A type not enabled is neither registered with the engine nor
+	// offered to callers.
+	Enabled func(section any, handled bool) bool
 
 	// Build makes the type for a process, on the store OpenStore returned.
 	Build func(env Env, store any) (Built, error)
 
-	// Warnings says what the type's configuration section makes a trap on
-	// an instance configured by c (config check and serve's start print
-	// them): items taken that this instance will not process, say.
-	Warnings func(c config.Config) []config.Warning
+	// Warnings says what the type's section makes a trap on an instance
+	// (config check and serve's start print them): items taken that this
+	// instance will not process, say. handled says whether handled_types
+	// names the type.
+	Warnings func(section any, handled bool) []Warning
+
+	// Labels are the labels the type puts on merge requests itself, by
+	// its section: the outbound policy lets the service put them and
+	// refuses them to callers (nil: none).
+	Labels func(section any) []string
+	// ReviewLabel is the label that marks a merge request only a person
+	// may approve ("" or nil: none): the control plane leaves such a
+	// merge request to people.
+	ReviewLabel func(section any) string
 }
 
-// Env is what a type is built from: the process's configuration, its
-// queue store, forges, the control plane's gate and audit sink.
+// Section is an item type's own section of the configuration file.
+type Section struct {
+	// Key is its top-level key (the type's name, say).
+	Key string
+	// Default returns a new value of the section with every default set:
+	// a pointer to a struct whose yaml tags name the keys. The
+	// configuration decodes the file's section over it, unknown keys
+	// being errors, and documents it in the schema.
+	Default func() any
+	// Validate returns the decoded section's problems, each an error
+	// "key.field: what is wrong" (nil: nothing to check).
+	Validate func(v any) []error
+}
+
+// Warning is what a type's section makes a trap: Field names the key
+// (its key and a field of it), Message says why.
+type Warning struct {
+	Field, Message string
+}
+
+// Env is what a type is built from: its own section and the process's
+// queue store, forges, the control plane's gate, audit sink, clock and
+// logger.
 type Env struct {
-	Config config.Config
-	Queue  wq.Store
-	Forges map[string]wq.Forge // by configured forge name
+	// Section is the type's decoded section (Section.Default's type,
+	// with what the configuration sets); nil for a type without one.
+	Section any
+	// Handled says whether this instance processes the type
+	// (handled_types names it).
+	Handled bool
+	Queue   wq.Store
+	Forges  map[string]wq.Forge // by configured forge name
 	// Assignments is the control plane's gate, which checks submissions
 	// made for an assignment; nil where no control plane runs.
 	Assignments wq.AssignmentGate
@@ -108,16 +153,6 @@ func (r *Registry) Register(p Plugin) {
 // All returns the registered types, by name.
 func (r *Registry) All() []Plugin { return slices.Clone(r.plugins) }
 
-// Known returns what the configuration needs to know of the registered
-// types (their names, and the warnings their sections give).
-func (r *Registry) Known() []config.KnownType {
-	out := make([]config.KnownType, 0, len(r.plugins))
-	for _, p := range r.plugins {
-		out = append(out, config.KnownType{Name: p.Name, Warnings: p.Warnings})
-	}
-	return out
-}
-
 // Stores opens every registered type's store on db (see
 // Plugin.OpenStore), by type name: call it before db.Migrate.
 func (r *Registry) Stores(db wq.Store) (map[string]any, error) {
@@ -135,15 +170,19 @@ func (r *Registry) Stores(db wq.Store) (map[string]any, error) {
 	return out, nil
 }
 
-// BuildAll builds every registered type that env's configuration enables,
-// on its store of stores.
-func (r *Registry) BuildAll(env Env, stores map[string]any) ([]Built, error) {
+// BuildAll builds every registered type that its section and
+// handled_types enable, on its store of stores: env is each type's, with
+// its section (section(p), nil for a type without one) and whether
+// handled names it.
+func (r *Registry) BuildAll(env Env, stores map[string]any, section func(Plugin) any, handled []string) ([]Built, error) {
 	var out []Built
 	for _, p := range r.plugins {
-		if p.Enabled != nil && !p.Enabled(env.Config) {
+		e := env
+		e.Section, e.Handled = section(p), slices.Contains(handled, p.Name)
+		if p.Enabled != nil && !p.Enabled(e.Section, e.Handled) {
 			continue
 		}
-		b, err := p.Build(env, stores[p.Name])
+		b, err := p.Build(e, stores[p.Name])
 		if err != nil {
 			return nil, fmt.Errorf("item type %s: %w", p.Name, err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 	"github.com/workqueue-dev/workqueue/internal/testrunner"
 	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/mr/mrtype"
 )
 
 // The CI retry herder end to end on the real Gitea (issue 14): a served
@@ -70,7 +71,7 @@ func startHerderOnGitea(t *testing.T, h config.Herder, script testrunner.Script)
 	w := startAPI(t, "", func(c *config.Config) {
 		c.Forges[0].WebhookSecretEnv = "WQ_TEST_HOOK_SECRET"
 		c.Herder = h
-		c.MR.NoteMinInterval = config.Duration(500 * time.Millisecond)
+		mrtype.In(c).NoteMinInterval = config.Duration(500 * time.Millisecond)
 	})
 	srv := testgitea.Get(t)
 	cl, err := sdk.NewClient(srv.URL, sdk.SetToken(srv.Token))

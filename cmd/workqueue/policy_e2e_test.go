@@ -18,6 +18,7 @@ import (
 	cp "github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
+	"github.com/workqueue-dev/workqueue/mr/mrtype"
 	"github.com/workqueue-dev/workqueue/policy"
 )
 
@@ -145,12 +146,12 @@ func TestAProtectedChangeInReviewModeMergesOnlyAfterAPersonApproved(t *testing.T
 	}
 	item, number := w.waitPR(out["id"].(string))
 	detail := item["detail"].(map[string]any)
-	if number == 0 || detail["auto_merge"] != false || !slices.Contains(anyStrings(detail["labels"]), config.DefaultReviewLabel) {
+	if number == 0 || detail["auto_merge"] != false || !slices.Contains(anyStrings(detail["labels"]), mrtype.DefaultReviewLabel) {
 		t.Fatalf("the protected change's item: %v", item)
 	}
 	pr, err := w.forge.GetMergeRequest(ctx, repo, number)
-	if err != nil || !slices.Contains(pr.Labels, config.DefaultReviewLabel) {
-		t.Fatalf("the pull request is not labelled %s: %+v, %v", config.DefaultReviewLabel, pr, err)
+	if err != nil || !slices.Contains(pr.Labels, mrtype.DefaultReviewLabel) {
+		t.Fatalf("the pull request is not labelled %s: %+v, %v", mrtype.DefaultReviewLabel, pr, err)
 	}
 	// A person closes it: the rest is the control plane's.
 	closed := sdk.StateClosed

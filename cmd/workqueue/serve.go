@@ -154,7 +154,7 @@ func (m *Main) Run(ctx context.Context) error {
 	cps := &controlplane.Service{Store: all.cp, Clock: m.Clock, Log: m.Log,
 		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels, PriorityLabels: cpc.PriorityLabels},
 		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL), Forges: forges, Metrics: m.Metrics,
-		MaxCheckpoints: cpc.MaxCheckpointsPerSession, ReviewLabel: m.Config.MR.ReviewLabel}
+		MaxCheckpoints: cpc.MaxCheckpointsPerSession, ReviewLabel: m.world.reviewLabel(m.Config)}
 	// The per-identity budgets and freezes: a freeze ends the identity's
 	// leases, and the engine holds its items before any forge write.
 	ids := &identity.Guard{Store: all.ids, Limits: m.Config.IdentityLimits(), Audit: audit.Safe(sink, m.Log), Clock: m.Clock,
@@ -171,8 +171,9 @@ func (m *Main) Run(ctx context.Context) error {
 	// Each registered item type the configuration enables registers with
 	// the engine and, beside it, its face to callers; the work a type
 	// does beside the engine runs where the type is handled.
-	built, err := m.world.types.BuildAll(itemtype.Env{Config: m.Config, Queue: s, Forges: forges, Assignments: cps.AssignmentGate(),
-		Audit: audit.Safe(sink, m.Log), Notify: m.Engine.Notify, Clock: m.Clock, Log: m.Log}, all.types)
+	built, err := m.world.types.BuildAll(itemtype.Env{Queue: s, Forges: forges, Assignments: cps.AssignmentGate(),
+		Audit: audit.Safe(sink, m.Log), Notify: m.Engine.Notify, Clock: m.Clock, Log: m.Log}, all.types,
+		func(p itemtype.Plugin) any { return sectionOf(m.Config, p) }, m.Config.HandledTypes)
 	if err != nil {
 		return err
 	}
@@ -389,7 +390,7 @@ func (w *world) openForgesMeasured(cfg config.Config, mx *metrics.Metrics) (map[
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		// Guarded: every write passes the outbound policy (package policy).
-		g, err := policy.Open(w.kinds, cfg, f, forge.Config{URL: f.URL, Token: token, ReviewToken: reviewToken, HTTPClient: forgeHTTPClient(mx, f.Name, f.Kind)})
+		g, err := policy.Open(w.kinds, cfg, w.serviceLabels(cfg), f, forge.Config{URL: f.URL, Token: token, ReviewToken: reviewToken, HTTPClient: forgeHTTPClient(mx, f.Name, f.Kind)})
 		if err != nil {
 			return nil, err
 		}

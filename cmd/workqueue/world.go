@@ -10,6 +10,7 @@ import (
 	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
 	"github.com/workqueue-dev/workqueue/forge/gitlab"
+	"github.com/workqueue-dev/workqueue/internal/compose"
 	"github.com/workqueue-dev/workqueue/itemtype"
 	"github.com/workqueue-dev/workqueue/mr/mrtype"
 	"github.com/workqueue-dev/workqueue/store"
@@ -48,10 +49,19 @@ func assemble() *world {
 }
 
 // known is what a configuration may name of w: its kinds of forge and its
-// item types, with the warnings their sections give.
-func (w *world) known() config.Known {
-	return config.Known{ForgeKinds: w.kinds.Kinds(), ItemTypes: w.types.Known()}
-}
+// item types, with their sections and the warnings they give.
+func (w *world) known() config.Known { return compose.Known(w.kinds, w.types) }
+
+// sectionOf is p's section in c, resolved; nil for a type without one.
+func sectionOf(c config.Config, p itemtype.Plugin) any { return compose.Section(c, p) }
+
+// serviceLabels are the labels w's item types put on merge requests
+// themselves, by c: the outbound policy's own labels.
+func (w *world) serviceLabels(c config.Config) []string { return compose.ServiceLabels(c, w.types) }
+
+// reviewLabel is the label that marks a merge request only a person may
+// approve, by c ("" if no type has one).
+func (w *world) reviewLabel(c config.Config) string { return compose.ReviewLabel(c, w.types) }
 
 // engineConfig is the engine's configuration from c's processing section
 // and handled_types (the engine owns its type; config links no engine).

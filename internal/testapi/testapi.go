@@ -15,6 +15,7 @@ import (
 	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
 	"github.com/workqueue-dev/workqueue/forge/gitlab"
+	"github.com/workqueue-dev/workqueue/internal/compose"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/itemtype"
@@ -30,9 +31,7 @@ var (
 )
 
 // Known is what a configuration may name in the program the tests wire.
-func Known() config.Known {
-	return config.Known{ForgeKinds: Kinds.Kinds(), ItemTypes: Types.Known()}
-}
+func Known() config.Known { return compose.Known(Kinds, Types) }
 
 // Items is the item service on st with every shipped item type, built as serve builds them for cfg with every
 // type handled, on no forge and no control plane.
@@ -42,7 +41,8 @@ func Items(st *testdb.Store, cfg config.Config) *service.Items {
 		cfg.HandledTypes = append(cfg.HandledTypes, p.Name)
 	}
 	items := &service.Items{Store: st, HandledHere: cfg.HandledTypes}
-	built, err := Types.BuildAll(itemtype.Env{Config: cfg, Queue: st, Forges: map[string]wq.Forge{}}, st.Types)
+	built, err := Types.BuildAll(itemtype.Env{Queue: st, Forges: map[string]wq.Forge{}}, st.Types,
+		func(p itemtype.Plugin) any { return compose.Section(cfg, p) }, cfg.HandledTypes)
 	if err != nil {
 		panic(err) // a registered type that cannot be built from a configuration that config accepts
 	}

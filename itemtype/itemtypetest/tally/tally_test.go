@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/engine"
+	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/httpapi"
+	"github.com/workqueue-dev/workqueue/internal/compose"
 	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
@@ -24,8 +27,38 @@ import (
 )
 
 // types is a program's registry with the one line that adds the type:
-// nothing else in the tree names it.
-var types = itemtype.NewRegistry(tally.Plugin)
+// nothing else in the tree names it. known is what a configuration may
+// name in that program.
+var (
+	types = itemtype.NewRegistry(tally.Plugin)
+	known = compose.Known(forge.NewRegistry(), types)
+)
+
+// The type's section is the configuration's like any other: its defaults
+// where the file says nothing, unknown keys refused with a suggestion,
+// its own checks, and its keys in the schema.
+func TestTheTypesSectionIsDecodedStrictlyByTheConfiguration(t *testing.T) {
+	cfg, err := config.Parse(strings.NewReader(""), known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.Sections[tally.Name].(*tally.Section); s.MaxTarget != tally.MaxTarget {
+		t.Errorf("default max_target %d, want %d", s.MaxTarget, tally.MaxTarget)
+	}
+	for doc, want := range map[string]string{
+		"tally: {max_targt: 5}\n":    `max_target`,
+		"tally: {max_target: 0}\n":   "tally.max_target: want 1 to 10000",
+		"tally: {max_target: ten}\n": "tally.max_target",
+	} {
+		if _, err := config.Parse(strings.NewReader(doc), known); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error with %q", doc, err, want)
+		}
+	}
+	schema, _ := json.Marshal(config.Schema(nil, known))
+	if !strings.Contains(string(schema), `"max_target"`) {
+		t.Error("the schema has no tally.max_target")
+	}
+}
 
 // A type added by its package and one registration line is wired as serve
 // wires every type (the registry's stores, migrations and builds), taken
@@ -49,11 +82,10 @@ func TestATypeAddedByRegistrationAloneRunsThroughTheEngineAndTheAPI(t *testing.T
 		if applied, latest, err := db.SchemaVersion(ctx); err != nil || applied != latest {
 			t.Fatalf("schema %d of %d after migrate: %v", applied, latest, err)
 		}
-		cfg := config.Default()
-		cfg.HandledTypes = []string{tally.Name}
-		cfg.Processing.SweepInterval = config.Duration(100 * time.Millisecond)
-		if err := cfg.Validate(config.Known{ItemTypes: types.Known()}); err != nil {
-			t.Fatalf("handled_types [tally]: %v", err)
+		// The type's own section, read by the configuration it never links.
+		cfg, err := config.Parse(strings.NewReader("handled_types: [tally]\ntally: {max_target: 5}\n"), known)
+		if err != nil {
+			t.Fatalf("handled_types [tally] with its section: %v", err)
 		}
 		ecfg := engine.DefaultConfig()
 		ecfg.HandledTypes, ecfg.SweepInterval = cfg.HandledTypes, 100*time.Millisecond
@@ -62,7 +94,8 @@ func TestATypeAddedByRegistrationAloneRunsThroughTheEngineAndTheAPI(t *testing.T
 			t.Fatal(err)
 		}
 		items := &service.Items{Store: db, Notify: e.Notify, HandledHere: cfg.HandledTypes}
-		built, err := types.BuildAll(itemtype.Env{Config: cfg, Queue: db, Notify: e.Notify, Log: testkit.Quiet()}, stores)
+		built, err := types.BuildAll(itemtype.Env{Queue: db, Notify: e.Notify, Log: testkit.Quiet()}, stores,
+			func(p itemtype.Plugin) any { return compose.Section(cfg, p) }, cfg.HandledTypes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,8 +134,10 @@ func TestATypeAddedByRegistrationAloneRunsThroughTheEngineAndTheAPI(t *testing.T
 			return resp.StatusCode, out
 		}
 
-		if status, got := call("POST", "/api/v1/items", map[string]any{"item_type": "tally", "target": 0}); status != http.StatusUnprocessableEntity && status != http.StatusBadRequest {
-			t.Fatalf("target 0: %d %v, want a refusal naming target", status, got)
+		for _, target := range []int{0, 6} { // 6: above the section's max_target
+			if status, got := call("POST", "/api/v1/items", map[string]any{"item_type": "tally", "target": target}); status != http.StatusUnprocessableEntity && status != http.StatusBadRequest {
+				t.Fatalf("target %d: %d %v, want a refusal naming target", target, status, got)
+			}
 		}
 		status, it := call("POST", "/api/v1/items", map[string]any{"item_type": "tally", "target": 3})
 		if status != http.StatusCreated {

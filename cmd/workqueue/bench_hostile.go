@@ -27,6 +27,7 @@ import (
 	"github.com/workqueue-dev/workqueue/client"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/cptype"
 	"github.com/workqueue-dev/workqueue/mr"
 )
 
@@ -320,7 +321,7 @@ func seedHostileInventory(ctx context.Context, url string, agents int) error {
 func (w *hostileWorld) startAgents(ctx context.Context) error {
 	for i, tok := range w.agentTokens {
 		c := w.client(tok)
-		s, err := c.RegisterSession(ctx, api.RoleAuthor, fmt.Sprint("honest-", i), nil)
+		s, err := c.RegisterSession(ctx, cptype.RoleAuthor, fmt.Sprint("honest-", i), nil)
 		if err != nil {
 			return fmt.Errorf("agent %d: register: %w", i, err)
 		}
@@ -364,7 +365,7 @@ func (w *hostileWorld) honest(ctx context.Context) {
 					return err
 				})
 				w.timed(ctx, "gate", func(ctx context.Context) error {
-					_, err := c.Gate(ctx, w.sessions[i], w.assignments[i], api.Action("comment"), "")
+					_, err := c.Gate(ctx, w.sessions[i], w.assignments[i], cptype.Action("comment"), "")
 					return err
 				})
 				select {

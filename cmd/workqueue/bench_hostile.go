@@ -74,12 +74,7 @@ is in an inventory of a forge not configured here.`,
 		Example: `  workqueue bench hostile
   workqueue bench hostile --duration 10s --attack slowloris --attack write-loop -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := newBench(cmd)
-			if err != nil {
-				return err
-			}
-			defer b.close()
+		RunE: withBench(func(cmd *cobra.Command, b *bench) error {
 			if duration <= 0 || agents < 1 || attackers < 1 {
 				return errors.New("--duration, --agents and --attackers must be positive")
 			}
@@ -96,7 +91,7 @@ is in an inventory of a forge not configured here.`,
 				return err
 			}
 			return b.print(r, r.text())
-		},
+		}),
 	}
 	cmd.Flags().DurationVar(&duration, "duration", time.Minute, "how long each attack runs")
 	cmd.Flags().IntVar(&agents, "agents", 4, "honest agents, each with a token of its own")

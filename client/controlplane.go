@@ -8,6 +8,7 @@ import (
 
 	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/cptype"
+	"github.com/workqueue-dev/workqueue/cptype/incidenttype"
 )
 
 // Call sends a control-plane request: body (nil for none) is encoded as
@@ -178,7 +179,7 @@ func (c *Client) ReconcileCheckpoint(ctx context.Context, key cptype.CheckpointK
 
 // ReconcileIncident says what a monitoring observation would do to its
 // forge issue and link, or with apply does it (permission incidents).
-func (c *Client) ReconcileIncident(ctx context.Context, obs api.Observation, apply bool) (*api.IncidentResult, error) {
-	return callFor[api.IncidentResult](ctx, c, http.MethodPost, "/api/v1/incidents/reconcile", nil,
+func (c *Client) ReconcileIncident(ctx context.Context, obs api.Observation, apply bool) (*incidenttype.Result, error) {
+	return callFor[incidenttype.Result](ctx, c, http.MethodPost, "/api/v1/incidents/reconcile", nil,
 		api.IncidentReconcileRequest{Observation: obs, Apply: apply})
 }

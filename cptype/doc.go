@@ -4,7 +4,8 @@
 // that both the domain (package controlplane) and the wire (package api,
 // and through it the server, the Go client and the MCP tools) speak:
 // sessions, work, allocations and the gate's decision, gated actions,
-// leases and checkpoints. Each field is declared here once, with its
+// leases and checkpoints (the incident bridge's values are in the leaf
+// beside it, cptype/incidenttype). Each field is declared here once, with its
 // JSON name, so that a field added to the control plane is one edit and
 // reaches the domain, the store and the wire alike (issue 52, point 5).
 //

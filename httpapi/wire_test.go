@@ -11,7 +11,6 @@ import (
 
 	"github.com/workqueue-dev/workqueue/api"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
-	"github.com/workqueue-dev/workqueue/controlplane/incident"
 )
 
 // filled is a T whose every field, at every level, holds a value of its
@@ -72,14 +71,10 @@ func jsonOf(t *testing.T, v any) string {
 // domain value to its wire type to the JSON the domain value encoded to
 // when it was the answer itself: byte for byte, every field set. (The
 // control plane's values need none: the domain and the wire share them,
-// package cptype.)
+// packages cptype and incidenttype.)
 func TestWireTypesAnswerWhatTheDomainTypesDid(t *testing.T) {
 	t.Parallel()
 	for name, pair := range map[string]func(t *testing.T) (any, any){
-		"an incident's result": func(t *testing.T) (any, any) {
-			d := filled[incident.Result](t)
-			return d, incidentResultOf(d)
-		},
 		"an observation, read": func(t *testing.T) (any, any) {
 			w := filled[api.Observation](t)
 			return w, observation(w)

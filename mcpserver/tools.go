@@ -9,6 +9,7 @@ import (
 	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/client"
 	"github.com/workqueue-dev/workqueue/cptype"
+	"github.com/workqueue-dev/workqueue/cptype/incidenttype"
 )
 
 // tools are every tool the server offers, on every transport. Each makes
@@ -155,7 +156,7 @@ var tools = []func(*mcp.Server, Clients){
 
 	// Incidents.
 	tool("reconcile_incident", `Turn a monitoring observation (an error tracker's issue) into a forge issue of the repository configured for its project, once per provider issue, and keep their link current. With apply false (a dry run) nothing is written and no forge is called: the answer says what would happen. Needs a token with permission incidents. The forge issue then becomes work like any other; an observation is never work itself.`,
-		false, func(ctx context.Context, c *client.Client, in incidentReconcile) (*api.IncidentResult, error) {
+		false, func(ctx context.Context, c *client.Client, in incidentReconcile) (*incidenttype.Result, error) {
 			obs, err := convert[api.Observation](in.Observation)
 			if err != nil {
 				return nil, err

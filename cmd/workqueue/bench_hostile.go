@@ -350,7 +350,7 @@ func (w *hostileWorld) honest(ctx context.Context) {
 	for i, tok := range w.agentTokens {
 		c := w.client(tok)
 		wg.Go(func() {
-			for tick := time.NewTicker(honestPace); ; {
+			paced(ctx, func() {
 				w.timed(ctx, "session heartbeat", func(ctx context.Context) error {
 					_, err := c.HeartbeatSession(ctx, w.sessions[i])
 					return err
@@ -363,13 +363,7 @@ func (w *hostileWorld) honest(ctx context.Context) {
 					_, err := c.Gate(ctx, w.sessions[i], w.assignments[i], cptype.Action("comment"), "")
 					return err
 				})
-				select {
-				case <-ctx.Done():
-					tick.Stop()
-					return
-				case <-tick.C:
-				}
-			}
+			})
 		})
 	}
 	var ci []*client.Client
@@ -377,20 +371,30 @@ func (w *hostileWorld) honest(ctx context.Context) {
 		ci = append(ci, w.client(tok))
 	}
 	wg.Go(func() {
-		for n, tick := 0, time.NewTicker(honestPace); ; n++ {
+		n := 0
+		paced(ctx, func() {
 			w.timed(ctx, "ci submission", func(ctx context.Context) error {
 				_, err := ci[n%len(ci)].Submit(ctx, w.submission("ci"))
 				return err
 			})
-			select {
-			case <-ctx.Done():
-				tick.Stop()
-				return
-			case <-tick.C:
-			}
-		}
+			n++
+		})
 	})
 	wg.Wait()
+}
+
+// paced calls step, then again every honestPace, until ctx ends.
+func paced(ctx context.Context, step func()) {
+	tick := time.NewTicker(honestPace)
+	defer tick.Stop()
+	for {
+		step()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // submission is a small valid change on a branch of its own.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/workqueue-dev/workqueue/api"
+	"github.com/workqueue-dev/workqueue/cptype"
 )
 
 // The tools' inputs and the outputs that are not an API type as it is.
@@ -66,8 +67,8 @@ type assignedWork struct {
 }
 
 // request is the action on the assigned work.
-func (w assignedWork) request(action api.Action) api.ActionRequest {
-	return api.ActionRequest{SessionID: w.SessionID, AssignmentID: w.AssignmentID, Action: action}
+func (w assignedWork) request(action cptype.Action) cptype.ActionRequest {
+	return cptype.ActionRequest{SessionID: w.SessionID, AssignmentID: w.AssignmentID, Action: action}
 }
 
 type commentAction struct {
@@ -82,11 +83,11 @@ type reviewAction struct {
 }
 
 type workQuery struct {
-	Forge string    `json:"forge,omitempty" jsonschema:"only this configured forge's"`
-	Repo  string    `json:"repo,omitempty" jsonschema:"only this repository's (its full path)"`
-	Kind  api.Kind  `json:"kind,omitempty" jsonschema:"issue or pr"`
-	State api.State `json:"state,omitempty" jsonschema:"open, merged or closed"`
-	Limit int       `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
+	Forge string       `json:"forge,omitempty" jsonschema:"only this configured forge's"`
+	Repo  string       `json:"repo,omitempty" jsonschema:"only this repository's (its full path)"`
+	Kind  cptype.Kind  `json:"kind,omitempty" jsonschema:"issue or pr"`
+	State cptype.State `json:"state,omitempty" jsonschema:"open, merged or closed"`
+	Limit int          `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
 }
 
 type leaseQuery struct {
@@ -122,11 +123,11 @@ type leaseAbandonment struct {
 	Proof api.AbandonProof `json:"proof" jsonschema:"why the holder is gone; every claim must be true"`
 }
 
-// checkpointWrite is api.Checkpoint's writable fields described, and
+// checkpointWrite is cptype.Checkpoint's writable fields described, and
 // write_checkpoint's require_complete.
 type checkpointWrite struct {
-	api.CheckpointKey
-	Role                 api.Role        `json:"role,omitempty" jsonschema:"default: the session's"`
+	cptype.CheckpointKey
+	Role                 cptype.Role     `json:"role,omitempty" jsonschema:"default: the session's"`
 	ProviderIdentity     string          `json:"provider_identity,omitempty" jsonschema:"who you act as on the forge"`
 	WorktreePath         string          `json:"worktree_path,omitempty" jsonschema:"where you work"`
 	Branch               string          `json:"branch,omitempty" jsonschema:"the branch you work on"`
@@ -147,17 +148,17 @@ type checkpointWrite struct {
 }
 
 type checkpointFound struct {
-	Found      bool            `json:"found" jsonschema:"whether the checkpoint exists"`
-	Checkpoint *api.Checkpoint `json:"checkpoint,omitempty" jsonschema:"the checkpoint, when found"`
+	Found      bool               `json:"found" jsonschema:"whether the checkpoint exists"`
+	Checkpoint *cptype.Checkpoint `json:"checkpoint,omitempty" jsonschema:"the checkpoint, when found"`
 }
 
 type checkpointQuery struct {
-	SessionID  string   `json:"session_id,omitempty" jsonschema:"only this session's"`
-	Forge      string   `json:"forge,omitempty" jsonschema:"only this forge's"`
-	Repo       string   `json:"repo,omitempty" jsonschema:"only this repository's"`
-	WorkKind   api.Kind `json:"work_kind,omitempty" jsonschema:"only this kind's: issue or pr"`
-	WorkNumber *int64   `json:"work_number,omitempty" jsonschema:"only this issue or pull request number's (0: sessions' own checkpoints)"`
-	Limit      int      `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
+	SessionID  string      `json:"session_id,omitempty" jsonschema:"only this session's"`
+	Forge      string      `json:"forge,omitempty" jsonschema:"only this forge's"`
+	Repo       string      `json:"repo,omitempty" jsonschema:"only this repository's"`
+	WorkKind   cptype.Kind `json:"work_kind,omitempty" jsonschema:"only this kind's: issue or pr"`
+	WorkNumber *int64      `json:"work_number,omitempty" jsonschema:"only this issue or pull request number's (0: sessions' own checkpoints)"`
+	Limit      int         `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
 }
 
 type incidentReconcile struct {

@@ -109,12 +109,7 @@ engine's and the database's. The items stay in the database, idle.`,
 		Example: `  workqueue bench engine
   workqueue bench engine --database "$TEST_DATABASE_URL" --items 20000 --workers 100`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := newBench(cmd, w)
-			if err != nil {
-				return err
-			}
-			defer b.close()
+		RunE: withBench(w, func(cmd *cobra.Command, b *bench) error {
 			if items < 1 || workers < 1 || instances < 1 {
 				return errors.New("--items, --workers and --instances must be at least 1")
 			}
@@ -142,7 +137,7 @@ engine's and the database's. The items stay in the database, idle.`,
 			return b.print(r, fmt.Sprintf("engine burn-down on %s: %d items, %s, %.2fs: %.0f items/s; peak RSS %.1f MiB; "+
 				"%.1f ms of CPU per 1,000 items, %.1f of them the engine's",
 				r.Database, r.Items, on, r.ElapsedSeconds, r.ItemsPerSecond, mib(r.PeakRSSBytes), r.CPUMsPer1000, r.ProcessCPUMsPer1000))
-		},
+		}),
 	}
 	cmd.Flags().IntVar(&items, "items", 20_000, "items to burn down")
 	cmd.Flags().IntVar(&workers, "workers", config.Default().Processing.Workers, "engine workers (processing.workers), per instance")
@@ -187,12 +182,7 @@ project that exist only to accept the submissions.`,
 		Example: `  workqueue bench submit
   workqueue bench submit --database "$TEST_DATABASE_URL" --requests 20000 --clients 16 -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := newBench(cmd, w)
-			if err != nil {
-				return err
-			}
-			defer b.close()
+		RunE: withBench(w, func(cmd *cobra.Command, b *bench) error {
 			if requests < 1 || clients < 1 {
 				return errors.New("--requests and --clients must be at least 1")
 			}
@@ -202,7 +192,7 @@ project that exist only to accept the submissions.`,
 			}
 			return b.print(r, fmt.Sprintf("submit API on %s: %d requests, %d clients, %.2fs: %.0f requests/s, p50 %.2f ms, p99 %.2f ms, %d errors; peak RSS %.1f MiB",
 				r.Database, r.Requests, r.Clients, r.ElapsedSeconds, r.RequestsPerSecond, r.P50Millis, r.P99Millis, r.Errors, mib(r.PeakRSSBytes)))
-		},
+		}),
 	}
 	cmd.Flags().IntVar(&requests, "requests", 20_000, "submissions to send")
 	cmd.Flags().IntVar(&clients, "clients", 16, "concurrent HTTP clients")
@@ -229,6 +219,19 @@ type bench struct {
 	// The profiles' paths: bench engine --instances K has instance i
 	// write path.i instead of the parent writing path.
 	cpuProfilePath, memProfilePath string
+}
+
+// withBench is a bench subcommand's RunE: run with the bench its flags
+// make (newBench) in w, closed when run returns.
+func withBench(w *world, run func(cmd *cobra.Command, b *bench) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		b, err := newBench(cmd, w)
+		if err != nil {
+			return err
+		}
+		defer b.close()
+		return run(cmd, b)
+	}
 }
 
 func newBench(cmd *cobra.Command, w *world) (*bench, error) {

@@ -40,10 +40,7 @@ forge's job id). The forge's token comes from the configuration.`,
   workqueue herder check --config wq.yaml --forge gitea --project team/app --job 17 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(&output); err != nil {
-				return err
-			}
-			cfg, err := loadConfig(cmd, w)
+			cfg, err := loadOutputConfig(cmd, w, &output)
 			if err != nil {
 				return err
 			}

@@ -30,10 +30,7 @@ one, nothing was ensured, and that is a failure (exit 1) either way.`,
 		Example: `  workqueue hooks ensure --config /etc/workqueue.yaml`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(&output); err != nil {
-				return err
-			}
-			cfg, err := loadConfig(cmd, w)
+			cfg, err := loadOutputConfig(cmd, w, &output)
 			if err != nil {
 				return err
 			}

@@ -86,6 +86,16 @@ func registerConfigFlags(cmd *cobra.Command) {
 		"database URL, overriding the file: sqlite:///abs/path.db, sqlite:relative.db or postgres://…")
 }
 
+// loadOutputConfig is loadConfig for a command that prints in an
+// --output format: the format is checked (and "text" made "table")
+// first, so that a wrong one fails before the configuration is read.
+func loadOutputConfig(cmd *cobra.Command, w *world, output *string) (config.Config, error) {
+	if err := checkOutput(output); err != nil {
+		return config.Config{}, err
+	}
+	return loadConfig(cmd, w)
+}
+
 // loadConfig returns a command's effective configuration: the file (or the
 // defaults), with the --db and --listen flags that were given applied over
 // it, validated.
@@ -237,10 +247,7 @@ turns under an advisory lock.`,
   workqueue migrate --db postgres://wq@db:5432/wq`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(&output); err != nil {
-				return err
-			}
-			cfg, err := loadConfig(cmd, w)
+			cfg, err := loadOutputConfig(cmd, w, &output)
 			if err != nil {
 				return err
 			}

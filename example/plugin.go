@@ -1,8 +1,11 @@
 package example
 
 import (
+	_ "embed"
 	"fmt"
 	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
 
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/itemtype"
@@ -48,4 +51,11 @@ var Plugin = itemtype.Plugin{
 		}
 		return nil
 	},
+	Face: &wq.ItemFace{Type: Name, Schemas: itemtype.Schemas(openAPISchemas),
+		Submission: "ExampleSubmission", Detail: "ExampleDetail"},
 }
+
+// openAPISchemas are the type's OpenAPI 3.0 schemas, by component name.
+//
+//go:embed openapi.json
+var openAPISchemas []byte

@@ -14,11 +14,14 @@ package itemtype
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -63,6 +66,10 @@ type Plugin struct {
 	// may approve ("" or nil: none): the control plane leaves such a
 	// merge request to people.
 	ReviewLabel func(section any) string
+
+	// Face is what the API's document, the MCP server and the CLI show of
+	// the type (nil: nothing beyond the generic item).
+	Face *wq.ItemFace
 }
 
 // Section is an item type's own section of the configuration file.
@@ -113,6 +120,8 @@ type Env struct {
 type Built struct {
 	Type wq.ItemType
 	API  wq.ItemAPI
+	// Face is the plugin's (nil: none), for the API's document.
+	Face *wq.ItemFace
 	// Run, when set, is work the type does beside the engine on an
 	// instance that handles it, until ctx ends (a periodic
 	// reconciliation, say). serve runs it in its own goroutine.
@@ -153,6 +162,18 @@ func (r *Registry) Register(p Plugin) {
 // All returns the registered types, by name.
 func (r *Registry) All() []Plugin { return slices.Clone(r.plugins) }
 
+// Faces are the registered types' faces, by type name, for a client of
+// the API (the MCP server, the CLI).
+func (r *Registry) Faces() []wq.ItemFace {
+	var out []wq.ItemFace
+	for _, p := range r.plugins {
+		if p.Face != nil {
+			out = append(out, *p.Face)
+		}
+	}
+	return out
+}
+
 // Stores opens every registered type's store on db (see
 // Plugin.OpenStore), by type name: call it before db.Migrate.
 func (r *Registry) Stores(db wq.Store) (map[string]any, error) {
@@ -186,7 +207,37 @@ func (r *Registry) BuildAll(env Env, stores map[string]any, section func(Plugin)
 		if err != nil {
 			return nil, fmt.Errorf("item type %s: %w", p.Name, err)
 		}
+		b.Face = p.Face
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// ToolInput returns T's JSON Schema, for an ItemTool's Input: inferred
+// once, when first asked (a CLI call that serves no MCP infers nothing).
+// T's jsonschema tags describe each member for a model. It panics on a
+// type the inference refuses: a declaration error, found by any test.
+func ToolInput[T any]() func() json.RawMessage {
+	return sync.OnceValue(func() json.RawMessage {
+		s, err := jsonschema.For[T](nil)
+		if err != nil {
+			panic(fmt.Sprintf("itemtype: the tool input schema of %T: %v", *new(T), err))
+		}
+		out, err := json.Marshal(s)
+		if err != nil {
+			panic(fmt.Sprintf("itemtype: the tool input schema of %T: %v", *new(T), err))
+		}
+		return out
+	})
+}
+
+// Schemas reads a type's OpenAPI schemas by component name from a JSON
+// object (its embedded openapi.json). It panics on one that is not such
+// an object: a declaration error, found by any test.
+func Schemas(doc []byte) map[string]json.RawMessage {
+	var out map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &out); err != nil || len(out) == 0 {
+		panic(fmt.Sprintf("itemtype: OpenAPI schemas: %v", err))
+	}
+	return out
 }

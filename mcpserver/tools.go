@@ -16,11 +16,7 @@ import (
 // one REST call; its description is written for a model: what it is for,
 // when to call it, what the answer means.
 var tools = []func(*mcp.Server, Clients){
-	// Changes.
-	tool("submit_change", `Submit a change to a repository as desired state: the files a branch should hold, and the merge request that should carry them into the target branch. The service inspects the submission before any forge call and then creates or updates the branch and merge request itself; you never push. The input is the submission as the REST API takes it (item_type "mr"); unknown members are refused by name. Submitting the same content again answers "unchanged"; new content for the same source branch updates the same merge request. A refusal names the inspection rule and the file action or field it refused: fix that and submit again. Follow the item with get_item.`,
-		false, func(ctx context.Context, c *client.Client, in changeSubmission) (*api.Submitted, error) {
-			return c.Submit(ctx, in.raw)
-		}),
+	// Items (each type's submit tool comes from its registration: New).
 	tool("get_item", `Read one item by id: its phase (active, completed, failed, cancelled), the reason and error when it stopped, and the item type's detail (for a change: the merge request's number, URL and head). Call it to follow a submission to completion.`,
 		true, func(ctx context.Context, c *client.Client, in itemRef) (*api.Item, error) {
 			return c.Get(ctx, in.ID)

@@ -70,8 +70,8 @@ unreachable, or the token missing or refused).`,
 	root.AddCommand(newBenchCommand(w)) // measurements of this build, not operations (bench.go)
 	root.Version = buildVersion()
 	root.SetVersionTemplate("{{.Version}}")
-	root.AddCommand(newVersionCommand(), newConfigCommand(w), newServeCommand(w), newMigrateCommand(w), newTokenCommand(), newItemsCommand(), newHooksCommand(w),
-		newSessionsCommand(), newWorkCommand(), newAllocateCommand(), newGateCommand(), newLeasesCommand(), newCheckpointsCommand(), newIncidentsCommand(), newIdentitiesCommand(), newMCPCommand(),
+	root.AddCommand(newVersionCommand(), newConfigCommand(w), newServeCommand(w), newMigrateCommand(w), newTokenCommand(), newItemsCommand(w), newHooksCommand(w),
+		newSessionsCommand(), newWorkCommand(), newAllocateCommand(), newGateCommand(), newLeasesCommand(), newCheckpointsCommand(), newIncidentsCommand(), newIdentitiesCommand(), newMCPCommand(w),
 		newHerderCommand(w), newWhoamiCommand(), newLoginCommand(), newLogoutCommand())
 	wrapUsage(root)
 	return root

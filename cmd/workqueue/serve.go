@@ -180,6 +180,9 @@ func (m *Main) Run(ctx context.Context) error {
 	for _, b := range built {
 		m.Engine.Register(b.Type)
 		items.Register(b.Type, b.API)
+		if b.Face != nil {
+			items.Describe(*b.Face)
+		}
 	}
 	for _, t := range items.Types() {
 		m.Metrics.ItemTypes(t.Type()) // their series from the first scrape
@@ -241,7 +244,7 @@ func (m *Main) Run(ctx context.Context) error {
 		// the API with the caller's token; a submission as large as REST
 		// takes fits.
 		MCP: func(api http.Handler) http.Handler {
-			return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Log: m.Log.With("component", "mcp"), MaxRequestBytes: httpapi.MaxSubmitBytes + 1<<20})
+			return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Log: m.Log.With("component", "mcp"), MaxRequestBytes: httpapi.MaxSubmitBytes + 1<<20, Faces: items.Faces()})
 		}}
 	if err := m.serveDashboard(ctx, &apiOpts, items, cps, authn, limiter, sink); err != nil {
 		return err

@@ -48,6 +48,9 @@ func Items(st *testdb.Store, cfg config.Config) *service.Items {
 	}
 	for _, b := range built {
 		items.Register(b.Type, b.API)
+		if b.Face != nil {
+			items.Describe(*b.Face)
+		}
 	}
 	return items
 }

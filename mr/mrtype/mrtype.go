@@ -11,6 +11,7 @@ package mrtype
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/itemtype"
 	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/mr/mrapi"
 	"github.com/workqueue-dev/workqueue/mr/mrstore"
 	"github.com/workqueue-dev/workqueue/policy"
 )
@@ -125,6 +127,43 @@ var Plugin = itemtype.Plugin{
 	},
 	Labels:      func(section any) []string { s := section.(*MR); return []string{s.ManagedLabel, s.ReviewLabel} },
 	ReviewLabel: func(section any) string { return section.(*MR).ReviewLabel },
+	Face:        &Face,
+}
+
+// Face is what the API's document, the agents' tools and the CLI show of
+// the type.
+var Face = wq.ItemFace{
+	Type:       mr.ItemType,
+	Schemas:    itemtype.Schemas(mrapi.OpenAPISchemas),
+	Submission: "Submission", Detail: "MRDetail", Summary: "MRSummary",
+	Tool: &wq.ItemTool{Name: "submit_change", Input: itemtype.ToolInput[mrapi.ChangeInput](),
+		Description: `Submit a change to a repository as desired state: the files a branch should hold, and the merge request that should carry them into the target branch. The service inspects the submission before any forge call and then creates or updates the branch and merge request itself; you never push. The input is the submission as the REST API takes it (item_type "mr"); unknown members are refused by name. Submitting the same content again answers "unchanged"; new content for the same source branch updates the same merge request. A refusal names the inspection rule and the file action or field it refused: fix that and submit again. Follow the item with get_item.`},
+	Files:  "file_actions",
+	Fields: []string{"forge", "project", "source_branch", "target_branch", "title", "description"},
+	Column: "MR",
+	View:   view,
+}
+
+// view is what people see of an mr item: its title and merge request,
+// from its summary in lists, and from its detail with its project,
+// branches and files.
+func view(summary, detail json.RawMessage) wq.ItemView {
+	var v wq.ItemView
+	var sum mrapi.Summary
+	if len(summary) > 0 && json.Unmarshal(summary, &sum) == nil {
+		v.Title, v.Link = sum.Title, sum.MRURL
+	}
+	var d mrapi.Detail
+	if len(detail) > 0 && json.Unmarshal(detail, &d) == nil && d.Project != "" {
+		v.Title, v.Link = d.Title, d.MRURL
+		v.Lines = []wq.ItemLine{{Label: "project", Value: d.Project + " on " + d.Forge},
+			{Label: "branches", Value: d.SourceBranch + " → " + d.TargetBranch},
+			{Label: "title", Value: d.Title}, {Label: "files", Value: fmt.Sprint(len(d.Files))}}
+	}
+	if v.Link != "" {
+		v.LinkName = "merge request"
+	}
+	return v
 }
 
 func build(env itemtype.Env, store any) (itemtype.Built, error) {

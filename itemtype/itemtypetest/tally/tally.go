@@ -47,6 +47,7 @@ var migrations embed.FS
 // Plugin is the tally item type.
 var Plugin = itemtype.Plugin{
 	Name:      Name,
+	Face:      &Face,
 	OpenStore: func(db wq.Store) (any, error) { return Open(db) },
 	Section: &itemtype.Section{Key: Name, Default: func() any { return &Section{MaxTarget: MaxTarget} },
 		Validate: func(v any) []error {

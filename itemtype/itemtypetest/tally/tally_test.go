@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
@@ -23,6 +25,8 @@ import (
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/itemtype"
 	"github.com/workqueue-dev/workqueue/itemtype/itemtypetest/tally"
+	"github.com/workqueue-dev/workqueue/mcpserver"
+	"github.com/workqueue-dev/workqueue/mcpserver/mcptest"
 	"github.com/workqueue-dev/workqueue/service"
 )
 
@@ -102,6 +106,9 @@ func TestATypeAddedByRegistrationAloneRunsThroughTheEngineAndTheAPI(t *testing.T
 		for _, b := range built {
 			e.Register(b.Type)
 			items.Register(b.Type, b.API)
+			if b.Face != nil {
+				items.Describe(*b.Face)
+			}
 		}
 		if err := e.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -113,7 +120,10 @@ func TestATypeAddedByRegistrationAloneRunsThroughTheEngineAndTheAPI(t *testing.T
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(httpapi.NewServer(httpapi.Options{Store: db, Items: items, Auth: &auth.Chain{Static: static}, Log: testkit.Quiet()}))
+		srv := httptest.NewServer(httpapi.NewServer(httpapi.Options{Store: db, Items: items, Auth: &auth.Chain{Static: static}, Log: testkit.Quiet(),
+			MCP: func(api http.Handler) http.Handler {
+				return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Faces: items.Faces()})
+			}}))
 		t.Cleanup(srv.Close)
 		call := func(method, path string, body any) (int, map[string]any) {
 			t.Helper()
@@ -159,6 +169,29 @@ func TestATypeAddedByRegistrationAloneRunsThroughTheEngineAndTheAPI(t *testing.T
 		}
 		if sum, _ := rows[0].(map[string]any)["summary"].(map[string]any); sum["title"] != "tally 3/3" {
 			t.Errorf("the list's summary: %v", rows[0])
+		}
+
+		// Its face, from its registration alone: an agent submits it
+		// with its own MCP tool, and the API's document describes it.
+		cs := mcptest.OverHTTP(t, srv.URL+"/mcp", token)
+		if names := mcptest.ToolNames(t, cs); !slices.Contains(names, "submit_tally") || slices.Contains(names, "submit_change") {
+			t.Errorf("tools %v, want submit_tally and no other type's", names)
+		}
+		if text := mcptest.Refused(t, cs, "submit_tally", map[string]any{"item_type": "tally", "target": 6}); !strings.Contains(text, "max_target") {
+			t.Errorf("submit_tally above max_target: %s", text)
+		}
+		sub := mcptest.Call[api.Submitted](t, cs, "submit_tally", map[string]any{"item_type": "tally", "target": 2})
+		if sub.Result != wq.SubmitCreated || sub.ID == "" {
+			t.Fatalf("submit_tally: %+v", sub)
+		}
+		eventually.True(t, 30*time.Second, "the agent's tally's completion", func() (bool, any) {
+			_, got := call("GET", "/api/v1/items/"+sub.ID, nil)
+			return got["phase"] == string(wq.PhaseCompleted), got
+		})
+		_, doc := call("GET", "/api/v1/openapi.json", nil)
+		schemas, _ := doc["components"].(map[string]any)["schemas"].(map[string]any)
+		if _, ok := schemas["TallySubmission"]; !ok || schemas["Submission"] != nil {
+			t.Errorf("the document's item schemas are not the registered type's alone: has TallySubmission %v, mr's Submission %v", ok, schemas["Submission"] != nil)
 		}
 	})
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The kinds of forge workqueue ships (forge/kinds registers them; a kind
+// The kinds of forge workqueue ships (cmd/workqueue/world.go registers them; a kind
 // is a forge.Plugin, looked up by name, never switched on).
 const (
 	ForgeGitea  = "gitea"
@@ -575,4 +575,35 @@ type WorkCommentEditor interface {
 	// service, as CommentOnWork would write it (nothing in it runs as a
 	// command). NotFound. A write: policy.Guard checks it as a comment.
 	EditWorkComment(ctx context.Context, project, kind string, number, id int64, body string) error
+}
+
+// FileModeSetter is the optional capability of a forge whose file writes
+// can set a file's executable bit (GitLab's commits API); a change that
+// sets one is refused at submission on a forge without it, instead of
+// failing at the push.
+type FileModeSetter interface {
+	SetsFileModes() bool
+}
+
+// SetsFileModes reports whether f can set a file's executable bit.
+func SetsFileModes(f Forge) bool {
+	m, ok := f.(FileModeSetter)
+	return ok && m.SetsFileModes()
+}
+
+// InertTexter is the optional capability of a forge that changes a text
+// it would interpret (a description, a comment, a review or an issue
+// body) before sending it, so that the forge runs nothing in it as the
+// service's account (GitLab's quick actions). InertText is idempotent.
+type InertTexter interface {
+	InertText(text string) string
+}
+
+// InertText is the form in which f sends text: text itself on a forge
+// without InertTexter.
+func InertText(f Forge, text string) string {
+	if t, ok := f.(InertTexter); ok {
+		return t.InertText(text)
+	}
+	return text
 }

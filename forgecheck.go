@@ -15,9 +15,14 @@ import "context"
 type VersionReader interface {
 	// ServerVersion returns the version string exactly as the forge
 	// reports it ("1.26.0", "1.27.0+dev-12-gabc", "17.5.0-ee"): package
-	// forge reads it (forge.ParseVersion) and holds it to the kind's
-	// minimum. *ForgeError as Forge's methods.
+	// forge reads it (forge.ParseVersion) and holds it to
+	// MinServerVersion (forge.CheckVersion). *ForgeError as Forge's
+	// methods.
 	ServerVersion(ctx context.Context) (string, error)
+	// MinServerVersion is the oldest server version the adapter works
+	// with ("1.26.0"): serve refuses a forge below it and config check
+	// --online reports it. "": every version.
+	MinServerVersion() string
 }
 
 // SettingsReader is the optional capability of a forge that reads the

@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -118,4 +119,60 @@ func (r EventRef) IsZero() bool { return r == EventRef{} }
 // of forge concerns, if any.
 type EventResolver interface {
 	ResolveEvent(ctx context.Context, forge, project string, ref EventRef) (id ItemID, ok bool, err error)
+}
+
+// ItemFace is what the generic faces show of an item type: the API's
+// OpenAPI document, the MCP server's tools and the CLI's item commands
+// take it from the type's registration, so that none of them names a
+// type. It is data, the same in a server and in a client of it.
+type ItemFace struct {
+	// Type is the type's name, the submission's item_type.
+	Type string
+	// Schemas are the OpenAPI 3.0 schemas the type adds to the API's
+	// document, by component name: its submission, detail and summary,
+	// and what they refer to (as #/components/schemas/NAME). Names are
+	// the type's to choose and must not clash with another type's.
+	Schemas map[string]json.RawMessage
+	// Submission, Detail and Summary name the type's submission body, its
+	// items' detail and their short view in lists among Schemas ("" for
+	// none).
+	Submission, Detail, Summary string
+	// Tool is the MCP tool agents submit an item of the type with; nil
+	// for a type agents do not submit.
+	Tool *ItemTool
+	// Files names the submission's member that takes a directory's files
+	// as file actions ({action, file_path, content, encoding}), for the
+	// CLI's submit --dir; "" for a type that takes none.
+	Files string
+	// Fields are the submission's string members people may give as the
+	// CLI's flags (--source-branch for source_branch), over a file's.
+	Fields []string
+	// Column names View's Link in the CLI's lists ("MR"); "" for none.
+	Column string
+	// View reads what people see of an item in the CLI from its summary
+	// (in lists) or its detail; the zero view for one it cannot read.
+	// nil: nothing beyond the generic item.
+	View func(summary, detail json.RawMessage) ItemView
+}
+
+// ItemView is what people see of an item beyond the generic fields.
+type ItemView struct {
+	Title    string
+	Link     string     // what the item made on the forge, for people (a merge request's page)
+	LinkName string     // what Link is ("merge request")
+	Lines    []ItemLine // for a whole item: label and value, in order
+}
+
+// ItemLine is one labelled line of an item's view.
+type ItemLine struct{ Label, Value string }
+
+// ItemTool is an MCP tool that submits an item: the submission body is
+// the tool's arguments as the agent wrote them, item_type included.
+type ItemTool struct {
+	Name        string
+	Description string // for a model: what it is for, when to call it, what the answer means
+	// Input returns the JSON Schema (draft 2020-12) of the arguments, an
+	// object, with each member described for a model: a function, so that
+	// a schema is inferred only where a server offers the tool.
+	Input func() json.RawMessage
 }

@@ -1,49 +1,16 @@
 package api
 
-import "time"
-
-// Lease is a session's exclusive hold on one work item.
-type Lease struct {
-	ID           string     `json:"id"`
-	WorkID       string     `json:"work_id"`       // the work it holds
-	SessionID    string     `json:"session_id"`    // the session holding it
-	AssignmentID string     `json:"assignment_id"` // what the session may do with the work
-	State        LeaseState `json:"state"`
-	CreatedAt    time.Time  `json:"created_at"`
-	HeartbeatAt  time.Time  `json:"heartbeat_at"`            // the owner's last heartbeat
-	ExpiresAt    time.Time  `json:"expires_at"`              // it holds until then unless heartbeated
-	EndedAt      time.Time  `json:"ended_at,omitzero"`       // released, expired, abandoned or reclaimed at
-	WorktreePath string     `json:"worktree_path,omitempty"` // where the owner works, as it said when adopting
-	HeadSHA      string     `json:"head_sha,omitempty"`      // the head the owner declared
-	// Provenance of an adoption or reclaim.
-	AdoptedFromSessionID string `json:"adopted_from_session_id,omitempty"`
-	AdoptedBySessionID   string `json:"adopted_by_session_id,omitempty"`
-}
+import "github.com/workqueue-dev/workqueue/cptype"
 
 // LeaseList is GET /api/v1/leases (and the list_leases tool's answer).
 type LeaseList struct {
-	Leases []Lease `json:"leases" jsonschema:"the leases"`
+	Leases []cptype.Lease `json:"leases" jsonschema:"the leases"`
 }
 
 // ExpiredLeases is POST /api/v1/leases/expire: the leases the call marked
 // expired (and the expire_leases tool's answer).
 type ExpiredLeases struct {
-	Expired []Lease `json:"expired" jsonschema:"the leases this call marked expired"`
-}
-
-// LeaseView is a lease with its freshness and the safe next action for
-// the caller.
-type LeaseView struct {
-	Lease
-	Freshness      Freshness `json:"freshness"`
-	SafeNextAction string    `json:"safe_next_action"`
-}
-
-// Freshness says how a lease stands now.
-type Freshness struct {
-	Live      bool          `json:"live"`
-	ExpiresIn time.Duration `json:"expires_in_ns"` // negative once expired
-	SinceBeat time.Duration `json:"since_heartbeat_ns"`
+	Expired []cptype.Lease `json:"expired" jsonschema:"the leases this call marked expired"`
 }
 
 // LeaseRequest is the body of a lease's lifecycle call (POST

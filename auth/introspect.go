@@ -49,15 +49,8 @@ func (in *Introspection) Authenticate(ctx context.Context, token string) (*Calle
 	if len(token) > MaxTokenBytes || token == "" {
 		return nil, wq.Errorf(wq.EUNAUTHORIZED, "invalid token")
 	}
-	now := time.Now
-	if in.Clock != nil {
-		now = in.Clock.Now
-	}
-	key := sha256.Sum256([]byte(token))
-	in.mu.Lock()
-	hit, ok := in.cache[key]
-	in.mu.Unlock()
-	if !ok || !now().Before(hit.expires) {
+	key, hit, fresh := in.cached(token)
+	if !fresh {
 		var err error
 		if hit, err = in.ask(ctx, token); err != nil {
 			return nil, err
@@ -66,8 +59,8 @@ func (in *Introspection) Authenticate(ctx context.Context, token string) (*Calle
 		if ttl <= 0 {
 			ttl = 5 * time.Minute
 		}
-		hit.expires = now().Add(ttl)
-		in.store(key, hit, now())
+		hit.expires = in.now().Add(ttl)
+		in.store(key, hit, in.now())
 	}
 	c := &Caller{Identity: hit.user, Kind: KindIntrospection, Groups: slices.Clone(hit.groups), Grants: []Grant{}}
 	for _, r := range in.Rules {
@@ -81,15 +74,26 @@ func (in *Introspection) Authenticate(ctx context.Context, token string) (*Calle
 // NeedsRemoteCall implements RemoteCoster: a token whose positive
 // answer is in the cache costs no call.
 func (in *Introspection) NeedsRemoteCall(token string) bool {
-	now := time.Now
-	if in.Clock != nil {
-		now = in.Clock.Now
-	}
-	key := sha256.Sum256([]byte(token))
+	_, _, fresh := in.cached(token)
+	return !fresh
+}
+
+// cached is token's cache key and its cached answer; fresh says there is
+// one and it has not expired.
+func (in *Introspection) cached(token string) (key [sha256.Size]byte, hit introspected, fresh bool) {
+	key = sha256.Sum256([]byte(token))
 	in.mu.Lock()
 	hit, ok := in.cache[key]
 	in.mu.Unlock()
-	return !ok || !now().Before(hit.expires)
+	return key, hit, ok && in.now().Before(hit.expires)
+}
+
+// now is the time on the introspection's clock.
+func (in *Introspection) now() time.Time {
+	if in.Clock != nil {
+		return in.Clock.Now()
+	}
+	return time.Now()
 }
 
 func (in *Introspection) store(key [sha256.Size]byte, v introspected, now time.Time) {

@@ -7,6 +7,8 @@ import (
 	"net/url"
 
 	"github.com/workqueue-dev/workqueue/api"
+	"github.com/workqueue-dev/workqueue/cptype"
+	"github.com/workqueue-dev/workqueue/cptype/incidenttype"
 )
 
 // Call sends a control-plane request: body (nil for none) is encoded as
@@ -35,31 +37,31 @@ func callFor[T any](ctx context.Context, c *Client, method, path string, query u
 }
 
 // RegisterSession starts an agent session of role.
-func (c *Client) RegisterSession(ctx context.Context, role api.Role, name string, capabilities json.RawMessage) (*api.SessionView, error) {
-	return callFor[api.SessionView](ctx, c, http.MethodPost, "/api/v1/sessions", nil,
+func (c *Client) RegisterSession(ctx context.Context, role cptype.Role, name string, capabilities json.RawMessage) (*cptype.SessionView, error) {
+	return callFor[cptype.SessionView](ctx, c, http.MethodPost, "/api/v1/sessions", nil,
 		api.SessionRequest{Role: role, Name: name, Capabilities: capabilities})
 }
 
 // HeartbeatSession keeps a session of the caller's active.
-func (c *Client) HeartbeatSession(ctx context.Context, sessionID string) (*api.SessionView, error) {
-	return callFor[api.SessionView](ctx, c, http.MethodPost, "/api/v1/sessions/"+url.PathEscape(sessionID)+"/heartbeat", nil, nil)
+func (c *Client) HeartbeatSession(ctx context.Context, sessionID string) (*cptype.SessionView, error) {
+	return callFor[cptype.SessionView](ctx, c, http.MethodPost, "/api/v1/sessions/"+url.PathEscape(sessionID)+"/heartbeat", nil, nil)
 }
 
 // EndSession ends a session of the caller's, releasing its leases.
-func (c *Client) EndSession(ctx context.Context, sessionID string) (*api.SessionView, error) {
-	return callFor[api.SessionView](ctx, c, http.MethodPost, "/api/v1/sessions/"+url.PathEscape(sessionID)+"/end", nil, nil)
+func (c *Client) EndSession(ctx context.Context, sessionID string) (*cptype.SessionView, error) {
+	return callFor[cptype.SessionView](ctx, c, http.MethodPost, "/api/v1/sessions/"+url.PathEscape(sessionID)+"/end", nil, nil)
 }
 
 // Allocate asks for a session's next safe work; apply reserves it.
-func (c *Client) Allocate(ctx context.Context, sessionID, repo string, apply bool) (*api.Allocation, error) {
-	return callFor[api.Allocation](ctx, c, http.MethodPost, "/api/v1/allocations", nil,
+func (c *Client) Allocate(ctx context.Context, sessionID, repo string, apply bool) (*cptype.Allocation, error) {
+	return callFor[cptype.Allocation](ctx, c, http.MethodPost, "/api/v1/allocations", nil,
 		api.AllocationRequest{SessionID: sessionID, Repo: repo, Apply: apply})
 }
 
 // Gate asks whether a mutation may pass. A refusal is an answer
 // (Allowed false), not an error.
-func (c *Client) Gate(ctx context.Context, sessionID, assignmentID string, action api.Action, liveHead string) (*api.Decision, error) {
-	return callFor[api.Decision](ctx, c, http.MethodPost, "/api/v1/gate", nil,
+func (c *Client) Gate(ctx context.Context, sessionID, assignmentID string, action cptype.Action, liveHead string) (*cptype.Decision, error) {
+	return callFor[cptype.Decision](ctx, c, http.MethodPost, "/api/v1/gate", nil,
 		api.GateRequest{SessionID: sessionID, AssignmentID: assignmentID, Action: action, LiveHeadSHA: liveHead})
 }
 
@@ -68,13 +70,13 @@ func (c *Client) Gate(ctx context.Context, sessionID, assignmentID string, actio
 // after the gate allows it. A refusal is an *Error whose problem names
 // the reason (the gate's, or own_pull_request, wrong_kind,
 // forge_refused).
-func (c *Client) Act(ctx context.Context, req api.ActionRequest) (*api.ActionResult, error) {
-	return callFor[api.ActionResult](ctx, c, http.MethodPost, "/api/v1/actions", nil, req)
+func (c *Client) Act(ctx context.Context, req cptype.ActionRequest) (*cptype.ActionResult, error) {
+	return callFor[cptype.ActionResult](ctx, c, http.MethodPost, "/api/v1/actions", nil, req)
 }
 
 // Work lists the inventory; query filters it (forge, repo, kind, state,
 // limit).
-func (c *Client) Work(ctx context.Context, query url.Values) ([]api.Work, error) {
+func (c *Client) Work(ctx context.Context, query url.Values) ([]cptype.Work, error) {
 	out, err := callFor[api.WorkList](ctx, c, http.MethodGet, "/api/v1/work", query, nil)
 	if err != nil {
 		return nil, err
@@ -84,7 +86,7 @@ func (c *Client) Work(ctx context.Context, query url.Values) ([]api.Work, error)
 
 // Leases lists the caller's active leases (every session's for an
 // admin); query filters them (session_id, work_id, all, limit).
-func (c *Client) Leases(ctx context.Context, query url.Values) ([]api.Lease, error) {
+func (c *Client) Leases(ctx context.Context, query url.Values) ([]cptype.Lease, error) {
 	out, err := callFor[api.LeaseList](ctx, c, http.MethodGet, "/api/v1/leases", query, nil)
 	if err != nil {
 		return nil, err
@@ -94,40 +96,40 @@ func (c *Client) Leases(ctx context.Context, query url.Values) ([]api.Lease, err
 
 // InspectLease reads a lease's freshness and, for sessionID (may be ""),
 // the safe next action.
-func (c *Client) InspectLease(ctx context.Context, leaseID, sessionID string) (*api.LeaseView, error) {
+func (c *Client) InspectLease(ctx context.Context, leaseID, sessionID string) (*cptype.LeaseView, error) {
 	var query url.Values
 	if sessionID != "" {
 		query = url.Values{"session_id": {sessionID}}
 	}
-	return callFor[api.LeaseView](ctx, c, http.MethodGet, "/api/v1/leases/"+url.PathEscape(leaseID), query, nil)
+	return callFor[cptype.LeaseView](ctx, c, http.MethodGet, "/api/v1/leases/"+url.PathEscape(leaseID), query, nil)
 }
 
 // HeartbeatLease extends a lease the session holds; r.HeadSHA, if set,
 // must be the head the lease is pinned to (else head_moved): a pinned
 // head is the forge's, never declared.
-func (c *Client) HeartbeatLease(ctx context.Context, leaseID string, r api.LeaseRequest) (*api.LeaseView, error) {
-	return leaseCall[api.LeaseView](ctx, c, leaseID, "heartbeat", r)
+func (c *Client) HeartbeatLease(ctx context.Context, leaseID string, r api.LeaseRequest) (*cptype.LeaseView, error) {
+	return leaseCall[cptype.LeaseView](ctx, c, leaseID, "heartbeat", r)
 }
 
 // AdoptLease resumes a lease of the caller's identity, or takes an
 // expired one.
-func (c *Client) AdoptLease(ctx context.Context, leaseID string, r api.LeaseRequest) (*api.LeaseView, error) {
-	return leaseCall[api.LeaseView](ctx, c, leaseID, "adopt", r)
+func (c *Client) AdoptLease(ctx context.Context, leaseID string, r api.LeaseRequest) (*cptype.LeaseView, error) {
+	return leaseCall[cptype.LeaseView](ctx, c, leaseID, "adopt", r)
 }
 
 // ReleaseLease ends a lease the session holds.
-func (c *Client) ReleaseLease(ctx context.Context, leaseID string, r api.LeaseRequest) (*api.LeaseView, error) {
-	return leaseCall[api.LeaseView](ctx, c, leaseID, "release", r)
+func (c *Client) ReleaseLease(ctx context.Context, leaseID string, r api.LeaseRequest) (*cptype.LeaseView, error) {
+	return leaseCall[cptype.LeaseView](ctx, c, leaseID, "release", r)
 }
 
 // AbandonLease ends a lease whose holder is gone, with r.Proof.
-func (c *Client) AbandonLease(ctx context.Context, leaseID string, r api.LeaseRequest) (*api.LeaseView, error) {
-	return leaseCall[api.LeaseView](ctx, c, leaseID, "abandon", r)
+func (c *Client) AbandonLease(ctx context.Context, leaseID string, r api.LeaseRequest) (*cptype.LeaseView, error) {
+	return leaseCall[cptype.LeaseView](ctx, c, leaseID, "abandon", r)
 }
 
 // ReclaimLease assigns an expired lease's work to the session.
-func (c *Client) ReclaimLease(ctx context.Context, leaseID string, r api.LeaseRequest) (*api.Allocation, error) {
-	return leaseCall[api.Allocation](ctx, c, leaseID, "reclaim", r)
+func (c *Client) ReclaimLease(ctx context.Context, leaseID string, r api.LeaseRequest) (*cptype.Allocation, error) {
+	return leaseCall[cptype.Allocation](ctx, c, leaseID, "reclaim", r)
 }
 
 // leaseCall is POST /api/v1/leases/{id}/{verb}.
@@ -137,7 +139,7 @@ func leaseCall[T any](ctx context.Context, c *Client, leaseID, verb string, r ap
 
 // ExpireLeases marks exactly the leases past their expiry as expired, and
 // returns them.
-func (c *Client) ExpireLeases(ctx context.Context) ([]api.Lease, error) {
+func (c *Client) ExpireLeases(ctx context.Context) ([]cptype.Lease, error) {
 	out, err := callFor[api.ExpiredLeases](ctx, c, http.MethodPost, "/api/v1/leases/expire", nil, nil)
 	if err != nil {
 		return nil, err
@@ -148,18 +150,18 @@ func (c *Client) ExpireLeases(ctx context.Context) ([]api.Lease, error) {
 // WriteCheckpoint upserts a checkpoint of one of the caller's sessions
 // (its times and schema version are the server's); requireComplete
 // refuses one a resumed session could not act on.
-func (c *Client) WriteCheckpoint(ctx context.Context, checkpoint api.Checkpoint, requireComplete bool) (*api.Checkpoint, error) {
+func (c *Client) WriteCheckpoint(ctx context.Context, checkpoint cptype.Checkpoint, requireComplete bool) (*cptype.Checkpoint, error) {
 	var query url.Values
 	if requireComplete {
 		query = url.Values{"require_complete": {"true"}}
 	}
-	return callFor[api.Checkpoint](ctx, c, http.MethodPut, "/api/v1/checkpoints", query, checkpoint)
+	return callFor[cptype.Checkpoint](ctx, c, http.MethodPut, "/api/v1/checkpoints", query, checkpoint)
 }
 
 // Checkpoints lists checkpoints of the caller's sessions, newest first;
 // query filters them (session_id, forge, repo, work_kind, work_number,
 // limit), and all five key fields name one.
-func (c *Client) Checkpoints(ctx context.Context, query url.Values) ([]api.Checkpoint, error) {
+func (c *Client) Checkpoints(ctx context.Context, query url.Values) ([]cptype.Checkpoint, error) {
 	out, err := callFor[api.CheckpointList](ctx, c, http.MethodGet, "/api/v1/checkpoints", query, nil)
 	if err != nil {
 		return nil, err
@@ -170,14 +172,14 @@ func (c *Client) Checkpoints(ctx context.Context, query url.Values) ([]api.Check
 // ReconcileCheckpoint compares a stored checkpoint with the live lease and
 // head (headSHA nil: a pull request's head from the inventory); nothing
 // is changed.
-func (c *Client) ReconcileCheckpoint(ctx context.Context, key api.CheckpointKey, headSHA *string) (*api.CheckpointReconcile, error) {
-	return callFor[api.CheckpointReconcile](ctx, c, http.MethodPost, "/api/v1/checkpoints/reconcile", nil,
+func (c *Client) ReconcileCheckpoint(ctx context.Context, key cptype.CheckpointKey, headSHA *string) (*cptype.CheckpointReconcile, error) {
+	return callFor[cptype.CheckpointReconcile](ctx, c, http.MethodPost, "/api/v1/checkpoints/reconcile", nil,
 		api.CheckpointReconcileRequest{CheckpointKey: key, HeadSHA: headSHA})
 }
 
 // ReconcileIncident says what a monitoring observation would do to its
 // forge issue and link, or with apply does it (permission incidents).
-func (c *Client) ReconcileIncident(ctx context.Context, obs api.Observation, apply bool) (*api.IncidentResult, error) {
-	return callFor[api.IncidentResult](ctx, c, http.MethodPost, "/api/v1/incidents/reconcile", nil,
+func (c *Client) ReconcileIncident(ctx context.Context, obs api.Observation, apply bool) (*incidenttype.Result, error) {
+	return callFor[incidenttype.Result](ctx, c, http.MethodPost, "/api/v1/incidents/reconcile", nil,
 		api.IncidentReconcileRequest{Observation: obs, Apply: apply})
 }

@@ -14,7 +14,7 @@ import (
 
 func TestTheExamplesAuditSectionLoadsUncommented(t *testing.T) {
 	doc := exampleSection(t, "audit")
-	cfg, err := config.Parse(strings.NewReader(doc))
+	cfg, err := config.Parse(strings.NewReader(doc), known)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, doc)
 	}
@@ -61,7 +61,7 @@ audit:
   batch_interval: 0s
   buffer_entries: 0
   buffer_bytes: 5
-`))
+`), known)
 	if err == nil {
 		t.Fatal("accepted")
 	}
@@ -85,7 +85,7 @@ audit:
 			t.Errorf("missing %q in:\n%v", want, err)
 		}
 	}
-	if _, err := config.Parse(strings.NewReader("audit: {sinks: []}")); err == nil || !strings.Contains(err.Error(), "audit.sinks: want at least one sink") {
+	if _, err := config.Parse(strings.NewReader("audit: {sinks: []}"), known); err == nil || !strings.Contains(err.Error(), "audit.sinks: want at least one sink") {
 		t.Errorf("no sinks: %v", err)
 	}
 }

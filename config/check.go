@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -88,31 +89,116 @@ func (c Config) Notes() []string {
 	return out
 }
 
-// ItemTypes are the item types this build can process, sorted: the item
-// type registry (package itemtype) adds each with RegisterItemType, and
-// serve registers each when handled_types names it.
-var ItemTypes []string
+// Known is what the program links that a configuration may name: the
+// kinds of forge forges[].kind names, and the item types handled_types
+// names, each with the warnings its section gives. The program's
+// composition root builds it from its registries (cmd/workqueue/registry.go):
+// config links neither, so that reading a configuration links no forge's
+// client and no item type.
+type Known struct {
+	ForgeKinds []string
+	ItemTypes  []KnownType
+}
 
-// itemTypeWarnings are the registered types' warnings, by type.
-var itemTypeWarnings = map[string]func(Config) []Warning{}
+// KnownType is an item type the program can process.
+type KnownType struct {
+	Name string
+	// Section is the type's own section of the file (nil: none).
+	Section *KnownSection
+	// Warnings says what the type's configuration makes a trap on an
+	// instance configured by c (nil: nothing).
+	Warnings func(c Config) []Warning
+}
+
+// KnownSection is an item type's own section of the file: config
+// decodes and checks it as it does its own (unknown keys with a
+// suggestion, values of the wrong shape, the schema) without linking the
+// type.
+type KnownSection struct {
+	// Key is the section's top-level key ("mr").
+	Key string
+	// Default returns a new value of the section with every default set:
+	// a pointer to a struct whose yaml tags name the keys.
+	Default func() any
+	// Validate returns the decoded section's problems, each an error
+	// "key.field: what is wrong" (nil: nothing to check).
+	Validate func(v any) []error
+}
+
+// Resolver is an item type's section that also reads the parts of the
+// configuration every type shares (the projects, the forges, the public
+// URL): Resolved returns the section with them, for the type's build.
+// The program's composition root calls it (SectionOf).
+type Resolver interface {
+	Resolved(c Config) any
+}
+
+// SectionOf returns the section of key in c, resolved (Resolver): the
+// value the file decoded, or def's defaults where c has none (a Config
+// made in code, or a type the file never saw).
+func (c Config) SectionOf(key string, def func() any) any {
+	v, ok := c.Sections[key]
+	if !ok {
+		v = def()
+	}
+	if r, ok := v.(Resolver); ok {
+		return r.Resolved(c)
+	}
+	return v
+}
+
+// EditSection returns the section of key in c, to change in place: the
+// value c holds, or def's defaults, put in c first (a configuration made
+// in code).
+func (c *Config) EditSection(key string, def func() any) any {
+	if v, ok := c.Sections[key]; ok {
+		return v
+	}
+	if c.Sections == nil {
+		c.Sections = map[string]any{}
+	}
+	v := def()
+	c.Sections[key] = v
+	return v
+}
+
+// sections are the known types' sections.
+func (k Known) sections() []*KnownSection {
+	var out []*KnownSection
+	for _, t := range k.ItemTypes {
+		if t.Section != nil {
+			out = append(out, t.Section)
+		}
+	}
+	return out
+}
+
+// DefaultFor returns Default with the sections of known's types, each
+// with its defaults: what an empty file resolves to in a program that
+// links known.
+func DefaultFor(known Known) Config {
+	c := Default()
+	c.Sections = map[string]any{}
+	for _, s := range known.sections() {
+		c.Sections[s.Key] = s.Default()
+	}
+	return c
+}
+
+// typeNames are k's item types' names, sorted.
+func (k Known) typeNames() []string {
+	names := make([]string, 0, len(k.ItemTypes))
+	for _, t := range k.ItemTypes {
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	return names
+}
 
 // Warning is what an item type's configuration section makes a trap:
 // Field names the key it is about, Message says why.
 type Warning struct {
 	Field, Message string
-}
-
-// RegisterItemType adds an item type this build can process, with the
-// warnings its section gives (nil: none). The item type registry calls it;
-// registration happens at start, before any configuration is read.
-func RegisterItemType(name string, warnings func(Config) []Warning) {
-	if !slices.Contains(ItemTypes, name) {
-		ItemTypes = append(ItemTypes, name)
-		slices.Sort(ItemTypes)
-	}
-	if warnings != nil {
-		itemTypeWarnings[name] = warnings
-	}
 }
 
 // Check reads the configuration file at path like Load and returns what
@@ -123,13 +209,13 @@ func RegisterItemType(name string, warnings func(Config) []Warning) {
 // each secret that cannot be read. Problems carry the line of the file
 // where it sets the field. The configuration is the zero Config when the
 // file does not parse.
-func Check(path string) (Config, Problems) {
+func Check(path string, known Known) (Config, Problems) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Config{}, Problems{{Message: err.Error()}}
 	}
 	defer f.Close()
-	cfg, doc, problems := parse(io.LimitReader(f, maxFileSize+1))
+	cfg, doc, problems := parse(io.LimitReader(f, maxFileSize+1), known)
 	if doc == nil {
 		return Config{}, problems
 	}
@@ -163,16 +249,13 @@ func (c Config) secretProblems(doc *yaml.Node) Problems {
 	return out
 }
 
-// validateItemTypes reports a handled type this build has no processor
+// validateItemTypes reports a handled type this program has no processor
 // for: items of it would wait forever.
-func (c Config) validateItemTypes(bad func(field, format string, args ...any)) {
+func (c Config) validateItemTypes(known Known, bad func(field, format string, args ...any)) {
+	names := known.typeNames()
 	for i, t := range c.HandledTypes {
-		if t != "" && len(ItemTypes) == 0 {
-			bad(fmt.Sprintf("handled_types[%d]", i), "%q cannot be checked: this program registers no item types (a program that reads configuration imports itemtype/types)", t)
-			continue
-		}
-		if t != "" && !slices.Contains(ItemTypes, t) {
-			bad(fmt.Sprintf("handled_types[%d]", i), "%q is not an item type this instance can process; want one of %s", t, strings.Join(ItemTypes, ", "))
+		if t != "" && !slices.Contains(names, t) {
+			bad(fmt.Sprintf("handled_types[%d]", i), "%q is not an item type this instance can process; want one of %s", t, strings.Join(names, ", "))
 		}
 	}
 }
@@ -181,14 +264,13 @@ func (c Config) validateItemTypes(bad func(field, format string, args ...any)) {
 // process: right for an API-only instance beside processing ones
 // (DDR-25), a trap for a single instance. Each item type says it of its
 // own section.
-func (c Config) typeWarnings(doc *yaml.Node) Problems {
+func (c Config) typeWarnings(known Known, doc *yaml.Node) Problems {
 	var out Problems
-	for _, t := range ItemTypes {
-		warn := itemTypeWarnings[t]
-		if warn == nil {
+	for _, t := range known.ItemTypes {
+		if t.Warnings == nil {
 			continue
 		}
-		for _, w := range warn(c) {
+		for _, w := range t.Warnings(c) {
 			out = append(out, &Problem{Field: w.Field, Line: lineOf(doc, w.Field), Warning: true, Message: w.Message})
 		}
 	}
@@ -224,12 +306,33 @@ func (c Config) PrintResolved(w io.Writer) error {
 		// caller_labels unset is a rule, not a list (none for agent-only
 		// callers, any existing label for others): it is left out.
 	}
-	out, err := yaml.Marshal(c)
+	doc, err := c.document()
+	if err != nil {
+		return err
+	}
+	out, err := yaml.Marshal(doc)
 	if err != nil {
 		return err
 	}
 	_, err = w.Write(out)
 	return err
+}
+
+// document is c as the file would say it: its own keys in their order,
+// then the item types' sections by key.
+func (c Config) document() (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := doc.Encode(c); err != nil {
+		return nil, err
+	}
+	for _, key := range slices.Sorted(maps.Keys(c.Sections)) {
+		var v yaml.Node
+		if err := v.Encode(c.Sections[key]); err != nil {
+			return nil, err
+		}
+		doc.Content = append(doc.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, &v)
+	}
+	return &doc, nil
 }
 
 // FormatProblems writes problems one a line, indented, warnings marked.

@@ -41,8 +41,6 @@ type Config struct {
 	Log Log `yaml:"log"`
 	// Audit says where audit entries go (config/audit.go).
 	Audit Audit `yaml:"audit"`
-	// Example tunes the example item type (tests and demos).
-	Example Example `yaml:"example"`
 	// PublicURL is the service's base URL as forges and people reach it
 	// (links in merge request notes, webhook targets).
 	PublicURL string `yaml:"public_url"`
@@ -51,8 +49,6 @@ type Config struct {
 	// Projects map project paths on a forge to their policy; a submission
 	// for a project no entry covers is refused.
 	Projects []Project `yaml:"projects"`
-	// MR tunes the merge-request item type.
-	MR MR `yaml:"mr"`
 	// Auth configures who may call the API.
 	Auth Auth `yaml:"auth"`
 	// ControlPlane configures agent coordination: its work inventory,
@@ -72,9 +68,18 @@ type Config struct {
 	// Hooks configures serve's check and repair of the projects'
 	// webhooks (config/hooks.go).
 	Hooks Hooks `yaml:"hooks"`
+
+	// Sections are the item types' own sections, by key ("mr"): each the
+	// value its type's KnownSection.Default gives, decoded from the file
+	// over its defaults. A section the file leaves out is there with its
+	// defaults; one of a type the program does not link is an unknown
+	// key. Parse fills it; a Config made in code may leave it empty
+	// (SectionOf then gives the defaults).
+	Sections map[string]any `yaml:"-"`
 }
 
-// Processing tunes the engine; see EngineConfig for each field's meaning.
+// Processing tunes the engine; engine.Config documents each field (the
+// program's composition root turns this section into one).
 type Processing struct {
 	Workers       int      `yaml:"workers"`
 	Lease         Duration `yaml:"lease"`
@@ -102,21 +107,6 @@ type Log struct {
 	Format string `yaml:"format"` // text or json
 }
 
-// Example tunes the example item type.
-type Example struct {
-	// Enabled takes example items over the API on an instance that does
-	// not process them (one that does, by handled_types, always takes them).
-	Enabled   bool     `yaml:"enabled"`
-	StepDelay Duration `yaml:"step_delay"`
-}
-
-// ExampleEnabled reports whether this instance registers the example item
-// type: it is for tests and demos, so a production instance has it only
-// when configured.
-func (c Config) ExampleEnabled() bool {
-	return c.Example.Enabled || slices.Contains(c.HandledTypes, "example")
-}
-
 // Duration is a time.Duration written as a Go duration string ("30s").
 type Duration time.Duration
 
@@ -140,45 +130,40 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 // Default returns the configuration used when no file is given: SQLite in
 // the working directory, a loopback listener, and the engine defaults.
 func Default() Config {
-	e := DefaultEngine()
+	e := defaultProcessing
 	return Config{
 		Listen:      "127.0.0.1:8080",
 		Database:    "sqlite:workqueue.db",
 		AutoMigrate: true,
-		Processing: Processing{
-			Workers:           e.Workers,
-			Lease:             Duration(e.Lease),
-			SweepInterval:     Duration(e.SweepInterval),
-			SweepBatch:        e.SweepBatch,
-			ClaimBatch:        e.ClaimBatch,
-			ItemDeadline:      Duration(e.ItemDeadline),
-			MaxAttempts:       e.MaxAttempts,
-			GiveUpAfter:       Duration(e.GiveUpAfter),
-			BackoffBase:       Duration(e.BackoffBase),
-			BackoffMax:        Duration(e.BackoffMax),
-			ShutdownGrace:     Duration(e.ShutdownGrace),
-			DeliveryRetention: Duration(e.DeliveryRetention),
-		},
-		Log:   Log{Level: "info", Format: "text"},
-		Audit: defaultAudit(),
+		Processing:  e,
+		Log:         Log{Level: "info", Format: "text"},
+		Audit:       defaultAudit(),
 		Auth: Auth{JWT: JWT{Leeway: Duration(30 * time.Second), MinRefresh: Duration(time.Minute)},
 			Introspection: Introspection{TTL: Duration(5 * time.Minute)},
 			FailureLimit:  auth.DefaultFailureLimit, FailureWindow: Duration(auth.DefaultFailureWindow),
 			FailureGlobalLimit: auth.DefaultGlobalFailureLimit},
-		MR: MR{
-			ReconcileInterval:     Duration(30 * time.Minute),
-			MergeRecheckInterval:  Duration(time.Minute),
-			EmptyCheckInterval:    Duration(30 * time.Minute),
-			NoteMinInterval:       Duration(time.Minute),
-			BulkReconcileInterval: Duration(2 * time.Minute),
-			ManagedLabel:          "managed-by-workqueue",
-			ReviewLabel:           DefaultReviewLabel,
-		},
 		ControlPlane: defaultControlPlane(),
 		Metrics:      Metrics{Enabled: true},
 		Limits:       defaultLimits(),
 		Hooks:        defaultHooks(),
 	}
+}
+
+// defaultProcessing is the processing section's defaults: the engine's
+// (engine.DefaultConfig, which a test of the composition root holds equal).
+var defaultProcessing = Processing{
+	Workers:           10,
+	Lease:             Duration(60 * time.Second),
+	SweepInterval:     Duration(60 * time.Second),
+	SweepBatch:        1000,
+	ClaimBatch:        32,
+	ItemDeadline:      Duration(60 * time.Second),
+	MaxAttempts:       5,
+	GiveUpAfter:       Duration(24 * time.Hour),
+	BackoffBase:       Duration(10 * time.Second),
+	BackoffMax:        Duration(10 * time.Minute),
+	ShutdownGrace:     Duration(30 * time.Second),
+	DeliveryRetention: Duration(7 * 24 * time.Hour),
 }
 
 // minInterval bounds the mr intervals from below.
@@ -188,13 +173,13 @@ const minInterval = 100 * time.Millisecond
 const maxFileSize = 1 << 20
 
 // Load reads the file at path over the defaults and validates the result.
-func Load(path string) (Config, error) {
+func Load(path string, known Known) (Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	defer f.Close()
-	cfg, err := Parse(io.LimitReader(f, maxFileSize+1))
+	cfg, err := Parse(io.LimitReader(f, maxFileSize+1), known)
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -205,8 +190,8 @@ func Load(path string) (Config, error) {
 // it. An empty document gives the defaults. The error lists every
 // problem (unknown keys, values of the wrong shape, invalid fields), each
 // a *Problem naming its field and, where the file sets it, its line.
-func Parse(r io.Reader) (Config, error) {
-	cfg, _, problems := parse(r)
+func Parse(r io.Reader, known Known) (Config, error) {
+	cfg, _, problems := parse(r, known)
 	if err := problems.Err(); err != nil {
 		return Config{}, err
 	}
@@ -218,7 +203,7 @@ func Parse(r io.Reader) (Config, error) {
 // warnings included. It decodes as much as it can despite problems, so
 // that one run reports them all: a value of the wrong shape or an unknown
 // key keeps the default and is reported, and the rest is validated.
-func parse(r io.Reader) (Config, *yaml.Node, Problems) {
+func parse(r io.Reader, known Known) (Config, *yaml.Node, Problems) {
 	body, err := io.ReadAll(r)
 	if err != nil {
 		return Config{}, nil, Problems{{Message: err.Error()}}
@@ -226,7 +211,7 @@ func parse(r io.Reader) (Config, *yaml.Node, Problems) {
 	if len(body) > maxFileSize {
 		return Config{}, nil, Problems{{Message: fmt.Sprintf("larger than %d bytes", maxFileSize)}}
 	}
-	cfg := Default()
+	cfg := DefaultFor(known)
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
@@ -237,32 +222,88 @@ func parse(r io.Reader) (Config, *yaml.Node, Problems) {
 		return Config{}, nil, Problems{{Line: extra.Line, Message: "want one YAML document, found more (a second --- line?)"}}
 	}
 	var problems Problems
-	checkNode(&doc, reflect.TypeFor[Config](), "", &problems)
-	if doc.Kind != 0 {
-		if err := doc.Decode(&cfg); err != nil {
+	// The item types' sections are decoded apart, each into its own
+	// type; the rest is the configuration's own.
+	own, sections := splitSections(&doc, known)
+	checkNode(own, reflect.TypeFor[Config](), "", &problems)
+	for _, s := range known.sections() {
+		n := sections[s.Key]
+		if n == nil {
+			continue
+		}
+		v := cfg.Sections[s.Key]
+		checkNode(n, reflect.TypeOf(v), s.Key, &problems)
+		if err := n.Decode(v); err != nil {
+			problems = append(problems, yamlProblems(err, problems)...)
+		}
+	}
+	if own.Kind != 0 {
+		if err := own.Decode(&cfg); err != nil {
 			// The key walk reported these in the file's terms already;
 			// the YAML library's own words are kept only for anything
 			// it did not.
-			reported := map[int]bool{}
-			for _, p := range problems {
-				reported[p.Line] = true
-			}
-			for _, p := range problemsOfYAML(err) {
-				if !reported[p.Line] {
-					problems = append(problems, p)
-				}
-			}
+			problems = append(problems, yamlProblems(err, problems)...)
 		}
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(known); err != nil {
 		for _, e := range unjoin(err) {
 			problems = append(problems, problemOf(e, &doc))
 		}
 	}
-	problems = append(problems, cfg.typeWarnings(&doc)...)
+	for _, s := range known.sections() {
+		if s.Validate == nil {
+			continue
+		}
+		for _, e := range s.Validate(cfg.Sections[s.Key]) {
+			problems = append(problems, problemOf(e, &doc))
+		}
+	}
+	problems = append(problems, cfg.typeWarnings(known, &doc)...)
 	problems = append(problems, exampleHostWarnings(&doc)...)
 	slices.SortStableFunc(problems, func(a, b *Problem) int { return cmpLine(a.Line, b.Line) })
 	return cfg, &doc, problems
+}
+
+// yamlProblems are the YAML library's words for err, except on the lines
+// where the key walk has reported a problem in the file's terms already.
+func yamlProblems(err error, reported Problems) Problems {
+	lines := map[int]bool{}
+	for _, p := range reported {
+		lines[p.Line] = true
+	}
+	var out Problems
+	for _, p := range problemsOfYAML(err) {
+		if !lines[p.Line] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// splitSections returns doc without the item types' sections, and each
+// section's node by key (doc itself is left as it is, for lineOf).
+func splitSections(doc *yaml.Node, known Known) (*yaml.Node, map[string]*yaml.Node) {
+	sections := map[string]*yaml.Node{}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return doc, sections
+	}
+	keys := map[string]bool{}
+	for _, s := range known.sections() {
+		keys[s.Key] = true
+	}
+	m := doc.Content[0]
+	rest := *m
+	rest.Content = nil
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := m.Content[i]; k.Kind == yaml.ScalarNode && keys[k.Value] {
+			sections[k.Value] = m.Content[i+1]
+			continue
+		}
+		rest.Content = append(rest.Content, m.Content[i], m.Content[i+1])
+	}
+	own := *doc
+	own.Content = []*yaml.Node{&rest}
+	return &own, sections
 }
 
 // cmpLine orders problems by line, those without one last.
@@ -280,8 +321,6 @@ func cmpLine(a, b int) int {
 	return 1
 }
 
-// Validate checks every field and returns all problems, each naming its
-// field.
 // checkUniqueName reports a list entry's name that pattern (described by
 // want) does not match, or that an earlier entry has already; seen
 // collects the list's names.
@@ -294,7 +333,10 @@ func checkUniqueName(bad func(field, format string, args ...any), field, name st
 	seen[name] = true
 }
 
-func (c Config) Validate() error {
+// Validate checks every field and returns all problems, each naming its
+// field; known is what the program links (the forge kinds and item types
+// a configuration may name).
+func (c Config) Validate(known Known) error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
@@ -312,7 +354,7 @@ func (c Config) Validate() error {
 		}
 		seen[t] = true
 	}
-	c.validateItemTypes(bad)
+	c.validateItemTypes(known, bad)
 	c.validateLimits(bad)
 	p := c.Processing
 	if p.Workers < 1 || p.Workers > 1000 {
@@ -361,15 +403,12 @@ func (c Config) Validate() error {
 		bad("log.format", "want text or json, got %q", c.Log.Format)
 	}
 	c.Audit.validate(bad)
-	if c.Example.StepDelay < 0 {
-		bad("example.step_delay", "must not be negative")
-	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("public_url", "want http(s)://host[:port][/path], got %q", c.PublicURL)
 		}
 	}
-	c.validateForges(bad)
+	c.validateForges(known, bad)
 	c.validateAuth(bad)
 	c.validateControlPlane(bad)
 	c.validateIncidents(bad)
@@ -380,90 +419,15 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// EngineConfig tunes the engine: engine.Config is this type. It is
-// declared here, beside the processing section that fills it (Engine),
-// so that the configuration links no engine; DefaultEngine holds the
-// defaults, and every field must be set (engine.New refuses zero values
-// it cannot use).
-type EngineConfig struct {
-	Workers       int           // concurrent items (DDR-41)
-	Lease         time.Duration // how long a claim holds without a heartbeat
-	Heartbeat     time.Duration // how often a held lease is extended; Lease/3 by default
-	SweepInterval time.Duration // how often the sweep looks for due items
-	SweepBatch    int           // items the sweep takes per query
-	// ClaimBatch is how many queued items the producer leases in one
-	// claim (one statement on PostgreSQL, one transaction on SQLite), and
-	// how many claimed items may wait for a worker.
-	ClaimBatch   int
-	ItemDeadline time.Duration // wall-clock time one item may hold a worker (DDR-44)
-	MaxAttempts  int           // consecutive failures that were not transient before an item fails
-	// GiveUpAfter is how long an item may fail transiently without a break
-	// (the forge or database unreachable, 5xx, rate limited) before it
-	// fails: transient failures back off but do not count toward
-	// MaxAttempts, so an outage shorter than this fails nothing.
-	GiveUpAfter   time.Duration
-	BackoffBase   time.Duration // backoff after the first failure; doubles per failure
-	BackoffMax    time.Duration // backoff cap
-	ShutdownGrace time.Duration // how long Stop lets the actions in flight finish
-	HandledTypes  []string      // item types this instance processes; none means none (DDR-25)
-	// DeliveryRetention is how long a webhook delivery id is remembered,
-	// so that a redelivery within it is stored once. Forges retry for
-	// hours at most; the default is a week.
-	DeliveryRetention time.Duration
-	Owner             string // lease owner name, e.g. host:pid
-}
-
-// DefaultEngine returns the engine defaults (engine.DefaultConfig);
-// config files override them.
-func DefaultEngine() EngineConfig {
-	host, _ := os.Hostname()
-	return EngineConfig{
-		Workers:           10,
-		Lease:             60 * time.Second,
-		Heartbeat:         20 * time.Second,
-		SweepInterval:     60 * time.Second,
-		SweepBatch:        1000,
-		ClaimBatch:        32,
-		ItemDeadline:      60 * time.Second,
-		MaxAttempts:       5,
-		GiveUpAfter:       24 * time.Hour,
-		BackoffBase:       10 * time.Second,
-		BackoffMax:        10 * time.Minute,
-		ShutdownGrace:     30 * time.Second,
-		DeliveryRetention: 7 * 24 * time.Hour,
-		Owner:             fmt.Sprintf("%s:%d", host, os.Getpid()),
-	}
-}
-
-// Engine returns the engine configuration.
-func (c Config) Engine() EngineConfig {
-	e := DefaultEngine()
-	p := c.Processing
-	e.Workers = p.Workers
-	e.Lease = time.Duration(p.Lease)
-	e.Heartbeat = time.Duration(p.Heartbeat)
-	if e.Heartbeat == 0 {
-		e.Heartbeat = e.Lease / 3
-	}
-	e.SweepInterval = time.Duration(p.SweepInterval)
-	e.SweepBatch = p.SweepBatch
-	e.ClaimBatch = p.ClaimBatch
-	e.ItemDeadline = time.Duration(p.ItemDeadline)
-	e.MaxAttempts = p.MaxAttempts
-	e.GiveUpAfter = time.Duration(p.GiveUpAfter)
-	e.BackoffBase = time.Duration(p.BackoffBase)
-	e.BackoffMax = time.Duration(p.BackoffMax)
-	e.ShutdownGrace = time.Duration(p.ShutdownGrace)
-	e.DeliveryRetention = time.Duration(p.DeliveryRetention)
-	e.HandledTypes = slices.Clone(c.HandledTypes)
-	return e
-}
-
 // Redacted returns the configuration as one line of JSON with secrets
 // hidden, for the start-up log.
 func (c Config) Redacted() string {
 	c.Database = RedactURL(c.Database)
-	out, err := yaml.Marshal(c)
+	node, err := c.document()
+	if err != nil {
+		return "(unprintable: " + err.Error() + ")"
+	}
+	out, err := yaml.Marshal(node)
 	if err != nil {
 		return "(unprintable: " + err.Error() + ")"
 	}

@@ -8,19 +8,29 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"gopkg.in/yaml.v3"
 
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
-	_ "github.com/workqueue-dev/workqueue/itemtype/types" // the item types handled_types names
+	"github.com/workqueue-dev/workqueue/internal/testapi"
+	"github.com/workqueue-dev/workqueue/mr/mrtype"
 )
 
+// known is what the program links, as its composition root registers it:
+// the kinds of forge and item types a configuration may name.
+var known = testapi.Known()
+
+// unresolved compares sections as the file says them: what a section
+// resolves from the rest of the configuration (config.Resolver) is left out.
+var unresolved = cmpopts.IgnoreUnexported(mrtype.MR{})
+
 func TestExampleConfigLoads(t *testing.T) {
-	cfg, err := config.Load("../workqueue.example.yaml")
+	cfg, err := config.Load("../workqueue.example.yaml", known)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config.Default()
+	want := config.DefaultFor(known)
 	want.HandledTypes = []string{"mr", "example"}
 	want.PublicURL = "http://127.0.0.1:8080"
 	want.Forges = []config.Forge{{Name: "gitea", Kind: "gitea", URL: "http://127.0.0.1:3000",
@@ -33,7 +43,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	// token of the first, and its rules and introspection, whose hosts
 	// are placeholders, are commented out (issue 55).
 	want.Auth.AdminTokenFile = "workqueue-admin.token"
-	if diff := cmp.Diff(want, cfg); diff != "" {
+	if diff := cmp.Diff(want, cfg, unresolved); diff != "" {
 		t.Errorf("example config differs from the defaults it claims to show (-want +got):\n%s", diff)
 	}
 
@@ -90,16 +100,15 @@ func uncommentAuth(example string) string {
 }
 
 func TestEmptyDocumentGivesDefaults(t *testing.T) {
-	cfg, err := config.Parse(strings.NewReader(""))
+	cfg, err := config.Parse(strings.NewReader(""), known)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(config.Default(), cfg); diff != "" {
+	if diff := cmp.Diff(config.DefaultFor(known), cfg, unresolved); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	e := cfg.Engine()
-	if e.Heartbeat != e.Lease/3 || e.Workers != 10 || e.MaxAttempts != 5 || len(e.HandledTypes) != 0 {
-		t.Errorf("engine config %+v", e)
+	if p := cfg.Processing; p.Heartbeat != 0 || p.Workers != 10 || p.MaxAttempts != 5 || len(cfg.HandledTypes) != 0 {
+		t.Errorf("processing %+v, handled_types %v", p, cfg.HandledTypes)
 	}
 }
 
@@ -108,13 +117,13 @@ func TestValuesOverrideDefaults(t *testing.T) {
 database: postgres://wq@db:5432/wq
 handled_types: [example]
 processing: {workers: 3, lease: 30s, heartbeat: 5s}
-`))
+`), known)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := cfg.Engine()
-	if e.Workers != 3 || e.Lease != 30*time.Second || e.Heartbeat != 5*time.Second || e.HandledTypes[0] != "example" {
-		t.Errorf("engine config %+v", e)
+	p := cfg.Processing
+	if p.Workers != 3 || p.Lease != config.Duration(30*time.Second) || p.Heartbeat != config.Duration(5*time.Second) || cfg.HandledTypes[0] != "example" {
+		t.Errorf("processing %+v, handled_types %v", p, cfg.HandledTypes)
 	}
 }
 
@@ -122,7 +131,7 @@ func TestRulesBecomeAuthRulesWithClaimsAsLowercaseStrings(t *testing.T) {
 	cfg, err := config.Parse(strings.NewReader(`auth:
   rules:
     - {issuer: 'https://gitlab.example.com', claims: {aud: [WQ, other], project_id: 42, ref_protected: true}, permissions: [submit]}
-`))
+`), known)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +250,7 @@ func TestBadConfigErrorsNameTheField(t *testing.T) {
 		{"proxy header", "auth: {proxy_access_token_header: 'X Bad'}", "auth.proxy_access_token_header"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := config.Parse(strings.NewReader(tc.doc))
+			_, err := config.Parse(strings.NewReader(tc.doc), known)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Parse(%q) = %v, want an error containing %q", tc.doc, err, tc.want)
 			}
@@ -261,7 +270,7 @@ projects:
   - {match: 'team/secret', forge: a, allow_binary: true}
   - {match: 'team/**', forge: a, max_file_bytes: 10}
   - {match: 'team/**', forge: b, max_file_bytes: 20}
-`))
+`), known)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +314,7 @@ func TestForgeSecretsComeFromTheEnvironmentOrAFile(t *testing.T) {
 }
 
 func TestEveryProblemIsReported(t *testing.T) {
-	_, err := config.Parse(strings.NewReader("processing: {workers: 0, max_attempts: 0}\nlog: {format: xml}"))
+	_, err := config.Parse(strings.NewReader("processing: {workers: 0, max_attempts: 0}\nlog: {format: xml}"), known)
 	for _, field := range []string{"processing.workers", "processing.max_attempts", "log.format"} {
 		if err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("error %v does not name %s", err, field)
@@ -326,11 +335,11 @@ func FuzzParse(f *testing.F) {
 	f.Add("handled_types: [a, b]\nlog: {level: debug}")
 	f.Add("processing:\n  workers: 99999999999999999999")
 	f.Fuzz(func(t *testing.T, doc string) {
-		cfg, err := config.Parse(strings.NewReader(doc))
+		cfg, err := config.Parse(strings.NewReader(doc), known)
 		if err != nil {
 			return
 		}
-		if err := cfg.Validate(); err != nil {
+		if err := cfg.Validate(known); err != nil {
 			t.Fatalf("Parse accepted a config that Validate refuses: %v", err)
 		}
 		_ = cfg.Redacted()
@@ -348,7 +357,7 @@ projects:
   - {match: 'tidy/**', forge: a, delete_source_branch: true}
   - {match: 'team/open', forge: a, allow_git_config_files: true}
   - {match: '**', forge: a}
-`))
+`), known)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +379,7 @@ projects:
 }
 
 func TestControlPlaneDefaults(t *testing.T) {
-	cfg, err := config.Parse(strings.NewReader(""))
+	cfg, err := config.Parse(strings.NewReader(""), known)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +404,7 @@ func TestAnExplicitFalseLetsAgentsSubmitWithoutAnAssignmentAndSaysSo(t *testing.
 		{"control_plane: {require_assignment: true}", true, "only for an assignment"},
 		{"control_plane: {require_assignment: false}", false, "agent-only tokens may submit changes without an assignment (control_plane.require_assignment: false)"},
 	} {
-		cfg, err := config.Parse(strings.NewReader(tc.doc))
+		cfg, err := config.Parse(strings.NewReader(tc.doc), known)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,7 +445,7 @@ func exampleSection(t *testing.T, key string) string {
 
 func TestTheExamplesIncidentsSectionLoadsUncommented(t *testing.T) {
 	doc := exampleSection(t, "incidents")
-	cfg, err := config.Parse(strings.NewReader(doc))
+	cfg, err := config.Parse(strings.NewReader(doc), known)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, doc)
 	}
@@ -452,7 +461,7 @@ func TestTheExamplesControlPlaneSectionLoadsUncommented(t *testing.T) {
 	// The section is commented out in the example (the inventory is off
 	// until repos are configured); uncommented, it must say what it shows.
 	doc := exampleSection(t, "control_plane")
-	cfg, err := config.Parse(strings.NewReader(doc))
+	cfg, err := config.Parse(strings.NewReader(doc), known)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, doc)
 	}
@@ -470,8 +479,8 @@ func TestIncidentProjectsComeInlineAndFromAFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "incidents.yaml")
 	os.WriteFile(file, []byte("- {provider: glitchtip, organization: o, project: web, forge: g, repo: o/web, labels: [bug]}\n"), 0o600)
-	cfg, err := config.Parse(strings.NewReader("forges: [{name: g, kind: gitea, url: 'http://x', token_env: T}]\n" +
-		"incidents: {projects: [{provider: sentry, organization: o, project: api, forge: g, repo: o/api}], projects_file: " + file + "}"))
+	cfg, err := config.Parse(strings.NewReader("forges: [{name: g, kind: gitea, url: 'http://x', token_env: T}]\n"+
+		"incidents: {projects: [{provider: sentry, organization: o, project: api, forge: g, repo: o/api}], projects_file: "+file+"}"), known)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,21 +520,21 @@ func TestAProjectsSizeLimitsHaveDefaults(t *testing.T) {
 }
 
 func TestHooksCheckIntervalIsAtLeastTenSecondsAndRepairIsOnByDefault(t *testing.T) {
-	cfg, err := config.Parse(strings.NewReader(""))
+	cfg, err := config.Parse(strings.NewReader(""), known)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Hooks.CheckInterval != config.Duration(10*time.Minute) || !cfg.Hooks.Repair {
 		t.Errorf("defaults: %+v, want check_interval 10m and repair on", cfg.Hooks)
 	}
-	if _, err := config.Parse(strings.NewReader("hooks: {check_interval: 10s, repair: false}\n")); err != nil {
+	if _, err := config.Parse(strings.NewReader("hooks: {check_interval: 10s, repair: false}\n"), known); err != nil {
 		t.Errorf("10s: %v, want accepted", err)
 	}
-	_, err = config.Parse(strings.NewReader("hooks: {check_interval: 9s}\n"))
+	_, err = config.Parse(strings.NewReader("hooks: {check_interval: 9s}\n"), known)
 	if err == nil || !strings.Contains(err.Error(), "hooks.check_interval") {
 		t.Errorf("9s: %v, want refused naming hooks.check_interval", err)
 	}
-	_, err = config.Parse(strings.NewReader("hooks: {repiar: true}\n"))
+	_, err = config.Parse(strings.NewReader("hooks: {repiar: true}\n"), known)
 	if err == nil || !strings.Contains(err.Error(), "repair") {
 		t.Errorf("a misspelt key: %v, want refused suggesting repair", err)
 	}

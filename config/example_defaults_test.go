@@ -81,11 +81,11 @@ func TestEveryValueTheExampleShowsIsTheResolvedDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse(strings.NewReader(string(shown)))
+	cfg, err := config.Parse(strings.NewReader(string(shown)), known)
 	if err != nil {
 		t.Fatalf("the example's defaults do not load: %v\n%s", err, shown)
 	}
-	if diff := cmp.Diff(config.Default(), cfg, cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(config.DefaultFor(known), cfg, cmpopts.EquateEmpty(), unresolved); diff != "" {
 		t.Errorf("the example shows values that are not the defaults (-default +shown):\n%s\nfrom:\n%s", diff, shown)
 	}
 }

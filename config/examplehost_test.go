@@ -38,7 +38,7 @@ auth:
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("example-host warnings (-want +got):\n%s\nall problems: %v", diff, problemLines(problems))
 	}
-	if _, err := config.Parse(strings.NewReader(doc)); err != nil {
+	if _, err := config.Parse(strings.NewReader(doc), known); err != nil {
 		t.Errorf("a placeholder host failed Parse: %v", err)
 	}
 }

@@ -9,9 +9,6 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
-
-	"github.com/workqueue-dev/workqueue/forge"
-	_ "github.com/workqueue-dev/workqueue/forge/kinds" // the kinds forges[].kind names
 )
 
 // Forge is one code forge the service writes to.
@@ -108,10 +105,6 @@ const (
 	ProtectedAllow  = "allow"
 )
 
-// DefaultReviewLabel is mr.review_label's default: the label of a merge
-// request that waits for a person's review of its protected paths.
-const DefaultReviewLabel = "workqueue-review"
-
 // DefaultBranchPrefix is the branch prefix of a project that sets none.
 const DefaultBranchPrefix = "workqueue/"
 
@@ -130,38 +123,20 @@ func (p Project) DeletesSourceBranch() bool {
 	return p.DeleteSourceBranch == nil || *p.DeleteSourceBranch
 }
 
-// MR tunes the mr item type.
-type MR struct {
-	ReconcileInterval    Duration `yaml:"reconcile_interval"`
-	MergeRecheckInterval Duration `yaml:"merge_recheck_interval"`
-	EmptyCheckInterval   Duration `yaml:"empty_check_interval"`
-	// NoteMinInterval is the least time between two edits of the status
-	// note on a merge request.
-	NoteMinInterval Duration `yaml:"note_min_interval"`
-	// BulkReconcileInterval is how often each project's open merge
-	// requests are listed once and compared with the items, so that a
-	// lost webhook is noticed within it (0: never; default 2m).
-	BulkReconcileInterval Duration `yaml:"bulk_reconcile_interval"`
-	ManagedLabel          string   `yaml:"managed_label"`
-	// ReviewLabel marks a merge request whose protected paths wait for a
-	// person's approval (protected_paths.mode: review); the service never
-	// merges it on its own.
-	ReviewLabel string `yaml:"review_label"`
-}
-
 var forgeName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
 // branchPrefix admits the start of a git branch name: no character git
 // refuses in one, no leading - or / or ., no .. or // (git check-ref-format).
 var branchPrefix = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_+=,@#%-]*(?:[./][A-Za-z0-9_+=,@#%-]+)*/?$`)
 
-func (c Config) validateForges(bad func(field, format string, args ...any)) {
+func (c Config) validateForges(known Known, bad func(field, format string, args ...any)) {
 	names := map[string]bool{}
 	for i, f := range c.Forges {
 		field := fmt.Sprintf("forges[%d]", i)
 		checkUniqueName(bad, field+".name", f.Name, forgeName, "lowercase letters, digits, - and _", names)
-		if _, ok := forge.Lookup(f.Kind); !ok {
-			bad(field+".kind", "want %s, got %q", oneOf(forge.Kinds()), f.Kind)
+		if !slices.Contains(known.ForgeKinds, f.Kind) {
+			kinds := slices.Sorted(slices.Values(known.ForgeKinds))
+			bad(field+".kind", "want %s, got %q", oneOf(kinds), f.Kind)
 		}
 		if u, err := url.Parse(f.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 			bad(field+".url", "want http(s)://host[:port][/path] without credentials, got %q", RedactURL(f.URL))
@@ -233,21 +208,6 @@ func (c Config) validateForges(bad func(field, format string, args ...any)) {
 				}
 			}
 		}
-	}
-	if c.MR.ReconcileInterval < Duration(minInterval) || c.MR.MergeRecheckInterval < Duration(minInterval) || c.MR.EmptyCheckInterval < Duration(minInterval) {
-		bad("mr", "reconcile_interval, merge_recheck_interval and empty_check_interval must be at least %s", minInterval)
-	}
-	if c.MR.BulkReconcileInterval != 0 && c.MR.BulkReconcileInterval < Duration(minInterval) {
-		bad("mr.bulk_reconcile_interval", "want 0 (off) or at least %s", minInterval)
-	}
-	if c.MR.NoteMinInterval < 0 {
-		bad("mr.note_min_interval", "must not be negative")
-	}
-	if strings.ContainsAny(c.MR.ManagedLabel, ",\n") || len(c.MR.ManagedLabel) > 100 {
-		bad("mr.managed_label", "want a label name without commas, got %q", c.MR.ManagedLabel)
-	}
-	if c.MR.ReviewLabel == "" || strings.ContainsAny(c.MR.ReviewLabel, ",\n") || len(c.MR.ReviewLabel) > 100 || c.MR.ReviewLabel == c.MR.ManagedLabel {
-		bad("mr.review_label", "want a label name without commas, other than managed_label, got %q", c.MR.ReviewLabel)
 	}
 }
 
@@ -347,27 +307,22 @@ func (c Config) MRProject(forgeName, project string) (ProjectSettings, bool) {
 	if !ok {
 		return ProjectSettings{}, false
 	}
-	fg, _ := c.ForgeNamed(forgeName)
 	return ProjectSettings{
 		Policy: PolicySettings{BlockedPaths: p.BlockedPaths,
 			MaxFileBytes: orDefault(p.MaxFileBytes, DefaultMaxFileBytes), MaxTotalBytes: orDefault(p.MaxTotalBytes, DefaultMaxTotalBytes),
 			AllowBinary: p.AllowBinary, AllowGitConfigFiles: p.AllowGitConfigFiles, AllowSecrets: p.AllowSecrets,
 			SecretAllowlist: p.SecretAllowlist},
 		AutoMerge:    p.AutoMerge,
-		Label:        c.MR.ManagedLabel,
 		BranchPrefix: p.SourceBranchPrefix(),
-		FileModes:    forge.SetsFileModes(fg.Kind),
 	}, true
 }
 
 // ProjectSettings are a project's settings for changes, resolved: the
-// defaults filled in, the forge's abilities looked up.
+// defaults filled in.
 type ProjectSettings struct {
 	Policy       PolicySettings
 	AutoMerge    bool
-	Label        string // the label put on merge requests (mr.managed_label)
 	BranchPrefix string // source branches the service may write start with it
-	FileModes    bool   // the project's forge can set a file's executable bit
 }
 
 // PolicySettings are a project's inspection policy, resolved.

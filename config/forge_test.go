@@ -10,14 +10,14 @@ import (
 
 func TestAForgesReviewTokenIsOptionalAndComesFromOneSource(t *testing.T) {
 	const forge = "forges: [{name: g, kind: gitea, url: 'http://x', token_env: T, "
-	cfg, err := config.Parse(strings.NewReader(forge + "review_token_env: R}]"))
+	cfg, err := config.Parse(strings.NewReader(forge+"review_token_env: R}]"), known)
 	if err != nil || cfg.Forges[0].ReviewTokenEnv != "R" {
 		t.Fatalf("review_token_env: %+v, %v", cfg.Forges, err)
 	}
-	if cfg, err = config.Parse(strings.NewReader(forge + "review_token_file: /run/review}]")); err != nil || cfg.Forges[0].ReviewTokenFile != "/run/review" {
+	if cfg, err = config.Parse(strings.NewReader(forge+"review_token_file: /run/review}]"), known); err != nil || cfg.Forges[0].ReviewTokenFile != "/run/review" {
 		t.Fatalf("review_token_file: %+v, %v", cfg.Forges, err)
 	}
-	_, err = config.Parse(strings.NewReader(forge + "review_token_env: R, review_token_file: /run/review}]"))
+	_, err = config.Parse(strings.NewReader(forge+"review_token_env: R, review_token_file: /run/review}]"), known)
 	if err == nil || !strings.Contains(err.Error(), "forges[0]: set at most one of review_token_env and review_token_file") {
 		t.Errorf("both: %v", err)
 	}

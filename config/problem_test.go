@@ -19,7 +19,7 @@ func checkDoc(t *testing.T, doc string) (config.Config, config.Problems) {
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return config.Check(file)
+	return config.Check(file, known)
 }
 
 func problemLines(ps config.Problems) []string {
@@ -87,7 +87,7 @@ func TestConfigProblemsNeverNameGoTypes(t *testing.T) {
 		"metrics: {enabled: 1}",
 		"listen: [a, b]",
 	} {
-		_, err := config.Parse(strings.NewReader(doc))
+		_, err := config.Parse(strings.NewReader(doc), known)
 		if err == nil {
 			t.Errorf("Parse(%q) accepted it", doc)
 			continue
@@ -124,7 +124,7 @@ projects: [{match: 'a/*', forge: g}]
 	if !warned {
 		t.Errorf("no warning that mr items would wait: %v", problemLines(problems))
 	}
-	if _, err := config.Parse(strings.NewReader("handled_types: []\nforges: [{name: g, kind: gitea, url: 'http://x', token_env: T}]\nprojects: [{match: 'a/*', forge: g}]")); err != nil {
+	if _, err := config.Parse(strings.NewReader("handled_types: []\nforges: [{name: g, kind: gitea, url: 'http://x', token_env: T}]\nprojects: [{match: 'a/*', forge: g}]"), known); err != nil {
 		t.Errorf("a warning failed Parse: %v", err)
 	}
 }
@@ -144,7 +144,7 @@ func TestConfigAliasBombDoesNotRunAway(t *testing.T) {
 		"p: &p {match: 'a/*', forge: g, blocked_paths: *paths}\n" +
 		"projects: [" + strings.Repeat("*p, ", 999) + "*p]\n"
 	start := time.Now()
-	_, err := config.Parse(strings.NewReader(doc))
+	_, err := config.Parse(strings.NewReader(doc), known)
 	if err == nil || !strings.Contains(err.Error(), "too large or repeats aliases") {
 		t.Errorf("an alias bomb: %.300v", err)
 	}
@@ -154,10 +154,10 @@ func TestConfigAliasBombDoesNotRunAway(t *testing.T) {
 }
 
 func TestConfigHerderDurationsAreDurations(t *testing.T) {
-	if _, err := config.Parse(strings.NewReader("herder: {retry_delays: [90s, 5m], matchers: [{name: a, job_name: x}]}")); err != nil {
+	if _, err := config.Parse(strings.NewReader("herder: {retry_delays: [90s, 5m], matchers: [{name: a, job_name: x}]}"), known); err != nil {
 		t.Errorf("herder durations refused: %v", err)
 	}
-	_, err := config.Parse(strings.NewReader("herder: {retry_delays: [90], matchers: [{name: a, job_name: x}]}"))
+	_, err := config.Parse(strings.NewReader("herder: {retry_delays: [90], matchers: [{name: a, job_name: x}]}"), known)
 	if err == nil || !strings.Contains(err.Error(), `line 1: herder.retry_delays[0]: want a duration such as 30s, 5m or 1h30m, got "90"`) {
 		t.Errorf("a herder duration without a unit: %v", err)
 	}

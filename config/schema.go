@@ -13,18 +13,26 @@ import (
 // descriptions maps "Type.Field" to the field's documentation; the
 // published docs/config.schema.json is made with the doc comments of
 // this package (the schema test regenerates it and fails when it is
-// stale).
-func Schema(descriptions map[string]string) map[string]any {
+// stale). known names the item types handled_types may name and the
+// kinds forges[].kind may, as the program that checks a file links them.
+func Schema(descriptions map[string]string, known Known) map[string]any {
 	g := schemaGen{descriptions: descriptions, defs: map[string]any{}}
 	root := g.structSchema(reflect.TypeFor[Config](), reflect.ValueOf(Default()))
 	root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	root["title"] = "workqueue configuration"
 	root["description"] = "The YAML configuration file of workqueue serve (workqueue.example.yaml). Check a file with: workqueue config check FILE"
+	props := root["properties"].(map[string]any)
+	for _, s := range known.sections() {
+		v := reflect.ValueOf(s.Default())
+		section := g.structSchema(v.Type().Elem(), v.Elem())
+		section["description"] = "An item type's own section: the type declares its keys, defaults and checks."
+		props[s.Key] = section
+	}
 	root["$defs"] = g.defs
-	// handled_types names what this build can process (serve registers
-	// exactly ItemTypes); anything else would wait forever.
+	// handled_types names what this program can process (serve builds
+	// exactly known's types); anything else would wait forever.
 	types := root["properties"].(map[string]any)["handled_types"].(map[string]any)
-	types["items"] = map[string]any{"type": "string", "enum": ItemTypes}
+	types["items"] = map[string]any{"type": "string", "enum": known.typeNames()}
 	return root
 }
 

@@ -21,17 +21,29 @@ var update = flag.Bool("update", false, "rewrite docs/config.schema.json")
 
 const schemaFile = "../docs/config.schema.json"
 
-// fieldDocs collects this package's doc comments of struct fields, by
-// "Type.Field": a comment above the field, else one at the line's end.
+// sectionDirs hold the item types' sections the schema documents, beside
+// this package's own types.
+var sectionDirs = map[string]string{".": "config", "../mr/mrtype": "mrtype", "../example": "example"}
+
+// fieldDocs collects the doc comments of struct fields of this package and
+// of the item types' sections, by "Type.Field": a comment above the field,
+// else one at the line's end.
 func fieldDocs(t *testing.T) map[string]string {
 	t.Helper()
+	docs := map[string]string{}
+	for dir, name := range sectionDirs {
+		fieldDocsOf(t, dir, name, docs)
+	}
+	return docs
+}
+
+func fieldDocsOf(t *testing.T, dir, name string, docs map[string]string) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
+	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := map[string]string{}
-	for _, f := range pkgs["config"].Files {
+	for _, f := range pkgs[name].Files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			ts, ok := n.(*ast.TypeSpec)
 			if !ok {
@@ -56,7 +68,6 @@ func fieldDocs(t *testing.T) map[string]string {
 			return false
 		})
 	}
-	return docs
 }
 
 func generatedSchema(t *testing.T) []byte {
@@ -65,7 +76,7 @@ func generatedSchema(t *testing.T) []byte {
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(config.Schema(fieldDocs(t))); err != nil {
+	if err := enc.Encode(config.Schema(fieldDocs(t), known)); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -141,7 +152,7 @@ func TestConfigSchemaTakesTheExampleAndRefusesWhatTheLoaderRefuses(t *testing.T)
 		if err := r.Validate(asJSON(t, []byte(doc))); err == nil {
 			t.Errorf("the schema takes %q, which the loader refuses", doc)
 		}
-		if _, err := config.Parse(strings.NewReader(doc)); err == nil {
+		if _, err := config.Parse(strings.NewReader(doc), known); err == nil {
 			t.Errorf("the loader takes %q", doc)
 		}
 	}

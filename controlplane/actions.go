@@ -11,12 +11,6 @@ import (
 	"github.com/workqueue-dev/workqueue/policy"
 )
 
-// Verdicts of a review action.
-const (
-	VerdictApprove        = "approve"
-	VerdictRequestChanges = "request_changes"
-)
-
 // Refusal reasons of gated actions, beside the gate's.
 const (
 	ActionOwnPullRequest = "own_pull_request" // a session reviewing the pull request it wrote
@@ -31,32 +25,6 @@ const (
 // EventAction is the log entry of a gated action done for a session.
 const EventAction = "action"
 
-// ActionRequest is a mutation a session asks the service to make on its
-// behalf: agents hold no forge token, so every write their assignment
-// allows goes through here, after the gate.
-type ActionRequest struct {
-	SessionID    string `json:"session_id"`
-	AssignmentID string `json:"assignment_id"`
-	Action       Action `json:"action"` // ActComment, ActReview, ActMerge or ActClose
-	// Body is the comment's or the review's text.
-	Body string `json:"body,omitempty"`
-	// Verdict is a review's: VerdictApprove or VerdictRequestChanges.
-	Verdict string `json:"verdict,omitempty"`
-}
-
-// ActionResult is what was done.
-type ActionResult struct {
-	Action    Action `json:"action"`
-	Work      *Work  `json:"work"`
-	CommentID int64  `json:"comment_id,omitempty"`
-	// HeadSHA is the head a review or merge was pinned to.
-	HeadSHA string `json:"head_sha,omitempty"`
-	// Released says the action ended the session's lease: a review hands
-	// the pull request on (to a merger when approved, back to its author
-	// otherwise), a merge or a close ends the work.
-	Released bool `json:"released"`
-}
-
 // maxActionBody bounds a comment or review body (both forges take more).
 const maxActionBody = 64 << 10
 
@@ -69,7 +37,7 @@ const maxActionBody = 64 << 10
 // without waiting for the forge's webhook. Every action is logged with
 // its session and assignment. A refusal is an ECONFLICT with a reason.
 func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*ActionResult, error) {
-	if err := req.validate(); err != nil {
+	if err := validateAction(req); err != nil {
 		return nil, err
 	}
 	a, w, err := s.assignedWork(ctx, c, req.AssignmentID)
@@ -312,7 +280,8 @@ func (s *Service) notMergeable(ctx context.Context, key WorkKey, head string) {
 	}
 }
 
-func (r ActionRequest) validate() error {
+// validateAction refuses, naming the field, a request Act cannot make.
+func validateAction(r ActionRequest) error {
 	switch {
 	case r.SessionID == "":
 		return wq.Errorf(wq.EINVALID, "session_id: required")

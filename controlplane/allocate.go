@@ -8,17 +8,6 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 )
 
-// Outcome is what an allocation answered.
-type Outcome string
-
-// Outcomes.
-const (
-	OutcomePreview    Outcome = "preview"      // a dry run: this would be assigned
-	OutcomeAssigned   Outcome = "assigned"     // assigned under a new lease
-	OutcomeWait       Outcome = "wait"         // work for this session exists, but another session holds it now
-	OutcomeNoSafeWork Outcome = "no_safe_work" // nothing this session may take
-)
-
 // Reasons a candidate is passed over. They are stable: callers and tests
 // match on them.
 const (

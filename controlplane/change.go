@@ -121,14 +121,19 @@ func (s *Service) ChangeOpened(ctx context.Context, c Caller, assignmentID strin
 		return err
 	}
 	key := WorkKey{Forge: w.Forge, Repo: w.Repo, Kind: KindPR, Number: number}
-	_, err = s.Store.ReviseWork(ctx, key, func(cur *Work) bool {
-		if cur.AuthorSession != "" {
-			return false
-		}
-		cur.AuthorSession = a.SessionID
-		return true
-	}, s.now())
-	if wq.ErrorCode(err) != wq.ENOTFOUND {
+	// setAuthor names the session the pull request's author, unless one
+	// already is.
+	setAuthor := func() error {
+		_, err := s.Store.ReviseWork(ctx, key, func(cur *Work) bool {
+			if cur.AuthorSession != "" {
+				return false
+			}
+			cur.AuthorSession = a.SessionID
+			return true
+		}, s.now())
+		return err
+	}
+	if err := setAuthor(); wq.ErrorCode(err) != wq.ENOTFOUND {
 		return err
 	}
 	pr := Work{ID: wq.NewItemID().String(), WorkKey: key, State: StateOpen, Title: w.Title, Labels: []string{}, HeadSHA: head,
@@ -138,14 +143,7 @@ func (s *Service) ChangeOpened(ctx context.Context, c Caller, assignmentID strin
 	}
 	// A delivery may have written the row between the two calls: the
 	// upsert then kept its state, and the author is set on it now.
-	_, err = s.Store.ReviseWork(ctx, key, func(cur *Work) bool {
-		if cur.AuthorSession != "" {
-			return false
-		}
-		cur.AuthorSession = a.SessionID
-		return true
-	}, s.now())
-	return err
+	return setAuthor()
 }
 
 // assignedWork loads an assignment and its work; a missing assignment,

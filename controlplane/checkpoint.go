@@ -25,65 +25,6 @@ const (
 	MaxCheckpointJSON = 16 << 10
 )
 
-// Checkpoint is a session's durable resume state for one work unit (a
-// session-level checkpoint has WorkNumber 0 and an empty WorkKind): one
-// current row per (forge, repo, session, work kind, work number),
-// upserted (#660).
-type Checkpoint struct {
-	SchemaVersion int `json:"checkpoint_schema_version"`
-	// Identity.
-	SessionID        string `json:"session_id"`
-	ProviderIdentity string `json:"provider_identity"`
-	Role             Role   `json:"role"`
-	Forge            string `json:"forge"`
-	Repo             string `json:"repo"`
-	// Work unit.
-	WorkKind     Kind   `json:"work_kind"`
-	WorkNumber   int64  `json:"work_number"`
-	WorktreePath string `json:"worktree_path"`
-	Branch       string `json:"branch"`
-	HeadSHA      string `json:"head_sha"`
-	// Ownership.
-	Capabilities json.RawMessage `json:"capabilities,omitempty"`
-	LeaseID      string          `json:"lease_id"`
-	AssignmentID string          `json:"assignment_id"`
-	// Progress.
-	WorkflowStage       string          `json:"workflow_stage"`             // where in its workflow the session is
-	LastCompletedAction string          `json:"last_completed_action"`      // what it finished last
-	CurrentOperation    string          `json:"current_operation"`          // what it was doing when it wrote this
-	PendingMutation     json.RawMessage `json:"pending_mutation,omitempty"` // a mutation begun and not confirmed
-	// Recovery.
-	Evidence             json.RawMessage `json:"evidence,omitempty"`    // what the session saw (redacted)
-	Blocker              string          `json:"blocker"`               // what stops it, if anything
-	NextValidAction      string          `json:"next_valid_action"`     // what a resumed session may do next
-	RecoveryInstructions string          `json:"recovery_instructions"` // how to resume, in words
-	// Bookkeeping.
-	Status    string    `json:"status"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
-// Key is c's row key.
-func (c Checkpoint) Key() CheckpointKey {
-	return CheckpointKey{Forge: c.Forge, Repo: c.Repo, SessionID: c.SessionID, WorkKind: c.WorkKind, WorkNumber: c.WorkNumber}
-}
-
-// Missing lists the fields a drain write needs that c lacks (hard rule 4
-// of #660): a checkpoint that could not resume the work must not end a
-// drain. Empty when complete.
-func (c *Checkpoint) Missing() []string {
-	var missing []string
-	for _, f := range []struct{ name, value string }{
-		{"session_id", c.SessionID}, {"role", string(c.Role)}, {"workflow_stage", c.WorkflowStage},
-		{"next_valid_action", c.NextValidAction}, {"recovery_instructions", c.RecoveryInstructions},
-	} {
-		if strings.TrimSpace(f.value) == "" {
-			missing = append(missing, f.name)
-		}
-	}
-	return missing
-}
-
 // LiveState is what the caller knows now of a checkpoint's work: nil
 // pointers were not checked.
 type LiveState struct {
@@ -93,18 +34,6 @@ type LiveState struct {
 	Lease     *Lease
 	LeaseGone bool
 	Now       time.Time
-}
-
-// Diagnosis is what a stored checkpoint means against the live state:
-// the caller decides what to do; nothing is restored (hard rule 2).
-type Diagnosis struct {
-	Stale           bool   `json:"stale"`
-	HeadMismatch    bool   `json:"head_mismatch"`
-	LeaseMismatch   bool   `json:"lease_mismatch"`
-	HeadChecked     bool   `json:"head_checked"`
-	LeaseChecked    bool   `json:"lease_checked"`
-	ReconcileAction string `json:"reconcile_action"`
-	Reason          string `json:"reason,omitempty"`
 }
 
 // Reconcile actions.
@@ -156,10 +85,10 @@ const (
 	maxCheckpointPath = 4096
 )
 
-// validate refuses a checkpoint the store must not hold, naming the
+// validateCheckpoint refuses a checkpoint the store must not hold, naming the
 // field: a key that is not canonical, a field over its bound (no
 // transcripts), text PostgreSQL cannot store, JSON that is not.
-func (c *Checkpoint) validate() error {
+func validateCheckpoint(c *Checkpoint) error {
 	if c.SchemaVersion != 0 && c.SchemaVersion != CheckpointSchemaVersion {
 		return wq.Errorf(wq.EINVALID, "checkpoint_schema_version: this server writes version %d, got %d", CheckpointSchemaVersion, c.SchemaVersion)
 	}
@@ -261,10 +190,10 @@ func isCommitSHA(s string) bool {
 	return true
 }
 
-// redacted is c with every free-text field and JSON document filtered
+// redactCheckpoint is c with every free-text field and JSON document filtered
 // through package redact (hard rule 1 of #660): what a session pasted
 // into its checkpoint never lands with a secret in it.
-func (c Checkpoint) redacted() (Checkpoint, error) {
+func redactCheckpoint(c Checkpoint) (Checkpoint, error) {
 	for _, f := range []*string{&c.ProviderIdentity, &c.WorktreePath, &c.Branch, &c.WorkflowStage,
 		&c.LastCompletedAction, &c.CurrentOperation, &c.Blocker, &c.NextValidAction, &c.RecoveryInstructions, &c.Status} {
 		*f = secrets.Text(*f)
@@ -295,7 +224,7 @@ const ReasonIncomplete = "incomplete_checkpoint"
 // The role defaults to the session's; the schema version and times are
 // the server's.
 func (s *Service) WriteCheckpoint(ctx context.Context, caller Caller, c Checkpoint, requireComplete bool) (*Checkpoint, error) {
-	if err := c.validate(); err != nil {
+	if err := validateCheckpoint(&c); err != nil {
 		return nil, err
 	}
 	sess, err := s.session(ctx, caller, c.SessionID)
@@ -311,7 +240,7 @@ func (s *Service) WriteCheckpoint(ctx context.Context, caller Caller, c Checkpoi
 	if c.Role == "" {
 		c.Role = sess.Role
 	}
-	if c, err = c.redacted(); err != nil {
+	if c, err = redactCheckpoint(c); err != nil {
 		return nil, err
 	}
 	if err := s.checkpointRoom(ctx, c.Key()); err != nil {
@@ -408,16 +337,6 @@ func (s *Service) ListCheckpoints(ctx context.Context, caller Caller, f Checkpoi
 		}
 	}
 	return out, nil
-}
-
-// CheckpointReconcile is a stored checkpoint and what it means now.
-type CheckpointReconcile struct {
-	Checkpoint *Checkpoint `json:"checkpoint"`
-	Diagnosis
-	// HeadSource says where the live head came from: "caller" (the
-	// session's worktree), "inventory" (the pull request's head as the
-	// forge last told us) or "" (not checked).
-	HeadSource string `json:"head_source"`
 }
 
 // ReconcileCheckpoint diagnoses a stored checkpoint of the caller's

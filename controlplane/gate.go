@@ -33,15 +33,6 @@ type GateInput struct {
 	Now           time.Time
 }
 
-// Decision is the gate's answer.
-type Decision struct {
-	Allowed bool   `json:"allowed"`
-	Reason  string `json:"reason,omitempty"`
-	// HeadChecked says whether a head was compared: a head neither the
-	// caller nor the inventory knows is "not checked", never a mismatch.
-	HeadChecked bool `json:"head_checked"`
-}
-
 // Check is the mutation gate (#613): a mutation passes only under a live
 // lease the session holds, for an action its assignment allows, on work
 // that is still open, at the head the assignment pinned (or the service

@@ -60,33 +60,6 @@ const DefaultSettleInterval = 10 * time.Second
 // maxSettle bounds the pull requests one Settle pass reads.
 const maxSettle = 50
 
-// SyncReport says what one Sync did, per repository.
-type SyncReport struct {
-	Started  time.Time  `json:"started"`  // when the sync began listing
-	Finished time.Time  `json:"finished"` // when the last repository was written
-	Repos    []RepoSync `json:"repos"`    // in the order they were listed
-}
-
-// RepoSync is what a sync did for one repository. A repository whose
-// listing failed has Err set and its work untouched.
-type RepoSync struct {
-	Forge string `json:"forge"`
-	Repo  string `json:"repo"`
-	// Open is how many open issues and pull requests the forge listed,
-	// all written to the Store (a row the Store holds newer is kept).
-	Open int `json:"open"`
-	// Reread is how many work items were open in the inventory but not in
-	// the forge's list, and so read one by one (Forge.GetWork); Closed how
-	// many of them turned out merged, closed or gone.
-	Reread int `json:"reread"`
-	Closed int `json:"closed"`
-	// Dropped is true for a repository the configuration no longer
-	// covers or the token no longer reaches: its open work, Closed items,
-	// was marked closed without asking the forge.
-	Dropped bool   `json:"dropped,omitempty"`
-	Err     string `json:"error,omitempty"`
-}
-
 func (inv *Inventory) now() time.Time {
 	if inv.Clock != nil {
 		return inv.Clock.Now()

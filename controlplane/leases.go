@@ -10,14 +10,6 @@ import (
 	"github.com/workqueue-dev/workqueue/secrets"
 )
 
-// LeaseView is a lease with its freshness and the safe next action for
-// the caller (#601's inspect).
-type LeaseView struct {
-	Lease
-	Freshness      Freshness `json:"freshness"`
-	SafeNextAction string    `json:"safe_next_action"`
-}
-
 // heartbeatWithin is how close to its expiry a lease's owner is told to
 // heartbeat: a third of the TTL.
 func (s *Service) heartbeatWithin() time.Duration { return s.leaseTTL() / 3 }

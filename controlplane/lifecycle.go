@@ -14,13 +14,6 @@ const (
 	NextAllocate          = "allocate"            // ended: ask the allocator for work
 )
 
-// Freshness says how a lease stands at a time.
-type Freshness struct {
-	Live      bool          `json:"live"`
-	ExpiresIn time.Duration `json:"expires_in_ns"` // negative once expired
-	SinceBeat time.Duration `json:"since_heartbeat_ns"`
-}
-
 // Inspect is a lease's freshness at now and the safe next action for the
 // caller: session caller (nil when the caller has none), where owner is
 // the session holding the lease (nil if it is gone). heartbeatWithin is

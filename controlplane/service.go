@@ -190,12 +190,6 @@ func (s *Service) session(ctx context.Context, c Caller, id string) (*Session, e
 	return sess, nil
 }
 
-// SessionView is a session with its status now.
-type SessionView struct {
-	Session
-	Status SessionStatus `json:"status"`
-}
-
 func (s *Service) view(sess *Session) SessionView {
 	return SessionView{Session: *sess, Status: sess.Status(s.now(), s.sessionTTL())}
 }
@@ -266,34 +260,6 @@ func (s *Service) EndSession(ctx context.Context, c Caller, id string) (*Session
 		s.Holders.Changed(l.WorkID)
 	}
 	return s.Session(ctx, c, id)
-}
-
-// Allocation is the allocator's answer.
-type Allocation struct {
-	Outcome    Outcome         `json:"outcome"`
-	Work       *Work           `json:"work,omitempty"`
-	Lease      *LeaseRef       `json:"lease,omitempty"`
-	Assignment *AssignmentRef  `json:"assignment,omitempty"`
-	Candidates []CandidateSkip `json:"candidates"`
-}
-
-// LeaseRef names the lease an allocation took.
-type LeaseRef struct {
-	ID        string    `json:"id"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
-// AssignmentRef is what the session was assigned.
-type AssignmentRef struct {
-	ID              string   `json:"id"`
-	AllowedActions  []Action `json:"allowed_actions"`
-	ExpectedHeadSHA string   `json:"expected_head_sha,omitempty"`
-}
-
-// CandidateSkip is a candidate passed over and why.
-type CandidateSkip struct {
-	Work   *Work  `json:"work"`
-	Reason string `json:"reason"`
 }
 
 // Allocate gives session sessionID its next safe work (#600): a dry run

@@ -24,8 +24,8 @@ import (
 	cp "github.com/workqueue-dev/workqueue/controlplane"
 	wqforge "github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
-	_ "github.com/workqueue-dev/workqueue/forge/kinds" // the kinds whose deliveries are parsed
 	"github.com/workqueue-dev/workqueue/internal/eventually"
+	"github.com/workqueue-dev/workqueue/internal/testapi"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testforge"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
@@ -981,7 +981,7 @@ func TestAGiteaIssueIsInventoriedAndKeptCurrentByItsWebhook(t *testing.T) {
 	const secret = "inventory-s3cret"
 	receiver := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		d, err := wqforge.ParseWebhook(wq.ForgeGitea, secret, r.Header, body)
+		d, err := testapi.Kinds.ParseWebhook(wq.ForgeGitea, secret, r.Header, body)
 		if err != nil {
 			t.Errorf("a delivery the webhook package refuses: %v", err)
 			rw.WriteHeader(http.StatusBadRequest)

@@ -66,16 +66,6 @@ type EventFilter struct {
 	Limit     int
 }
 
-// CheckpointKey names one checkpoint: a session's state for one work
-// unit (WorkKind "" and WorkNumber 0 for the session itself).
-type CheckpointKey struct {
-	Forge      string
-	Repo       string
-	SessionID  string
-	WorkKind   Kind
-	WorkNumber int64
-}
-
 // CheckpointFilter selects checkpoints for ListCheckpoints, newest
 // first. Zero fields do not filter, but for WorkNumber, which filters
 // when HasNumber.

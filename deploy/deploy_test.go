@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/workqueue-dev/workqueue/config"
-	_ "github.com/workqueue-dev/workqueue/itemtype/types" // the item types handled_types names
+	"github.com/workqueue-dev/workqueue/internal/testapi"
 )
 
 // manifests is every object of deploy/kubernetes, decoded into the
@@ -155,7 +155,7 @@ func serviceConfig(t *testing.T, m *manifests) (config.Config, string) {
 		t.Fatalf("ConfigMap %s: want one key, the config file, got %d", cm.Name, len(cm.Data))
 	}
 	for key, body := range cm.Data {
-		cfg, err := config.Parse(strings.NewReader(body))
+		cfg, err := config.Parse(strings.NewReader(body), testapi.Known())
 		if err != nil {
 			t.Fatalf("ConfigMap %s, key %s: the service refuses its config:\n%v", cm.Name, key, err)
 		}
@@ -534,7 +534,7 @@ func TestSystemdUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse(bytes.NewReader(body))
+	cfg, err := config.Parse(bytes.NewReader(body), testapi.Known())
 	if err != nil {
 		t.Fatalf("systemd/workqueue.yaml: the service refuses it:\n%v", err)
 	}

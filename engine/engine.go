@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,19 +16,60 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/audit"
-	"github.com/workqueue-dev/workqueue/config"
 )
 
-// Config tunes the engine. It is config.EngineConfig, declared beside the
-// configuration file's processing section that fills it, so that the
-// configuration package links no engine; DefaultConfig holds the
-// defaults, and every field must be set (New refuses zero values it
-// cannot use).
-type Config = config.EngineConfig
+// Config tunes the engine. DefaultConfig holds the defaults, and every
+// field must be set (New refuses zero values it cannot use); the program's
+// composition root fills it from the configuration's processing section.
+type Config struct {
+	Workers       int           // concurrent items (DDR-41)
+	Lease         time.Duration // how long a claim holds without a heartbeat
+	Heartbeat     time.Duration // how often a held lease is extended; Lease/3 by default
+	SweepInterval time.Duration // how often the sweep looks for due items
+	SweepBatch    int           // items the sweep takes per query
+	// ClaimBatch is how many queued items the producer leases in one
+	// claim (one statement on PostgreSQL, one transaction on SQLite), and
+	// how many claimed items may wait for a worker.
+	ClaimBatch   int
+	ItemDeadline time.Duration // wall-clock time one item may hold a worker (DDR-44)
+	MaxAttempts  int           // consecutive failures that were not transient before an item fails
+	// GiveUpAfter is how long an item may fail transiently without a break
+	// (the forge or database unreachable, 5xx, rate limited) before it
+	// fails: transient failures back off but do not count toward
+	// MaxAttempts, so an outage shorter than this fails nothing.
+	GiveUpAfter   time.Duration
+	BackoffBase   time.Duration // backoff after the first failure; doubles per failure
+	BackoffMax    time.Duration // backoff cap
+	ShutdownGrace time.Duration // how long Stop lets the actions in flight finish
+	HandledTypes  []string      // item types this instance processes; none means none (DDR-25)
+	// DeliveryRetention is how long a webhook delivery id is remembered,
+	// so that a redelivery within it is stored once. Forges retry for
+	// hours at most; the default is a week.
+	DeliveryRetention time.Duration
+	Owner             string // lease owner name, e.g. host:pid
+}
 
-// DefaultConfig returns the engine defaults (config.DefaultEngine);
-// config files override them.
-func DefaultConfig() Config { return config.DefaultEngine() }
+// DefaultConfig returns the engine defaults; the configuration file's
+// processing section overrides them.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	return Config{
+		Workers:           10,
+		Lease:             60 * time.Second,
+		Heartbeat:         20 * time.Second,
+		SweepInterval:     60 * time.Second,
+		SweepBatch:        1000,
+		ClaimBatch:        32,
+		ItemDeadline:      60 * time.Second,
+		MaxAttempts:       5,
+		GiveUpAfter:       24 * time.Hour,
+		BackoffBase:       10 * time.Second,
+		BackoffMax:        10 * time.Minute,
+		ShutdownGrace:     30 * time.Second,
+		DeliveryRetention: 7 * 24 * time.Hour,
+		Owner:             fmt.Sprintf("%s:%d", host, os.Getpid()),
+	}
+}
 
 // validateConfig refuses a configuration the engine cannot run with.
 func validateConfig(c Config) error {
@@ -125,8 +167,9 @@ func (e *Engine) SetHold(h Hold) {
 	e.hold = h
 }
 
-// New returns an engine on store. clock and sink may be nil (the real clock;
-// audit to log). Register item types before Start.
+// New returns an engine on store, writing its audit entries to sink (the
+// engine builds no sink of its own). clock may be nil (the real clock).
+// Register item types before Start.
 func New(cfg Config, store wq.Store, clock clockwork.Clock, sink wq.AuditSink, log *slog.Logger) (*Engine, error) {
 	if err := validateConfig(cfg); err != nil {
 		return nil, fmt.Errorf("engine config: %w", err)
@@ -138,7 +181,7 @@ func New(cfg Config, store wq.Store, clock clockwork.Clock, sink wq.AuditSink, l
 		log = slog.Default()
 	}
 	if sink == nil {
-		sink = audit.NewLogSink(log)
+		return nil, errors.New("engine: no audit sink")
 	}
 	return &Engine{
 		cfg:       cfg,

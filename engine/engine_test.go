@@ -11,6 +11,7 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
@@ -498,7 +499,7 @@ func TestItemDeadlineYieldsTheWorker(t *testing.T) {
 }
 
 func TestRegisterTwicePanics(t *testing.T) {
-	e, err := engine.New(testConfig("a"), nil, nil, nil, testkit.Quiet())
+	e, err := engine.New(testConfig("a"), nil, nil, &audit.Memory{}, testkit.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,7 +515,7 @@ func TestRegisterTwicePanics(t *testing.T) {
 func TestStartRefusesAnUnregisteredHandledType(t *testing.T) {
 	cfg := testConfig("a")
 	cfg.HandledTypes = []string{"mr"}
-	e, err := engine.New(cfg, nil, nil, nil, testkit.Quiet())
+	e, err := engine.New(cfg, nil, nil, &audit.Memory{}, testkit.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

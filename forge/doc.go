@@ -4,11 +4,15 @@
 //   - The registry of kinds (plugin.go): a Plugin per kind carries its
 //     client's constructor (Open), its webhook reader (ParseWebhook), the
 //     event types its deliveries store and how to read them (EventTypes,
-//     DecodeEvent), how to read a CI job's page (JobPage), what it can
-//     do (SetsFileModes) and the form in which it sends the texts its
-//     forge interprets (InertText: GitLab's quick actions). forge/kinds registers the kinds shipped
-//     (forge/gitea, forge/gitlab); forge/forgetest/relay is a third, for
-//     tests. Nothing outside forge/ switches on a kind (scripts/check).
+//     DecodeEvent) and how to read a CI job's page (JobPage). A Registry
+//     is a value: the program's composition root (cmd/workqueue/registry.go)
+//     builds it with one Register line per kind (forge/gitea,
+//     forge/gitlab) and passes it to what needs a kind; no package
+//     registers a kind by being imported. What a kind's client can do
+//     beside wq.Forge is a capability of the client (wq.FileModeSetter,
+//     wq.InertTexter, wq.CIJobs, wq.DefaultBrancher). forge/forgetest/relay
+//     is a third kind, for tests. Nothing outside forge/ switches on a
+//     kind (scripts/check).
 //   - Webhooks (webhook.go, event.go): a verified delivery (Delivery,
 //     with the inventory's Work and Push), the checks every kind's
 //     delivery passes (ParseWebhook), and the forge-neutral events item

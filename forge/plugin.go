@@ -3,15 +3,13 @@ package forge
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
-	"sync"
 
 	wq "github.com/workqueue-dev/workqueue"
 )
 
 // Plugin is everything the service knows of one kind of forge, registered
-// once (Register; forge/kinds registers the kinds shipped): how to build a
+// once in a Registry (cmd/workqueue/registry.go registers the kinds shipped): how to build a
 // client for a configured forge, how to verify and read its webhook
 // deliveries and the events they store, how to read the address of a CI
 // job's page, and what it can do. Nothing outside forge/ switches on a
@@ -39,44 +37,17 @@ type Plugin struct {
 	// is read and ParseWebhook decides.
 	VerifyHeader func(secret string, h http.Header) error
 
-	// EventTypes are the event types its deliveries store
-	// (Delivery.EventType) that DecodeEvent reads. They are unique across
-	// kinds: a stored event is decoded by its type alone.
+	// EventTypes are the types of its deliveries (Delivery.EventType)
+	// that tell an item something, which DecodeEvent reads.
 	EventTypes []string
-	// DecodeEvent reads a stored event's body, the delivery's payload as
-	// the forge sent it, into the forge-neutral Event item types read.
+	// DecodeEvent reads the payload of a delivery of one of EventTypes, as
+	// the forge sent it, into the forge-neutral Event that is stored and
+	// that item types read: at receipt, once (Registry.ParseWebhook).
 	DecodeEvent func(eventType string, body []byte) (Event, error)
 
 	// JobPage reads the path of a CI job's web page, below the forge's
 	// base URL, into the job it shows; false if it is not one.
 	JobPage func(path string) (JobRef, bool)
-
-	// SetsFileModes says whether its file writes can set a file's
-	// executable bit (a chmod); a forge that cannot gets such a change
-	// refused before anything is written.
-	SetsFileModes bool
-
-	// InertText returns a text the forge interprets (a description, the
-	// body of a comment, a review or an issue) in the form the kind's
-	// adapter sends it: with nothing in it that the forge would run as the
-	// service's account (GitLab's quick actions). It is idempotent and the
-	// adapter applies it again before sending, so a policy that inspects
-	// and records this form records what the forge receives. nil: the
-	// kind sends such texts as they are (Plugin.Inert).
-	InertText func(text string) string
-
-	// MinVersion is the oldest server version the kind's adapter works
-	// with ("1.26.0"); serve refuses a forge below it and config check
-	// --online reports it (CheckVersion). "": every version.
-	MinVersion string
-}
-
-// Inert is p.InertText(text), or text where the kind has none.
-func (p Plugin) Inert(text string) string {
-	if p.InertText == nil {
-		return text
-	}
-	return p.InertText(text)
 }
 
 // Config is what Plugin.Open builds a client from.
@@ -98,53 +69,48 @@ type JobRef struct {
 	RunID   int64 // the run (pipeline) of the job, when JobID is 0
 }
 
-var registry struct {
-	sync.RWMutex
+// Registry is the kinds of forge a program links: built once by the
+// program's composition root (cmd/workqueue/registry.go), one Register
+// line per kind, and passed to what needs a kind (the configuration's
+// check, the webhook receiver, the outbound policy that opens clients).
+// No package registers a kind by being imported.
+type Registry struct {
 	plugins map[string]Plugin
-	events  map[string]Plugin // by event type
+}
+
+// NewRegistry returns a registry of the given kinds (Register each).
+func NewRegistry(kinds ...Plugin) *Registry {
+	r := &Registry{plugins: map[string]Plugin{}}
+	for _, p := range kinds {
+		r.Register(p)
+	}
+	return r
 }
 
 // Register adds a kind of forge. It panics on a plugin without a name, a
-// constructor or a webhook reader, on a kind registered twice and on an
-// event type another kind already reads: registration happens once, at
-// start, and a mistake there is a programming error.
-func Register(p Plugin) {
-	registry.Lock()
-	defer registry.Unlock()
+// constructor or a webhook reader and on a kind registered twice:
+// registration happens once, at start, and a mistake there is a
+// programming error. It is not safe to call while the registry is in use.
+func (r *Registry) Register(p Plugin) {
 	if p.Name == "" || p.Open == nil || p.ParseWebhook == nil || (len(p.EventTypes) > 0 && p.DecodeEvent == nil) {
 		panic(fmt.Sprintf("forge: plugin %q lacks a name, Open, ParseWebhook or DecodeEvent", p.Name))
 	}
-	if registry.plugins == nil {
-		registry.plugins, registry.events = map[string]Plugin{}, map[string]Plugin{}
-	}
-	if _, dup := registry.plugins[p.Name]; dup {
+	if _, dup := r.plugins[p.Name]; dup {
 		panic(fmt.Sprintf("forge: kind %q registered twice", p.Name))
 	}
-	for _, t := range p.EventTypes {
-		if other, dup := registry.events[t]; dup {
-			panic(fmt.Sprintf("forge: kind %q registers event type %q, which kind %q reads", p.Name, t, other.Name))
-		}
-	}
-	registry.plugins[p.Name] = p
-	for _, t := range p.EventTypes {
-		registry.events[t] = p
-	}
+	r.plugins[p.Name] = p
 }
 
 // Lookup returns the plugin of a kind of forge.
-func Lookup(kind string) (Plugin, bool) {
-	registry.RLock()
-	defer registry.RUnlock()
-	p, ok := registry.plugins[kind]
+func (r *Registry) Lookup(kind string) (Plugin, bool) {
+	p, ok := r.plugins[kind]
 	return p, ok
 }
 
 // Kinds returns the registered kinds, sorted.
-func Kinds() []string {
-	registry.RLock()
-	defer registry.RUnlock()
-	names := make([]string, 0, len(registry.plugins))
-	for n := range registry.plugins {
+func (r *Registry) Kinds() []string {
+	names := make([]string, 0, len(r.plugins))
+	for n := range r.plugins {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -152,44 +118,10 @@ func Kinds() []string {
 }
 
 // Open builds the client of a configured forge of the given kind.
-func Open(kind string, c Config) (wq.Forge, error) {
-	p, ok := Lookup(kind)
+func (r *Registry) Open(kind string, c Config) (wq.Forge, error) {
+	p, ok := r.Lookup(kind)
 	if !ok {
-		return nil, wq.Errorf(wq.EINVALID, "unknown forge kind %q (known: %v)", kind, Kinds())
+		return nil, wq.Errorf(wq.EINVALID, "unknown forge kind %q (known: %v)", kind, r.Kinds())
 	}
 	return p.Open(c)
-}
-
-// SetsFileModes reports whether a forge of this kind can set a file's
-// executable bit; false for an unknown kind.
-func SetsFileModes(kind string) bool {
-	p, _ := Lookup(kind)
-	return p.SetsFileModes
-}
-
-// EventTypes returns every event type a registered kind stores, sorted:
-// an item type that reads forge events takes all of them, and reads each
-// with DecodeEvent.
-func EventTypes() []string {
-	registry.RLock()
-	defer registry.RUnlock()
-	types := make([]string, 0, len(registry.events))
-	for t := range registry.events {
-		types = append(types, t)
-	}
-	slices.Sort(types)
-	return types
-}
-
-// DecodeEvent reads a stored forge event into the forge-neutral Event, by
-// the kind that stores events of its type. EINVALID for a type no kind
-// reads or a body its kind cannot read.
-func DecodeEvent(eventType string, body []byte) (Event, error) {
-	registry.RLock()
-	p, ok := registry.events[eventType]
-	registry.RUnlock()
-	if !ok {
-		return Event{}, wq.Errorf(wq.EINVALID, "no forge kind reads events of type %q", eventType)
-	}
-	return p.DecodeEvent(eventType, body)
 }

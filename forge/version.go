@@ -96,25 +96,25 @@ const (
 	VersionUnknown                         // unreadable: a warning, as it cannot be held to the minimum
 )
 
-// CheckVersion holds raw, as a forge of kind reported it, to the kind's
-// minimum (Plugin.MinVersion) and says in words what it found. A kind
-// without a minimum supports every version.
-func CheckVersion(kind, raw string) (VersionVerdict, string) {
-	p, _ := Lookup(kind)
+// CheckVersion holds raw, as a forge of kind reported it, to minimum, the
+// oldest version its adapter supports (wq.VersionReader.MinServerVersion),
+// and says in words what it found. An empty minimum supports every
+// version.
+func CheckVersion(kind, minimum, raw string) (VersionVerdict, string) {
 	got := ParseVersion(raw)
-	if p.MinVersion == "" {
+	if minimum == "" {
 		return VersionSupported, fmt.Sprintf("%s %s", kind, quoteVersion(raw))
 	}
-	minimum := ParseVersion(p.MinVersion)
+	least := ParseVersion(minimum)
 	switch {
 	case !got.Parsed:
 		return VersionUnknown, fmt.Sprintf("%s reports version %s, which is not a version number: it cannot be held to the minimum %s (see docs/forge-checks.md)",
-			kind, quoteVersion(raw), p.MinVersion)
-	case got.Less(minimum):
+			kind, quoteVersion(raw), minimum)
+	case got.Less(least):
 		return VersionTooOld, fmt.Sprintf("%s %s is older than %s, the oldest this service supports: upgrade the forge (see docs/forge-checks.md)",
-			kind, quoteVersion(raw), p.MinVersion)
+			kind, quoteVersion(raw), minimum)
 	}
-	return VersionSupported, fmt.Sprintf("%s %s (at least %s)", kind, quoteVersion(raw), p.MinVersion)
+	return VersionSupported, fmt.Sprintf("%s %s (at least %s)", kind, quoteVersion(raw), minimum)
 }
 
 // quoteVersion shows a version string as the forge sent it, bounded and

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,11 +18,11 @@ import (
 // MaxBodyBytes bounds a delivery's body.
 const MaxBodyBytes = 1 << 20
 
-// Delivery is a verified delivery, reduced to what resolution needs: a
-// kind's ParseWebhook makes it, the webhook receiver resolves it to the
-// item it concerns and stores EventType with Body, the raw payload, which
-// the kind's DecodeEvent reads into a forge-neutral Event when the item
-// type handles it (so that an event stored before an upgrade still reads). Of Number,
+// Delivery is a verified delivery, reduced to what resolution needs and
+// to the forge-neutral Event it tells: a kind's ParseWebhook makes it
+// (Registry.ParseWebhook adds the Event, by the kind's DecodeEvent), the
+// webhook receiver resolves it to the item it concerns and stores the
+// Event, which is what item types read. Of Number,
 // PipelineID, SourceBranch and HeadSHA, at least one is set (they are what
 // the event says about the merge request it concerns), or Work is.
 type Delivery struct {
@@ -37,7 +38,9 @@ type Delivery struct {
 	// only ask for a look (CI, reviews), whose clocks are not the merge
 	// request's.
 	EventTS time.Time
-	Body    json.RawMessage
+	// Event is what the delivery tells an item, forge-neutral; nil for a
+	// delivery that tells items nothing (an issue, a push).
+	Event *Event
 
 	// Work is the new state of the issue or pull request of Project the
 	// event concerns, read from the payload alone, for the control plane's
@@ -84,11 +87,11 @@ type BranchPush struct {
 // of ours, and workqueue only opens merge requests within a project, so it
 // must never resolve to an item; it is still work in the project's
 // inventory.
-func ParseWebhook(kind, secret string, h http.Header, body []byte) (*Delivery, error) {
+func (r *Registry) ParseWebhook(kind, secret string, h http.Header, body []byte) (*Delivery, error) {
 	if secret == "" {
 		return nil, wq.Errorf(wq.EUNAUTHORIZED, "no webhook secret is configured for this forge")
 	}
-	p, ok := Lookup(kind)
+	p, ok := r.Lookup(kind)
 	if !ok {
 		return nil, wq.Errorf(wq.EINVALID, "unknown forge kind %q", kind)
 	}
@@ -103,7 +106,13 @@ func ParseWebhook(kind, secret string, h http.Header, body []byte) (*Delivery, e
 		d.Number < 0 || d.PipelineID < 0 {
 		return nil, nil // names no project, or nothing in it: nothing to act on
 	}
-	d.Body = body
+	if slices.Contains(p.EventTypes, d.EventType) {
+		e, err := p.DecodeEvent(d.EventType, body)
+		if err != nil {
+			return nil, wq.Errorf(wq.EINVALID, "%s delivery: %v", d.EventType, err)
+		}
+		d.Event = &e
+	}
 	return d, nil
 }
 
@@ -114,11 +123,11 @@ func ParseWebhook(kind, secret string, h http.Header, body []byte) (*Delivery, e
 // be read to decide (ParseWebhook then does). The webhook receiver calls
 // it first, so that a sender without the secret of a forge that sends it
 // in a header never holds any of the bytes set aside for deliveries.
-func VerifyHeader(kind, secret string, h http.Header) error {
+func (r *Registry) VerifyHeader(kind, secret string, h http.Header) error {
 	if secret == "" {
 		return wq.Errorf(wq.EUNAUTHORIZED, "no webhook secret is configured for this forge")
 	}
-	p, ok := Lookup(kind)
+	p, ok := r.Lookup(kind)
 	if !ok {
 		return wq.Errorf(wq.EINVALID, "unknown forge kind %q", kind)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
 	"github.com/workqueue-dev/workqueue/forge/gitlab"
-	_ "github.com/workqueue-dev/workqueue/forge/kinds"
 )
 
 // fixtures are the deliveries under testdata/KIND, shaped as the forge's
@@ -98,7 +97,7 @@ func TestEveryDocumentedGitLabEventIsAcknowledged(t *testing.T) {
 				t.Fatal(err)
 			}
 			h := http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {event}, "X-Gitlab-Event-Uuid": {"13792a34-cac6-4fda-95a8-c58e00a3954e"}}
-			d, err := forge.ParseWebhook(wq.ForgeGitLab, "k", h, body)
+			d, err := shipped.ParseWebhook(wq.ForgeGitLab, "k", h, body)
 			if err != nil {
 				t.Fatalf("%s refused: %v", event, err)
 			}
@@ -135,7 +134,7 @@ func TestEveryDocumentedGiteaEventIsAcknowledged(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := forge.ParseWebhook(wq.ForgeGitea, "k", giteaHeaders(sign("k", string(body)), event), body)
+			d, err := shipped.ParseWebhook(wq.ForgeGitea, "k", giteaHeaders(sign("k", string(body)), event), body)
 			if err != nil {
 				t.Fatalf("%s refused: %v", event, err)
 			}

@@ -16,8 +16,11 @@ import (
 	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
 	"github.com/workqueue-dev/workqueue/forge/gitlab"
-	_ "github.com/workqueue-dev/workqueue/forge/kinds"
 )
+
+// shipped is a program's registry of the kinds shipped, as its
+// composition root builds it (cmd/workqueue/world.go).
+var shipped = forge.NewRegistry(gitea.Plugin, gitlab.Plugin)
 
 const giteaMerged = `{"action":"closed","number":3,"pull_request":{"number":3,"merged":true,"state":"closed",
  "updated_at":"2026-03-04T05:06:07Z","head":{"ref":"wq/a","sha":"abc"}},"repository":{"full_name":"o/r"}}`
@@ -37,7 +40,7 @@ func giteaHeaders(sig, event string) http.Header {
 }
 
 func TestGiteaDeliveryIsVerifiedThenRead(t *testing.T) {
-	d, err := forge.ParseWebhook(wq.ForgeGitea, "s3cret", giteaHeaders(sign("s3cret", giteaMerged), "pull_request"), []byte(giteaMerged))
+	d, err := shipped.ParseWebhook(wq.ForgeGitea, "s3cret", giteaHeaders(sign("s3cret", giteaMerged), "pull_request"), []byte(giteaMerged))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +63,7 @@ func TestBadSignaturesAndTokensAreUnauthorized(t *testing.T) {
 		"gitlab missing token":     {wq.ForgeGitLab, "s3cret", http.Header{}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := forge.ParseWebhook(tc.kind, tc.secret, tc.h, []byte(giteaMerged)); wq.ErrorCode(err) != wq.EUNAUTHORIZED {
+			if _, err := shipped.ParseWebhook(tc.kind, tc.secret, tc.h, []byte(giteaMerged)); wq.ErrorCode(err) != wq.EUNAUTHORIZED {
 				t.Errorf("err %v, want unauthorized", err)
 			}
 		})
@@ -77,7 +80,7 @@ func TestOnlyAnUnreadableDeliveryIsInvalid(t *testing.T) {
 		"trailing bytes": `{"action":"closed"} x`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := forge.ParseWebhook(wq.ForgeGitea, "k", giteaHeaders(sign("k", body), "pull_request"), []byte(body)); wq.ErrorCode(err) != wq.EINVALID {
+			if _, err := shipped.ParseWebhook(wq.ForgeGitea, "k", giteaHeaders(sign("k", body), "pull_request"), []byte(body)); wq.ErrorCode(err) != wq.EINVALID {
 				t.Errorf("err %v, want invalid", err)
 			}
 		})
@@ -89,20 +92,20 @@ func TestOnlyAnUnreadableDeliveryIsInvalid(t *testing.T) {
 		"a member of a shape": `{"action":"closed","pull_request":{"number":"three"},"repository":{"full_name":"o/r"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			if d, err := forge.ParseWebhook(wq.ForgeGitea, "k", giteaHeaders(sign("k", body), "pull_request"), []byte(body)); d != nil || err != nil {
+			if d, err := shipped.ParseWebhook(wq.ForgeGitea, "k", giteaHeaders(sign("k", body), "pull_request"), []byte(body)); d != nil || err != nil {
 				t.Errorf("%+v, %v; want acknowledged and not used", d, err)
 			}
 		})
 	}
 	h := giteaHeaders(sign("k", giteaMerged), "pull_request")
 	h.Del("X-Gitea-Delivery")
-	if _, err := forge.ParseWebhook(wq.ForgeGitea, "k", h, []byte(giteaMerged)); wq.ErrorCode(err) != wq.EINVALID {
+	if _, err := shipped.ParseWebhook(wq.ForgeGitea, "k", h, []byte(giteaMerged)); wq.ErrorCode(err) != wq.EINVALID {
 		t.Errorf("no delivery id: %v", err)
 	}
 }
 
 func TestUnusedEventsAreAcknowledgedAndIgnored(t *testing.T) {
-	d, err := forge.ParseWebhook(wq.ForgeGitea, "k", giteaHeaders(sign("k", `{"ref":"main"}`), "push"), []byte(`{"ref":"main"}`))
+	d, err := shipped.ParseWebhook(wq.ForgeGitea, "k", giteaHeaders(sign("k", `{"ref":"main"}`), "push"), []byte(`{"ref":"main"}`))
 	if err != nil || d != nil {
 		t.Errorf("push: %+v, %v; want ignored", d, err)
 	}
@@ -112,7 +115,7 @@ func TestGitLabMergeRequestHook(t *testing.T) {
 	body := `{"object_kind":"merge_request","project":{"path_with_namespace":"g/sub/p"},
 	 "object_attributes":{"iid":9,"action":"merge","state":"merged","source_branch":"wq/x","updated_at":"2026-03-04 05:06:07 UTC"}}`
 	h := http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {"Merge Request Hook"}, "X-Gitlab-Event-Uuid": {"u-1"}}
-	d, err := forge.ParseWebhook(wq.ForgeGitLab, "k", h, []byte(body))
+	d, err := shipped.ParseWebhook(wq.ForgeGitLab, "k", h, []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,12 +167,12 @@ func TestEveryUsedEventResolvesByWhatItNames(t *testing.T) {
 			tc.h, tc.body = gitlabHook("Job Hook", `{"object_kind":"build","project":{"path_with_namespace":"g/p"},"ref":"wq/x","sha":"c0ffee","build_status":"failed","pipeline_id":31,"commit":{"id":999,"sha":"c0ffee"}}`)
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := forge.ParseWebhook(tc.kind, "k", tc.h, []byte(tc.body))
+			d, err := shipped.ParseWebhook(tc.kind, "k", tc.h, []byte(tc.body))
 			if err != nil || d == nil {
 				t.Fatalf("%+v, %v", d, err)
 			}
 			got := *d
-			got.DeliveryID, got.Body = "", nil
+			got.DeliveryID, got.Event = "", nil
 			got.Work, got.RecheckReview = nil, false // what the inventory reads: TestDeliveriesCarryTheNewStateOfTheirWork
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
@@ -182,7 +185,7 @@ func TestCIAndReviewEventsCarryNoEventTime(t *testing.T) {
 	// The stale guard orders phase changes by the merge request's own
 	// clock; a CI system's clock must not move last_event_at.
 	body := `{"action":"reviewed","pull_request":{"number":4,"updated_at":"2030-01-01T00:00:00Z"},"repository":{"full_name":"o/r"}}`
-	d, err := forge.ParseWebhook(wq.ForgeGitea, "k", giteaHeaders(sign("k", body), "pull_request_rejected"), []byte(body))
+	d, err := shipped.ParseWebhook(wq.ForgeGitea, "k", giteaHeaders(sign("k", body), "pull_request_rejected"), []byte(body))
 	if err != nil || !d.EventTS.IsZero() {
 		t.Errorf("review: %+v %v, want no event time", d, err)
 	}
@@ -197,7 +200,7 @@ func TestGitLabIdempotencyKeyIsTheDeliveryID(t *testing.T) {
 	body := `{"object_kind":"merge_request","project":{"path_with_namespace":"g/p"},"object_attributes":{"iid":1}}`
 	h := http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {"Merge Request Hook"}, "X-Gitlab-Event-Uuid": {"shared"},
 		"Idempotency-Key": {"stable"}}
-	if d, err := forge.ParseWebhook(wq.ForgeGitLab, "k", h, []byte(body)); err != nil || d.DeliveryID != "stable" {
+	if d, err := shipped.ParseWebhook(wq.ForgeGitLab, "k", h, []byte(body)); err != nil || d.DeliveryID != "stable" {
 		t.Errorf("%+v %v", d, err)
 	}
 }
@@ -211,9 +214,9 @@ func TestWithoutIdempotencyKeyOneRequestsDeliveriesStayApart(t *testing.T) {
 	}
 	mrEvent := `{"object_kind":"merge_request","project":{"path_with_namespace":"g/p"},"object_attributes":{"iid":1,"action":"update"}}`
 	pipeline := `{"object_kind":"pipeline","project":{"path_with_namespace":"g/p"},"object_attributes":{"id":3,"ref":"wq/a","sha":"c0ffee"}}`
-	a, errA := forge.ParseWebhook(wq.ForgeGitLab, "k", h("Merge Request Hook"), []byte(mrEvent))
-	b, errB := forge.ParseWebhook(wq.ForgeGitLab, "k", h("Pipeline Hook"), []byte(pipeline))
-	again, errC := forge.ParseWebhook(wq.ForgeGitLab, "k", h("Merge Request Hook"), []byte(mrEvent))
+	a, errA := shipped.ParseWebhook(wq.ForgeGitLab, "k", h("Merge Request Hook"), []byte(mrEvent))
+	b, errB := shipped.ParseWebhook(wq.ForgeGitLab, "k", h("Pipeline Hook"), []byte(pipeline))
+	again, errC := shipped.ParseWebhook(wq.ForgeGitLab, "k", h("Merge Request Hook"), []byte(mrEvent))
 	if errA != nil || errB != nil || errC != nil {
 		t.Fatal(errA, errB, errC)
 	}
@@ -246,7 +249,7 @@ func TestAForksMergeRequestIsNeverResolved(t *testing.T) {
 		{"gitea pull request from a fork", wq.ForgeGitea, giteaHeaders(sign("k", giteaFork), "pull_request"), giteaFork, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := forge.ParseWebhook(tc.kind, "k", tc.h, []byte(tc.body))
+			d, err := shipped.ParseWebhook(tc.kind, "k", tc.h, []byte(tc.body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -267,7 +270,7 @@ func TestAForksMergeRequestIsNeverResolved(t *testing.T) {
 	// The same payloads within one project are read.
 	body := `{"object_kind":"merge_request","project":{"path_with_namespace":"g/p"},
 	 "object_attributes":{"iid":4,"source_branch":"workqueue/a","target_branch":"main","source_project_id":7,"target_project_id":7}}`
-	if d, err := forge.ParseWebhook(wq.ForgeGitLab, "k", gitlab("Merge Request Hook"), []byte(body)); err != nil || d == nil || d.Number != 4 {
+	if d, err := shipped.ParseWebhook(wq.ForgeGitLab, "k", gitlab("Merge Request Hook"), []byte(body)); err != nil || d == nil || d.Number != 4 {
 		t.Errorf("own merge request: %+v, %v", d, err)
 	}
 }
@@ -290,7 +293,7 @@ func TestEventsNamingNothingAreAcknowledgedAndNotUsed(t *testing.T) {
 			h.Set("X-Gitlab-Token", "k")
 			h.Set("X-Gitlab-Event", tc.event)
 			h.Set("X-Gitlab-Event-UUID", "u")
-			if d, err := forge.ParseWebhook(tc.kind, "k", h, []byte(tc.body)); d != nil || err != nil {
+			if d, err := shipped.ParseWebhook(tc.kind, "k", h, []byte(tc.body)); d != nil || err != nil {
 				t.Errorf("%+v, %v; want acknowledged and not used", d, err)
 			}
 		})
@@ -311,7 +314,7 @@ func FuzzParse(f *testing.F) {
 		h.Set("X-Gitlab-Token", "k")
 		h.Set("X-Gitlab-Event", event)
 		h.Set("X-Gitlab-Event-UUID", "u")
-		d, err := forge.ParseWebhook(kind, "k", h, []byte(body))
+		d, err := shipped.ParseWebhook(kind, "k", h, []byte(body))
 		if err == nil && d != nil && (d.Project == "" || d.DeliveryID == "" || d.Number < 0 || d.PipelineID < 0 ||
 			(d.Number == 0 && d.PipelineID == 0 && d.SourceBranch == "" && d.HeadSHA == "" && d.Work == nil) ||
 			(d.Work != nil && (d.Work.Number <= 0 || (d.Work.Kind != wq.WorkIssue && d.Work.Kind != wq.WorkPR)))) {
@@ -410,7 +413,7 @@ func TestDeliveriesCarryTheNewStateOfTheirWork(t *testing.T) {
 			tc.kind, tc.h, tc.body = gitlab("Merge Request Hook", `{`+gitlabMR+`,"object_attributes":{`+gitlabAttrs+`,"state":"locked","action":"update"}}`)
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := forge.ParseWebhook(tc.kind, "k", tc.h, []byte(tc.body))
+			d, err := shipped.ParseWebhook(tc.kind, "k", tc.h, []byte(tc.body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -437,23 +440,23 @@ func TestDeliveriesCarryTheNewStateOfTheirWork(t *testing.T) {
 // to where, and names no item; a tag push is not used.
 func TestPushesSayWhichBranchMoved(t *testing.T) {
 	gitea := `{"ref":"refs/heads/feature","before":"aaa","after":"bbb","repository":{"full_name":"o/r"}}`
-	d, err := forge.ParseWebhook(wq.ForgeGitea, "s", giteaHeaders(sign("s", gitea), "push"), []byte(gitea))
+	d, err := shipped.ParseWebhook(wq.ForgeGitea, "s", giteaHeaders(sign("s", gitea), "push"), []byte(gitea))
 	if err != nil || d == nil || d.Project != "o/r" || d.Push == nil || *d.Push != (forge.BranchPush{Branch: "feature", Before: "aaa", After: "bbb"}) ||
 		d.Number != 0 || d.SourceBranch != "" || d.HeadSHA != "" || d.Work != nil {
 		t.Errorf("gitea push: %+v, %v", d, err)
 	}
 	gitlab := `{"object_kind":"push","ref":"refs/heads/wq/x","before":"ccc","after":"ddd","project":{"path_with_namespace":"g/p"}}`
 	h := http.Header{"X-Gitlab-Token": {"k"}, "X-Gitlab-Event": {"Push Hook"}, "X-Gitlab-Event-Uuid": {"u-2"}}
-	d, err = forge.ParseWebhook(wq.ForgeGitLab, "k", h, []byte(gitlab))
+	d, err = shipped.ParseWebhook(wq.ForgeGitLab, "k", h, []byte(gitlab))
 	if err != nil || d == nil || d.Project != "g/p" || d.Push == nil || *d.Push != (forge.BranchPush{Branch: "wq/x", Before: "ccc", After: "ddd"}) {
 		t.Errorf("gitlab push: %+v, %v", d, err)
 	}
 	tag := `{"ref":"refs/tags/v1","before":"0","after":"eee","repository":{"full_name":"o/r"}}`
-	if d, err := forge.ParseWebhook(wq.ForgeGitea, "s", giteaHeaders(sign("s", tag), "push"), []byte(tag)); d != nil || err != nil {
+	if d, err := shipped.ParseWebhook(wq.ForgeGitea, "s", giteaHeaders(sign("s", tag), "push"), []byte(tag)); d != nil || err != nil {
 		t.Errorf("a tag push: %+v, %v, want unused", d, err)
 	}
 	bad := `{"ref":"refs/heads/x","repository":{"full_name":"o/r"}}`
-	if d, err := forge.ParseWebhook(wq.ForgeGitea, "s", giteaHeaders(sign("s", bad), "push"), []byte(bad)); d != nil || err != nil {
+	if d, err := shipped.ParseWebhook(wq.ForgeGitea, "s", giteaHeaders(sign("s", bad), "push"), []byte(bad)); d != nil || err != nil {
 		t.Errorf("a push without before and after: %+v, %v, want acknowledged and not used", d, err)
 	}
 }
@@ -478,7 +481,7 @@ func TestHeadersAloneRefuseWhatTheyCanBeforeTheBodyIsRead(t *testing.T) {
 		"gitea signature too short": {wq.ForgeGitea, "s3cret", giteaHeaders("abcd", "pull_request"), wq.EUNAUTHORIZED},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := forge.VerifyHeader(tc.kind, tc.secret, tc.h)
+			err := shipped.VerifyHeader(tc.kind, tc.secret, tc.h)
 			if got := wq.ErrorCode(err); (err == nil) != (tc.want == "") || (err != nil && got != tc.want) {
 				t.Errorf("err %v, want code %q", err, tc.want)
 			}

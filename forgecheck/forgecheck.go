@@ -108,7 +108,7 @@ func readVersion(ctx context.Context, kind string, f wq.Forge) (raw string, verd
 	if err != nil {
 		return "", forge.VersionUnknown, "unread", "version not read: " + err.Error()
 	}
-	verdict, message = forge.CheckVersion(kind, raw)
+	verdict, message = forge.CheckVersion(kind, vr.MinServerVersion(), raw)
 	status = map[forge.VersionVerdict]string{forge.VersionSupported: "supported", forge.VersionTooOld: "too_old", forge.VersionUnknown: "unknown"}[verdict]
 	return raw, verdict, status, message
 }

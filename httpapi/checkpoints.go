@@ -7,6 +7,7 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/api"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/cptype"
 )
 
 // maxCheckpointBody bounds PUT /api/v1/checkpoints: every field at its
@@ -23,12 +24,12 @@ func (s *Server) putCheckpoint(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var c api.Checkpoint
+	var c cptype.Checkpoint
 	if !s.decodeBodyUpTo(w, r, &c, maxCheckpointBody) {
 		return
 	}
-	v, err := s.cp.WriteCheckpoint(r.Context(), controlCaller(r), checkpointIn(&c), requireComplete)
-	s.answer(w, r, http.StatusOK, checkpointOf(v), err)
+	v, err := s.cp.WriteCheckpoint(r.Context(), controlCaller(r), c, requireComplete)
+	s.answer(w, r, http.StatusOK, v, err)
 }
 
 // listCheckpoints lists checkpoints by session, by work unit, or both;
@@ -53,7 +54,7 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) {
 		f.WorkNumber, f.HasNumber = v, true
 	}
 	list, err := s.cp.ListCheckpoints(r.Context(), controlCaller(r), f)
-	s.answer(w, r, http.StatusOK, api.CheckpointList{Checkpoints: mapSlice(list, checkpointValue)}, err)
+	s.answer(w, r, http.StatusOK, api.CheckpointList{Checkpoints: list}, err)
 }
 
 // boolParam reads an optional ?name=true|false.

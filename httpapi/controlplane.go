@@ -10,6 +10,7 @@ import (
 	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/cptype"
 	"github.com/workqueue-dev/workqueue/identity"
 	"github.com/workqueue-dev/workqueue/internal/strictjson"
 )
@@ -25,8 +26,8 @@ func (s *Server) controlRoutes() []route {
 	agent := func(h http.HandlerFunc) http.HandlerFunc { return s.authenticated(auth.Agent, h) }
 	return []route{
 		{"POST", "/api/v1/sessions", agent(jsonAction(s, http.StatusCreated, func(r *http.Request, c cp.Caller, b *api.SessionRequest) (any, error) {
-			v, err := s.cp.RegisterSession(r.Context(), c, cp.Role(b.Role), b.Name, b.Capabilities)
-			return wired(v, err, sessionOf)
+			v, err := s.cp.RegisterSession(r.Context(), c, b.Role, b.Name, b.Capabilities)
+			return v, err
 		}))},
 		{"GET", "/api/v1/sessions", agent(s.listSessions)},
 		{"GET", "/api/v1/sessions/{id}", agent(s.sessionAction(s.cp.Session))},
@@ -37,7 +38,7 @@ func (s *Server) controlRoutes() []route {
 				return nil, err
 			}
 			v, err := s.cp.Allocate(r.Context(), c, b.SessionID, b.Repo, b.Apply)
-			return wired(v, err, allocationOf)
+			return v, err
 		}))},
 		{"POST", "/api/v1/gate", agent(s.gate)},
 		{"GET", "/api/v1/leases", agent(s.listLeases)},
@@ -45,32 +46,32 @@ func (s *Server) controlRoutes() []route {
 		{"GET", "/api/v1/leases/{id}", agent(s.inspectLease)},
 		{"POST", "/api/v1/leases/{id}/heartbeat", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *api.LeaseRequest) (any, error) {
 			v, err := s.cp.HeartbeatLease(r.Context(), c, r.PathValue("id"), b.SessionID, b.HeadSHA)
-			return wired(v, err, leaseViewOf)
+			return v, err
 		}))},
 		{"POST", "/api/v1/leases/{id}/adopt", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *api.LeaseRequest) (any, error) {
 			v, err := s.cp.AdoptLease(r.Context(), c, r.PathValue("id"), b.SessionID, b.WorktreePath, b.HeadSHA)
-			return wired(v, err, leaseViewOf)
+			return v, err
 		}))},
 		{"POST", "/api/v1/leases/{id}/release", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *api.LeaseRequest) (any, error) {
 			v, err := s.cp.ReleaseLease(r.Context(), c, r.PathValue("id"), b.SessionID)
-			return wired(v, err, leaseViewOf)
+			return v, err
 		}))},
 		{"POST", "/api/v1/leases/{id}/abandon", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *api.LeaseRequest) (any, error) {
 			v, err := s.cp.AbandonLease(r.Context(), c, r.PathValue("id"), b.SessionID, abandonProof(b.Proof))
-			return wired(v, err, leaseViewOf)
+			return v, err
 		}))},
 		{"POST", "/api/v1/leases/{id}/reclaim", agent(s.leaseAction(func(r *http.Request, c cp.Caller, b *api.LeaseRequest) (any, error) {
 			v, err := s.cp.ReclaimLease(r.Context(), c, r.PathValue("id"), b.SessionID)
-			return wired(v, err, allocationOf)
+			return v, err
 		}))},
-		{"POST", "/api/v1/actions", agent(jsonAction(s, http.StatusOK, func(r *http.Request, c cp.Caller, b *api.ActionRequest) (any, error) {
+		{"POST", "/api/v1/actions", agent(jsonAction(s, http.StatusOK, func(r *http.Request, c cp.Caller, b *cptype.ActionRequest) (any, error) {
 			// A gated forge write: it spends the caller's actions budget,
 			// refused or not, so that a loop of refused writes is bounded too.
 			if err := s.ids.Spend(r.Context(), c.Identity, identity.Actions, apiTrigger(r)); err != nil {
 				return nil, err
 			}
-			v, err := s.cp.Act(r.Context(), c, actionRequest(b))
-			return wired(v, err, actionResultOf)
+			v, err := s.cp.Act(r.Context(), c, *b)
+			return v, err
 		}))},
 		{"PUT", "/api/v1/checkpoints", agent(s.putCheckpoint)},
 		{"GET", "/api/v1/checkpoints", agent(s.listCheckpoints)},
@@ -78,13 +79,13 @@ func (s *Server) controlRoutes() []route {
 			if err := requireSession(b.SessionID); err != nil {
 				return nil, err
 			}
-			v, err := s.cp.ReconcileCheckpoint(r.Context(), c, checkpointKey(&b.CheckpointKey), b.HeadSHA)
-			return wired(v, err, checkpointReconcileOf)
+			v, err := s.cp.ReconcileCheckpoint(r.Context(), c, b.CheckpointKey, b.HeadSHA)
+			return v, err
 		}))},
 		{"GET", "/api/v1/work", agent(s.listWork)},
 		{"POST", "/api/v1/work/sync", s.authenticated(auth.Admin, func(w http.ResponseWriter, r *http.Request) {
 			rep, err := s.cp.Sync(r.Context(), controlCaller(r))
-			s.answer(w, r, http.StatusOK, syncReportOf(rep), err)
+			s.answer(w, r, http.StatusOK, rep, err)
 		})},
 	}
 }
@@ -137,13 +138,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, err := s.cp.Sessions(r.Context(), controlCaller(r), limit)
-	s.answer(w, r, http.StatusOK, api.SessionList{Sessions: mapSlice(list, sessionValue)}, err)
+	s.answer(w, r, http.StatusOK, api.SessionList{Sessions: list}, err)
 }
 
 func (s *Server) sessionAction(act func(ctx context.Context, c cp.Caller, id string) (*cp.SessionView, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v, err := act(r.Context(), controlCaller(r), r.PathValue("id"))
-		s.answer(w, r, http.StatusOK, sessionOf(v), err)
+		s.answer(w, r, http.StatusOK, v, err)
 	}
 }
 
@@ -167,8 +168,8 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	d, err := s.cp.Gate(r.Context(), controlCaller(r), b.SessionID, b.AssignmentID, cp.Action(b.Action), b.LiveHeadSHA)
-	s.answer(w, r, http.StatusOK, decisionOf(d), err)
+	d, err := s.cp.Gate(r.Context(), controlCaller(r), b.SessionID, b.AssignmentID, b.Action, b.LiveHeadSHA)
+	s.answer(w, r, http.StatusOK, d, err)
 }
 
 func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
@@ -186,7 +187,7 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
 	}
 	f := cp.LeaseFilter{SessionID: q.Get("session_id"), WorkID: q.Get("work_id"), All: all, Limit: limit}
 	list, err := s.cp.Leases(r.Context(), controlCaller(r), f)
-	s.answer(w, r, http.StatusOK, api.LeaseList{Leases: mapSlice(list, leaseValue)}, err)
+	s.answer(w, r, http.StatusOK, api.LeaseList{Leases: list}, err)
 }
 
 func (s *Server) inspectLease(w http.ResponseWriter, r *http.Request) {
@@ -194,7 +195,7 @@ func (s *Server) inspectLease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := s.cp.InspectLease(r.Context(), controlCaller(r), r.PathValue("id"), r.URL.Query().Get("session_id"))
-	s.answer(w, r, http.StatusOK, leaseViewOf(v), err)
+	s.answer(w, r, http.StatusOK, v, err)
 }
 
 func (s *Server) expireLeases(w http.ResponseWriter, r *http.Request) {
@@ -202,7 +203,7 @@ func (s *Server) expireLeases(w http.ResponseWriter, r *http.Request) {
 	if expired == nil {
 		expired = []cp.Lease{}
 	}
-	s.answer(w, r, http.StatusOK, api.ExpiredLeases{Expired: mapSlice(expired, leaseValue)}, err)
+	s.answer(w, r, http.StatusOK, api.ExpiredLeases{Expired: expired}, err)
 }
 
 // jsonAction decodes a body of type T strictly and answers what act
@@ -252,7 +253,7 @@ func (s *Server) listWork(w http.ResponseWriter, r *http.Request) {
 	if list == nil {
 		list = []cp.Work{}
 	}
-	s.answer(w, r, http.StatusOK, api.WorkList{Work: mapSlice(list, workValue)}, err)
+	s.answer(w, r, http.StatusOK, api.WorkList{Work: list}, err)
 }
 
 // knownParams refuses a query parameter not in names.

@@ -25,7 +25,6 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
-	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -33,6 +32,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -121,6 +121,9 @@ type Options struct {
 
 // Server holds the handlers' dependencies.
 type Server struct {
+	// document is the API's description with the item types' schemas,
+	// made once, at the first request for it (Document).
+	document func() ([]byte, error)
 	store    wq.Store
 	items    *service.Items
 	webhooks *service.Webhooks
@@ -159,6 +162,12 @@ func NewServer(opts Options) *Server {
 		log: log.With("component", "http"), audit: opts.Audit, proxyHeader: opts.ProxyAccessTokenHeader, clock: clock,
 		cp: opts.ControlPlane, ids: opts.Identities, incidents: opts.Incidents, incidentSecrets: opts.IncidentSecrets,
 		publicURL: strings.TrimSuffix(opts.PublicURL, "/"), metrics: opts.Metrics, webhookHealth: opts.WebhookHealth,
+		document: sync.OnceValues(func() ([]byte, error) {
+			if opts.Items == nil {
+				return nil, errors.New("no items API")
+			}
+			return Document(opts.Items.Faces())
+		}),
 		mux: http.NewServeMux(), admission: newAdmission()}
 	if opts.MCP != nil {
 		s.mcp = opts.MCP(s)
@@ -193,12 +202,6 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	s.problem(w, r, http.StatusMethodNotAllowed, wq.EINVALID, fmt.Sprintf("%s takes %s, not %s", r.URL.Path, strings.Join(allowed, ", "), r.Method))
 }
 
-// openAPI is the API's description; a test checks every route and
-// response against it, so it cannot drift from the handlers.
-//
-//go:embed openapi.json
-var openAPI []byte
-
 type route struct {
 	method, path string
 	handler      http.HandlerFunc
@@ -231,10 +234,7 @@ func (s *Server) routes() []route {
 	return append(rs,
 		// The document describes the API, not its data: a client reads it
 		// before it has a token (issue 17).
-		route{"GET", "/api/v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Write(openAPI)
-		}},
+		route{"GET", "/api/v1/openapi.json", s.openAPIDocument},
 		route{"GET", "/me", s.authenticated("", s.me)},
 		route{"POST", "/api/v1/items", s.authenticatedEither(auth.Submit, auth.Agent, s.submitItem)}, // agent: see service.Items.Submit
 		route{"GET", "/api/v1/items", s.authenticatedEither(auth.Read, auth.Agent, s.listItems)},     // agent: see service.mayRead

@@ -25,7 +25,7 @@ func get(t *testing.T, h http.Handler, path string) (int, string, map[string]any
 
 func TestReadyOnlyWithCurrentSchema(t *testing.T) {
 	ctx := context.Background()
-	s, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "wq.db"))
+	s, err := testdb.Drivers.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "wq.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/cptype"
 	"github.com/workqueue-dev/workqueue/httpapi"
 	"github.com/workqueue-dev/workqueue/identity"
 	"github.com/workqueue-dev/workqueue/internal/testapi"
@@ -132,7 +133,7 @@ func TestWritesBeyondAnIdentitysBudgetAre429WithRetryAfterAndAuditedOnEveryInsta
 		in[1].must(t, "peer", "POST", "/api/v1/items", exampleSubmission, http.StatusCreated, nil) // another identity's budget
 
 		// A gated action spends the actions budget whatever its outcome.
-		var sess api.SessionView
+		var sess cptype.SessionView
 		in[1].must(t, "bot", "POST", "/api/v1/sessions", `{"role":"author"}`, http.StatusCreated, &sess)
 		action := `{"session_id":"` + sess.ID + `","assignment_id":"none","action":"close"}`
 		in[0].must(t, "bot", "POST", "/api/v1/actions", action, http.StatusConflict, nil)
@@ -155,9 +156,9 @@ func TestAFrozenIdentityLosesItsLeasesAndIsRefusedUntilUnfrozen(t *testing.T) {
 			WorkKey: cp.WorkKey{Forge: "gitea", Repo: "team/app", Kind: cp.KindIssue, Number: 1}, UpdatedAt: clock.Now()}}, clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		var sess api.SessionView
+		var sess cptype.SessionView
 		in[0].must(t, "bot", "POST", "/api/v1/sessions", `{"role":"author"}`, http.StatusCreated, &sess)
-		var alloc api.Allocation
+		var alloc cptype.Allocation
 		in[0].must(t, "bot", "POST", "/api/v1/allocations", `{"session_id":"`+sess.ID+`","apply":true}`, http.StatusOK, &alloc)
 		if alloc.Lease == nil {
 			t.Fatalf("allocation %+v: want a lease", alloc)

@@ -8,6 +8,7 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/controlplane/incident"
+	"github.com/workqueue-dev/workqueue/cptype/incidenttype"
 )
 
 // IncidentSecrets are the webhook secrets of the incident providers; an
@@ -31,7 +32,7 @@ func (s *Server) incidentRoutes() []route {
 			// incidents: another project's mapping is, to it, none.
 			res, err := s.incidents.ReconcileWithin(r.Context(), observation(&body.Observation), body.Apply,
 				callerOf(r.Context()).Scope(auth.Incidents))
-			return wired(res, err, incidentResultOf)
+			return res, err
 		}))}}, s.incidentWebhookRoutes()...)
 }
 
@@ -108,14 +109,14 @@ func (s *Server) incidentWebhook(early func(r *http.Request) error, parse func(r
 			s.Error(w, r, wq.Errorf(wq.EINVALID, "a delivery carries at most %d observations, got %d", MaxObservationsPerDelivery, n))
 			return
 		}
-		answer := api.IncidentDelivery{Ignored: d.Ignored, Results: []*api.IncidentResult{}}
+		answer := api.IncidentDelivery{Ignored: d.Ignored, Results: []*incidenttype.Result{}}
 		for _, obs := range d.Observations {
 			res, err := s.incidents.Reconcile(r.Context(), obs, true)
 			if err != nil {
 				s.Error(w, r, err)
 				return
 			}
-			answer.Results = append(answer.Results, incidentResultOf(res))
+			answer.Results = append(answer.Results, res)
 		}
 		writeJSON(w, http.StatusOK, answer)
 	}

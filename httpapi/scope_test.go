@@ -25,6 +25,7 @@ import (
 	cp "github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
 	"github.com/workqueue-dev/workqueue/controlplane/incident"
+	"github.com/workqueue-dev/workqueue/cptype"
 	"github.com/workqueue-dev/workqueue/dashboard"
 	"github.com/workqueue-dev/workqueue/identity"
 	"github.com/workqueue-dev/workqueue/internal/testapi"
@@ -149,7 +150,7 @@ func newScopeFixture(t *testing.T, kind string) *scopeFixture {
 		Log:          testkit.Quiet(),
 		ControlPlane: control,
 		Incidents:    bridge, IncidentSecrets: IncidentSecrets{Sentry: "sentry-secret", GlitchTip: "glitchtip-secret"},
-		MCP:        func(api http.Handler) http.Handler { return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{}) },
+		MCP:        func(api http.Handler) http.Handler { return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Faces: testapi.Types.Faces()}) },
 		Metrics:    metrics.New().Handler(),
 		Identities: &identity.Guard{Store: testdb.IdentitiesURL(t, testdb.URL(t, kind))}})
 
@@ -190,11 +191,11 @@ func newScopeFixture(t *testing.T, kind string) *scopeFixture {
 	}
 
 	// The identity's unnarrowed token takes team-b's work.
-	var author, merger api.SessionView
+	var author, merger cptype.SessionView
 	fx.must(t, "all", "POST", "/api/v1/sessions", `{"role":"author"}`, http.StatusCreated, &author)
 	fx.must(t, "all", "POST", "/api/v1/sessions", `{"role":"merger"}`, http.StatusCreated, &merger)
 	fx.author, fx.merger = author.ID, merger.ID
-	var got api.Allocation
+	var got cptype.Allocation
 	fx.must(t, "all", "POST", "/api/v1/allocations", `{"session_id":"`+fx.author+`","repo":"team-b/**","apply":true}`, http.StatusOK, &got)
 	if got.Outcome != "assigned" || got.Work.Repo != "team-b/app" {
 		t.Fatalf("the unnarrowed token's allocation of team-b's issue: %+v", got)
@@ -335,7 +336,7 @@ var routeScopes = map[string]routeScope{
 			t.Errorf("ending the session that holds team-b's lease: %d %s, want 403", status, body)
 		}
 		fx.tellsNothing(t, "POST /api/v1/sessions/{id}/end", body)
-		var l api.LeaseView
+		var l cptype.LeaseView
 		fx.must(t, "all", "GET", "/api/v1/leases/"+fx.leaseB, "", http.StatusOK, &l)
 		if l.State != "active" {
 			t.Errorf("team-b's lease after team-a's caller tried to end its session: %s, want active", l.State)
@@ -392,14 +393,14 @@ var routeScopes = map[string]routeScope{
 		}
 	}},
 	"POST /api/v1/allocations": {probe: func(t *testing.T, fx *scopeFixture) {
-		var s api.SessionView
+		var s cptype.SessionView
 		fx.must(t, "a", "POST", "/api/v1/sessions", `{"role":"author"}`, http.StatusCreated, &s)
 		for _, body := range []string{`{"session_id":"` + s.ID + `"}`, `{"session_id":"` + s.ID + `","repo":"team-b/**"}`} {
 			_, got := fx.do(t, "a", "POST", "/api/v1/allocations", body)
 			fx.tellsNothing(t, "a dry run "+body, got)
 		}
 		for range 3 {
-			var got api.Allocation
+			var got cptype.Allocation
 			fx.must(t, "a", "POST", "/api/v1/allocations", `{"session_id":"`+s.ID+`","apply":true}`, http.StatusOK, &got)
 			if got.Work != nil && got.Work.Repo != "team-a/app" {
 				t.Errorf("allocated %+v to team-a's caller", got.Work)
@@ -444,7 +445,7 @@ var routeScopes = map[string]routeScope{
 		fx.tellsNothing(t, "the expiry sweep's answer", string(b))
 		var all api.LeaseList
 		fx.must(t, "all", "GET", "/api/v1/leases?all=true", "", http.StatusOK, &all)
-		if i := slices.IndexFunc(all.Leases, func(l api.Lease) bool { return l.ID == fx.leaseB }); i < 0 || all.Leases[i].State != "expired" {
+		if i := slices.IndexFunc(all.Leases, func(l cptype.Lease) bool { return l.ID == fx.leaseB }); i < 0 || all.Leases[i].State != "expired" {
 			t.Errorf("team-b's lease after the sweep: %+v, want it expired", all.Leases)
 		}
 		// Expired, team-b's leases are still another project's.

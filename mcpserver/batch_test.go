@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/workqueue-dev/workqueue/client"
+	"github.com/workqueue-dev/workqueue/internal/testapi"
 	"github.com/workqueue-dev/workqueue/mcpserver"
 )
 
@@ -120,7 +121,7 @@ func TestAJSONRPCBatchOverTheLimitIsRefusedOnStdio(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
 	input := initialize + string(toolCalls(1000)) + "\n" + string(toolCalls(mcpserver.DefaultMaxBatch)) + "\n"
 	var out bytes.Buffer
-	if err := mcpserver.ServeIO(t.Context(), c, strings.NewReader(input), &out); err != nil {
+	if err := mcpserver.ServeIO(t.Context(), c, testapi.Types.Faces(), strings.NewReader(input), &out); err != nil {
 		t.Fatal(err)
 	}
 	var refusals, batches int

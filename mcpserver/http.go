@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/client"
 )
 
@@ -25,6 +26,9 @@ type HTTPOptions struct {
 	// DefaultMaxBatch); a larger batch is refused whole, with a JSON-RPC
 	// error naming the bound.
 	MaxBatch int
+	// Faces are the item types whose submit tools the server offers
+	// (their registrations').
+	Faces []wq.ItemFace
 }
 
 // HTTPHandler serves the tools over MCP's Streamable HTTP transport for
@@ -43,7 +47,7 @@ type HTTPOptions struct {
 // answered 400 with a JSON-RPC error naming the bound, none of its calls
 // made.
 func HTTPHandler(api http.Handler, opts HTTPOptions) http.Handler {
-	server := New(InProcess(api))
+	server := New(InProcess(api), opts.Faces)
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = DefaultMaxBatch
 	}

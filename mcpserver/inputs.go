@@ -4,49 +4,18 @@ import (
 	"encoding/json"
 
 	"github.com/workqueue-dev/workqueue/api"
+	"github.com/workqueue-dev/workqueue/cptype"
 )
 
 // The tools' inputs and the outputs that are not an API type as it is.
 // Their jsonschema tags are the schema's descriptions, read by a model.
 
-// changeSubmission is submit_change's input: an mr item's submission.
-// The fields describe it for a model; the service is sent the arguments
-// as the caller wrote them (raw), and judges them itself.
-type changeSubmission struct {
-	ItemType      string          `json:"item_type" jsonschema:"always mr: a change carried by a merge request"`
-	Forge         string          `json:"forge" jsonschema:"the configured forge's name"`
-	Project       string          `json:"project" jsonschema:"the repository's full path, such as group/app"`
-	SourceBranch  string          `json:"source_branch" jsonschema:"the branch the service writes; projects may require a prefix such as workqueue/"`
-	TargetBranch  string          `json:"target_branch" jsonschema:"the branch the merge request merges into, such as main"`
-	Title         string          `json:"title" jsonschema:"the merge request's title (at most 255 bytes)"`
-	Description   string          `json:"description,omitempty" jsonschema:"the merge request's description"`
-	CommitMessage string          `json:"commit_message,omitempty" jsonschema:"the commit's message (default: the title)"`
-	Labels        []string        `json:"labels,omitempty" jsonschema:"labels for the merge request (at most 20)"`
-	FileActions   []fileAction    `json:"file_actions" jsonschema:"what the source branch holds beyond the target branch, one action a file"`
-	AutoMerge     *bool           `json:"auto_merge,omitempty" jsonschema:"merge once mergeable (default: the project's setting; false for an assignment's change)"`
-	AssignmentID  string          `json:"assignment_id,omitempty" jsonschema:"the assignment (from allocate_work) the change is made for: it must pass the gate when submitted and before each forge write"`
-	raw           json.RawMessage // the arguments as sent
-}
-
-func (s *changeSubmission) keepRaw(args json.RawMessage) { s.raw = args }
-
-// fileAction is one file of a submission.
-type fileAction struct {
-	Action          string  `json:"action" jsonschema:"create, update, delete, move or chmod"`
-	FilePath        string  `json:"file_path" jsonschema:"the file's path in the repository"`
-	PreviousPath    string  `json:"previous_path,omitempty" jsonschema:"move: the path it had"`
-	Content         *string `json:"content,omitempty" jsonschema:"create and update: the whole content (an empty string is an empty file)"`
-	Encoding        string  `json:"encoding,omitempty" jsonschema:"text (default) or base64"`
-	ExecuteFilemode *bool   `json:"execute_filemode,omitempty" jsonschema:"whether the file is executable (what chmod sets)"`
-	ReplaceType     bool    `json:"replace_type,omitempty" jsonschema:"update and move: let the action make a symbolic link or a submodule a regular file (without it such an action fails)"`
-}
-
 type itemRef struct {
-	ID string `json:"id" jsonschema:"the item's id, as submit_change or list_items answered it"`
+	ID string `json:"id" jsonschema:"the item's id, as a submit tool or list_items answered it"`
 }
 
 type itemQuery struct {
-	ItemType string `json:"item_type,omitempty" jsonschema:"only items of this type (mr: changes)"`
+	ItemType string `json:"item_type,omitempty" jsonschema:"only items of this type (an item type's name, as its submit tool's item_type)"`
 	Phase    string `json:"phase,omitempty" jsonschema:"only items in this phase: active, completed, failed or cancelled"`
 	Forge    string `json:"forge,omitempty" jsonschema:"only items acting on this configured forge"`
 	Project  string `json:"project,omitempty" jsonschema:"only items acting on this project (its full path)"`
@@ -66,8 +35,8 @@ type assignedWork struct {
 }
 
 // request is the action on the assigned work.
-func (w assignedWork) request(action api.Action) api.ActionRequest {
-	return api.ActionRequest{SessionID: w.SessionID, AssignmentID: w.AssignmentID, Action: action}
+func (w assignedWork) request(action cptype.Action) cptype.ActionRequest {
+	return cptype.ActionRequest{SessionID: w.SessionID, AssignmentID: w.AssignmentID, Action: action}
 }
 
 type commentAction struct {
@@ -82,11 +51,11 @@ type reviewAction struct {
 }
 
 type workQuery struct {
-	Forge string    `json:"forge,omitempty" jsonschema:"only this configured forge's"`
-	Repo  string    `json:"repo,omitempty" jsonschema:"only this repository's (its full path)"`
-	Kind  api.Kind  `json:"kind,omitempty" jsonschema:"issue or pr"`
-	State api.State `json:"state,omitempty" jsonschema:"open, merged or closed"`
-	Limit int       `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
+	Forge string       `json:"forge,omitempty" jsonschema:"only this configured forge's"`
+	Repo  string       `json:"repo,omitempty" jsonschema:"only this repository's (its full path)"`
+	Kind  cptype.Kind  `json:"kind,omitempty" jsonschema:"issue or pr"`
+	State cptype.State `json:"state,omitempty" jsonschema:"open, merged or closed"`
+	Limit int          `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
 }
 
 type leaseQuery struct {
@@ -122,11 +91,11 @@ type leaseAbandonment struct {
 	Proof api.AbandonProof `json:"proof" jsonschema:"why the holder is gone; every claim must be true"`
 }
 
-// checkpointWrite is api.Checkpoint's writable fields described, and
+// checkpointWrite is cptype.Checkpoint's writable fields described, and
 // write_checkpoint's require_complete.
 type checkpointWrite struct {
-	api.CheckpointKey
-	Role                 api.Role        `json:"role,omitempty" jsonschema:"default: the session's"`
+	cptype.CheckpointKey
+	Role                 cptype.Role     `json:"role,omitempty" jsonschema:"default: the session's"`
 	ProviderIdentity     string          `json:"provider_identity,omitempty" jsonschema:"who you act as on the forge"`
 	WorktreePath         string          `json:"worktree_path,omitempty" jsonschema:"where you work"`
 	Branch               string          `json:"branch,omitempty" jsonschema:"the branch you work on"`
@@ -147,17 +116,17 @@ type checkpointWrite struct {
 }
 
 type checkpointFound struct {
-	Found      bool            `json:"found" jsonschema:"whether the checkpoint exists"`
-	Checkpoint *api.Checkpoint `json:"checkpoint,omitempty" jsonschema:"the checkpoint, when found"`
+	Found      bool               `json:"found" jsonschema:"whether the checkpoint exists"`
+	Checkpoint *cptype.Checkpoint `json:"checkpoint,omitempty" jsonschema:"the checkpoint, when found"`
 }
 
 type checkpointQuery struct {
-	SessionID  string   `json:"session_id,omitempty" jsonschema:"only this session's"`
-	Forge      string   `json:"forge,omitempty" jsonschema:"only this forge's"`
-	Repo       string   `json:"repo,omitempty" jsonschema:"only this repository's"`
-	WorkKind   api.Kind `json:"work_kind,omitempty" jsonschema:"only this kind's: issue or pr"`
-	WorkNumber *int64   `json:"work_number,omitempty" jsonschema:"only this issue or pull request number's (0: sessions' own checkpoints)"`
-	Limit      int      `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
+	SessionID  string      `json:"session_id,omitempty" jsonschema:"only this session's"`
+	Forge      string      `json:"forge,omitempty" jsonschema:"only this forge's"`
+	Repo       string      `json:"repo,omitempty" jsonschema:"only this repository's"`
+	WorkKind   cptype.Kind `json:"work_kind,omitempty" jsonschema:"only this kind's: issue or pr"`
+	WorkNumber *int64      `json:"work_number,omitempty" jsonschema:"only this issue or pull request number's (0: sessions' own checkpoints)"`
+	Limit      int         `json:"limit,omitempty" jsonschema:"at most this many (1 to 500)"`
 }
 
 type incidentReconcile struct {

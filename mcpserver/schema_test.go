@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workqueue-dev/workqueue/internal/testapi"
 	"github.com/workqueue-dev/workqueue/mcpserver"
 	"github.com/workqueue-dev/workqueue/mcpserver/mcptest"
 )
@@ -23,7 +24,7 @@ import (
 func TestEverySchemaIsAnObject(t *testing.T) {
 	t.Parallel()
 	serverSide, clientSide := mcp.NewInMemoryTransports()
-	ss, err := mcpserver.New(mcpserver.Fixed(nil)).Connect(t.Context(), serverSide, nil)
+	ss, err := mcpserver.New(mcpserver.Fixed(nil), testapi.Types.Faces()).Connect(t.Context(), serverSide, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/client"
 )
 
@@ -35,34 +37,78 @@ const instructions = `workqueue stands between agents and a code forge. You hold
 
 Start with start_session and your role (author, reviewer or merger), then allocate_work: apply false previews, apply true takes the work under an exclusive lease and gives an assignment (assignment.id, allowed_actions). heartbeat_session and heartbeat_lease while you work; write_checkpoint what a restarted session would need; release_lease when done and end_session when you stop. After a restart, reconcile_checkpoint says whether to resume, re-inspect or re-acquire.
 
-An author's loop: allocate_work (an issue) → check_gate with action open_pr → submit_change with the assignment's id as assignment_id (leave auto_merge out: the pull request closes your issue, is yours, and is never merged on its own) → follow the item with get_item until its pull request exists → write_checkpoint. The pull request is then reviewed by a reviewer session and merged by a merger session; if changes are requested, allocate_work hands it back to you (action push: submit to the same branch).
+An author's loop: allocate_work (an issue) → check_gate with action open_pr → the submit tool of the change's item type (below) with the assignment's id as assignment_id (leave auto_merge out: the pull request closes your issue, is yours, and is never merged on its own) → follow the item with get_item until its pull request exists → write_checkpoint. The pull request is then reviewed by a reviewer session and merged by a merger session; if changes are requested, allocate_work hands it back to you (action push: submit to the same branch).
 
 A reviewer is handed pull requests others wrote: review_pull_request, approve or request_changes. A merger is handed approved, mergeable ones: merge_pull_request, at the head the assignment pinned. comment writes on your assignment's issue or pull request; close_issue closes an issue when your assignment allows close. The service checks the gate for these itself; a review, a merge or a close releases your lease and hands the work on.
 
-submit_change also takes changes without an assignment, where the service allows it: desired state (a branch's files) as data, which the service inspects and drives to a merged merge request. Follow it with get_item and list_items.
+The submit tools also take work without an assignment, where the service allows it: desired state as data, which the service inspects and drives to completion (a change, to a merged merge request). Follow an item with get_item and list_items.
 
 A tool error is the service's refusal: its text names the code (invalid, not_found, conflict, unauthorized, forbidden), the reason (such as head_moved, own_pull_request, not_owner or wait_foreign_active) and the detail. check_gate's refusal is an answer (allowed false) with the same reasons. Do not repeat a refused call unchanged.`
 
-// New returns the MCP server of workqueue's tools; each tool call makes
-// its REST call with the client clients gives for it.
-func New(clients Clients) *mcp.Server {
+// New returns the MCP server of workqueue's tools, with a submit tool for
+// each item type of faces that has one (its registration's); each tool
+// call makes its REST call with the client clients gives for it.
+func New(clients Clients, faces []wq.ItemFace) *mcp.Server {
+	text := instructions
+	var submits []string
+	for _, f := range faces {
+		if f.Tool != nil {
+			submits = append(submits, fmt.Sprintf("%s (item type %s)", f.Tool.Name, f.Type))
+		}
+	}
+	if len(submits) > 0 {
+		text += "\n\nSubmit tools here: " + strings.Join(submits, ", ") + "."
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "workqueue", Title: "workqueue", Version: version()},
-		&mcp.ServerOptions{Instructions: instructions})
+		&mcp.ServerOptions{Instructions: text})
+	for _, f := range faces {
+		if f.Tool != nil {
+			submitTool(*f.Tool)(s, clients)
+		}
+	}
 	for _, add := range tools {
 		add(s, clients)
 	}
 	return s
 }
 
-// ServeIO serves the tools over MCP's stdio transport (one JSON-RPC
+// submitTool is the tool that submits an item of a type: its input schema
+// is the type's, described for a model, and the service is sent the
+// arguments as the agent wrote them (the REST API judges them itself:
+// duplicate members, invalid UTF-8).
+func submitTool(t wq.ItemTool) func(*mcp.Server, Clients) {
+	define := sync.OnceValue(func() *mcp.Tool {
+		var in jsonschema.Schema
+		if err := json.Unmarshal(t.Input(), &in); err != nil {
+			panic(fmt.Sprintf("mcpserver: %s's input schema: %v", t.Name, err)) // a declaration error, found by any test
+		}
+		admitUnknownMembers(&in)
+		return &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: &in, OutputSchema: objectSchema(schemaFor[*api.Submitted]())}
+	})
+	return func(s *mcp.Server, clients Clients) {
+		mcp.AddTool(s, define(), func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, *api.Submitted, error) {
+			c, err := clients(ctx, req)
+			if err != nil {
+				return nil, nil, err
+			}
+			out, err := c.Submit(ctx, req.Params.Arguments)
+			if err != nil {
+				return nil, nil, toolError(err)
+			}
+			return nil, out, nil
+		})
+	}
+}
+
+// ServeIO serves the tools (with the submit tools of faces) over MCP's stdio transport (one JSON-RPC
 // message a line) on in and out, each call made with c, until in ends or
 // ctx is done. Every request read before in ends is answered first
 // (stdio.go). A batch of more than DefaultMaxBatch messages is answered
 // with a JSON-RPC error naming the bound, none of its calls made.
-func ServeIO(ctx context.Context, c *client.Client, in io.Reader, out io.Writer) error {
+func ServeIO(ctx context.Context, c *client.Client, faces []wq.ItemFace, in io.Reader, out io.Writer) error {
 	requests := newInFlight()
 	answers := &answerTracker{out: out, inFlight: requests}
-	err := New(Fixed(c)).Run(ctx, &mcp.IOTransport{
+	err := New(Fixed(c), faces).Run(ctx, &mcp.IOTransport{
 		Reader: &drainingInput{ctx: ctx, in: bufio.NewReader(in), inFlight: requests, maxBatch: DefaultMaxBatch, out: answers},
 		Writer: answers})
 	if ctx.Err() != nil {

@@ -10,37 +10,11 @@ import (
 	"github.com/workqueue-dev/workqueue/forge"
 )
 
-// Assignments is the control plane as the mr type meets it (DESIGN
-// section 9, "Assignments on the write path"): a change submitted for an
-// assignment passes the gate at submission, and again before each forge
-// write, so that a lease that expired or work that was closed meanwhile
-// stops the item before anything is pushed.
-type Assignments interface {
-	// Authorize says what caller's change to branch of project is for,
-	// or refuses it: an *wq.Error whose Reason is the gate's (head_moved,
-	// lease_expired, work_terminal, not_owner, no_assignment…) when the
-	// assignment does not allow it; any other error is transient.
-	Authorize(ctx context.Context, caller, assignmentID, forge, project, branch string) (AssignmentGrant, error)
-	// Pushed says that the service pushed head for the assignment.
-	Pushed(ctx context.Context, caller, assignmentID, head string) error
-	// Opened says that the service opened (or found) merge request
-	// number, at head, for the assignment: its session wrote it.
-	Opened(ctx context.Context, caller, assignmentID string, number int64, head string) error
-}
+// Assignments is the control plane's gate as the mr type meets it.
+type Assignments = wq.AssignmentGate
 
 // AssignmentGrant is what an allowed change is for.
-type AssignmentGrant struct {
-	// Issue is the issue an issue assignment is for: the merge request
-	// closes it. 0 for a pull request assignment.
-	Issue int64
-	// Merge says whether the assignment allows merging: without it the
-	// service never merges the change on its own.
-	Merge bool
-	// Push says the assignment allows pushing onto the merge request of
-	// the change's very branch: its holder may change that branch's item
-	// even when another identity submitted it.
-	Push bool
-}
+type AssignmentGrant = wq.AssignmentGrant
 
 // forAssignment checks sub against its assignment and completes it: the
 // merge request closes the assigned issue, and is merged by the service

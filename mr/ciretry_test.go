@@ -9,6 +9,7 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/herder"
 	"github.com/workqueue-dev/workqueue/mr"
@@ -315,8 +316,8 @@ func TestARetryWhoseDecisionWasSupersededIsRecordedOnce(t *testing.T) {
 	h.jobEvent(it.ID, d.HeadSHA, job)
 	ci.duringRetry = func() {
 		ci.duringRetry = nil
-		if _, err := h.store.InsertDelivery(h.ctx, "fake", "retry-hook", []wq.Event{{ItemID: it.ID, EventType: gitlab.EventPipeline,
-			Body: []byte(fmt.Sprintf(`{"object_kind":"pipeline","object_attributes":{"id":7,"sha":%q,"status":"running"}}`, d.HeadSHA))}},
+		if _, err := h.store.InsertDelivery(h.ctx, "fake", "retry-hook", []wq.Event{{ItemID: it.ID, EventType: forge.EventType,
+			Body: neutral(t, gitlab.EventPipeline, fmt.Sprintf(`{"object_kind":"pipeline","object_attributes":{"id":7,"sha":%q,"status":"running"}}`, d.HeadSHA))}},
 			h.clock.Now()); err != nil {
 			t.Error(err)
 		}

@@ -11,7 +11,6 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/engine"
-	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/forge/gitlab/gitlabtest"
 	"github.com/workqueue-dev/workqueue/internal/eventually"
@@ -75,7 +74,7 @@ func startWorld(t *testing.T, fx testforge.Fixture, kind string, f wq.Forge, rep
 	t.Helper()
 	w := &world{t: t, ctx: context.Background(), store: testdb.Open(t, store.KindSQLite), fx: fx, kind: kind,
 		forge: &notingForge{Forge: f, notes: map[int64][]string{}}, repo: repo,
-		project: mr.Project{Label: "managed-by-workqueue", AutoMerge: true, FileModes: forge.SetsFileModes(kind)}}
+		project: mr.Project{Label: "managed-by-workqueue", AutoMerge: true, FileModes: wq.SetsFileModes(f)}}
 	opts.Store, opts.Forges = w.store, map[string]wq.Forge{kind: w.forge}
 	if opts.MergeRecheckInterval == 0 {
 		opts.MergeRecheckInterval = 200 * time.Millisecond

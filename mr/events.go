@@ -10,22 +10,17 @@ import (
 	"github.com/workqueue-dev/workqueue/forge"
 )
 
-// eventHandlers reads the events the webhook receiver stores, of every
-// registered kind of forge, each through the kind's forge.DecodeEvent,
-// and the bulk reconciliation's.
+// eventHandlers reads the events the webhook receiver stores (forge-
+// neutral, whichever forge sent them) and the bulk reconciliation's.
 func (x *executors) eventHandlers() map[string]wq.EventHandler {
-	hs := map[string]wq.EventHandler{EventBulkReconcile: x.onBulkReconcile, EventBulkCI: x.onBulkCI}
-	for _, t := range forge.EventTypes() {
-		hs[t] = x.onForgeEvent
-	}
-	return hs
+	return map[string]wq.EventHandler{EventBulkReconcile: x.onBulkReconcile, EventBulkCI: x.onBulkCI, forge.EventType: x.onForgeEvent}
 }
 
 // onForgeEvent reads a forge's event, whichever forge sent it.
 func (x *executors) onForgeEvent(ctx context.Context, item *wq.Item, ev *wq.Event) (wq.EventResult, error) {
-	e, err := forge.DecodeEvent(ev.EventType, ev.Body)
-	if err != nil {
-		return wq.EventResult{}, err
+	var e forge.Event
+	if err := json.Unmarshal(ev.Body, &e); err != nil {
+		return wq.EventResult{}, fmt.Errorf("forge event: %w", err)
 	}
 	switch {
 	case e.MergeRequest != nil:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
 	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
@@ -114,11 +115,11 @@ func TestEventHandlersReadEventsIntoResults(t *testing.T) {
 			`{"pipeline_id":77,"sha":"ours","build_status":"success","build_failure_reason":"unknown_failure"}`, "", "", none, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, ok := handlers[tc.eventType]
+			h, ok := handlers[forge.EventType]
 			if !ok {
-				t.Fatalf("no handler for %q", tc.eventType)
+				t.Fatalf("no handler for %q", forge.EventType)
 			}
-			r, err := h(ctx, it, &wq.Event{ItemID: it.ID, EventType: tc.eventType, Body: json.RawMessage(tc.body)})
+			r, err := h(ctx, it, &wq.Event{ItemID: it.ID, EventType: forge.EventType, Body: neutral(t, tc.eventType, tc.body)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,9 +152,17 @@ func TestEventHandlersReadEventsIntoResults(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{gitea.EventPullRequest, gitea.EventStatus, gitlab.EventPipeline, gitlab.EventJob} {
-		if _, err := handlers[bad](ctx, it, &wq.Event{EventType: bad, Body: json.RawMessage(`[`)}); err == nil {
-			t.Errorf("%s: a malformed body was read", bad)
+	if _, err := handlers[forge.EventType](ctx, it, &wq.Event{EventType: forge.EventType, Body: json.RawMessage(`[`)}); err == nil {
+		t.Error("a malformed stored event was read")
+	}
+	for _, bad := range []string{gitea.EventPullRequest, gitea.EventStatus} {
+		if _, err := gitea.Plugin.DecodeEvent(bad, []byte(`[`)); err == nil {
+			t.Errorf("%s: a malformed payload was read", bad)
+		}
+	}
+	for _, bad := range []string{gitlab.EventPipeline, gitlab.EventJob} {
+		if _, err := gitlab.Plugin.DecodeEvent(bad, []byte(`[`)); err == nil {
+			t.Errorf("%s: a malformed payload was read", bad)
 		}
 	}
 }

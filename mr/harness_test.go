@@ -3,14 +3,18 @@ package mr_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/engine"
-	_ "github.com/workqueue-dev/workqueue/forge/kinds" // the event types the mr type reads
+	"github.com/workqueue-dev/workqueue/forge"
+	"github.com/workqueue-dev/workqueue/forge/gitea"
+	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/mr"
@@ -54,7 +58,7 @@ func startEngine(t *testing.T, s *testdb.Store, clock clockwork.Clock, opts mr.O
 	cfg.Owner = t.Name()
 	cfg.HandledTypes = []string{mr.ItemType}
 	cfg.SweepInterval = sweep
-	e, err := engine.New(cfg, s, clock, nil, opts.Log)
+	e, err := engine.New(cfg, s, clock, audit.NewLogSink(opts.Log), opts.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,8 +163,8 @@ func (h *harness) reconcileRow(id wq.ItemID) (wq.Dimension, mr.ReconcileDetail) 
 // and lets the engine apply it.
 func (h *harness) event(id wq.ItemID, eventType, body, delivery string) {
 	h.t.Helper()
-	if _, err := h.store.InsertDelivery(h.ctx, "fake", delivery, []wq.Event{{ItemID: id, EventType: eventType,
-		Body: []byte(body)}}, h.clock.Now()); err != nil {
+	if _, err := h.store.InsertDelivery(h.ctx, "fake", delivery, []wq.Event{{ItemID: id, EventType: forge.EventType,
+		Body: neutral(h.t, eventType, body)}}, h.clock.Now()); err != nil {
 		h.t.Fatal(err)
 	}
 	h.settle()
@@ -193,4 +197,27 @@ func (h *harness) wantBranchGone(branch, when string) {
 	if h.forge.head(branch) != "" {
 		h.t.Errorf("%s: branch %s is still there", when, branch)
 	}
+}
+
+// neutral is a forge's payload of an event type as the webhook receiver
+// stores it: read at receipt by its kind (forge.Plugin.DecodeEvent) into
+// the forge-neutral event.
+func neutral(t testing.TB, eventType, body string) []byte {
+	t.Helper()
+	for _, p := range []forge.Plugin{gitea.Plugin, gitlab.Plugin} {
+		if !slices.Contains(p.EventTypes, eventType) {
+			continue
+		}
+		e, err := p.DecodeEvent(eventType, []byte(body))
+		if err != nil {
+			t.Fatalf("%s payload: %v", eventType, err)
+		}
+		out, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	t.Fatalf("no kind reads %s events", eventType)
+	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/herder"
 )
 
@@ -523,8 +522,7 @@ func (x *executors) ensureMergeRequest(ctx context.Context, f wq.Forge, id wq.It
 	}
 	// The forge stores a description it interprets in its inert form
 	// (GitLab's quick actions): that is what it holds when in sync.
-	kind, _ := forge.Lookup(f.Kind())
-	if mr.Title != d.Title || mr.Description != description && mr.Description != kind.Inert(description) {
+	if mr.Title != d.Title || mr.Description != description && mr.Description != wq.InertText(f, description) {
 		synced, err := f.UpdateMergeRequest(ctx, d.Project, mr.Number, wq.MergeRequestUpdate{Title: &d.Title, Description: &description})
 		if err != nil {
 			return nil, forgeFailure("sync the merge request", err)

@@ -67,7 +67,7 @@ type Project struct {
 	// any): the service writes only branches it owns.
 	BranchPrefix string
 	// FileModes is whether the project's forge can set a file's executable
-	// bit (forge.SetsFileModes); if not, chmod and execute_filemode are
+	// bit (wq.FileModeSetter); if not, chmod and execute_filemode are
 	// refused at submit instead of failing later.
 	FileModes bool
 	// Outbound is the project's outbound policy (package policy), which a

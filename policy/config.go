@@ -11,10 +11,11 @@ import (
 // ForConfig resolves the outbound policy of every repository of one
 // configured forge from c: the project entry that covers it (or the
 // defaults where none does: a control-plane or incident repository), the
-// control plane's steering labels, and the service's own labels.
-func ForConfig(c config.Config, forgeName string) Projects {
+// control plane's steering labels, and own, the labels the service puts
+// itself (its item types' managed and review labels).
+func ForConfig(c config.Config, forgeName string, own []string) Projects {
 	steering := append(append([]string(nil), c.ControlPlane.BlockedLabels...), c.ControlPlane.PriorityLabels...)
-	own := []string{c.MR.ManagedLabel, c.MR.ReviewLabel}
+	own = append([]string(nil), own...)
 	return func(project string) Project {
 		p := Project{SteeringLabels: steering, ServiceLabels: own, BranchPrefix: config.DefaultBranchPrefix}
 		e, ok := c.ProjectFor(forgeName, project)
@@ -36,14 +37,15 @@ func ForConfig(c config.Config, forgeName string) Projects {
 	}
 }
 
-// Open builds the client of configured forge f, guarded (Guard): the
-// one way serve, hooks and the herder get a forge to write to, so that
-// no write goes around the policy (scripts/check holds that nothing
-// else calls forge.Open).
-func Open(c config.Config, f config.Forge, fc forge.Config) (wq.Forge, error) {
-	g, err := forge.Open(f.Kind, fc)
+// Open builds the client of configured forge f, of a kind of kinds,
+// guarded (Guard): the one way serve, hooks and the herder get a forge
+// to write to, so that no write goes around the policy (scripts/check
+// holds that nothing else opens a forge's client).
+// own are the labels the service puts itself (ForConfig).
+func Open(kinds *forge.Registry, c config.Config, own []string, f config.Forge, fc forge.Config) (wq.Forge, error) {
+	g, err := kinds.Open(f.Kind, fc)
 	if err != nil {
 		return nil, fmt.Errorf("forge %s: %w", f.Name, err)
 	}
-	return Guard(f.Name, g, ForConfig(c, f.Name)), nil
+	return Guard(f.Name, g, ForConfig(c, f.Name, own)), nil
 }

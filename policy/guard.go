@@ -143,6 +143,13 @@ func (g *guard) defaultBranch(ctx context.Context, project string) (string, erro
 	return branch, err
 }
 
+// SetsFileModes is the adapter's (wq.FileModeSetter): the guard keeps
+// what the kind's client can do.
+func (g *guard) SetsFileModes() bool { return wq.SetsFileModes(g.Forge) }
+
+// InertText is the adapter's (wq.InertTexter).
+func (g *guard) InertText(text string) string { return wq.InertText(g.Forge, text) }
+
 // DefaultBranch reads through the guard's cache (wq.DefaultBrancher), so
 // that a submission's check and the push's share one read.
 func (g *guard) DefaultBranch(ctx context.Context, project string) (string, error) {
@@ -313,6 +320,14 @@ func (g *guard) ServerVersion(ctx context.Context) (string, error) {
 		return v.ServerVersion(ctx)
 	}
 	return "", g.errUnsupported("read its version")
+}
+
+// MinServerVersion is the adapter's (wq.VersionReader); "" without one.
+func (g *guard) MinServerVersion() string {
+	if v, ok := g.Forge.(wq.VersionReader); ok {
+		return v.MinServerVersion()
+	}
+	return ""
 }
 
 // ProjectSettings reads a project's safety settings (wq.SettingsReader).

@@ -7,8 +7,8 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forge/forgetest"
+	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/forge/gitlab/gitlabtest"
-	_ "github.com/workqueue-dev/workqueue/forge/kinds"
 	"github.com/workqueue-dev/workqueue/policy"
 )
 
@@ -20,7 +20,7 @@ func guarded(t *testing.T, p policy.Project) (wq.Forge, func() int64) {
 	t.Cleanup(srv.Close)
 	srv.CreateProjectWith("o/r", "main", map[string]string{"README.md": "hello\n"})
 	client, calls := forgetest.CountingClient()
-	f, err := forge.Open(wq.ForgeGitLab, forge.Config{URL: srv.URL, Token: srv.Token, HTTPClient: client})
+	f, err := gitlab.Plugin.Open(forge.Config{URL: srv.URL, Token: srv.Token, HTTPClient: client})
 	if err != nil {
 		t.Fatal(err)
 	}

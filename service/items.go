@@ -50,6 +50,7 @@ type Items struct {
 	Identities *identity.Guard
 
 	types map[string]registered
+	faces []wq.ItemFace // what the API's document shows of the types (Describe)
 	// keys serialises submissions for one key (one branch) in this
 	// process, so that a burst of them queues instead of racing (and
 	// losing) on the store's guards.
@@ -86,6 +87,16 @@ func (s *Items) Register(t wq.ItemType, a wq.ItemAPI) {
 	}
 	s.types[t.Name] = registered{api: a, cancelDimension: t.CancelDimension}
 }
+
+// Describe adds what the API's document shows of a registered type (its
+// registration's face); a type without one is the generic item only.
+func (s *Items) Describe(f wq.ItemFace) {
+	s.faces = append(s.faces, f)
+	slices.SortFunc(s.faces, func(a, b wq.ItemFace) int { return strings.Compare(a.Type, b.Type) })
+}
+
+// Faces are the faces Describe added, by type name.
+func (s *Items) Faces() []wq.ItemFace { return slices.Clone(s.faces) }
 
 // Types lists the registered item types' APIs.
 func (s *Items) Types() []wq.ItemAPI {

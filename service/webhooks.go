@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 type Webhooks struct {
 	Store  wq.Store
 	Forges map[string]WebhookForge // by configured forge name
+	Kinds  *forge.Registry         // the kinds Forges name
 	Types  []wq.ItemAPI
 	Notify func(itemType string, id wq.ItemID)
 	Audit  wq.AuditSink
@@ -37,7 +39,7 @@ type Webhooks struct {
 
 // WebhookForge is what the receiver knows of a configured forge.
 type WebhookForge struct {
-	Kind   string // a registered kind of forge (forge.Lookup)
+	Kind   string // a kind of forge of Webhooks.Kinds
 	Secret string // the webhook secret; "" refuses every delivery
 }
 
@@ -60,7 +62,7 @@ func (w *Webhooks) Receive(ctx context.Context, forgeName string, h http.Header,
 }
 
 // VerifyHeader checks a delivery to the named forge on its headers
-// alone, before its body is read (forge.VerifyHeader): ENOTFOUND for an
+// alone, before its body is read (forge.Registry.VerifyHeader): ENOTFOUND for an
 // unknown forge, EUNAUTHORIZED when its headers already show it is not
 // the forge's (GitLab's token), nil when the body must be read to
 // decide, which Receive then does. A refusal is counted as Receive
@@ -71,7 +73,7 @@ func (w *Webhooks) VerifyHeader(forgeName string, h http.Header) error {
 	if !ok {
 		err = wq.Errorf(wq.ENOTFOUND, "no forge named %q", forgeName)
 	} else {
-		err = forge.VerifyHeader(f.Kind, f.Secret, h)
+		err = w.Kinds.VerifyHeader(f.Kind, f.Secret, h)
 	}
 	if err != nil && w.Metrics != nil {
 		w.countDelivery(forgeName, Received{}, err)
@@ -108,7 +110,7 @@ func (w *Webhooks) receive(ctx context.Context, forgeName string, h http.Header,
 	if !ok {
 		return Received{}, wq.Errorf(wq.ENOTFOUND, "no forge named %q", forgeName)
 	}
-	d, err := forge.ParseWebhook(f.Kind, f.Secret, h, body)
+	d, err := w.Kinds.ParseWebhook(f.Kind, f.Secret, h, body)
 	if err != nil || d == nil {
 		return Received{}, err
 	}
@@ -138,15 +140,19 @@ func (w *Webhooks) receive(ctx context.Context, forgeName string, h http.Header,
 			break
 		}
 	}
-	if itemType == "" {
-		return got, nil // DDR-32: no active item, nothing to store
+	if itemType == "" || d.Event == nil {
+		return got, nil // DDR-32: no active item (or nothing to tell it), nothing to store
+	}
+	event, err := json.Marshal(d.Event)
+	if err != nil {
+		return Received{}, err
 	}
 	now := time.Now()
 	if w.Clock != nil {
 		now = w.Clock.Now()
 	}
 	stored, err := w.Store.InsertDelivery(ctx, forgeName, d.DeliveryID,
-		[]wq.Event{{ItemID: id, EventType: d.EventType, Body: d.Body, EventTS: d.EventTS}}, now)
+		[]wq.Event{{ItemID: id, EventType: forge.EventType, Body: event, EventTS: d.EventTS}}, now)
 	if err != nil {
 		return Received{}, err
 	}

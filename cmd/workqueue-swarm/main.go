@@ -31,6 +31,8 @@ import (
 	"github.com/workqueue-dev/workqueue/cmd/workqueue-swarm/swarm"
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
 	"github.com/workqueue-dev/workqueue/store"
+	"github.com/workqueue-dev/workqueue/store/postgres"
+	"github.com/workqueue-dev/workqueue/store/sqlite"
 )
 
 func main() {
@@ -79,7 +81,8 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	db, err := store.Open(ctx, database)
+	// The swarm opens the control plane's store only, on either driver.
+	db, err := store.NewRegistry(sqlite.Driver, postgres.Driver).Open(ctx, database)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "workqueue-swarm: open the database:", err)
 		return 2

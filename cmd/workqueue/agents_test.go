@@ -24,11 +24,11 @@ import (
 
 	sdk "code.gitea.io/sdk/gitea"
 
-	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/client"
 	"github.com/workqueue-dev/workqueue/config"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/cptype"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
@@ -163,7 +163,7 @@ func TestTwentySessionsRacingForOneIssueGetOneAssignment(t *testing.T) {
 			const sessions = 20
 			ids := make([]string, sessions)
 			for i := range ids {
-				s, err := clients[i%len(clients)].RegisterSession(ctx, api.RoleAuthor, fmt.Sprint("agent-", i), nil)
+				s, err := clients[i%len(clients)].RegisterSession(ctx, cptype.RoleAuthor, fmt.Sprint("agent-", i), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -175,7 +175,7 @@ func TestTwentySessionsRacingForOneIssueGetOneAssignment(t *testing.T) {
 					WorkKey: cp.WorkKey{Forge: "gitea", Repo: repo, Kind: cp.KindIssue, Number: 1}, UpdatedAt: time.Now()}}, time.Now()); err != nil {
 					t.Fatal(err)
 				}
-				outcomes := make([]api.Outcome, sessions)
+				outcomes := make([]cptype.Outcome, sessions)
 				errs := make([]error, sessions)
 				testkit.AtOnce(sessions, func(i int) {
 					a, err := clients[i%len(clients)].Allocate(ctx, ids[i], repo, true)
@@ -184,14 +184,14 @@ func TestTwentySessionsRacingForOneIssueGetOneAssignment(t *testing.T) {
 					}
 					errs[i] = err
 				})
-				count := map[api.Outcome]int{}
+				count := map[cptype.Outcome]int{}
 				for i, o := range outcomes {
 					if errs[i] != nil {
 						t.Fatalf("round %d, session %d: %v", round, i, errs[i])
 					}
 					count[o]++
 				}
-				if count[api.OutcomeAssigned] != 1 || count[api.OutcomeWait] != sessions-1 {
+				if count[cptype.OutcomeAssigned] != 1 || count[cptype.OutcomeWait] != sessions-1 {
 					t.Fatalf("round %d: %v, want one assigned and %d told to wait", round, count, sessions-1)
 				}
 			}
@@ -236,12 +236,12 @@ func TestChangesForAssignmentsPassTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	sync()
-	author, err := agents.RegisterSession(ctx, api.RoleAuthor, "author", nil)
+	author, err := agents.RegisterSession(ctx, cptype.RoleAuthor, "author", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	held, err := agents.Allocate(ctx, author.ID, w.repo, true)
-	if err != nil || held.Outcome != api.OutcomeAssigned || held.Work.Number != issue.Index {
+	if err != nil || held.Outcome != cptype.OutcomeAssigned || held.Work.Number != issue.Index {
 		t.Fatalf("allocate the issue: %+v, %v", held, err)
 	}
 
@@ -288,7 +288,7 @@ func TestChangesForAssignmentsPassTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	back, err := agents.Allocate(ctx, author.ID, w.repo, true)
-	if err != nil || back.Outcome != api.OutcomeAssigned || back.Work.Number != number {
+	if err != nil || back.Outcome != cptype.OutcomeAssigned || back.Work.Number != number {
 		t.Fatalf("allocate the pull request back to its author: %+v, %v", back, err)
 	}
 	if _, _, err := gitea.CreateFile(owner, name, "someone.txt", sdk.CreateFileOptions{FileOptions: sdk.FileOptions{
@@ -447,12 +447,12 @@ func TestSentryAlertsFileExactlyOneIssueThatAnAgentIsThenHanded(t *testing.T) {
 		t.Fatalf("sync: %d %v", status, out)
 	}
 	agents, _ := client.New(w.base, agentTok)
-	author, err := agents.RegisterSession(t.Context(), api.RoleAuthor, "author", nil)
+	author, err := agents.RegisterSession(t.Context(), cptype.RoleAuthor, "author", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, err := agents.Allocate(t.Context(), author.ID, w.repo, true)
-	if err != nil || a.Outcome != api.OutcomeAssigned || a.Work.Kind != api.KindIssue || a.Work.Number != issues[0].Index {
+	if err != nil || a.Outcome != cptype.OutcomeAssigned || a.Work.Kind != cptype.KindIssue || a.Work.Number != issues[0].Index {
 		t.Fatalf("allocate: %+v, %v; want the incident's issue #%d", a, err, issues[0].Index)
 	}
 }

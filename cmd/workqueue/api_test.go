@@ -24,6 +24,7 @@ import (
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/mr/mrtype"
 	"github.com/workqueue-dev/workqueue/policy"
 )
 
@@ -54,7 +55,7 @@ func startAPI(t testing.TB, forgeURL string, edit func(*config.Config)) *apiWorl
 	cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "wq.db")
 	cfg.HandledTypes = []string{mr.ItemType}
 	cfg.Processing.SweepInterval = config.Duration(100 * time.Millisecond)
-	cfg.MR.MergeRecheckInterval = config.Duration(200 * time.Millisecond)
+	mrtype.In(&cfg).MergeRecheckInterval = config.Duration(200 * time.Millisecond)
 	cfg.Forges = []config.Forge{{Name: "gitea", Kind: "gitea", URL: forgeURL, TokenEnv: "WQ_TEST_GITEA_TOKEN"}}
 	cfg.Projects = []config.Project{{Match: "workqueue/**", Forge: "gitea", BlockedPaths: []string{"secrets/**", "**/CODEOWNERS"},
 		MaxFileBytes: 1000, MaxTotalBytes: 1500, AutoMerge: true}}
@@ -76,7 +77,7 @@ func startAPI(t testing.TB, forgeURL string, edit func(*config.Config)) *apiWorl
 			cfg.Incidents.Projects[i].Repo = w.repo
 		}
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(assemble().known()); err != nil {
 		t.Fatal(err)
 	}
 	m := NewMain(cfg, testkit.Quiet())
@@ -393,7 +394,7 @@ func TestAPIForgeOutageKeepsItemsActiveUntilTheForgeReturns(t *testing.T) {
 func TestAPIRetryReopensAPullRequestAPersonClosed(t *testing.T) {
 	w := startAPI(t, "", func(c *config.Config) {
 		c.Projects[0].AutoMerge = false
-		c.MR.ReconcileInterval = config.Duration(200 * time.Millisecond)
+		mrtype.In(c).ReconcileInterval = config.Duration(200 * time.Millisecond)
 	})
 	_, body, _ := w.do("POST", "/api/v1/items", w.tokens["submit"], w.submission("workqueue/closed"))
 	id := body["id"].(string)

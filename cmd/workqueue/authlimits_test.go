@@ -26,8 +26,8 @@ import (
 func serveYAML(t *testing.T, doc string) string {
 	t.Helper()
 	t.Setenv("WQ_TEST_UNREACHED_TOKEN", "unused")
-	cfg, err := config.Parse(strings.NewReader("listen: 127.0.0.1:0\ndatabase: sqlite://" +
-		filepath.Join(t.TempDir(), "wq.db") + "\n" + doc))
+	cfg, err := config.Parse(strings.NewReader("listen: 127.0.0.1:0\ndatabase: sqlite://"+
+		filepath.Join(t.TempDir(), "wq.db")+"\n"+doc), assemble().known())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ import (
 	"github.com/workqueue-dev/workqueue/store/seam"
 )
 
-func newBenchCommand() *cobra.Command {
+func newBenchCommand(w *world) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the engine's burn-down, the submit API's load and allocation on a database",
@@ -61,12 +61,12 @@ same PostgreSQL and prints the ratio.`,
 	addOutputFlag(cmd.PersistentFlags(), &output)
 	cmd.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the measured phase to this file (go tool pprof reads it)")
 	cmd.PersistentFlags().String("memprofile", "", "write the allocations made during the measured phase to this file (go tool pprof reads it)")
-	cmd.AddCommand(newBenchEngineCommand(), newBenchSubmitCommand(), newBenchAllocateCommand(),
-		newBenchEngineInstanceCommand(), newBenchHostileCommand())
+	cmd.AddCommand(newBenchEngineCommand(w), newBenchSubmitCommand(w), newBenchAllocateCommand(w),
+		newBenchEngineInstanceCommand(w), newBenchHostileCommand(w))
 	return cmd
 }
 
-func newBenchEngineCommand() *cobra.Command {
+func newBenchEngineCommand(w *world) *cobra.Command {
 	var (
 		items, workers, instances, claimBatch int
 		actionTime                            time.Duration
@@ -109,12 +109,7 @@ engine's and the database's. The items stay in the database, idle.`,
 		Example: `  workqueue bench engine
   workqueue bench engine --database "$TEST_DATABASE_URL" --items 20000 --workers 100`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := newBench(cmd)
-			if err != nil {
-				return err
-			}
-			defer b.close()
+		RunE: withBench(w, func(cmd *cobra.Command, b *bench) error {
 			if items < 1 || workers < 1 || instances < 1 {
 				return errors.New("--items, --workers and --instances must be at least 1")
 			}
@@ -142,7 +137,7 @@ engine's and the database's. The items stay in the database, idle.`,
 			return b.print(r, fmt.Sprintf("engine burn-down on %s: %d items, %s, %.2fs: %.0f items/s; peak RSS %.1f MiB; "+
 				"%.1f ms of CPU per 1,000 items, %.1f of them the engine's",
 				r.Database, r.Items, on, r.ElapsedSeconds, r.ItemsPerSecond, mib(r.PeakRSSBytes), r.CPUMsPer1000, r.ProcessCPUMsPer1000))
-		},
+		}),
 	}
 	cmd.Flags().IntVar(&items, "items", 20_000, "items to burn down")
 	cmd.Flags().IntVar(&workers, "workers", config.Default().Processing.Workers, "engine workers (processing.workers), per instance")
@@ -167,7 +162,7 @@ func checkActionTime(d time.Duration) error {
 	return nil
 }
 
-func newBenchSubmitCommand() *cobra.Command {
+func newBenchSubmitCommand(w *world) *cobra.Command {
 	var requests, clients int
 	cmd := &cobra.Command{
 		Use:   "submit",
@@ -187,12 +182,7 @@ project that exist only to accept the submissions.`,
 		Example: `  workqueue bench submit
   workqueue bench submit --database "$TEST_DATABASE_URL" --requests 20000 --clients 16 -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := newBench(cmd)
-			if err != nil {
-				return err
-			}
-			defer b.close()
+		RunE: withBench(w, func(cmd *cobra.Command, b *bench) error {
 			if requests < 1 || clients < 1 {
 				return errors.New("--requests and --clients must be at least 1")
 			}
@@ -202,7 +192,7 @@ project that exist only to accept the submissions.`,
 			}
 			return b.print(r, fmt.Sprintf("submit API on %s: %d requests, %d clients, %.2fs: %.0f requests/s, p50 %.2f ms, p99 %.2f ms, %d errors; peak RSS %.1f MiB",
 				r.Database, r.Requests, r.Clients, r.ElapsedSeconds, r.RequestsPerSecond, r.P50Millis, r.P99Millis, r.Errors, mib(r.PeakRSSBytes)))
-		},
+		}),
 	}
 	cmd.Flags().IntVar(&requests, "requests", 20_000, "submissions to send")
 	cmd.Flags().IntVar(&clients, "clients", 16, "concurrent HTTP clients")
@@ -212,6 +202,7 @@ project that exist only to accept the submissions.`,
 // bench is one bench subcommand's run: its database (a temporary SQLite
 // file unless one was given), its output and its progress writer.
 type bench struct {
+	world    *world // what the program links
 	url      string
 	kind     string
 	tempDir  string // removed by close; "" when the database was given
@@ -230,8 +221,21 @@ type bench struct {
 	cpuProfilePath, memProfilePath string
 }
 
-func newBench(cmd *cobra.Command) (*bench, error) {
-	b := &bench{out: cmd.OutOrStdout(), progress: cmd.ErrOrStderr()}
+// withBench is a bench subcommand's RunE: run with the bench its flags
+// make (newBench) in w, closed when run returns.
+func withBench(w *world, run func(cmd *cobra.Command, b *bench) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		b, err := newBench(cmd, w)
+		if err != nil {
+			return err
+		}
+		defer b.close()
+		return run(cmd, b)
+	}
+}
+
+func newBench(cmd *cobra.Command, w *world) (*bench, error) {
+	b := &bench{out: cmd.OutOrStdout(), progress: cmd.ErrOrStderr(), world: w}
 	b.format, _ = cmd.Flags().GetString("output")
 	if err := checkOutput(&b.format); err != nil {
 		return nil, err
@@ -472,7 +476,7 @@ func (b *bench) engine(ctx context.Context, items, workers, instances int, proce
 	if processes || instances > 1 {
 		return b.engineInstances(ctx, items, workers, instances)
 	}
-	all, err := openStores(ctx, b.url)
+	all, err := b.world.openStores(ctx, b.url)
 	if err != nil {
 		return engineResult{}, err
 	}
@@ -550,7 +554,7 @@ func (b *bench) newBenchEngine(ctx context.Context, s wq.Store, workers, index i
 	cfg.HandledTypes = []string{benchItemType}
 	cfg.Processing.Workers = workers
 	cfg.Processing.ClaimBatch = b.claimBatch
-	ecfg := cfg.Engine()
+	ecfg := engineConfig(cfg)
 	ecfg.Owner = fmt.Sprintf("%s/bench%d", ecfg.Owner, index)
 	e, err := engine.New(ecfg, s, clockwork.NewRealClock(), discardAudit{}, b.log())
 	if err != nil {
@@ -693,10 +697,10 @@ func (b *bench) submit(ctx context.Context, requests, clients int) (submitResult
 	cfg.Projects = []config.Project{{Match: benchProject, Forge: benchForge}}
 	cfg.Auth.Tokens = []config.Token{{Name: "bench-submit", SHA256: hash, Permissions: []string{string(auth.Submit)}}}
 	cfg.Limits.SubmissionsPerHour = 1_000_000 // one identity submits the whole run: no budget of a person's
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(b.world.known()); err != nil {
 		return submitResult{}, fmt.Errorf("bench config: %w", err)
 	}
-	m := NewMain(cfg, b.log())
+	m := newMainIn(b.world, cfg, b.log())
 	if err := m.Run(ctx); err != nil {
 		m.Close()
 		return submitResult{}, err

@@ -12,7 +12,7 @@ import (
 	"github.com/workqueue-dev/workqueue/controlplane"
 )
 
-func newBenchAllocateCommand() *cobra.Command {
+func newBenchAllocateCommand(w *world) *cobra.Command {
 	var work, sessions, calls int
 	cmd := &cobra.Command{
 		Use:   "allocate",
@@ -31,12 +31,7 @@ leave --database out for a temporary SQLite file.`,
 		Example: `  workqueue bench allocate
   workqueue bench allocate --database "$TEST_DATABASE_URL" --work 5000 --sessions 100 -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := newBench(cmd)
-			if err != nil {
-				return err
-			}
-			defer b.close()
+		RunE: withBench(w, func(cmd *cobra.Command, b *bench) error {
 			if work < 1 || sessions < 1 || calls < 1 {
 				return errors.New("--work, --sessions and --calls must be at least 1")
 			}
@@ -49,7 +44,7 @@ leave --database out for a temporary SQLite file.`,
 			}
 			return b.print(r, fmt.Sprintf("allocation on %s: %d open issues, %d sessions: dry run p50 %.2f ms, p99 %.2f ms; apply p50 %.2f ms, p99 %.2f ms; peak RSS %.1f MiB",
 				r.Database, r.Work, r.Sessions, r.DryRunP50Millis, r.DryRunP99Millis, r.ApplyP50Millis, r.ApplyP99Millis, mib(r.PeakRSSBytes)))
-		},
+		}),
 	}
 	cmd.Flags().IntVar(&work, "work", 5_000, "open issues in the inventory")
 	cmd.Flags().IntVar(&sessions, "sessions", 100, "author sessions taking turns")
@@ -72,7 +67,7 @@ type allocateResult struct {
 }
 
 func (b *bench) allocate(ctx context.Context, work, sessions, calls int) (allocateResult, error) {
-	all, err := openStores(ctx, b.url)
+	all, err := b.world.openStores(ctx, b.url)
 	if err != nil {
 		return allocateResult{}, err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/workqueue-dev/workqueue/client"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/cptype"
 	"github.com/workqueue-dev/workqueue/mr"
 )
 
@@ -34,7 +35,7 @@ import (
 // they run (issue 49).
 var hostileAttacks = []string{"none", "slowloris", "huge-length", "chunked-dribble", "bad-credentials", "mcp-batch", "write-loop"}
 
-func newBenchHostileCommand() *cobra.Command {
+func newBenchHostileCommand(w *world) *cobra.Command {
 	var (
 		duration  time.Duration
 		agents    int
@@ -73,12 +74,7 @@ is in an inventory of a forge not configured here.`,
 		Example: `  workqueue bench hostile
   workqueue bench hostile --duration 10s --attack slowloris --attack write-loop -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := newBench(cmd)
-			if err != nil {
-				return err
-			}
-			defer b.close()
+		RunE: withBench(w, func(cmd *cobra.Command, b *bench) error {
 			if duration <= 0 || agents < 1 || attackers < 1 {
 				return errors.New("--duration, --agents and --attackers must be positive")
 			}
@@ -95,7 +91,7 @@ is in an inventory of a forge not configured here.`,
 				return err
 			}
 			return b.print(r, r.text())
-		},
+		}),
 	}
 	cmd.Flags().DurationVar(&duration, "duration", time.Minute, "how long each attack runs")
 	cmd.Flags().IntVar(&agents, "agents", 4, "honest agents, each with a token of its own")
@@ -252,13 +248,13 @@ func (b *bench) hostile(ctx context.Context, duration time.Duration, agents, att
 	if w.batchToken, err = token("batcher", auth.Agent); err != nil {
 		return hostileResult{}, err
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(b.world.known()); err != nil {
 		return hostileResult{}, fmt.Errorf("bench config: %w", err)
 	}
-	if err := seedHostileInventory(ctx, b.url, agents); err != nil {
+	if err := b.seedHostileInventory(ctx, agents); err != nil {
 		return hostileResult{}, err
 	}
-	m := NewMain(cfg, b.log())
+	m := newMainIn(b.world, cfg, b.log())
 	if err := m.Run(ctx); err != nil {
 		m.Close()
 		return hostileResult{}, err
@@ -297,8 +293,8 @@ func (b *bench) hostile(ctx context.Context, duration time.Duration, agents, att
 // seedHostileInventory puts one open issue per agent, and a few more, in
 // the control plane's inventory, of a forge not configured here, so that
 // each agent holds a lease and nothing calls a forge.
-func seedHostileInventory(ctx context.Context, url string, agents int) error {
-	all, err := openStores(ctx, url)
+func (b *bench) seedHostileInventory(ctx context.Context, agents int) error {
+	all, err := b.world.openStores(ctx, b.url)
 	if err != nil {
 		return err
 	}
@@ -320,7 +316,7 @@ func seedHostileInventory(ctx context.Context, url string, agents int) error {
 func (w *hostileWorld) startAgents(ctx context.Context) error {
 	for i, tok := range w.agentTokens {
 		c := w.client(tok)
-		s, err := c.RegisterSession(ctx, api.RoleAuthor, fmt.Sprint("honest-", i), nil)
+		s, err := c.RegisterSession(ctx, cptype.RoleAuthor, fmt.Sprint("honest-", i), nil)
 		if err != nil {
 			return fmt.Errorf("agent %d: register: %w", i, err)
 		}
@@ -354,7 +350,7 @@ func (w *hostileWorld) honest(ctx context.Context) {
 	for i, tok := range w.agentTokens {
 		c := w.client(tok)
 		wg.Go(func() {
-			for tick := time.NewTicker(honestPace); ; {
+			paced(ctx, func() {
 				w.timed(ctx, "session heartbeat", func(ctx context.Context) error {
 					_, err := c.HeartbeatSession(ctx, w.sessions[i])
 					return err
@@ -364,16 +360,10 @@ func (w *hostileWorld) honest(ctx context.Context) {
 					return err
 				})
 				w.timed(ctx, "gate", func(ctx context.Context) error {
-					_, err := c.Gate(ctx, w.sessions[i], w.assignments[i], api.Action("comment"), "")
+					_, err := c.Gate(ctx, w.sessions[i], w.assignments[i], cptype.Action("comment"), "")
 					return err
 				})
-				select {
-				case <-ctx.Done():
-					tick.Stop()
-					return
-				case <-tick.C:
-				}
-			}
+			})
 		})
 	}
 	var ci []*client.Client
@@ -381,20 +371,30 @@ func (w *hostileWorld) honest(ctx context.Context) {
 		ci = append(ci, w.client(tok))
 	}
 	wg.Go(func() {
-		for n, tick := 0, time.NewTicker(honestPace); ; n++ {
+		n := 0
+		paced(ctx, func() {
 			w.timed(ctx, "ci submission", func(ctx context.Context) error {
 				_, err := ci[n%len(ci)].Submit(ctx, w.submission("ci"))
 				return err
 			})
-			select {
-			case <-ctx.Done():
-				tick.Stop()
-				return
-			case <-tick.C:
-			}
-		}
+			n++
+		})
 	})
 	wg.Wait()
+}
+
+// paced calls step, then again every honestPace, until ctx ends.
+func paced(ctx context.Context, step func()) {
+	tick := time.NewTicker(honestPace)
+	defer tick.Stop()
+	for {
+		step()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // submission is a small valid change on a branch of its own.

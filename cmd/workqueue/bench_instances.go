@@ -69,7 +69,7 @@ type instanceReport struct {
 	CPUNanos int64 `json:"cpu_nanos"`
 }
 
-func newBenchEngineInstanceCommand() *cobra.Command {
+func newBenchEngineInstanceCommand(w *world) *cobra.Command {
 	var workers, claimBatch, index int
 	var actionTime time.Duration
 	cmd := &cobra.Command{
@@ -85,7 +85,7 @@ func newBenchEngineInstanceCommand() *cobra.Command {
 				return usageError{fmt.Errorf("--workers %d, --claim-batch %d, --instance %d: want at least 1, 1 to 1000 and at least 0",
 					workers, claimBatch, index)}
 			}
-			b, err := newBench(cmd)
+			b, err := newBench(cmd, w)
 			if err != nil {
 				return err
 			}
@@ -106,7 +106,7 @@ func newBenchEngineInstanceCommand() *cobra.Command {
 
 // engineInstance is one instance's side of the protocol.
 func (b *bench) engineInstance(ctx context.Context, in io.Reader, workers, index int) error {
-	all, err := openStores(ctx, b.url)
+	all, err := b.world.openStores(ctx, b.url)
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ type instanceLine struct {
 
 // engineInstances runs bench engine with instances processes.
 func (b *bench) engineInstances(ctx context.Context, items, workers, instances int) (_ engineResult, err error) {
-	all, err := openStores(ctx, b.url)
+	all, err := b.world.openStores(ctx, b.url)
 	if err != nil {
 		return engineResult{}, err
 	}

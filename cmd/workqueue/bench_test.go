@@ -44,7 +44,7 @@ func runBench(t *testing.T, v any, args ...string) {
 func countItems(t *testing.T, url, itemType string) (phases map[wq.Phase]int64, actionable int64) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := store.Open(ctx, url)
+	s, err := assemble().drivers.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestBenchAllocateAssignsOneIssueAnApplyAndReportsLatencies(t *testing.T) {
 		}
 		// Each apply took one issue under a lease of its own; dry runs took
 		// none.
-		all, err := openStores(context.Background(), url)
+		all, err := assemble().openStores(context.Background(), url)
 		if err != nil {
 			t.Fatal(err)
 		}

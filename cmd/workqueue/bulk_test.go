@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/mr/mrtype"
 )
 
 // A lost webhook costs one bulk interval, not reconcile_interval (issue
@@ -16,9 +17,9 @@ import (
 func TestALostWebhookCostsOneBulkInterval(t *testing.T) {
 	w := startAPI(t, "", func(c *config.Config) {
 		c.Projects[0].AutoMerge = false
-		c.MR.ReconcileInterval = config.Duration(30 * time.Minute)
-		c.MR.MergeRecheckInterval = config.Duration(30 * time.Minute)
-		c.MR.BulkReconcileInterval = config.Duration(300 * time.Millisecond)
+		mrtype.In(c).ReconcileInterval = config.Duration(30 * time.Minute)
+		mrtype.In(c).MergeRecheckInterval = config.Duration(30 * time.Minute)
+		mrtype.In(c).BulkReconcileInterval = config.Duration(300 * time.Millisecond)
 	})
 	ids := map[string]string{}
 	numbers := map[string]int64{}

@@ -13,7 +13,7 @@ import (
 	"github.com/workqueue-dev/workqueue/policy"
 )
 
-func newConfigCommand() *cobra.Command {
+func newConfigCommand(w *world) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Check a configuration file",
@@ -62,11 +62,11 @@ FILE defaults to $WORKQUEUE_CONFIG.`,
 			if file == "" {
 				return usageErrorf("no configuration file: give FILE or set WORKQUEUE_CONFIG")
 			}
-			cfg, problems := config.Check(file)
+			cfg, problems := config.Check(file, w.known())
 			var checked []string // what --online checked, said even when it passes
 			if online && len(cfg.Listen) > 0 && len(problems.Errors()) == 0 {
 				var found config.Problems
-				found, checked = checkForgesOnline(cmd.Context(), cfg)
+				found, checked = checkForgesOnline(cmd.Context(), w, cfg)
 				problems = append(problems, found...)
 			}
 			out := cmd.OutOrStdout()
@@ -153,8 +153,8 @@ FILE defaults to $WORKQUEUE_CONFIG.`,
 //
 // checked says, one line each, what it found that was right, so that a
 // passing check says what it checked.
-func checkForgesOnline(ctx context.Context, cfg config.Config) (problems config.Problems, checked []string) {
-	forges, err := openForges(cfg)
+func checkForgesOnline(ctx context.Context, w *world, cfg config.Config) (problems config.Problems, checked []string) {
+	forges, err := w.openForges(cfg)
 	if err != nil {
 		return config.Problems{{Field: "forges", Message: err.Error()}}, nil
 	}

@@ -185,7 +185,7 @@ func (m *Main) checkVersions(ctx context.Context, forges map[string]wq.Forge) er
 			log.Warn("forge version not read: serve starts, but cannot tell whether the forge is supported", "err", err)
 			continue
 		}
-		verdict, msg := forge.CheckVersion(fc.Kind, raw)
+		verdict, msg := forge.CheckVersion(fc.Kind, vr.MinServerVersion(), raw)
 		switch verdict {
 		case forge.VersionTooOld:
 			tooOld = append(tooOld, fmt.Sprintf("forges[%s] (%s): %s", fc.Name, fc.URL, msg))

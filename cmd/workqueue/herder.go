@@ -17,7 +17,7 @@ import (
 	"github.com/workqueue-dev/workqueue/herder"
 )
 
-func newHerderCommand() *cobra.Command {
+func newHerderCommand(w *world) *cobra.Command {
 	h := &cobra.Command{Use: "herder", Short: "Check what the CI retry herder would do with a failed job"}
 	var (
 		jobURL, forgeName, project, output string
@@ -40,10 +40,7 @@ forge's job id). The forge's token comes from the configuration.`,
   workqueue herder check --config wq.yaml --forge gitea --project team/app --job 17 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(&output); err != nil {
-				return err
-			}
-			cfg, err := loadConfig(cmd)
+			cfg, err := loadOutputConfig(cmd, w, &output)
 			if err != nil {
 				return err
 			}
@@ -61,11 +58,11 @@ forge's job id). The forge's token comes from the configuration.`,
 			} else if forgeName == "" || project == "" || jobID <= 0 {
 				return errors.New("give --job-url, or --forge, --project and --job")
 			}
-			forges, err := openForges(cfg)
+			forges, err := w.openForges(cfg)
 			if err != nil {
 				return err
 			}
-			ref, err := resolveJob(cfg, jobURL, forgeName, project, jobID)
+			ref, err := resolveJob(w.kinds, cfg, jobURL, forgeName, project, jobID)
 			if err != nil {
 				return err
 			}
@@ -157,7 +154,7 @@ type jobRef struct {
 
 // resolveJob finds the configured forge, project and job a job page's URL
 // names, or checks the ones given.
-func resolveJob(cfg config.Config, jobURL, forgeName, project string, jobID int64) (jobRef, error) {
+func resolveJob(kinds *forge.Registry, cfg config.Config, jobURL, forgeName, project string, jobID int64) (jobRef, error) {
 	if jobURL == "" {
 		if !slices.ContainsFunc(cfg.Forges, func(f config.Forge) bool { return f.Name == forgeName }) {
 			return jobRef{}, fmt.Errorf("--forge: %q is not a configured forge", forgeName)
@@ -177,7 +174,7 @@ func resolveJob(cfg config.Config, jobURL, forgeName, project string, jobID int6
 		if !ok {
 			continue
 		}
-		if p, ok := forge.Lookup(f.Kind); ok && p.JobPage != nil {
+		if p, ok := kinds.Lookup(f.Kind); ok && p.JobPage != nil {
 			if j, ok := p.JobPage(rest); ok {
 				if j.JobID != 0 {
 					return jobRef{forge: f.Name, project: j.Project, id: j.JobID}, nil

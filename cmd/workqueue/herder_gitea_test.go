@@ -19,6 +19,7 @@ import (
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 	"github.com/workqueue-dev/workqueue/internal/testrunner"
 	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/mr/mrtype"
 )
 
 // The CI retry herder end to end on the real Gitea (issue 14): a served
@@ -77,7 +78,7 @@ func startHerderOnGiteaWith(t *testing.T, h config.Herder, script testrunner.Scr
 	w := startAPI(t, "", func(c *config.Config) {
 		c.Forges[0].WebhookSecretEnv = "WQ_TEST_HOOK_SECRET"
 		c.Herder = h
-		c.MR.NoteMinInterval = config.Duration(500 * time.Millisecond)
+		mrtype.In(c).NoteMinInterval = config.Duration(500 * time.Millisecond)
 		if edit != nil {
 			edit(c)
 		}
@@ -271,8 +272,8 @@ func TestHerderOnGiteaRetriesAFailureNoWebhookToldOfAndMerges(t *testing.T) {
 		}
 		return testrunner.Outcome{Log: []string{"make", "ok"}}
 	}, false, func(c *config.Config) {
-		c.MR.BulkReconcileInterval = config.Duration(time.Second)
-		c.MR.ReconcileInterval = config.Duration(time.Hour) // only the bulk sweep can see the failure
+		mrtype.In(c).BulkReconcileInterval = config.Duration(time.Second)
+		mrtype.In(c).ReconcileInterval = config.Duration(time.Hour) // only the bulk sweep can see the failure
 	})
 	id := g.submit("workqueue/herd-unhooked", "unhooked\n")
 	done := g.waitItem(id, "the item ends", func(it map[string]any) bool { return it["phase"] != "active" })

@@ -232,7 +232,7 @@ auth:
     - {name: reader, sha256: %s, permissions: [read]}
     - {name: submitter, sha256: %s, permissions: [submit, read]}
 %s`, "sqlite://"+filepath.Join(t.TempDir(), "wq.db"), glForge, counting.URL, glProject, glForge, readHash, writeHash, herderYAML)
-	cfg, err := config.Parse(strings.NewReader(doc))
+	cfg, err := config.Parse(strings.NewReader(doc), assemble().known())
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, doc)
 	}

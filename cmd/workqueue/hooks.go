@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newHooksCommand() *cobra.Command {
+func newHooksCommand(w *world) *cobra.Command {
 	hooks := &cobra.Command{Use: "hooks", Short: "Manage the forge webhooks that drive items in seconds"}
 	var output string
 	var strict bool
@@ -32,17 +32,14 @@ one, nothing was ensured, and that is a failure (exit 1) either way.`,
 		Example: `  workqueue hooks ensure --config /etc/workqueue.yaml`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(&output); err != nil {
-				return err
-			}
-			cfg, err := loadConfig(cmd)
+			cfg, err := loadOutputConfig(cmd, w, &output)
 			if err != nil {
 				return err
 			}
 			if cfg.PublicURL == "" {
 				return errors.New("config: public_url: required, it is where the forges deliver")
 			}
-			forges, err := openForges(cfg)
+			forges, err := w.openForges(cfg)
 			if err != nil {
 				return err
 			}

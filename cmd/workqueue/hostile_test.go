@@ -16,6 +16,7 @@ import (
 	"github.com/workqueue-dev/workqueue/client"
 	"github.com/workqueue-dev/workqueue/config"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/cptype"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 )
@@ -73,7 +74,7 @@ func TestAHostileAgentCannotTalkItsWayAroundTheGate(t *testing.T) {
 				t.Fatalf("sync: %d %v", status, out)
 			}
 		}
-		session := func(c *client.Client, role api.Role) string {
+		session := func(c *client.Client, role cptype.Role) string {
 			t.Helper()
 			s, err := c.RegisterSession(ctx, role, string(role), nil)
 			if err != nil {
@@ -87,13 +88,13 @@ func TestAHostileAgentCannotTalkItsWayAroundTheGate(t *testing.T) {
 			}
 		}
 		sync()
-		aliceAuthor, malloryAuthor := session(alice, api.RoleAuthor), session(mallory, api.RoleAuthor)
+		aliceAuthor, malloryAuthor := session(alice, cptype.RoleAuthor), session(mallory, cptype.RoleAuthor)
 		aliceIssue, err := alice.Allocate(ctx, aliceAuthor, repo, true)
-		if err != nil || aliceIssue.Outcome != api.OutcomeAssigned {
+		if err != nil || aliceIssue.Outcome != cptype.OutcomeAssigned {
 			t.Fatalf("alice's allocation: %+v, %v", aliceIssue, err)
 		}
 		malloryIssue, err := mallory.Allocate(ctx, malloryAuthor, repo, true)
-		if err != nil || malloryIssue.Outcome != api.OutcomeAssigned {
+		if err != nil || malloryIssue.Outcome != cptype.OutcomeAssigned {
 			t.Fatalf("mallory's allocation: %+v, %v", malloryIssue, err)
 		}
 
@@ -131,9 +132,9 @@ func TestAHostileAgentCannotTalkItsWayAroundTheGate(t *testing.T) {
 
 		// 5. Alice's own reviewer and merger sessions never judge it.
 		sync()
-		aliceReviewer := session(alice, api.RoleReviewer)
+		aliceReviewer := session(alice, cptype.RoleReviewer)
 		dry, err := alice.Allocate(ctx, aliceReviewer, repo, false)
-		if err != nil || dry.Outcome == api.OutcomePreview {
+		if err != nil || dry.Outcome == cptype.OutcomePreview {
 			t.Fatalf("alice's reviewer session was offered %+v, %v", dry, err)
 		}
 		if !skippedAs(dry, number, cp.SkipOwnPR) {
@@ -141,9 +142,9 @@ func TestAHostileAgentCannotTalkItsWayAroundTheGate(t *testing.T) {
 		}
 
 		// Mallory's reviewer session is handed it.
-		malloryReviewer := session(mallory, api.RoleReviewer)
+		malloryReviewer := session(mallory, cptype.RoleReviewer)
 		review, err := mallory.Allocate(ctx, malloryReviewer, repo, true)
-		if err != nil || review.Outcome != api.OutcomeAssigned || review.Work.Number != number {
+		if err != nil || review.Outcome != cptype.OutcomeAssigned || review.Work.Number != number {
 			t.Fatalf("mallory's review allocation: %+v, %v", review, err)
 		}
 
@@ -158,7 +159,7 @@ func TestAHostileAgentCannotTalkItsWayAroundTheGate(t *testing.T) {
 		refusedWith(t, "alice abandons mallory's live lease with the full proof", err, cp.RefuseProof)
 		_, err = alice.AdoptLease(ctx, review.Lease.ID, api.LeaseRequest{SessionID: aliceReviewer})
 		refusedWith(t, "alice adopts mallory's live lease", err, cp.RefuseWaitForeignActive)
-		_, err = mallory.AdoptLease(ctx, review.Lease.ID, api.LeaseRequest{SessionID: session(mallory, api.RoleReviewer)})
+		_, err = mallory.AdoptLease(ctx, review.Lease.ID, api.LeaseRequest{SessionID: session(mallory, cptype.RoleReviewer)})
 		refusedWith(t, "another of mallory's sessions adopts her live lease", err, cp.RefuseWaitForeignActive)
 
 		// 2. Someone pushes to the pull request: the reviewer cannot
@@ -170,28 +171,28 @@ func TestAHostileAgentCannotTalkItsWayAroundTheGate(t *testing.T) {
 		if wq.ErrorCode(err) != wq.EINVALID {
 			t.Errorf("a heartbeat naming no commit: %v, want invalid", err)
 		}
-		_, err = mallory.Act(ctx, api.ActionRequest{SessionID: malloryReviewer, AssignmentID: review.Assignment.ID, Action: api.ActReview, Verdict: api.VerdictApprove})
+		_, err = mallory.Act(ctx, cptype.ActionRequest{SessionID: malloryReviewer, AssignmentID: review.Assignment.ID, Action: cptype.ActReview, Verdict: cptype.VerdictApprove})
 		refusedWith(t, "an approval after the push", err, cp.GateHeadMoved)
 		if reviews, _, _ := gitea.ListPullReviews(owner, name, number, sdk.ListPullReviewsOptions{}); len(reviews) != 0 {
 			t.Errorf("Gitea holds %d reviews after the refused approval", len(reviews))
 		}
-		if l, err := mallory.InspectLease(ctx, review.Lease.ID, malloryReviewer); err != nil || l.State == api.LeaseActive {
+		if l, err := mallory.InspectLease(ctx, review.Lease.ID, malloryReviewer); err != nil || l.State == cptype.LeaseActive {
 			t.Errorf("the reviewer's lease after the head moved: %+v, %v; want ended", l, err)
 		}
 
 		// 3. Reviewed again at the new head, then pushed again: the
 		// approval counts no more, and no merger is handed it.
 		again, err := mallory.Allocate(ctx, malloryReviewer, repo, true)
-		if err != nil || again.Outcome != api.OutcomeAssigned || again.Assignment.ExpectedHeadSHA != pushed {
+		if err != nil || again.Outcome != cptype.OutcomeAssigned || again.Assignment.ExpectedHeadSHA != pushed {
 			t.Fatalf("the review allocated again: %+v, %v; want it pinned at %s", again, err, pushed)
 		}
-		if _, err := mallory.Act(ctx, api.ActionRequest{SessionID: malloryReviewer, AssignmentID: again.Assignment.ID, Action: api.ActReview,
-			Verdict: api.VerdictApprove}); err != nil {
+		if _, err := mallory.Act(ctx, cptype.ActionRequest{SessionID: malloryReviewer, AssignmentID: again.Assignment.ID, Action: cptype.ActReview,
+			Verdict: cptype.VerdictApprove}); err != nil {
 			t.Fatal(err)
 		}
 		personPushes(t, gitea, owner, name, branch, "someone-else.txt")
-		megMerger := session(meg, api.RoleMerger)
-		if m, err := meg.Allocate(ctx, megMerger, repo, true); err != nil || m.Outcome == api.OutcomeAssigned {
+		megMerger := session(meg, cptype.RoleMerger)
+		if m, err := meg.Allocate(ctx, megMerger, repo, true); err != nil || m.Outcome == cptype.OutcomeAssigned {
 			t.Errorf("a merger was handed the pull request past its approval: %+v, %v", m, err)
 		}
 		if pr, _, _ := gitea.GetPullRequest(owner, name, number); pr.HasMerged {
@@ -202,9 +203,9 @@ func TestAHostileAgentCannotTalkItsWayAroundTheGate(t *testing.T) {
 
 // skippedAs reports whether the allocation passed over pull request number
 // for reason.
-func skippedAs(a *api.Allocation, number int64, reason string) bool {
+func skippedAs(a *cptype.Allocation, number int64, reason string) bool {
 	for _, c := range a.Candidates {
-		if c.Work.Kind == api.KindPR && c.Work.Number == number {
+		if c.Work.Kind == cptype.KindPR && c.Work.Number == number {
 			return c.Reason == reason
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/client"
 	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/example"
 	"github.com/workqueue-dev/workqueue/identity"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
@@ -22,7 +23,7 @@ import (
 func TestAnAdminFreezesAndUnfreezesAnIdentityWithTheCLIAndServeKeepsItsBudget(t *testing.T) {
 	cfg := config.Default()
 	cfg.Listen, cfg.Database = "127.0.0.1:0", testdb.URL(t, store.KindSQLite)
-	cfg.Example.Enabled = true
+	example.In(&cfg).Enabled = true
 	cfg.Limits.SubmissionsPerHour = 3
 	admin, adminHash, _ := auth.NewToken()
 	bot, botHash, _ := auth.NewToken()

@@ -10,11 +10,11 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/client"
 	"github.com/workqueue-dev/workqueue/config"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/cptype"
 	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 )
@@ -42,11 +42,11 @@ func TestTheInventoryFollowsGiteaWithinSeconds(t *testing.T) {
 		t.Fatal(err)
 	}
 	agents, _ := client.New(w.base, agentTok)
-	author, err := agents.RegisterSession(ctx, api.RoleAuthor, "author", nil)
+	author, err := agents.RegisterSession(ctx, cptype.RoleAuthor, "author", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reviewer, err := agents.RegisterSession(ctx, api.RoleReviewer, "reviewer", nil)
+	reviewer, err := agents.RegisterSession(ctx, cptype.RoleReviewer, "reviewer", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestTheInventoryFollowsGiteaWithinSeconds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var held *api.Allocation
+	var held *cptype.Allocation
 	opened := time.Now()
 	eventually.True(t, webhookWait, "the new issue allocatable", func() (bool, any) {
 		a, err := agents.Allocate(ctx, author.ID, w.repo, true)
@@ -67,10 +67,10 @@ func TestTheInventoryFollowsGiteaWithinSeconds(t *testing.T) {
 			t.Fatal(err)
 		}
 		held = a
-		return a.Outcome == api.OutcomeAssigned && a.Work.Number == issue.Index, a.Outcome
+		return a.Outcome == cptype.OutcomeAssigned && a.Work.Number == issue.Index, a.Outcome
 	})
 	t.Logf("an opened issue was allocatable after %v", time.Since(opened).Round(time.Millisecond))
-	gateSays := func(session string, a *api.Allocation, action api.Action, want string) {
+	gateSays := func(session string, a *cptype.Allocation, action cptype.Action, want string) {
 		t.Helper()
 		since := time.Now()
 		defer func() { t.Logf("the gate refused with %s after %v", want, time.Since(since).Round(time.Millisecond)) }()
@@ -82,17 +82,17 @@ func TestTheInventoryFollowsGiteaWithinSeconds(t *testing.T) {
 			return !d.Allowed && d.Reason == want, d
 		})
 	}
-	if d, err := agents.Gate(ctx, author.ID, held.Assignment.ID, api.ActComment, ""); err != nil || !d.Allowed {
+	if d, err := agents.Gate(ctx, author.ID, held.Assignment.ID, cptype.ActComment, ""); err != nil || !d.Allowed {
 		t.Fatalf("gate on the held issue: %+v, %v", d, err)
 	}
 	closed := sdk.StateClosed
 	if _, _, err := gitea.EditIssue(owner, name, issue.Index, sdk.EditIssueOption{State: &closed}); err != nil {
 		t.Fatal(err)
 	}
-	gateSays(author.ID, held, api.ActComment, cp.GateWorkTerminal)
+	gateSays(author.ID, held, cptype.ActComment, cp.GateWorkTerminal)
 
 	// Pull requests a person opens await review: a reviewer holds each.
-	openPR := func(branch string) *api.Allocation {
+	openPR := func(branch string) *cptype.Allocation {
 		t.Helper()
 		if _, err := w.forge.CommitFiles(ctx, wq.CommitRequest{Project: w.repo, Base: "main", Branch: branch, Message: "work",
 			Changes: []wq.FileChange{{Action: "create", Path: branch + ".txt", Content: []byte("x\n")}}}); err != nil {
@@ -102,14 +102,14 @@ func TestTheInventoryFollowsGiteaWithinSeconds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var a *api.Allocation
+		var a *cptype.Allocation
 		eventually.True(t, webhookWait, "the pull request allocatable", func() (bool, any) {
 			if a, err = agents.Allocate(ctx, reviewer.ID, w.repo, true); err != nil {
 				t.Fatal(err)
 			}
-			return a.Outcome == api.OutcomeAssigned && a.Work.Number == pr.Index, a.Outcome
+			return a.Outcome == cptype.OutcomeAssigned && a.Work.Number == pr.Index, a.Outcome
 		})
-		if d, err := agents.Gate(ctx, reviewer.ID, a.Assignment.ID, api.ActReview, ""); err != nil || !d.Allowed || !d.HeadChecked {
+		if d, err := agents.Gate(ctx, reviewer.ID, a.Assignment.ID, cptype.ActReview, ""); err != nil || !d.Allowed || !d.HeadChecked {
 			t.Fatalf("gate on the held pull request: %+v, %v", d, err)
 		}
 		return a
@@ -120,12 +120,12 @@ func TestTheInventoryFollowsGiteaWithinSeconds(t *testing.T) {
 		Message: "someone else's push"}, Content: base64.StdEncoding.EncodeToString([]byte("y\n"))}); err != nil {
 		t.Fatal(err)
 	}
-	gateSays(reviewer.ID, pushed, api.ActReview, cp.GateHeadMoved)
+	gateSays(reviewer.ID, pushed, cptype.ActReview, cp.GateHeadMoved)
 
 	merged := openPR("feature-merge")
 	eventually.True(t, 30*time.Second, "a person merges", func() (bool, any) {
 		ok, _, err := gitea.MergePullRequest(owner, name, merged.Work.Number, sdk.MergePullRequestOption{Style: sdk.MergeStyleMerge})
 		return err == nil && ok, err
 	})
-	gateSays(reviewer.ID, merged, api.ActReview, cp.GateWorkTerminal)
+	gateSays(reviewer.ID, merged, cptype.ActReview, cp.GateWorkTerminal)
 }

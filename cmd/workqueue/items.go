@@ -27,7 +27,6 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/client"
-	"github.com/workqueue-dev/workqueue/mr/mrapi"
 )
 
 // clientFlags are the flags of every command that talks to a server.
@@ -38,6 +37,33 @@ import (
 type clientFlags struct {
 	server, token, output string
 	quiet                 bool
+	// faces are what the item types this program links show of their
+	// items (their registrations'), by type name.
+	faces map[string]wq.ItemFace
+}
+
+// linkColumn is the list's column of the items' links: the faces'
+// columns ("MR"), or LINK where they have none or several.
+func (f *clientFlags) linkColumn() string {
+	var cols []string
+	for _, face := range f.faces {
+		if face.Column != "" && !slices.Contains(cols, face.Column) {
+			cols = append(cols, face.Column)
+		}
+	}
+	if len(cols) != 1 {
+		return "LINK"
+	}
+	return cols[0]
+}
+
+// view is what people see of it beyond the generic fields, by its type's
+// face; the zero view for a type this program does not know.
+func (f *clientFlags) view(it *api.Item) wq.ItemView {
+	if face, ok := f.faces[it.ItemType]; ok && face.View != nil {
+		return face.View(it.Summary, it.Detail)
+	}
+	return wq.ItemView{}
 }
 
 // defaultServer is the server a client command talks to when nothing
@@ -109,8 +135,11 @@ func (f *clientFlags) print(w io.Writer, v any, ids []string, table func(io.Writ
 	return printOutput(w, f.output, v, table)
 }
 
-func newItemsCommand() *cobra.Command {
-	var flags clientFlags
+func newItemsCommand(w *world) *cobra.Command {
+	flags := clientFlags{faces: map[string]wq.ItemFace{}}
+	for _, f := range w.types.Faces() {
+		flags.faces[f.Type] = f
+	}
 	items := &cobra.Command{
 		Use:   "items",
 		Short: "Submit and follow work items on a workqueue server",
@@ -130,7 +159,7 @@ the API's JSON for scripts.`,
 }
 
 func newSubmitCommand(flags *clientFlags) *cobra.Command {
-	var file, dir, action string
+	var file, dir, action, itemType string
 	var wait bool
 	var interval time.Duration
 	overrides := map[string]*string{}
@@ -178,11 +207,15 @@ request.`,
 				if action != "create" && action != "update" {
 					return usageErrorf("--action: want create or update, got %q", action)
 				}
+				face, err := flags.filesFace(itemType)
+				if err != nil {
+					return err
+				}
 				actions, err := dirActions(dir, action)
 				if err != nil {
 					return err
 				}
-				doc = map[string]any{"item_type": "mr", "file_actions": actions}
+				doc = map[string]any{"item_type": face.Type, face.Files: actions}
 			}
 			for field, v := range overrides {
 				if cmd.Flags().Changed(strings.ReplaceAll(field, "_", "-")) {
@@ -213,10 +246,36 @@ request.`,
 	cmd.Flags().StringVarP(&file, "file", "f", "", `JSON or YAML file describing the item ("-" for standard input)`)
 	cmd.Flags().StringVar(&dir, "dir", "", "directory whose files become the file actions (with the fields as flags)")
 	cmd.Flags().StringVar(&action, "action", "create", "with --dir: create (new files) or update (existing files)")
-	for _, field := range []string{"forge", "project", "source_branch", "target_branch", "title", "description"} {
-		overrides[field] = cmd.Flags().String(strings.ReplaceAll(field, "_", "-"), "", "override the file's "+field)
+	cmd.Flags().StringVar(&itemType, "type", "", "with --dir: the item type whose submission takes the files (default: the one type that takes files)")
+	// The fields the item types let people give as flags, over a file's.
+	for _, face := range flags.faces {
+		for _, field := range face.Fields {
+			if _, ok := overrides[field]; !ok {
+				overrides[field] = cmd.Flags().String(strings.ReplaceAll(field, "_", "-"), "", "override the file's "+field)
+			}
+		}
 	}
 	return cmd
+}
+
+// filesFace is the face of the item type a directory's files are
+// submitted as: name's, or the one type that takes files.
+func (f *clientFlags) filesFace(name string) (wq.ItemFace, error) {
+	var takers []string
+	for _, face := range f.faces {
+		if face.Files != "" {
+			takers = append(takers, face.Type)
+		}
+	}
+	slices.Sort(takers)
+	if name == "" && len(takers) == 1 {
+		name = takers[0]
+	}
+	face, ok := f.faces[name]
+	if !ok || face.Files == "" {
+		return wq.ItemFace{}, usageErrorf("--type: want the item type whose submission takes the files (%s), got %q", strings.Join(takers, ", "), name)
+	}
+	return face, nil
 }
 
 // dirActions turns every regular file under dir into a file action.
@@ -355,11 +414,11 @@ prints continues from where it stopped.`,
 						return page
 					}
 					return slices.DeleteFunc(page, func(it *api.Item) bool {
-						sum := mrSummary(it)
-						if sum == nil {
+						v := flags.view(it)
+						if v.Title == "" {
 							return true
 						}
-						ok, _ := doublestar.Match(title, sum.Title)
+						ok, _ := doublestar.Match(title, v.Title)
 						return !ok
 					})
 				})
@@ -378,7 +437,7 @@ prints continues from where it stopped.`,
 					emptyItemsHint(w, itemType != "" || phase != "" || forge != "" || project != "" || title != "", cursor != "", next)
 					return
 				}
-				printItemTable(w, items, next)
+				printItemTable(w, flags, items, next)
 			})
 		},
 	}
@@ -407,7 +466,7 @@ func newShowCommand(flags *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return flags.print(cmd.OutOrStdout(), it, []string{it.ID}, func(w io.Writer) { printItem(w, it) })
+			return flags.print(cmd.OutOrStdout(), it, []string{it.ID}, func(w io.Writer) { printItem(w, flags, it) })
 		},
 	}
 }
@@ -583,7 +642,7 @@ func waitItem(cmd *cobra.Command, flags *clientFlags, c *client.Client, id strin
 		}
 		backoff = interval
 		terminal := it.Phase == "completed" || it.Phase == "failed" || it.Phase == "cancelled"
-		if line := progressLine(it); line != last && (progress || terminal) {
+		if line := progressLine(flags, it); line != last && (progress || terminal) {
 			switch {
 			case flags.quiet:
 				if terminal {
@@ -600,7 +659,7 @@ func waitItem(cmd *cobra.Command, flags *clientFlags, c *client.Client, id strin
 				// returned below (issue 55: it was printed twice).
 				quiet := *it
 				quiet.Error = ""
-				fmt.Fprintf(out, "%s  %s\n", time.Now().Format("15:04:05"), progressLine(&quiet))
+				fmt.Fprintf(out, "%s  %s\n", time.Now().Format("15:04:05"), progressLine(flags, &quiet))
 			default:
 				fmt.Fprintf(out, "%s  %s\n", time.Now().Format("15:04:05"), line)
 			}
@@ -684,8 +743,8 @@ func withItemCompletion(flags *clientFlags, cmd *cobra.Command, phase string) *c
 		for _, it := range items {
 			if strings.HasPrefix(it.ID, toComplete) {
 				desc := string(it.ItemType) + " " + string(it.Phase)
-				if d := mrDetail(it); d != nil {
-					desc += " " + d.Project + ": " + d.Title
+				if v := flags.view(it); v.Title != "" {
+					desc += " " + it.Project + ": " + v.Title
 				}
 				out = append(out, it.ID+"\t"+desc)
 			}
@@ -710,25 +769,26 @@ func retryable(err error) bool {
 }
 
 // printItemTable lists items with what people look for first: the
-// project, the title and the merge request.
-func printItemTable(w io.Writer, items []*api.Item, next string) {
-	printTable(w, "ID\tTYPE\tPHASE\tPROJECT\tTITLE\tMR\tATTEMPTS\tCREATED", len(items), func(i int) []any {
+// project, the title and what the item made on the forge (its type's
+// view: a merge request's page).
+func printItemTable(w io.Writer, flags *clientFlags, items []*api.Item, next string) {
+	printTable(w, "ID\tTYPE\tPHASE\tPROJECT\tTITLE\t"+flags.linkColumn()+"\tATTEMPTS\tCREATED", len(items), func(i int) []any {
 		it := items[i]
 		phase := string(it.Phase)
 		if it.Reason != "" {
 			phase += " (" + it.Reason + ")"
 		}
-		project, title, mrURL := "-", "-", "-"
+		project, title, link := "-", "-", "-"
 		if it.Project != "" {
 			project = it.Forge + ":" + it.Project
 		}
-		if sum := mrSummary(it); sum != nil {
-			title = truncate(sum.Title, 50)
-			if sum.MRURL != "" {
-				mrURL = sum.MRURL
+		if v := flags.view(it); v.Title != "" {
+			title = truncate(v.Title, 50)
+			if v.Link != "" {
+				link = v.Link
 			}
 		}
-		return []any{it.ID, it.ItemType, phase, project, title, mrURL, it.Attempts, it.CreatedAt.Format(time.RFC3339)}
+		return []any{it.ID, it.ItemType, phase, project, title, link, it.Attempts, it.CreatedAt.Format(time.RFC3339)}
 	})
 	if next != "" {
 		fmt.Fprintf(w, "\nmore: --cursor %s\n", next)
@@ -744,7 +804,7 @@ func truncate(s string, n int) string {
 }
 
 // progressLine summarises what watch reports.
-func progressLine(it *api.Item) string {
+func progressLine(flags *clientFlags, it *api.Item) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s", it.Phase)
 	if it.Reason != "" {
@@ -756,8 +816,9 @@ func progressLine(it *api.Item) string {
 	if it.Error != "" {
 		fmt.Fprintf(&b, " error=%q", it.Error)
 	}
-	if d := mrDetail(it); d != nil && d.MRURL != "" {
-		fmt.Fprintf(&b, " mr=%s", d.MRURL)
+	if v := flags.view(it); v.Link != "" {
+		name := cmp.Or(strings.ToLower(flags.faces[it.ItemType].Column), "link")
+		fmt.Fprintf(&b, " %s=%s", name, v.Link)
 	}
 	var needs []string
 	for _, d := range it.Dimensions {
@@ -771,7 +832,7 @@ func progressLine(it *api.Item) string {
 	return b.String()
 }
 
-func printItem(w io.Writer, it *api.Item) {
+func printItem(w io.Writer, flags *clientFlags, it *api.Item) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "id\t%s\ntype\t%s\nphase\t%s\n", it.ID, it.ItemType, it.Phase)
 	if it.Reason != "" {
@@ -784,11 +845,12 @@ func printItem(w io.Writer, it *api.Item) {
 	if it.RetryAfter != nil {
 		fmt.Fprintf(tw, "retry after\t%s\n", it.RetryAfter.Format(time.RFC3339))
 	}
-	if d := mrDetail(it); d != nil {
-		fmt.Fprintf(tw, "project\t%s on %s\nbranches\t%s → %s\ntitle\t%s\nfiles\t%d\n", d.Project, d.Forge, d.SourceBranch, d.TargetBranch, d.Title, len(d.Files))
-		if d.MRURL != "" {
-			fmt.Fprintf(tw, "merge request\t%s\n", d.MRURL)
-		}
+	v := flags.view(it)
+	for _, l := range v.Lines {
+		fmt.Fprintf(tw, "%s\t%s\n", l.Label, l.Value)
+	}
+	if v.Link != "" {
+		fmt.Fprintf(tw, "%s\t%s\n", v.LinkName, v.Link)
 	}
 	// What is still to do, only while the item is active: a finished
 	// item's needs_* rows keep the values they had when it stopped
@@ -817,28 +879,6 @@ func printItem(w io.Writer, it *api.Item) {
 		fmt.Fprintf(tw, "warning\t%s\n", warning)
 	}
 	tw.Flush()
-}
-
-// mrSummary is what a list shows of an mr item: its summary, or from its
-// detail when it has one instead; nil for other types.
-func mrSummary(it *api.Item) *mrapi.Summary {
-	var sum mrapi.Summary
-	if it.ItemType == "mr" && len(it.Summary) > 0 && json.Unmarshal(it.Summary, &sum) == nil {
-		return &sum
-	}
-	if d := mrDetail(it); d != nil {
-		return &mrapi.Summary{Title: d.Title, MRIID: d.MRIID, MRURL: d.MRURL}
-	}
-	return nil
-}
-
-// mrDetail is the detail of an mr item, nil for other types.
-func mrDetail(it *api.Item) *mrapi.Detail {
-	var d mrapi.Detail
-	if it.ItemType != "mr" || json.Unmarshal(it.Detail, &d) != nil {
-		return nil
-	}
-	return &d
 }
 
 func printJSON(w io.Writer, v any) error {

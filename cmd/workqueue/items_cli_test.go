@@ -9,6 +9,7 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/client"
 	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/example"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/store"
@@ -21,7 +22,7 @@ func serveUnprocessed(t *testing.T) (string, string, *Main) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Listen, cfg.Database = "127.0.0.1:0", testdb.URL(t, store.KindSQLite)
-	cfg.Example.Enabled = true
+	example.In(&cfg).Enabled = true
 	tok, hash, _ := auth.NewToken()
 	cfg.Auth.Tokens = []config.Token{{Name: "ops", SHA256: hash, Permissions: []string{"admin"}}}
 	m := NewMain(cfg, testkit.Quiet())

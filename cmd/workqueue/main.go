@@ -40,6 +40,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	return newRootCommandIn(assemble(), stdout, stderr)
+}
+
+// newRootCommandIn is the command line of a program that links w.
+func newRootCommandIn(w *world, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "workqueue",
 		Short: "Drive desired changes to a code forge safely on behalf of untrusted automation",
@@ -62,12 +67,12 @@ unreachable, or the token missing or refused).`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().Bool("verbose", false, "on an error, also print the underlying error chain (a failed connection's Go error)")
-	root.AddCommand(newBenchCommand()) // measurements of this build, not operations (bench.go)
+	root.AddCommand(newBenchCommand(w)) // measurements of this build, not operations (bench.go)
 	root.Version = buildVersion()
 	root.SetVersionTemplate("{{.Version}}")
-	root.AddCommand(newVersionCommand(), newConfigCommand(), newServeCommand(), newMigrateCommand(), newTokenCommand(), newItemsCommand(), newHooksCommand(),
-		newSessionsCommand(), newWorkCommand(), newAllocateCommand(), newGateCommand(), newLeasesCommand(), newCheckpointsCommand(), newIncidentsCommand(), newIdentitiesCommand(), newMCPCommand(),
-		newHerderCommand(), newWhoamiCommand(), newLoginCommand(), newLogoutCommand())
+	root.AddCommand(newVersionCommand(), newConfigCommand(w), newServeCommand(w), newMigrateCommand(w), newTokenCommand(), newItemsCommand(w), newHooksCommand(w),
+		newSessionsCommand(), newWorkCommand(), newAllocateCommand(), newGateCommand(), newLeasesCommand(), newCheckpointsCommand(), newIncidentsCommand(), newIdentitiesCommand(), newMCPCommand(w),
+		newHerderCommand(w), newWhoamiCommand(), newLoginCommand(), newLogoutCommand())
 	wrapUsage(root)
 	return root
 }
@@ -81,14 +86,24 @@ func registerConfigFlags(cmd *cobra.Command) {
 		"database URL, overriding the file: sqlite:///abs/path.db, sqlite:relative.db or postgres://…")
 }
 
+// loadOutputConfig is loadConfig for a command that prints in an
+// --output format: the format is checked (and "text" made "table")
+// first, so that a wrong one fails before the configuration is read.
+func loadOutputConfig(cmd *cobra.Command, w *world, output *string) (config.Config, error) {
+	if err := checkOutput(output); err != nil {
+		return config.Config{}, err
+	}
+	return loadConfig(cmd, w)
+}
+
 // loadConfig returns a command's effective configuration: the file (or the
 // defaults), with the --db and --listen flags that were given applied over
 // it, validated.
-func loadConfig(cmd *cobra.Command) (config.Config, error) {
+func loadConfig(cmd *cobra.Command, w *world) (config.Config, error) {
 	cfg := config.Default()
 	if file, _ := cmd.Flags().GetString("config"); file != "" {
 		var err error
-		if cfg, err = config.Load(file); err != nil {
+		if cfg, err = config.Load(file, w.known()); err != nil {
 			return cfg, err
 		}
 	}
@@ -100,8 +115,8 @@ func loadConfig(cmd *cobra.Command) (config.Config, error) {
 			flagged = true
 		}
 	}
-	if err := cfg.Validate(); err != nil {
-		if flagged && fromFile.Validate() == nil {
+	if err := cfg.Validate(w.known()); err != nil {
+		if flagged && fromFile.Validate(w.known()) == nil {
 			// Only a flag's value is wrong: a usage error (issue 29:
 			// migrate --db mysql://x exited 1).
 			return cfg, usageError{fmt.Errorf("config: %w", err)}
@@ -121,7 +136,7 @@ func newLogger(w io.Writer, c config.Log) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func newServeCommand() *cobra.Command {
+func newServeCommand(w *world) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: HTTP API, processing engine and sweep",
@@ -142,15 +157,15 @@ the log and to an archive in ./workqueue-audit.`,
   workqueue serve --db postgres://wq@db:5432/wq --listen 0.0.0.0:8080`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := precheckConfig(cmd); err != nil {
+			if err := precheckConfig(cmd, w); err != nil {
 				return err
 			}
-			cfg, err := loadConfig(cmd)
+			cfg, err := loadConfig(cmd, w)
 			if err != nil {
 				return err
 			}
 			softMemoryLimit()
-			m := newServeMain(cmd, cfg)
+			m := newServeMain(cmd, w, cfg)
 			if err := m.Run(cmd.Context()); err != nil {
 				m.Close()
 				return err
@@ -182,12 +197,12 @@ func softMemoryLimit() {
 // anything is opened, and refuses to start with every problem listed (not
 // one per start, some only after migrations ran). Warnings are printed
 // and do not stop it.
-func precheckConfig(cmd *cobra.Command) error {
+func precheckConfig(cmd *cobra.Command, w *world) error {
 	file, _ := cmd.Flags().GetString("config")
 	if file == "" {
 		return nil
 	}
-	_, problems := config.Check(file)
+	_, problems := config.Check(file, w.known())
 	if w := problems.Warnings(); len(w) > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s:\n", file, countOf(len(w), "warning"))
 		config.FormatProblems(cmd.ErrOrStderr(), w)
@@ -206,8 +221,8 @@ const adminTokenFile = "workqueue-admin.token"
 
 // newServeMain builds serve's process: without a config file, it also
 // gets an admin token, created on first start.
-func newServeMain(cmd *cobra.Command, cfg config.Config) *Main {
-	m := NewMain(cfg, newLogger(cmd.ErrOrStderr(), cfg.Log))
+func newServeMain(cmd *cobra.Command, w *world, cfg config.Config) *Main {
+	m := newMainIn(w, cfg, newLogger(cmd.ErrOrStderr(), cfg.Log))
 	if file, _ := cmd.Flags().GetString("config"); file == "" {
 		m.AdminTokenFile = adminTokenFile
 		m.Config.Audit.Sinks = append(m.Config.Audit.Sinks, config.AuditSink{Kind: config.AuditDir, Path: defaultAuditDir})
@@ -219,7 +234,7 @@ func newServeMain(cmd *cobra.Command, cfg config.Config) *Main {
 	return m
 }
 
-func newMigrateCommand() *cobra.Command {
+func newMigrateCommand(w *world) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "migrate",
@@ -232,15 +247,12 @@ turns under an advisory lock.`,
   workqueue migrate --db postgres://wq@db:5432/wq`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(&output); err != nil {
-				return err
-			}
-			cfg, err := loadConfig(cmd)
+			cfg, err := loadOutputConfig(cmd, w, &output)
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			all, err := openStores(ctx, cfg.Database)
+			all, err := w.openStores(ctx, cfg.Database)
 			if err != nil {
 				return err
 			}

@@ -95,7 +95,7 @@ func TestServeWithZeroConfigRunsOnSQLiteInTheWorkingDirectory(t *testing.T) {
 			t.Errorf("GET %s = %d %v", path, resp.StatusCode, body)
 		}
 	}
-	if _, err := store.Open(context.Background(), "sqlite:"+dir+"/workqueue.db"); err != nil {
+	if _, err := assemble().drivers.Open(context.Background(), "sqlite:"+dir+"/workqueue.db"); err != nil {
 		t.Errorf("no database in the working directory: %v", err)
 	}
 	if err := m.Close(); err != nil {
@@ -117,7 +117,7 @@ func TestTokenCreatePrintsATokenAndTheEntryThatAcceptsIt(t *testing.T) {
 			entry = line
 		}
 	}
-	cfg, err := config.Parse(strings.NewReader("auth:\n  tokens:\n  " + entry + "\n"))
+	cfg, err := config.Parse(strings.NewReader("auth:\n  tokens:\n  "+entry+"\n"), assemble().known())
 	if err != nil {
 		t.Fatalf("the printed entry does not load: %v\n%s", err, out)
 	}
@@ -141,15 +141,15 @@ func TestServeWithoutConfigCreatesAnAdminTokenOnce(t *testing.T) {
 	t.Chdir(t.TempDir())
 	start := func() (*Main, string) {
 		t.Helper()
-		cmd := newServeCommand()
+		cmd := newServeCommand(assemble())
 		cmd.SetErr(io.Discard)
 		cmd.ParseFlags(nil)
-		cfg, err := loadConfig(cmd)
+		cfg, err := loadConfig(cmd, assemble())
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg.Listen = "127.0.0.1:0"
-		m := newServeMain(cmd, cfg)
+		m := newServeMain(cmd, assemble(), cfg)
 		if err := m.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -212,10 +212,10 @@ func TestFlagsOverrideTheConfigFile(t *testing.T) {
 	// of serving.
 	effective := func(args ...string) (config.Config, error) {
 		var got config.Config
-		cmd := newServeCommand()
+		cmd := newServeCommand(assemble())
 		cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 			var err error
-			got, err = loadConfig(cmd)
+			got, err = loadConfig(cmd, assemble())
 			return err
 		}
 		cmd.SetArgs(args)

@@ -11,7 +11,7 @@ import (
 	"github.com/workqueue-dev/workqueue/mcpserver"
 )
 
-func newMCPCommand() *cobra.Command {
+func newMCPCommand(w *world) *cobra.Command {
 	var flags clientFlags
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -57,7 +57,7 @@ The server and token come from $WORKQUEUE_URL and $WORKQUEUE_TOKEN, or
 				server, _, _ := flags.resolve()
 				fmt.Fprint(cmd.ErrOrStderr(), mcpTerminalNotice(server))
 			}
-			return mcpserver.ServeIO(cmd.Context(), c, cmd.InOrStdin(), cmd.OutOrStdout())
+			return mcpserver.ServeIO(cmd.Context(), c, w.types.Faces(), cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 	flags.register(cmd)

@@ -21,6 +21,7 @@ import (
 	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 	"github.com/workqueue-dev/workqueue/mcpserver/mcptest"
+	"github.com/workqueue-dev/workqueue/mr/mrtype"
 )
 
 // forgeWait bounds each wait on the real Gitea and the service's loops: a
@@ -78,7 +79,7 @@ func startAgents(t *testing.T, overStdio bool) *agentsWorld {
 		c.Projects[0].AutoMerge = false
 		// No webhooks reach this service: the item learns of the merge by
 		// looking.
-		c.MR.ReconcileInterval = config.Duration(300 * time.Millisecond)
+		mrtype.In(c).ReconcileInterval = config.Duration(300 * time.Millisecond)
 	})
 	w.repo = repo
 	a := &agentsWorld{apiWorld: w, t: t, tokens: tokens, lap: time.Now()}

@@ -15,6 +15,7 @@ import (
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
+	"github.com/workqueue-dev/workqueue/mr/mrtype"
 )
 
 // TestMetricsMoveAfterAMergeRequestMergesOnGitea runs serve against the
@@ -28,8 +29,8 @@ func TestMetricsMoveAfterAMergeRequestMergesOnGitea(t *testing.T) {
 		// Like startHooked: the webhook, not the sweep or a reconcile,
 		// completes the item.
 		c.Processing.SweepInterval = config.Duration(time.Hour)
-		c.MR.ReconcileInterval = config.Duration(time.Hour)
-		c.MR.EmptyCheckInterval = config.Duration(time.Hour)
+		mrtype.In(c).ReconcileInterval = config.Duration(time.Hour)
+		mrtype.In(c).EmptyCheckInterval = config.Duration(time.Hour)
 		c.Projects[0].AutoMerge = false
 		c.Forges[0].WebhookSecretEnv = "WQ_TEST_HOOK_SECRET"
 		c.Auth.Tokens = append(c.Auth.Tokens, config.Token{Name: "prometheus", SHA256: metricsHash, Permissions: []string{"metrics"}})

@@ -22,6 +22,7 @@ import (
 	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/client"
 	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/example"
 )
 
 // runCLI runs a command line as main does and returns its stdout,
@@ -105,7 +106,7 @@ func TestOutputErrorsAreProblemJSONOnStderrInJSONMode(t *testing.T) {
 func startExampleAPI(t *testing.T) *apiWorld {
 	return startAPI(t, "", func(c *config.Config) {
 		c.HandledTypes = []string{"example"}
-		c.Example.StepDelay = config.Duration(50 * time.Millisecond)
+		example.In(c).StepDelay = config.Duration(50 * time.Millisecond)
 	})
 }
 

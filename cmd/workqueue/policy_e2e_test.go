@@ -16,8 +16,10 @@ import (
 	"github.com/workqueue-dev/workqueue/client"
 	"github.com/workqueue-dev/workqueue/config"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/cptype"
 	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
+	"github.com/workqueue-dev/workqueue/mr/mrtype"
 	"github.com/workqueue-dev/workqueue/policy"
 )
 
@@ -126,7 +128,7 @@ func TestAProtectedChangeInReviewModeMergesOnlyAfterAPersonApproved(t *testing.T
 			t.Fatalf("sync: %d %v", status, out)
 		}
 	}
-	session := func(c *client.Client, role api.Role) string {
+	session := func(c *client.Client, role cptype.Role) string {
 		t.Helper()
 		s, err := c.RegisterSession(ctx, role, string(role), nil)
 		if err != nil {
@@ -145,12 +147,12 @@ func TestAProtectedChangeInReviewModeMergesOnlyAfterAPersonApproved(t *testing.T
 	}
 	item, number := w.waitPR(out["id"].(string))
 	detail := item["detail"].(map[string]any)
-	if number == 0 || detail["auto_merge"] != false || !slices.Contains(anyStrings(detail["labels"]), config.DefaultReviewLabel) {
+	if number == 0 || detail["auto_merge"] != false || !slices.Contains(anyStrings(detail["labels"]), mrtype.DefaultReviewLabel) {
 		t.Fatalf("the protected change's item: %v", item)
 	}
 	pr, err := w.forge.GetMergeRequest(ctx, repo, number)
-	if err != nil || !slices.Contains(pr.Labels, config.DefaultReviewLabel) {
-		t.Fatalf("the pull request is not labelled %s: %+v, %v", config.DefaultReviewLabel, pr, err)
+	if err != nil || !slices.Contains(pr.Labels, mrtype.DefaultReviewLabel) {
+		t.Fatalf("the pull request is not labelled %s: %+v, %v", mrtype.DefaultReviewLabel, pr, err)
 	}
 	// A person closes it: the rest is the control plane's.
 	closed := sdk.StateClosed
@@ -165,9 +167,9 @@ func TestAProtectedChangeInReviewModeMergesOnlyAfterAPersonApproved(t *testing.T
 			t.Fatal(err)
 		}
 		sync()
-		author := session(alice, api.RoleAuthor)
+		author := session(alice, cptype.RoleAuthor)
 		held, err := alice.Allocate(ctx, author, repo, true)
-		if err != nil || held.Outcome != api.OutcomeAssigned {
+		if err != nil || held.Outcome != cptype.OutcomeAssigned {
 			t.Fatalf("alice's allocation: %+v, %v", held, err)
 		}
 		// Closing another issue than its assignment's is refused.
@@ -186,7 +188,7 @@ func TestAProtectedChangeInReviewModeMergesOnlyAfterAPersonApproved(t *testing.T
 			t.Fatal("alice's change has no pull request")
 		}
 		prs = append(prs, n)
-		if _, err := alice.Act(ctx, api.ActionRequest{SessionID: author, AssignmentID: held.Assignment.ID, Action: api.ActComment,
+		if _, err := alice.Act(ctx, cptype.ActionRequest{SessionID: author, AssignmentID: held.Assignment.ID, Action: cptype.ActComment,
 			Body: "done, see #" + fmt.Sprint(n)}); err != nil {
 			t.Fatal(err)
 		}
@@ -198,19 +200,19 @@ func TestAProtectedChangeInReviewModeMergesOnlyAfterAPersonApproved(t *testing.T
 
 	// The lead, who may submit there, approves the first; an agent only
 	// the second.
-	leadReviewer, reviewer, merger := session(lead, api.RoleReviewer), session(mallory, api.RoleReviewer), session(meg, api.RoleMerger)
+	leadReviewer, reviewer, merger := session(lead, cptype.RoleReviewer), session(mallory, cptype.RoleReviewer), session(meg, cptype.RoleMerger)
 	approve := func(c *client.Client, session string, n int64) {
 		t.Helper()
 		a := allocateNumber(t, c, session, repo, n, sync)
-		if _, err := c.Act(ctx, api.ActionRequest{SessionID: session, AssignmentID: a.Assignment.ID, Action: api.ActReview,
-			Verdict: api.VerdictApprove}); err != nil {
+		if _, err := c.Act(ctx, cptype.ActionRequest{SessionID: session, AssignmentID: a.Assignment.ID, Action: cptype.ActReview,
+			Verdict: cptype.VerdictApprove}); err != nil {
 			t.Fatalf("the approval of #%d: %v", n, err)
 		}
 	}
 	merge := func(n int64) {
 		t.Helper()
 		a := allocateNumber(t, meg, merger, repo, n, sync)
-		if _, err := meg.Act(ctx, api.ActionRequest{SessionID: merger, AssignmentID: a.Assignment.ID, Action: api.ActMerge}); err != nil {
+		if _, err := meg.Act(ctx, cptype.ActionRequest{SessionID: merger, AssignmentID: a.Assignment.ID, Action: cptype.ActMerge}); err != nil {
 			t.Fatalf("the merge of #%d: %v", n, err)
 		}
 	}
@@ -222,7 +224,7 @@ func TestAProtectedChangeInReviewModeMergesOnlyAfterAPersonApproved(t *testing.T
 	merge(prs[0])
 	sync()
 	dry, err := meg.Allocate(ctx, merger, repo, false)
-	if err != nil || !slices.ContainsFunc(dry.Candidates, func(c api.CandidateSkip) bool {
+	if err != nil || !slices.ContainsFunc(dry.Candidates, func(c cptype.CandidateSkip) bool {
 		return c.Work != nil && c.Work.Number == prs[1] && c.Reason == cp.SkipAwaitsPerson
 	}) {
 		t.Errorf("the change only an agent approved is not passed over as %s: %+v, %v", cp.SkipAwaitsPerson, dry, err)
@@ -242,13 +244,13 @@ func TestAProtectedChangeInReviewModeMergesOnlyAfterAPersonApproved(t *testing.T
 // allocateNumber allocates for session until it is handed pull request
 // number, syncing the inventory between tries (the forge computes
 // mergeability on its own time); another handed first is released.
-func allocateNumber(t *testing.T, c *client.Client, session, repo string, number int64, sync func()) *api.Allocation {
+func allocateNumber(t *testing.T, c *client.Client, session, repo string, number int64, sync func()) *cptype.Allocation {
 	t.Helper()
 	ctx := context.Background()
-	var got *api.Allocation
+	var got *cptype.Allocation
 	eventually.True(t, time.Minute, fmt.Sprintf("pull request #%d allocated", number), func() (bool, any) {
 		a, err := c.Allocate(ctx, session, repo, true)
-		if err != nil || a.Outcome != api.OutcomeAssigned {
+		if err != nil || a.Outcome != cptype.OutcomeAssigned {
 			sync()
 			return false, fmt.Sprint(a, err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
+	"github.com/workqueue-dev/workqueue/mr/mrtype"
 )
 
 // post submits body from any goroutine (w.do may only be called from the
@@ -47,7 +48,7 @@ func raceWorld(t *testing.T, kind string, autoMerge bool) (*apiWorld, *testdb.St
 		c.Projects[0].AutoMerge = autoMerge
 		// No webhooks here: the merge waits on reconciles, whose backoff
 		// while Gitea checks mergeability must not outgrow the test.
-		c.MR.ReconcileInterval = config.Duration(2 * time.Second)
+		mrtype.In(c).ReconcileInterval = config.Duration(2 * time.Second)
 	})
 	return w, testdb.OpenURL(t, dbURL)
 }

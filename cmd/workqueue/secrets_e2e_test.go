@@ -13,10 +13,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/workqueue-dev/workqueue/api"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/client"
 	"github.com/workqueue-dev/workqueue/config"
+	"github.com/workqueue-dev/workqueue/cptype"
 	"github.com/workqueue-dev/workqueue/internal/secretcorpus"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 )
@@ -49,13 +49,13 @@ func TestNoPlantedSecretIsStored(t *testing.T) {
 			if len(name) > 200 { // a name is one line of at most 200 bytes: a key block goes in the capabilities only
 				name = s.Shape
 			}
-			sess, err := agent.RegisterSession(ctx, api.RoleAuthor, name, deep)
+			sess, err := agent.RegisterSession(ctx, cptype.RoleAuthor, name, deep)
 			if err != nil {
 				// A refusal stores nothing: that holds too. But the
 				// service should take a name that merely holds a secret.
 				t.Fatalf("sample %d (%s/%s): register: %v", i, s.Class, s.Shape, err)
 			}
-			c := api.Checkpoint{SessionID: sess.ID, Forge: "gitea", Repo: w.repo, WorkKind: api.KindIssue, WorkNumber: int64(i + 1),
+			c := cptype.Checkpoint{SessionID: sess.ID, Forge: "gitea", Repo: w.repo, WorkKind: cptype.KindIssue, WorkNumber: int64(i + 1),
 				ProviderIdentity: plant("provider"), WorktreePath: "/work/" + s.Shape, WorkflowStage: "implement",
 				LastCompletedAction: plant("last"), CurrentOperation: plant("current"), Blocker: plant("blocker"),
 				NextValidAction: plant("next"), RecoveryInstructions: plant("recovery"), Status: "active",

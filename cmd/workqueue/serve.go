@@ -25,17 +25,14 @@ import (
 	"github.com/workqueue-dev/workqueue/dashboard"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/forge"
-	_ "github.com/workqueue-dev/workqueue/forge/kinds" // the kinds of forge shipped
 	"github.com/workqueue-dev/workqueue/httpapi"
 	"github.com/workqueue-dev/workqueue/identity"
 	"github.com/workqueue-dev/workqueue/identity/idstore"
 	"github.com/workqueue-dev/workqueue/itemtype"
-	_ "github.com/workqueue-dev/workqueue/itemtype/types" // the item types shipped
 	"github.com/workqueue-dev/workqueue/mcpserver"
 	"github.com/workqueue-dev/workqueue/metrics"
 	"github.com/workqueue-dev/workqueue/policy"
 	"github.com/workqueue-dev/workqueue/service"
-	"github.com/workqueue-dev/workqueue/store"
 )
 
 // Main is one workqueue serve process: the store, the engine and the HTTP
@@ -54,6 +51,10 @@ type Main struct {
 	AuditMetrics audit.Metrics
 	// archives are the audit archives that Close flushes (cmd/workqueue/audit.go).
 	archives []*audit.Archive
+
+	// world is what the process links: its kinds of forge, item types
+	// and store drivers (world.go).
+	world *world
 
 	Store  wq.Store
 	Engine *engine.Engine
@@ -93,9 +94,13 @@ type Main struct {
 	holders *controlplane.HolderNotes
 }
 
-// NewMain returns a process for cfg; Run starts it.
-func NewMain(cfg config.Config, log *slog.Logger) *Main {
-	return &Main{Config: cfg, Log: log}
+// NewMain returns a process for cfg that links what this program ships
+// (assemble); Run starts it.
+func NewMain(cfg config.Config, log *slog.Logger) *Main { return newMainIn(assemble(), cfg, log) }
+
+// newMainIn returns a process for cfg that links w.
+func newMainIn(w *world, cfg config.Config, log *slog.Logger) *Main {
+	return &Main{Config: cfg, Log: log, world: w}
 }
 
 // Run opens the store, migrates it if configured to, starts the engine and
@@ -113,7 +118,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	all, err := openStores(ctx, m.Config.Database)
+	all, err := m.world.openStores(ctx, m.Config.Database)
 	if err != nil {
 		return err
 	}
@@ -135,7 +140,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 
 	m.Metrics = m.newMetrics(s, all.cp)
-	forges, err := openForgesMeasured(m.Config, m.Metrics)
+	forges, err := m.world.openForgesMeasured(m.Config, m.Metrics)
 	if err != nil {
 		return err
 	}
@@ -154,7 +159,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	sink = m.withDashboardTrail(sink)
-	m.Engine, err = engine.New(m.Config.Engine(), s, m.Clock, sink, m.Log)
+	m.Engine, err = engine.New(engineConfig(m.Config), s, m.Clock, audit.Safe(sink, m.Log), m.Log)
 	if err != nil {
 		return err
 	}
@@ -163,7 +168,7 @@ func (m *Main) Run(ctx context.Context) error {
 	cps := &controlplane.Service{Store: all.cp, Clock: m.Clock, Log: m.Log,
 		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels, PriorityLabels: cpc.PriorityLabels},
 		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL), Forges: forges, Metrics: m.Metrics,
-		MaxCheckpoints: cpc.MaxCheckpointsPerSession, ReviewLabel: m.Config.MR.ReviewLabel}
+		MaxCheckpoints: cpc.MaxCheckpointsPerSession, ReviewLabel: m.world.reviewLabel(m.Config)}
 	if cpc.HolderNotes {
 		// Who holds what, on the forge (issue 50): a note per work unit,
 		// edited as its leases change.
@@ -186,14 +191,18 @@ func (m *Main) Run(ctx context.Context) error {
 	// Each registered item type the configuration enables registers with
 	// the engine and, beside it, its face to callers; the work a type
 	// does beside the engine runs where the type is handled.
-	built, err := itemtype.BuildAll(itemtype.Env{Config: m.Config, Queue: s, Forges: forges, ControlPlane: cps,
-		Notify: m.Engine.Notify, Clock: m.Clock, Log: m.Log}, all.types)
+	built, err := m.world.types.BuildAll(itemtype.Env{Queue: s, Forges: forges, Assignments: cps.AssignmentGate(),
+		Audit: audit.Safe(sink, m.Log), Notify: m.Engine.Notify, Clock: m.Clock, Log: m.Log}, all.types,
+		func(p itemtype.Plugin) any { return sectionOf(m.Config, p) }, m.Config.HandledTypes)
 	if err != nil {
 		return err
 	}
 	for _, b := range built {
 		m.Engine.Register(b.Type)
 		items.Register(b.Type, b.API)
+		if b.Face != nil {
+			items.Describe(*b.Face)
+		}
 	}
 	for _, t := range items.Types() {
 		m.Metrics.ItemTypes(t.Type()) // their series from the first scrape
@@ -225,7 +234,7 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		hookForges[f.Name] = service.WebhookForge{Kind: f.Kind, Secret: secret}
 	}
-	hooks := &service.Webhooks{Store: s, Forges: hookForges, Types: items.Types(), Notify: m.Engine.Notify,
+	hooks := &service.Webhooks{Store: s, Forges: hookForges, Kinds: m.world.kinds, Types: items.Types(), Notify: m.Engine.Notify,
 		Audit: audit.Safe(sink, m.Log), Clock: m.Clock, Metrics: deliveryMetrics{m.Metrics, m.checks}}
 	if len(cpc.Repos) > 0 {
 		inv := &controlplane.Inventory{Store: all.cp, Forges: forges, Clock: m.Clock, Log: m.Log,
@@ -256,7 +265,7 @@ func (m *Main) Run(ctx context.Context) error {
 		// the API with the caller's token; a submission as large as REST
 		// takes fits.
 		MCP: func(api http.Handler) http.Handler {
-			return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Log: m.Log.With("component", "mcp"), MaxRequestBytes: httpapi.MaxSubmitBytes + 1<<20})
+			return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Log: m.Log.With("component", "mcp"), MaxRequestBytes: httpapi.MaxSubmitBytes + 1<<20, Faces: items.Faces()})
 		}}
 	if err := m.serveDashboard(ctx, &apiOpts, items, cps, authn, limiter, sink); err != nil {
 		return err
@@ -367,13 +376,13 @@ type stores struct {
 // openStores opens the database the URL names with every component's
 // store on it, every registered item type's included, so that their
 // migrations are registered before any runs.
-func openStores(ctx context.Context, url string) (stores, error) {
-	db, err := store.Open(ctx, url)
+func (w *world) openStores(ctx context.Context, url string) (stores, error) {
+	db, err := w.drivers.Open(ctx, url)
 	if err != nil {
 		return stores{}, fmt.Errorf("open database: %w", err)
 	}
 	s := stores{queue: db}
-	if s.types, err = itemtype.Stores(db); err == nil {
+	if s.types, err = w.types.Stores(db); err == nil {
 		s.cp, err = cpstore.New(db)
 	}
 	if err == nil {
@@ -387,11 +396,13 @@ func openStores(ctx context.Context, url string) (stores, error) {
 }
 
 // openForges builds a client for every configured forge.
-func openForges(cfg config.Config) (map[string]wq.Forge, error) { return openForgesMeasured(cfg, nil) }
+func (w *world) openForges(cfg config.Config) (map[string]wq.Forge, error) {
+	return w.openForgesMeasured(cfg, nil)
+}
 
 // openForgesMeasured is openForges with every forge's HTTP requests
 // counted and timed in mx (nil: not measured).
-func openForgesMeasured(cfg config.Config, mx *metrics.Metrics) (map[string]wq.Forge, error) {
+func (w *world) openForgesMeasured(cfg config.Config, mx *metrics.Metrics) (map[string]wq.Forge, error) {
 	forges := map[string]wq.Forge{}
 	for _, f := range cfg.Forges {
 		token, err := f.Token()
@@ -403,7 +414,7 @@ func openForgesMeasured(cfg config.Config, mx *metrics.Metrics) (map[string]wq.F
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		// Guarded: every write passes the outbound policy (package policy).
-		g, err := policy.Open(cfg, f, forge.Config{URL: f.URL, Token: token, ReviewToken: reviewToken, HTTPClient: forgeHTTPClient(mx, f.Name, f.Kind)})
+		g, err := policy.Open(w.kinds, cfg, w.serviceLabels(cfg), f, forge.Config{URL: f.URL, Token: token, ReviewToken: reviewToken, HTTPClient: forgeHTTPClient(mx, f.Name, f.Kind)})
 		if err != nil {
 			return nil, err
 		}

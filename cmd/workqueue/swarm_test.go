@@ -57,7 +57,7 @@ func TestSwarmWithAHostileSessionMergesEveryIssueSafely(t *testing.T) {
 	}
 	// The audit reads the control plane's event log from the database,
 	// as the demo's swarm does.
-	stores, err := openStores(t.Context(), database)
+	stores, err := assemble().openStores(t.Context(), database)
 	if err != nil {
 		t.Fatal(err)
 	}

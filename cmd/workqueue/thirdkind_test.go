@@ -13,16 +13,20 @@ import (
 
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
-	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forge/forgetest/relay"
 	"github.com/workqueue-dev/workqueue/forge/gitlab/gitlabtest"
 	"github.com/workqueue-dev/workqueue/internal/eventually"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 )
 
-// The one line that adds the test-only kind to this binary: serve, the
-// configuration, the webhook receiver and the mr type name no kind.
-func init() { forge.Register(relay.Plugin) }
+// withRelay is the shipped world plus the test-only kind, added by one
+// Register line: serve, the configuration, the webhook receiver and the
+// mr type name no kind.
+func withRelay() *world {
+	w := assemble()
+	w.kinds.Register(relay.Plugin)
+	return w
+}
 
 // A kind of forge added by its package and one registration line is
 // configured, opened, written to and heard from like a shipped one: a
@@ -49,11 +53,12 @@ forges: [{name: rl, kind: relay, url: %q, token_env: WQ_TEST_RELAY_TOKEN, webhoo
 projects: [{match: %q, forge: rl, auto_merge: false}]
 auth: {tokens: [{name: submitter, sha256: %s, permissions: [submit, read]}]}
 `, "sqlite://"+filepath.Join(t.TempDir(), "wq.db"), srv.URL, project, hash)
-	cfg, err := config.Parse(strings.NewReader(doc))
+	w := withRelay()
+	cfg, err := config.Parse(strings.NewReader(doc), w.known())
 	if err != nil {
 		t.Fatalf("config with kind relay: %v", err)
 	}
-	m := NewMain(cfg, testkit.Quiet())
+	m := newMainIn(w, cfg, testkit.Quiet())
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

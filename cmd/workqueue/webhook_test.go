@@ -29,6 +29,7 @@ import (
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testgitea"
 	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/mr/mrtype"
 )
 
 const hookSecret = "hook-secret-for-tests"
@@ -59,8 +60,8 @@ func startWithWebhookSecret(t testing.TB) *apiWorld {
 	t.Setenv("WQ_TEST_HOOK_SECRET", hookSecret)
 	w := startAPI(t, "", func(c *config.Config) {
 		c.Processing.SweepInterval = config.Duration(time.Hour)
-		c.MR.ReconcileInterval = config.Duration(time.Hour)
-		c.MR.EmptyCheckInterval = config.Duration(time.Hour)
+		mrtype.In(c).ReconcileInterval = config.Duration(time.Hour)
+		mrtype.In(c).EmptyCheckInterval = config.Duration(time.Hour)
 		c.Projects[0].AutoMerge = false
 		c.Forges[0].WebhookSecretEnv = "WQ_TEST_HOOK_SECRET"
 	})

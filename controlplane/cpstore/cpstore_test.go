@@ -32,7 +32,7 @@ func TestMigrations(t *testing.T) {
 		ctx := context.Background()
 		url := testdb.URL(t, kind)
 		testdb.ControlPlaneURL(t, url) // migrates
-		db, err := store.Open(ctx, url)
+		db, err := testdb.Drivers.Open(ctx, url)
 		if err != nil {
 			t.Fatal(err)
 		}

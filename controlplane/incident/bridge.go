@@ -11,6 +11,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/cptype/incidenttype"
 	"github.com/workqueue-dev/workqueue/secrets"
 )
 
@@ -30,40 +31,22 @@ type IssueForge interface {
 	CreateIssue(ctx context.Context, req wq.IssueCreate) (*wq.WorkInfo, error)
 }
 
-// Outcome says what Reconcile did or, in a dry run, would do.
-type Outcome string
+// Reconcile's answer and its outcomes are declared once, for the bridge
+// and the wire, in package incidenttype.
+type (
+	Outcome = incidenttype.Outcome
+	Result  = incidenttype.Result
+)
 
 // Outcomes of Reconcile.
 const (
-	// Dry run: no link exists (or its claim is stale): the issue that
-	// would be filed is in Result.Issue.
-	OutcomeWouldCreate Outcome = "would_create"
-	// Dry run: the link exists; it would take the observation in.
-	OutcomeWouldUpdate Outcome = "would_update"
-	// Applied: this call filed the forge issue and linked it.
-	OutcomeCreated Outcome = "created"
-	// Applied: the link existed; the observation was taken in (Merge).
-	OutcomeLinked Outcome = "linked"
-	// Another call is filing the issue (its claim is fresh): nothing
-	// to do now; a later delivery finds the link.
-	OutcomePending Outcome = "pending"
-	// No link exists and the provider says the issue is resolved or
-	// ignored: no issue is filed for it.
-	OutcomeSkipped Outcome = "skipped"
+	OutcomeWouldCreate = incidenttype.OutcomeWouldCreate
+	OutcomeWouldUpdate = incidenttype.OutcomeWouldUpdate
+	OutcomeCreated     = incidenttype.OutcomeCreated
+	OutcomeLinked      = incidenttype.OutcomeLinked
+	OutcomePending     = incidenttype.OutcomePending
+	OutcomeSkipped     = incidenttype.OutcomeSkipped
 )
-
-// Result is Reconcile's answer.
-type Result struct {
-	Outcome Outcome `json:"outcome"`
-	Forge   string  `json:"forge"`
-	Repo    string  `json:"repo"`
-	// Issue is the issue filed (created) or that would be (would_create).
-	Issue *IssuePlan `json:"issue,omitempty"`
-	// Link is the link as it stands after the call (as read, in a dry
-	// run); absent when none exists.
-	Link   *Link  `json:"link,omitempty"`
-	Reason string `json:"reason,omitempty"`
-}
 
 // Bridge turns observations into forge issues and links.
 type Bridge struct {

@@ -4,49 +4,23 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/workqueue-dev/workqueue/cptype/incidenttype"
 )
 
-// LinkState is where a link stands.
-type LinkState string
+// The link and its states are declared once, for the bridge and the
+// wire, in package incidenttype: a Link is the row that ties a provider
+// issue to the forge issue filed for it (seed 003's incident_links).
+type (
+	LinkState = incidenttype.LinkState
+	Link      = incidenttype.Link
+)
 
 // Link states.
 const (
-	// LinkCreating: a bridge claimed the link and is filing its forge
-	// issue; the link has no issue yet.
-	LinkCreating LinkState = "creating"
-	// LinkLinked: the link names its forge issue.
-	LinkLinked LinkState = "linked"
+	LinkCreating = incidenttype.LinkCreating
+	LinkLinked   = incidenttype.LinkLinked
 )
-
-// Link is the row that ties a provider issue to the forge issue filed
-// for it (seed 003's incident_links): the provider issue's key, the forge
-// issue, and the latest of what the provider observed.
-type Link struct {
-	ID string `json:"id"`
-	Key
-	Forge       string `json:"forge"`
-	Repo        string `json:"repo"`
-	IssueNumber int64  `json:"issue_number,omitempty"` // 0 while creating
-	IssueURL    string `json:"issue_url,omitempty"`
-	// The observation fields, as merged from every observation (see
-	// Merge).
-	Status     string    `json:"status,omitempty"`
-	EventCount int64     `json:"event_count"`
-	Permalink  string    `json:"permalink,omitempty"`
-	FirstSeen  time.Time `json:"first_seen,omitzero"`
-	LastSeen   time.Time `json:"last_seen,omitzero"`
-	LinkedPRs  []int64   `json:"linked_prs,omitempty"`
-	State      LinkState `json:"state"`
-	// ClaimedAt is when the claim of a creating link was made or taken
-	// over; ClaimToken names the bridge call holding it. A bridge
-	// finishes only a claim whose token is still its own.
-	ClaimedAt  time.Time `json:"claimed_at,omitzero"`
-	ClaimToken string    `json:"-"`
-	// Revision counts the writes of the row: UpdateLink compares it.
-	Revision  int64     `json:"revision"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
 
 // IssueRef names a forge issue filed for a link.
 type IssueRef struct {

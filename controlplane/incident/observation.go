@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/cptype/incidenttype"
 	"github.com/workqueue-dev/workqueue/secrets"
 )
 
@@ -26,20 +27,9 @@ const (
 	MaxLinkedPRs = 100
 )
 
-// Key names one provider issue: the link's unique key. Scope keys the
-// provider did not give are "" (hard rule 6).
-type Key struct {
-	Provider     string `json:"provider"`
-	Organization string `json:"organization"`
-	Project      string `json:"project"`
-	Environment  string `json:"environment"`
-	// Fingerprint is the provider's issue (group) id.
-	Fingerprint string `json:"fingerprint"`
-}
-
-func (k Key) String() string {
-	return fmt.Sprintf("%s:%s/%s/%s#%s", k.Provider, k.Organization, k.Project, k.Environment, k.Fingerprint)
-}
+// Key names one provider issue: the link's unique key (declared once, for
+// the bridge and the wire, in package incidenttype).
+type Key = incidenttype.Key
 
 // Observation is what a provider says of one of its issues, as the bridge
 // takes it (from a webhook parser or the API).

@@ -6,18 +6,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/workqueue-dev/workqueue/cptype/incidenttype"
 )
 
 // MaxIssueTitle bounds a filed issue's title (both forges take 255).
 const MaxIssueTitle = 255
 
 // IssuePlan is the forge issue the bridge files (or would file) for an
-// observation.
-type IssuePlan struct {
-	Title  string   `json:"title"`
-	Body   string   `json:"body"`
-	Labels []string `json:"labels,omitempty"`
-}
+// observation, declared once in package incidenttype.
+type IssuePlan = incidenttype.IssuePlan
 
 // Marker is the line every filed issue's body ends with: an HTML comment
 // (invisible once rendered) naming the provider issue, stable across

@@ -24,7 +24,7 @@ func runChecks(t *testing.T, newProject func(t *testing.T) Project) {
 		if err != nil {
 			t.Fatalf("ServerVersion: %v", err)
 		}
-		if v, msg := forge.CheckVersion(p.Forge.Kind(), raw); v != forge.VersionSupported {
+		if v, msg := forge.CheckVersion(p.Forge.Kind(), p.Forge.(wq.VersionReader).MinServerVersion(), raw); v != forge.VersionSupported {
 			t.Errorf("the test forge's version %q: %s", raw, msg)
 		}
 	})

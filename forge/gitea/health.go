@@ -30,6 +30,11 @@ func (f *Forge) ServerVersion(ctx context.Context) (string, error) {
 	return v, err
 }
 
+// MinServerVersion is ServerVersion, the release the adapter relies on:
+// force-push through ChangeFiles, Actions jobs and their reruns, and
+// review staleness came with 1.26 (docs/forge-checks.md).
+func (f *Forge) MinServerVersion() string { return ServerVersion }
+
 // ProjectSettings reads the branch protection of the repository's default
 // branch (wq.SettingsReader): GET /repos/{o}/{r}, then
 // GET /repos/{o}/{r}/branch_protections, two calls. A merge through the

@@ -354,7 +354,7 @@ func jobPage(path string) (forge.JobRef, bool) {
 
 var jobPath = regexp.MustCompile(`^/([^/]+/[^/]+)/actions/runs/(\d+)/jobs/(\d+)/?$`)
 
-// Plugin is the Gitea kind of forge (forge/kinds registers it).
+// Plugin is the Gitea kind of forge (the composition root, cmd/workqueue/world.go, registers it).
 var Plugin = forge.Plugin{
 	Name: wq.ForgeGitea,
 	Open: func(c forge.Config) (wq.Forge, error) {
@@ -370,8 +370,4 @@ var Plugin = forge.Plugin{
 	DecodeEvent:  decodeEvent,
 	JobPage:      jobPage,
 	// Gitea's ChangeFiles writes regular files only: no chmod.
-	SetsFileModes: false,
-	// Force-push through ChangeFiles, Actions jobs and their reruns, and
-	// review staleness came with 1.26 (docs/forge-checks.md).
-	MinVersion: ServerVersion,
 }

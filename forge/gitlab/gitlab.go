@@ -491,7 +491,7 @@ var errUnknownKind = errors.New("unknown kind of work")
 // Inert is idempotent (Inert(Inert(x)) == Inert(x)), so a policy may
 // record and inspect Inert's form of a text before the adapter sends it:
 // the adapter's second pass then changes nothing, and what GitLab stores is
-// what was recorded (Plugin.InertText).
+// what was recorded (Forge.InertText).
 func Inert(text string) string {
 	lines := strings.Split(strings.ReplaceAll(text, "\r", ""), "\n")
 	for i, l := range lines {
@@ -501,6 +501,14 @@ func Inert(text string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// InertText is Inert: the form in which the adapter sends a text GitLab
+// interprets (wq.InertTexter).
+func (f *Forge) InertText(text string) string { return Inert(text) }
+
+// SetsFileModes is true: the commits API's execute_filemode sets a
+// file's executable bit (wq.FileModeSetter).
+func (f *Forge) SetsFileModes() bool { return true }
 
 // UpdateNote edits a note, the body made inert (see Inert): GitLab runs
 // the quick actions of an edited note too.

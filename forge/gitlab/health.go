@@ -34,6 +34,10 @@ func (f *Forge) ServerVersion(ctx context.Context) (string, error) {
 	return v, err
 }
 
+// MinServerVersion is the oldest GitLab the adapter supports
+// (MinServerVersion, the constant; docs/forge-checks.md).
+func (f *Forge) MinServerVersion() string { return MinServerVersion }
+
 // ProjectSettings reads the project (GET /projects/:id: merge_method,
 // only_allow_merge_if_pipeline_succeeds) and its approval configuration
 // (GET /projects/:id/approvals: reset_approvals_on_push), two calls

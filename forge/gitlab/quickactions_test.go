@@ -9,7 +9,6 @@ import (
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/forge/gitlab/gitlabtest"
 )
@@ -172,11 +171,11 @@ func TestTheServicesNoteIsInertWhenMadeAndWhenEdited(t *testing.T) {
 
 func TestTheGitLabKindSaysWhichFormItSends(t *testing.T) {
 	for _, text := range []string{hostile, "plain", "", "/close", "a\r\n/merge\r\n"} {
-		if got := gitlab.Plugin.Inert(text); got != gitlab.Inert(text) {
-			t.Errorf("Plugin.Inert(%q) = %q, want %q", text, got, gitlab.Inert(text))
+		if got := wq.InertText(&gitlab.Forge{}, text); got != gitlab.Inert(text) {
+			t.Errorf("InertText(%q) = %q, want %q", text, got, gitlab.Inert(text))
 		}
 	}
-	if got := (forge.Plugin{}).Inert("/close"); got != "/close" {
+	if got := wq.InertText(nil, "/close"); got != "/close" {
 		t.Errorf("a kind without InertText sends %q as it is, got %q", "/close", got)
 	}
 }

@@ -26,7 +26,7 @@ const (
 	EventIssue        = "issue"         // Issue Hook: work only
 )
 
-// Plugin is the GitLab kind of forge (forge/kinds registers it).
+// Plugin is the GitLab kind of forge (the composition root, cmd/workqueue/world.go, registers it).
 var Plugin = forge.Plugin{
 	Name: wq.ForgeGitLab,
 	Open: func(c forge.Config) (wq.Forge, error) {
@@ -36,16 +36,11 @@ var Plugin = forge.Plugin{
 		}
 		return f, nil
 	},
-	ParseWebhook:  parseWebhook,
-	VerifyHeader:  verifyToken,
-	EventTypes:    []string{EventMergeRequest, EventPipeline, EventJob},
-	DecodeEvent:   decodeEvent,
-	JobPage:       jobPage,
-	SetsFileModes: true,  // the commits API's execute_filemode
-	InertText:     Inert, // quick actions in descriptions and notes
-	// detailed_merge_status (15.6), requested_changes in it and the
-	// hooks' alert_status and disabled_until (docs/forge-checks.md).
-	MinVersion: MinServerVersion,
+	ParseWebhook: parseWebhook,
+	VerifyHeader: verifyToken,
+	EventTypes:   []string{EventMergeRequest, EventPipeline, EventJob},
+	DecodeEvent:  decodeEvent,
+	JobPage:      jobPage,
 }
 
 // verifyToken checks a delivery's X-Gitlab-Token, which GitLab sends as

@@ -1,10 +1,9 @@
-// Package testapi wires the item service for tests as serve does: every
-// registered item type (itemtype/types registers the shipped ones), its
-// projects from a configuration, with its face to callers.
+// Package testapi wires the item service for tests as serve does: the
+// item types shipped (Types, as cmd/workqueue/world.go registers them),
+// their projects from a configuration, with their faces to callers.
 package testapi
 
 import (
-	"slices"
 	"testing"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -12,24 +11,46 @@ import (
 	"github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/controlplane/cpstore"
 	"github.com/workqueue-dev/workqueue/controlplane/incident"
+	"github.com/workqueue-dev/workqueue/example"
+	"github.com/workqueue-dev/workqueue/forge"
+	"github.com/workqueue-dev/workqueue/forge/gitea"
+	"github.com/workqueue-dev/workqueue/forge/gitlab"
+	"github.com/workqueue-dev/workqueue/internal/compose"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
 	"github.com/workqueue-dev/workqueue/internal/testkit"
 	"github.com/workqueue-dev/workqueue/itemtype"
-	_ "github.com/workqueue-dev/workqueue/itemtype/types" // the item types shipped
+	"github.com/workqueue-dev/workqueue/mr/mrtype"
 	"github.com/workqueue-dev/workqueue/service"
 )
 
-// Items is the item service on st with every registered item type, built as serve builds them for cfg with every
+// Types are the item types shipped, and Kinds the kinds of forge, as the
+// program's composition root registers them (cmd/workqueue/world.go).
+var (
+	Types = itemtype.NewRegistry(mrtype.Plugin, example.Plugin)
+	Kinds = forge.NewRegistry(gitea.Plugin, gitlab.Plugin)
+)
+
+// Known is what a configuration may name in the program the tests wire.
+func Known() config.Known { return compose.Known(Kinds, Types) }
+
+// Items is the item service on st with every shipped item type, built as serve builds them for cfg with every
 // type handled, on no forge and no control plane.
 func Items(st *testdb.Store, cfg config.Config) *service.Items {
-	cfg.HandledTypes = slices.Clone(config.ItemTypes) // no item is flagged unhandled
+	cfg.HandledTypes = nil // every type, so that no item is flagged unhandled
+	for _, p := range Types.All() {
+		cfg.HandledTypes = append(cfg.HandledTypes, p.Name)
+	}
 	items := &service.Items{Store: st, HandledHere: cfg.HandledTypes}
-	built, err := itemtype.BuildAll(itemtype.Env{Config: cfg, Queue: st, Forges: map[string]wq.Forge{}}, st.Types)
+	built, err := Types.BuildAll(itemtype.Env{Queue: st, Forges: map[string]wq.Forge{}}, st.Types,
+		func(p itemtype.Plugin) any { return compose.Section(cfg, p) }, cfg.HandledTypes)
 	if err != nil {
 		panic(err) // a registered type that cannot be built from a configuration that config accepts
 	}
 	for _, b := range built {
 		items.Register(b.Type, b.API)
+		if b.Face != nil {
+			items.Describe(*b.Face)
+		}
 	}
 	return items
 }
@@ -41,7 +62,7 @@ func Webhooks(st *testdb.Store, cfg config.Config, items *service.Items, secret 
 	for _, f := range cfg.Forges {
 		forges[f.Name] = service.WebhookForge{Kind: f.Kind, Secret: secret}
 	}
-	return &service.Webhooks{Store: st, Forges: forges, Types: items.Types()}
+	return &service.Webhooks{Store: st, Forges: forges, Kinds: Kinds, Types: items.Types()}
 }
 
 // Incidents is the incident bridge on cps for one project: Sentry's

@@ -19,12 +19,17 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/itemtype"
-	_ "github.com/workqueue-dev/workqueue/itemtype/types" // the item types shipped
 	"github.com/workqueue-dev/workqueue/mr"
+	"github.com/workqueue-dev/workqueue/mr/mrstore"
 	"github.com/workqueue-dev/workqueue/store"
+	"github.com/workqueue-dev/workqueue/store/postgres"
 	"github.com/workqueue-dev/workqueue/store/seam"
+	"github.com/workqueue-dev/workqueue/store/sqlite"
 )
+
+// Drivers are the store drivers tests open, as the program's composition
+// root registers them (cmd/workqueue/world.go).
+var Drivers = store.NewRegistry(sqlite.Driver, postgres.Driver)
 
 // Kinds lists the databases every store-backed test runs on.
 var Kinds = []string{store.KindSQLite, store.KindPostgres}
@@ -82,10 +87,9 @@ func postgresURL(t testing.TB) string {
 	return u.String()
 }
 
-// Store is a migrated database with the generic store and every
-// registered item type's (itemtype/types registers the shipped ones), as
-// serve opens them: a new type's migrations run in every test database
-// without a line here. Queue is the driver itself: pass it where optional
+// Store is a migrated database with the generic store and the stores of
+// the item types shipped that keep one (the mr type's), as serve opens
+// them. Queue is the driver itself: pass it where optional
 // interfaces matter (an engine listens for wake-ups only on a store that
 // can send them). Types holds each type's store by type name; MR is the
 // shipped mr type's, embedded because most tests of the queue's types
@@ -125,7 +129,7 @@ func Open(t testing.TB, kind string) *Store {
 func OpenURL(t testing.TB, url string) *Store {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, url)
+	db, err := Drivers.Open(ctx, url)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -133,15 +137,14 @@ func OpenURL(t testing.TB, url string) *Store {
 		checkReadySet(t, db)
 		db.Close()
 	})
-	types, err := itemtype.Stores(db)
+	mrs, err := mrstore.New(db) // the one shipped type with a store of its own
 	if err != nil {
-		t.Fatalf("open the item types' stores: %v", err)
+		t.Fatalf("open the mr type's store: %v", err)
 	}
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	mrs, _ := types[mr.ItemType].(mr.Store)
-	return &Store{Queue: db, MR: mrs, Types: types}
+	return &Store{Queue: db, MR: mrs, Types: map[string]any{mr.ItemType: mrs}}
 }
 
 // EachKind runs f as a subtest on each database kind, in parallel with

@@ -13,8 +13,8 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/forge"
-	_ "github.com/workqueue-dev/workqueue/forge/kinds" // the kinds whose deliveries are parsed
 	"github.com/workqueue-dev/workqueue/internal/eventually"
+	"github.com/workqueue-dev/workqueue/internal/testapi"
 	"github.com/workqueue-dev/workqueue/internal/testforge"
 )
 
@@ -135,7 +135,7 @@ func hooked(t *testing.T, f testforge.Fixture) (project string, seen func(what s
 	var got []*forge.Delivery
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		d, err := forge.ParseWebhook(f.Kind(), "s3cret", r.Header, body)
+		d, err := testapi.Kinds.ParseWebhook(f.Kind(), "s3cret", r.Header, body)
 		if err != nil {
 			t.Errorf("a delivery the webhook package refuses: %v", err)
 		}

@@ -20,6 +20,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/dburl"
+	"github.com/workqueue-dev/workqueue/store"
 	"github.com/workqueue-dev/workqueue/store/migration"
 )
 
@@ -49,6 +51,15 @@ type Store struct {
 }
 
 var _ wq.Store = (*Store)(nil)
+
+// Driver is this driver, for a program's store.Registry.
+var Driver = store.Driver{Kind: dburl.KindPostgres, Open: func(ctx context.Context, url, path string) (wq.Store, error) {
+	st, err := Open(ctx, url)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return st, nil
+}}
 
 // Open connects to the database at url (postgres://…). It does not
 // migrate; call Migrate.

@@ -24,6 +24,8 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/dburl"
+	"github.com/workqueue-dev/workqueue/store"
 	"github.com/workqueue-dev/workqueue/store/migration"
 )
 
@@ -42,6 +44,15 @@ type Store struct {
 }
 
 var _ wq.Store = (*Store)(nil)
+
+// Driver is this driver, for a program's store.Registry.
+var Driver = store.Driver{Kind: dburl.KindSQLite, Open: func(ctx context.Context, url, path string) (wq.Store, error) {
+	st, err := Open(ctx, path)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return st, nil
+}}
 
 // Open opens (creating if needed) the database file at path. It does not
 // migrate; call Migrate.

@@ -1,5 +1,5 @@
 // Package relay is a kind of forge that exists for tests: it shows that a
-// kind is one package plus one registration line (forge.Register(relay.Plugin)),
+// kind is one package plus one registration line (kinds.Register(relay.Plugin)),
 // with no switch to extend anywhere else. Its REST API is GitLab's, so its
 // client wraps forge/gitlab and passes the forge conformance suite against
 // the GitLab-shaped test server; everything else is its own: its webhooks
@@ -36,13 +36,12 @@ const (
 
 // Plugin is the relay kind of forge.
 var Plugin = forge.Plugin{
-	Name:          Kind,
-	Open:          open,
-	ParseWebhook:  parseWebhook,
-	EventTypes:    []string{EventMergeRequest, EventPipeline, EventJob},
-	DecodeEvent:   decodeEvent,
-	JobPage:       jobPage,
-	SetsFileModes: false,
+	Name:         Kind,
+	Open:         open,
+	ParseWebhook: parseWebhook,
+	EventTypes:   []string{EventMergeRequest, EventPipeline, EventJob},
+	DecodeEvent:  decodeEvent,
+	JobPage:      jobPage,
 }
 
 // Forge is the relay's client: GitLab's adapter under the relay's name.
@@ -52,6 +51,10 @@ type Forge struct {
 
 // Kind returns Kind.
 func (Forge) Kind() string { return Kind }
+
+// SetsFileModes is false: the relay claims no file modes, though the
+// client it wraps could set them.
+func (Forge) SetsFileModes() bool { return false }
 
 func open(c forge.Config) (wq.Forge, error) {
 	g, err := gitlab.New(c.URL, c.Token, gitlab.Options{ReviewToken: c.ReviewToken, HTTPClient: c.HTTPClient})

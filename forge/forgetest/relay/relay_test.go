@@ -17,21 +17,22 @@ import (
 	"github.com/workqueue-dev/workqueue/internal/testforge"
 )
 
-// The one line that adds the kind: nothing else in the tree names it.
-func init() { forge.Register(relay.Plugin) }
+// kinds is a program's registry with the one line that adds the kind:
+// nothing else in the tree names it.
+var kinds = forge.NewRegistry(relay.Plugin)
 
 func TestTheRelayKindPassesTheForgeConformanceSuite(t *testing.T) {
 	srv := gitlabtest.New()
 	defer srv.Close()
 	client, calls := forgetest.CountingClient()
-	f, err := forge.Open(relay.Kind, forge.Config{URL: srv.URL, Token: srv.Token, HTTPClient: client})
+	f, err := kinds.Open(relay.Kind, forge.Config{URL: srv.URL, Token: srv.Token, HTTPClient: client})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f.Kind() != relay.Kind {
 		t.Fatalf("Kind() = %q, want %q", f.Kind(), relay.Kind)
 	}
-	reviewing, err := forge.Open(relay.Kind, forge.Config{URL: srv.URL, Token: srv.Token, ReviewToken: srv.AddUser("a-reviewer")})
+	reviewing, err := kinds.Open(relay.Kind, forge.Config{URL: srv.URL, Token: srv.Token, ReviewToken: srv.AddUser("a-reviewer")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,10 +71,10 @@ func TestRelayDeliveriesAreVerifiedAndReadAsForgeNeutralEvents(t *testing.T) {
 	at := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	body := []byte(`{"project":"g/p","merge_request":{"number":4,"source_branch":"wq/a","target_branch":"main",` +
 		`"head_sha":"c0ffee","action":"merge","state":"merged","updated_at":"2026-12-02T10:00:00Z"}}`)
-	if _, err := forge.ParseWebhook(relay.Kind, "k", relay.Headers("other", "merge_request", "d-1", body), body); wq.ErrorCode(err) != wq.EUNAUTHORIZED {
+	if _, err := kinds.ParseWebhook(relay.Kind, "k", relay.Headers("other", "merge_request", "d-1", body), body); wq.ErrorCode(err) != wq.EUNAUTHORIZED {
 		t.Fatalf("a delivery signed with another secret: %v, want EUNAUTHORIZED", err)
 	}
-	d, err := forge.ParseWebhook(relay.Kind, "k", relay.Headers("k", "merge_request", "d-1", body), body)
+	d, err := kinds.ParseWebhook(relay.Kind, "k", relay.Headers("k", "merge_request", "d-1", body), body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,20 +82,20 @@ func TestRelayDeliveriesAreVerifiedAndReadAsForgeNeutralEvents(t *testing.T) {
 		!d.EventTS.Equal(at) || d.DeliveryID != "d-1" || d.Work == nil || d.Work.State != wq.MergeRequestMerged {
 		t.Fatalf("delivery %+v", d)
 	}
-	e, err := forge.DecodeEvent(d.EventType, d.Body)
-	if err != nil || e.MergeRequest == nil || !e.MergeRequest.Merged || e.MergeRequest.HeadSHA != "c0ffee" {
-		t.Fatalf("decoded %+v, %v", e, err)
+	e := d.Event
+	if e == nil || e.MergeRequest == nil || !e.MergeRequest.Merged || e.MergeRequest.HeadSHA != "c0ffee" {
+		t.Fatalf("decoded %+v", e)
 	}
 	job := []byte(`{"project":"g/p","job":{"id":9,"pipeline_id":3,"sha":"c0ffee","name":"test","status":"failed"}}`)
-	d, err = forge.ParseWebhook(relay.Kind, "k", relay.Headers("k", "job", "d-2", job), job)
+	d, err = kinds.ParseWebhook(relay.Kind, "k", relay.Headers("k", "job", "d-2", job), job)
 	if err != nil || d.PipelineID != 3 || d.HeadSHA != "c0ffee" {
 		t.Fatalf("job delivery %+v, %v", d, err)
 	}
-	if e, err := forge.DecodeEvent(d.EventType, d.Body); err != nil || e.CI == nil || !e.CI.Failed || e.CI.Job == nil || e.CI.Job.ID != 9 {
-		t.Fatalf("decoded job %+v, %v", e, err)
+	if e := d.Event; e == nil || e.CI == nil || !e.CI.Failed || e.CI.Job == nil || e.CI.Job.ID != 9 {
+		t.Fatalf("decoded job %+v", e)
 	}
-	if p, ok := forge.Lookup(relay.Kind); !ok || p.SetsFileModes {
-		t.Fatalf("lookup: %+v %v", p, ok)
+	if _, ok := kinds.Lookup(relay.Kind); !ok || wq.SetsFileModes(relay.Forge{}) {
+		t.Fatalf("lookup: %v, or the relay claims file modes", ok)
 	}
 	if j, ok := relayJob(t, "/g/p/jobs/9"); !ok || j.Project != "g/p" || j.JobID != 9 {
 		t.Fatalf("job page: %+v %v", j, ok)
@@ -106,6 +107,6 @@ func TestRelayDeliveriesAreVerifiedAndReadAsForgeNeutralEvents(t *testing.T) {
 
 func relayJob(t *testing.T, path string) (forge.JobRef, bool) {
 	t.Helper()
-	p, _ := forge.Lookup(relay.Kind)
+	p, _ := kinds.Lookup(relay.Kind)
 	return p.JobPage(path)
 }

@@ -1,11 +1,12 @@
 // Package tally is an item type that exists for tests: it shows that a
 // type is one package plus one registration line
-// (itemtype.Register(tally.Plugin)), with no generic layer to extend. A
+// (types.Register(tally.Plugin), in a registry the test builds), with no generic layer to extend. A
 // tally item counts to its target, one fenced write of its own table per
 // action, then completes. It has everything a real type has: a store of
 // its own with a migration chain per dialect (built on the store seam,
 // naming no driver), a pure decider, fenced executors, a face to callers
-// with a detail and a summary, and a configuration warning.
+// with a detail and a summary, a section of its own in the configuration
+// file (tally: {max_target: N}) and a configuration warning.
 package tally
 
 import (
@@ -13,11 +14,9 @@ import (
 	"embed"
 	"fmt"
 	"path"
-	"slices"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/internal/strictjson"
 	"github.com/workqueue-dev/workqueue/itemtype"
 	"github.com/workqueue-dev/workqueue/store/seam"
@@ -26,8 +25,15 @@ import (
 // Name is the type's name.
 const Name = "tally"
 
-// MaxTarget bounds a submission's target.
+// MaxTarget is tally.max_target's default: the largest target a
+// submission may ask for.
 const MaxTarget = 100
+
+// Section is the type's section of the configuration file (tally:).
+type Section struct {
+	// MaxTarget is the largest target a submission may ask for.
+	MaxTarget int `yaml:"max_target"`
+}
 
 const (
 	actCount  = "count"
@@ -41,17 +47,25 @@ var migrations embed.FS
 // Plugin is the tally item type.
 var Plugin = itemtype.Plugin{
 	Name:      Name,
+	Face:      &Face,
 	OpenStore: func(db wq.Store) (any, error) { return Open(db) },
+	Section: &itemtype.Section{Key: Name, Default: func() any { return &Section{MaxTarget: MaxTarget} },
+		Validate: func(v any) []error {
+			if n := v.(*Section).MaxTarget; n < 1 || n > 10000 {
+				return []error{fmt.Errorf("tally.max_target: want 1 to 10000, got %d", n)}
+			}
+			return nil
+		}},
 	Build: func(env itemtype.Env, st any) (itemtype.Built, error) {
 		s, ok := st.(*Store)
 		if !ok {
 			return itemtype.Built{}, fmt.Errorf("tally: a store of type %T", st)
 		}
-		return itemtype.Built{Type: Type(s), API: api{s}}, nil
+		return itemtype.Built{Type: Type(s), API: api{s: s, max: env.Section.(*Section).MaxTarget}}, nil
 	},
-	Warnings: func(c config.Config) []config.Warning {
-		if len(c.HandledTypes) > 0 && !slices.Contains(c.HandledTypes, Name) {
-			return []config.Warning{{Field: "handled_types", Message: "tally items are taken but not counted here"}}
+	Warnings: func(_ any, handled bool) []itemtype.Warning {
+		if !handled {
+			return []itemtype.Warning{{Field: "handled_types", Message: "tally items are taken but not counted here"}}
 		}
 		return nil
 	},
@@ -139,8 +153,12 @@ func Type(s *Store) wq.ItemType {
 	}
 }
 
-// api is the type's face to callers: {"item_type": "tally", "target": N}.
-type api struct{ s *Store }
+// api is the type's face to callers: {"item_type": "tally", "target": N},
+// N at most max (tally.max_target).
+type api struct {
+	s   *Store
+	max int
+}
 
 type request struct {
 	ItemType string `json:"item_type"`
@@ -158,13 +176,13 @@ type Detail struct {
 
 func (api) Type() string { return Name }
 
-func (api) Decode(body []byte) (wq.Submission, error) {
+func (a api) Decode(body []byte) (wq.Submission, error) {
 	var r request
 	if err := strictjson.Decode(body, &r, ""); err != nil {
 		return nil, err
 	}
-	if r.Target < 1 || r.Target > MaxTarget {
-		return nil, wq.Errorf(wq.EINVALID, "target: want 1 to %d, got %d", MaxTarget, r.Target)
+	if r.Target < 1 || r.Target > a.max {
+		return nil, wq.Errorf(wq.EINVALID, "target: want 1 to %d (tally.max_target), got %d", a.max, r.Target)
 	}
 	return r, nil
 }

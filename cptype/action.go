@@ -1,7 +1,8 @@
-package api
+package cptype
 
-// ActionRequest is POST /api/v1/actions: a mutation a session asks the
-// service to make on its behalf, after the gate.
+// ActionRequest is a mutation a session asks the service to make on its
+// behalf (POST /api/v1/actions): agents hold no forge token, so every
+// write their assignment allows goes through the service, after the gate.
 type ActionRequest struct {
 	SessionID    string `json:"session_id"`
 	AssignmentID string `json:"assignment_id"`
@@ -19,6 +20,8 @@ type ActionResult struct {
 	CommentID int64  `json:"comment_id,omitempty"`
 	// HeadSHA is the head a review or merge was pinned to.
 	HeadSHA string `json:"head_sha,omitempty"`
-	// Released says the action ended the session's lease.
+	// Released says the action ended the session's lease: a review hands
+	// the pull request on (to a merger when approved, back to its author
+	// otherwise), a merge or a close ends the work.
 	Released bool `json:"released"`
 }

@@ -1,4 +1,4 @@
-package mrgate_test
+package controlplane_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/controlplane"
-	"github.com/workqueue-dev/workqueue/controlplane/mrgate"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
 	"github.com/workqueue-dev/workqueue/internal/testdb"
@@ -50,7 +50,7 @@ func TestALeaseThatExpiredBeforeThePushCancelsTheChange(t *testing.T) {
 	}
 
 	db := testdb.Open(t, store.KindSQLite)
-	gate := mrgate.New(cps, forges)
+	gate := cps.AssignmentGate()
 	api := mr.API(mr.APIOptions{Store: db, Assignments: gate,
 		Project: func(string, string) (mr.Project, bool) { return mr.Project{Label: "managed"}, true }})
 	sub, err := api.Decode([]byte(`{"item_type": "mr", "forge": "gitea", "project": "` + repo + `", "source_branch": "workqueue/hello",
@@ -67,7 +67,7 @@ func TestALeaseThatExpiredBeforeThePushCancelsTheChange(t *testing.T) {
 	clock.Advance(11 * time.Minute) // no heartbeat: the lease is past its expiry
 	cfg := engine.DefaultConfig()
 	cfg.Owner, cfg.HandledTypes, cfg.SweepInterval = t.Name(), []string{mr.ItemType}, 24*time.Hour
-	e, err := engine.New(cfg, db, clock, nil, testkit.Quiet())
+	e, err := engine.New(cfg, db, clock, &audit.Memory{}, testkit.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -56,7 +57,76 @@ const (
 
 	// The webhook receiver.
 	AuditWebhookStored = "webhook_stored"
+
+	// Identities (package identity): an admin's freezes, and writes past
+	// a budget.
+	AuditIdentityFrozen   = "identity_frozen"
+	AuditIdentityUnfrozen = "identity_unfrozen"
+	AuditBudgetExceeded   = "budget_exceeded"
 )
+
+// AuditKind says what an audit event type records, and so which of an
+// entry's states it carries (DDR-28): a change of state carries the old
+// and the new; a creation the new only (there was nothing before); a
+// record of something that changed no state (a decision, a refusal, an
+// action taken whose effects are entries of their own) carries neither
+// necessarily.
+type AuditKind string
+
+// Audit kinds.
+const (
+	AuditChange   AuditKind = "change"
+	AuditCreation AuditKind = "creation"
+	AuditRecord   AuditKind = "record"
+)
+
+// AuditKinds is every audit event type the code emits, with its kind: a
+// test enumerates the event types the code can emit and holds each to
+// this table, so that a new one must say what it records.
+var AuditKinds = map[string]AuditKind{
+	AuditItemCreated:         AuditCreation,
+	AuditPhaseChange:         AuditChange,
+	AuditDimensionChange:     AuditChange, // a row's first write is its creation: metadata first_write, no old state
+	AuditAction:              AuditRecord, // what an action did is in the phase and dimension changes it made
+	AuditActionFailed:        AuditChange,
+	AuditWriteRefused:        AuditRecord,
+	AuditWriteSuperseded:     AuditRecord,
+	AuditEventApplied:        AuditRecord, // its phase and dimension changes are entries of their own
+	AuditEventIgnored:        AuditRecord,
+	AuditItemHeld:            AuditChange,
+	AuditItemUnchanged:       AuditRecord,
+	AuditItemUpdated:         AuditChange,
+	AuditItemRetried:         AuditChange,
+	AuditItemCancelled:       AuditChange,
+	AuditItemCancelRequested: AuditChange,
+	AuditAuthAllowed:         AuditRecord,
+	AuditAuthRefused:         AuditRecord,
+	AuditSubmitRefused:       AuditRecord,
+	AuditWebhookStored:       AuditRecord,
+	AuditIdentityFrozen:      AuditChange,
+	AuditIdentityUnfrozen:    AuditChange,
+	AuditBudgetExceeded:      AuditRecord,
+}
+
+// Check says whether e carries the states its event type's kind asks
+// for (AuditKinds): a change both, a creation the new only; a dimension
+// change whose row had no state before is the row's creation. An unknown
+// event type is an error too.
+func (e AuditEntry) Check() error {
+	kind, ok := AuditKinds[e.EventType]
+	if !ok {
+		return fmt.Errorf("audit event type %q is not in AuditKinds", e.EventType)
+	}
+	switch {
+	case kind == AuditChange && e.NewState == nil:
+		return fmt.Errorf("%s: a change without its new state", e.EventType)
+	case kind == AuditChange && e.OldState == nil && !(e.EventType == AuditDimensionChange && e.Metadata["first_write"] == true):
+		return fmt.Errorf("%s: a change without its old state", e.EventType)
+	case kind == AuditCreation && (e.NewState == nil || e.OldState != nil):
+		return fmt.Errorf("%s: a creation carries its new state only", e.EventType)
+	}
+	return nil
+}
 
 // AuditSubmitted is the audit event type of a submission's outcome.
 func AuditSubmitted(r SubmitResult) string { return "item_" + string(r) }

@@ -8,7 +8,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/controlplane"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
@@ -67,7 +66,7 @@ func TestALeaseThatExpiredBeforeThePushCancelsTheChange(t *testing.T) {
 	clock.Advance(11 * time.Minute) // no heartbeat: the lease is past its expiry
 	cfg := engine.DefaultConfig()
 	cfg.Owner, cfg.HandledTypes, cfg.SweepInterval = t.Name(), []string{mr.ItemType}, 24*time.Hour
-	e, err := engine.New(cfg, db, clock, &audit.Memory{}, testkit.Quiet())
+	e, err := engine.New(cfg, db, clock, testkit.CheckedAudit(t), testkit.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

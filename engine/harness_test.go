@@ -26,7 +26,7 @@ type harness struct {
 
 func newHarness(t *testing.T, kind string) *harness {
 	t.Helper()
-	return &harness{t: t, ctx: context.Background(), store: testdb.Open(t, kind).Queue, clock: clockwork.NewFakeClockAt(t0), audit: &audit.Memory{}}
+	return &harness{t: t, ctx: context.Background(), store: testdb.Open(t, kind).Queue, clock: clockwork.NewFakeClockAt(t0), audit: testkit.CheckedAudit(t)}
 }
 
 func testConfig(owner string) engine.Config {

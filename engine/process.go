@@ -644,6 +644,9 @@ func (w *worker) auditDimensions(ctx context.Context, item *wq.Item, dims []wq.D
 		}
 		if old.Status != "" {
 			entry.OldState = w.e.dimensionStates.of(d.DimensionKey, old.Status)
+		} else {
+			// The row's first write: a creation, with no old state (DDR-28).
+			entry.Metadata = map[string]any{"first_write": true}
 		}
 		w.e.audit.WriteAudit(ctx, entry)
 	}

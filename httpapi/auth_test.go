@@ -34,7 +34,7 @@ func newAuthServer(t *testing.T, with ...func(*httpapi.Options)) (*httpapi.Serve
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &audit.Memory{}
+	log := testkit.CheckedAudit(t)
 	opts := httpapi.Options{Store: st, Items: testapi.Items(st, config.Default()), Auth: &auth.Chain{Static: static}, Log: testkit.Quiet(),
 		Audit: log, ProxyAccessTokenHeader: "X-Forwarded-Access-Token"}
 	for _, w := range with {

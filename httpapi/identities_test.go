@@ -59,7 +59,7 @@ func newInstances(t *testing.T, kind string, n int, limits identity.Limits, cloc
 		st := testdb.OpenURL(t, url)
 		cps := testdb.ControlPlaneURL(t, url)
 		control := &cp.Service{Store: cps, Clock: clock}
-		log := &audit.Memory{}
+		log := testkit.CheckedAudit(t)
 		guard := &identity.Guard{Store: testdb.IdentitiesURL(t, url), Limits: limits, Clock: clock, Audit: log,
 			OnFreeze: func(ctx context.Context, id, by string) (int, error) {
 				ended, err := control.EndLeasesOf(ctx, cp.Caller{Identity: by, Admin: true}, id)

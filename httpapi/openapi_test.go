@@ -75,7 +75,9 @@ func testServer(t *testing.T, with ...func(*Options)) (*Server, map[auth.Permiss
 	opts := Options{Store: st, Items: items, Webhooks: hooks, Auth: authn, Log: testkit.Quiet(),
 		ControlPlane: &controlplane.Service{Store: cps},
 		Incidents:    testapi.Incidents(t, cps), IncidentSecrets: IncidentSecrets{Sentry: "sentry-secret", GlitchTip: "glitchtip-secret"},
-		MCP:        func(api http.Handler) http.Handler { return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Faces: testapi.Types.Faces()}) },
+		MCP: func(api http.Handler) http.Handler {
+			return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Faces: testapi.Types.Faces()})
+		},
 		Metrics:    metrics.New().Handler(),
 		Identities: &identity.Guard{Store: testdb.IdentitiesURL(t, testdb.URL(t, store.KindSQLite))}}
 	for _, w := range with {

@@ -150,7 +150,9 @@ func newScopeFixture(t *testing.T, kind string) *scopeFixture {
 		Log:          testkit.Quiet(),
 		ControlPlane: control,
 		Incidents:    bridge, IncidentSecrets: IncidentSecrets{Sentry: "sentry-secret", GlitchTip: "glitchtip-secret"},
-		MCP:        func(api http.Handler) http.Handler { return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Faces: testapi.Types.Faces()}) },
+		MCP: func(api http.Handler) http.Handler {
+			return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Faces: testapi.Types.Faces()})
+		},
 		Metrics:    metrics.New().Handler(),
 		Identities: &identity.Guard{Store: testdb.IdentitiesURL(t, testdb.URL(t, kind))}})
 

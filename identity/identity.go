@@ -48,11 +48,12 @@ const (
 	ReasonActionsBudget     = "actions_budget_exceeded"
 )
 
-// Audit event types of this package.
+// Audit event types of this package (declared with the others, in
+// wq.AuditKinds).
 const (
-	AuditFrozen         = "identity_frozen"
-	AuditUnfrozen       = "identity_unfrozen"
-	AuditBudgetExceeded = "budget_exceeded"
+	AuditFrozen         = wq.AuditIdentityFrozen
+	AuditUnfrozen       = wq.AuditIdentityUnfrozen
+	AuditBudgetExceeded = wq.AuditBudgetExceeded
 )
 
 // Freeze is an admin's freeze of an identity.

@@ -64,7 +64,9 @@ func newService(t *testing.T) *service {
 	h := httpapi.NewServer(httpapi.Options{Store: st, Items: testapi.Items(st, cfg), Auth: authn, Log: testkit.Quiet(),
 		ControlPlane: &cp.Service{Store: s.cp, Clock: s.clock, Forges: map[string]wq.Forge{"gitea": s.forge}},
 		Incidents:    testapi.Incidents(t, s.cp),
-		MCP:          func(api http.Handler) http.Handler { return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Faces: testapi.Types.Faces()}) }})
+		MCP: func(api http.Handler) http.Handler {
+			return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Faces: testapi.Types.Faces()})
+		}})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	s.url = srv.URL

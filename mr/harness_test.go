@@ -10,7 +10,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
-	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/engine"
 	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forge/gitea"
@@ -58,7 +57,7 @@ func startEngine(t *testing.T, s *testdb.Store, clock clockwork.Clock, opts mr.O
 	cfg.Owner = t.Name()
 	cfg.HandledTypes = []string{mr.ItemType}
 	cfg.SweepInterval = sweep
-	e, err := engine.New(cfg, s, clock, audit.NewLogSink(opts.Log), opts.Log)
+	e, err := engine.New(cfg, s, clock, testkit.CheckedAudit(t), opts.Log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,7 +185,17 @@ func (s *Items) Submit(ctx context.Context, caller *auth.Caller, body []byte) (*
 			meta[k] = v
 		}
 	}
-	s.audit(ctx, now, wq.AuditSubmitted(result), it, caller, meta)
+	// What a submission changed: an update changes an active item's
+	// content, a retry makes a failed item active; a creation has no old
+	// state (DDR-28), and an unchanged one changes nothing.
+	var old map[string]any
+	switch result {
+	case wq.SubmitUpdated:
+		old = map[string]any{"phase": wq.PhaseActive}
+	case wq.SubmitRetried:
+		old = map[string]any{"phase": wq.PhaseFailed}
+	}
+	s.audit(ctx, now, wq.AuditSubmitted(result), old, it, caller, meta)
 	var view *api.Item
 	if detail != nil {
 		view, err = s.render(it, detail)
@@ -443,6 +453,7 @@ func (s *Items) Retry(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*
 	if err != nil {
 		return nil, err
 	}
+	old := stateOf(it)
 	var dims []wq.DimensionUpdate
 	if t, ok := s.types[it.ItemType]; ok {
 		dims = t.api.RetryDimensions(it)
@@ -452,7 +463,7 @@ func (s *Items) Retry(ctx context.Context, caller *auth.Caller, id wq.ItemID) (*
 		return nil, err
 	}
 	s.notify(it)
-	s.audit(ctx, now, wq.AuditItemRetried, it, caller, nil)
+	s.audit(ctx, now, wq.AuditItemRetried, old, it, caller, nil)
 	return s.view(ctx, it)
 }
 
@@ -464,6 +475,7 @@ func (s *Items) Cancel(ctx context.Context, caller *auth.Caller, id wq.ItemID) (
 	if err != nil {
 		return nil, err
 	}
+	old := stateOf(it)
 	now := s.now()
 	reason := "cancelled by " + caller.Identity
 	if dim := s.types[it.ItemType].cancelDimension; dim != "" {
@@ -474,23 +486,35 @@ func (s *Items) Cancel(ctx context.Context, caller *auth.Caller, id wq.ItemID) (
 			return nil, err
 		}
 		s.notify(it)
-		s.audit(ctx, now, wq.AuditItemCancelRequested, it, caller, nil)
+		s.audit(ctx, now, wq.AuditItemCancelRequested, old, it, caller, nil)
 		return s.view(ctx, it)
 	}
 	if it, err = s.Store.CancelItem(ctx, id, reason, now); err != nil {
 		return nil, err
 	}
-	s.audit(ctx, now, wq.AuditItemCancelled, it, caller, nil)
+	s.audit(ctx, now, wq.AuditItemCancelled, old, it, caller, nil)
 	return s.view(ctx, it)
 }
 
-func (s *Items) audit(ctx context.Context, now time.Time, event string, it *wq.Item, caller *auth.Caller, meta map[string]any) {
+// audit writes what a caller did to it: old is its state before (nil for
+// a creation), the new is it's.
+func (s *Items) audit(ctx context.Context, now time.Time, event string, old map[string]any, it *wq.Item, caller *auth.Caller, meta map[string]any) {
 	if s.Audit == nil {
 		return
 	}
 	s.Audit.WriteAudit(ctx, wq.AuditEntry{Time: now, EventType: event, ItemID: it.ID.String(), ItemType: it.ItemType,
-		Actor: caller.Identity, NewState: map[string]any{"phase": it.Phase},
+		Actor: caller.Identity, OldState: old, NewState: stateOf(it),
 		Trigger: map[string]any{"source": "api", "rules": caller.Rules()}, Metadata: meta})
+}
+
+// stateOf is an item's state as its audit entries say it: its phase, and
+// why it stopped where it did.
+func stateOf(it *wq.Item) map[string]any {
+	st := map[string]any{"phase": it.Phase}
+	if it.Reason != "" {
+		st["reason"] = it.Reason
+	}
+	return st
 }
 
 // view renders an item with its type's detail.

@@ -46,7 +46,9 @@ func TestTheRunawayIsStoppedByItsBudgetThenFrozen(t *testing.T) {
 	items.Identities = guard
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Options{Store: st, Items: items, Auth: &auth.Chain{Static: static},
 		Log: testkit.Quiet(), ControlPlane: control, Identities: guard,
-		MCP: func(api http.Handler) http.Handler { return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Faces: testapi.Types.Faces()}) }}))
+		MCP: func(api http.Handler) http.Handler {
+			return mcpserver.HTTPHandler(api, mcpserver.HTTPOptions{Faces: testapi.Types.Faces()})
+		}}))
 	t.Cleanup(srv.Close)
 	admin, err := client.New(srv.URL, adminTok)
 	if err != nil {

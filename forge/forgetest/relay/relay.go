@@ -1,11 +1,12 @@
 // Package relay is a kind of forge that exists for tests: it shows that a
 // kind is one package plus one registration line (kinds.Register(relay.Plugin)),
-// with no switch to extend anywhere else. Its REST API is GitLab's, so its
-// client wraps forge/gitlab and passes the forge conformance suite against
-// the GitLab-shaped test server; everything else is its own: its webhooks
-// are a small JSON envelope signed with HMAC-SHA256 in X-Relay-Signature,
-// its stored event types are "relay.*", its job pages are
-// /PROJECT/jobs/ID, and it claims no file modes.
+// with no switch to extend anywhere else. Everything in it is its own: a
+// minimal client on net/http (client.go) of the REST API it speaks
+// (GitLab's v4 shapes, which the test server forge/gitlab/gitlabtest
+// serves), which passes the forge conformance suite without GitLab's
+// client library or the GitLab kind; its webhooks, a small JSON envelope
+// signed with HMAC-SHA256 in X-Relay-Signature; its event types
+// "relay.*"; its job pages /PROJECT/jobs/ID. It claims no file modes.
 package relay
 
 import (
@@ -21,7 +22,6 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/forge"
-	"github.com/workqueue-dev/workqueue/forge/gitlab"
 )
 
 // Kind is the kind's name, as forges[].kind names it.
@@ -42,26 +42,6 @@ var Plugin = forge.Plugin{
 	EventTypes:   []string{EventMergeRequest, EventPipeline, EventJob},
 	DecodeEvent:  decodeEvent,
 	JobPage:      jobPage,
-}
-
-// Forge is the relay's client: GitLab's adapter under the relay's name.
-type Forge struct {
-	*gitlab.Forge
-}
-
-// Kind returns Kind.
-func (Forge) Kind() string { return Kind }
-
-// SetsFileModes is false: the relay claims no file modes, though the
-// client it wraps could set them.
-func (Forge) SetsFileModes() bool { return false }
-
-func open(c forge.Config) (wq.Forge, error) {
-	g, err := gitlab.New(c.URL, c.Token, gitlab.Options{ReviewToken: c.ReviewToken, HTTPClient: c.HTTPClient})
-	if err != nil {
-		return nil, err
-	}
-	return Forge{g}, nil
 }
 
 // Envelope is a relay delivery's body.

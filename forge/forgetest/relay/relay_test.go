@@ -12,7 +12,6 @@ import (
 	"github.com/workqueue-dev/workqueue/forge"
 	"github.com/workqueue-dev/workqueue/forge/forgetest"
 	"github.com/workqueue-dev/workqueue/forge/forgetest/relay"
-	"github.com/workqueue-dev/workqueue/forge/gitlab"
 	"github.com/workqueue-dev/workqueue/forge/gitlab/gitlabtest"
 	"github.com/workqueue-dev/workqueue/internal/testforge"
 )
@@ -45,7 +44,7 @@ func TestTheRelayKindPassesTheForgeConformanceSuite(t *testing.T) {
 	forgetest.Run(t, func(t *testing.T) forgetest.Project {
 		path := fmt.Sprintf("group/relay/project-%d", n.Add(1))
 		srv.CreateProject(path)
-		return forgetest.Project{Forge: f, Path: path, Calls: calls, People: people, WorkPageSize: gitlab.WorkPageSize,
+		return forgetest.Project{Forge: f, Path: path, Calls: calls, People: people, WorkPageSize: relay.PageSize,
 			Reviewing: reviewing, Comments: func(t testing.TB, kind string, number int64) []forgetest.Comment {
 				t.Helper()
 				var notes []*gl.Note
@@ -94,7 +93,7 @@ func TestRelayDeliveriesAreVerifiedAndReadAsForgeNeutralEvents(t *testing.T) {
 	if e := d.Event; e == nil || e.CI == nil || !e.CI.Failed || e.CI.Job == nil || e.CI.Job.ID != 9 {
 		t.Fatalf("decoded job %+v", e)
 	}
-	if _, ok := kinds.Lookup(relay.Kind); !ok || wq.SetsFileModes(relay.Forge{}) {
+	if _, ok := kinds.Lookup(relay.Kind); !ok || wq.SetsFileModes(&relay.Forge{}) {
 		t.Fatalf("lookup: %v, or the relay claims file modes", ok)
 	}
 	if j, ok := relayJob(t, "/g/p/jobs/9"); !ok || j.Project != "g/p" || j.JobID != 9 {

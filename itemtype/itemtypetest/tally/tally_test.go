@@ -13,7 +13,6 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/api"
-	"github.com/workqueue-dev/workqueue/audit"
 	"github.com/workqueue-dev/workqueue/auth"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/engine"
@@ -93,7 +92,7 @@ func TestATypeAddedByRegistrationAloneRunsThroughTheEngineAndTheAPI(t *testing.T
 		}
 		ecfg := engine.DefaultConfig()
 		ecfg.HandledTypes, ecfg.SweepInterval = cfg.HandledTypes, 100*time.Millisecond
-		e, err := engine.New(ecfg, db, nil, &audit.Memory{}, testkit.Quiet())
+		e, err := engine.New(ecfg, db, nil, testkit.CheckedAudit(t), testkit.Quiet())
 		if err != nil {
 			t.Fatal(err)
 		}

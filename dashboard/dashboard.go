@@ -79,8 +79,12 @@ type Options struct {
 	// (403, identity_frozen) and lets an admin of every project freeze
 	// and unfreeze identities from the sessions page.
 	Identities *identity.Guard
-	Log        *slog.Logger
-	Clock      clockwork.Clock // nil: the real clock
+	// WorkURL, when set, gives the web page of a work item on its forge
+	// (forge name, repository, kind "issue" or "pr", number), which the
+	// control plane's pages link; "" for none.
+	WorkURL func(forge, repo, kind string, number int64) string
+	Log     *slog.Logger
+	Clock   clockwork.Clock // nil: the real clock
 }
 
 // Dashboard serves the pages.
@@ -509,8 +513,14 @@ type view struct {
 	ControlPlane bool
 	Page         any
 	// Refresh, when not 0, reloads the page this often (seconds), with
-	// a meta refresh: the pages have no script.
+	// a meta refresh.
 	Refresh int
+	// Now is the time the page is rendered at, which its relative times
+	// count from.
+	Now time.Time
+	// HandlesNothing: this instance's engine processes no item type
+	// (handled_types is empty), which the items pages say.
+	HandlesNothing bool
 }
 
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, s *session, status int, page string, data any) {
@@ -519,7 +529,8 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, s *session, s
 		http.Error(w, "no template "+page, http.StatusInternalServerError)
 		return
 	}
-	v := view{Nav: page, ControlPlane: d.o.ControlPlane != nil, Page: data}
+	v := view{Nav: page, ControlPlane: d.o.ControlPlane != nil, Page: data, Now: d.o.Clock.Now(),
+		HandlesNothing: len(d.o.Items.HandledHere) == 0}
 	if r, ok := data.(interface{ RefreshSeconds() int }); ok {
 		v.Refresh = r.RefreshSeconds()
 	}

@@ -51,6 +51,11 @@ type Plugin struct {
 	// base URL, into the job it shows; false if it is not one.
 	JobPage func(path string) (JobRef, bool)
 
+	// WorkPage, when set, is the path, below the forge's base URL, of the
+	// web page of an issue (kind "issue") or a pull request (kind "pr")
+	// of repo, which the dashboard links.
+	WorkPage func(repo, kind string, number int64) string
+
 	// SetsFileModes says whether its file writes can set a file's
 	// executable bit (a chmod); a forge that cannot gets such a change
 	// refused before anything is written.

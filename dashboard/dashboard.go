@@ -8,6 +8,8 @@
 // Every form is protected against cross-site requests twice: by
 // net/http's cross-origin protection and by a token bound to the session.
 // It names no item type: a type's detail is shown as the JSON it renders.
+// The first page pictures the last hour (overview.go); its one script,
+// static/refresh.js, fetches that picture again without a reload.
 package dashboard
 
 import (
@@ -83,6 +85,9 @@ type Options struct {
 	// (forge name, repository, kind "issue" or "pr", number), which the
 	// control plane's pages link; "" for none.
 	WorkURL func(forge, repo, kind string, number int64) string
+	// PictureRefresh is how often the first page fetches its picture
+	// of the last hour again; 0: every 30 s.
+	PictureRefresh time.Duration
 	Log     *slog.Logger
 	Clock   clockwork.Clock // nil: the real clock
 }
@@ -162,7 +167,7 @@ func New(o Options) (*Dashboard, error) {
 // ServeHTTP serves the dashboard's routes.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
@@ -183,9 +188,8 @@ func (d *Dashboard) pageRoutes() []pageRoute {
 	f := func(pattern string, h http.HandlerFunc) pageRoute { return pageRoute{pattern, h} }
 	return []pageRoute{
 		{"GET /ui/static/", http.StripPrefix("/ui/static/", staticHandler(http.FileServerFS(static)))},
-		f("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
-			http.Redirect(w, r, "/ui/items", http.StatusSeeOther)
-		}),
+		f("GET /ui/{$}", d.get(d.overviewPage)),
+		f("GET /ui/overview/picture", d.get(d.overviewPicture)),
 		f("GET /ui/login", d.loginForm),
 		f("POST /ui/login", d.login),
 		f("GET /ui/login/proxy", d.loginProxy),

@@ -102,8 +102,7 @@ type itemsPage struct {
 	// Done says what a bulk action just did, after its redirect.
 	Done string
 	// Refresh is how often, in seconds, the page reloads itself: while
-	// it shows an active item, so that a person sees it move without a
-	// script (the Content-Security-Policy allows none); 0: never.
+	// it shows an active item, so that a person sees it move; 0: never.
 	Refresh int
 }
 

@@ -88,8 +88,8 @@ type Options struct {
 	// PictureRefresh is how often the first page fetches its picture
 	// of the last hour again; 0: every 30 s.
 	PictureRefresh time.Duration
-	Log     *slog.Logger
-	Clock   clockwork.Clock // nil: the real clock
+	Log            *slog.Logger
+	Clock          clockwork.Clock // nil: the real clock
 }
 
 // Dashboard serves the pages.

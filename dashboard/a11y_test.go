@@ -95,3 +95,84 @@ func tabTo(t *testing.T, ctx context.Context, selector string) {
 func jsString(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
+
+// Every page of the dashboard, with realistic content, fits a 1280 px
+// window without a sideways scroll, keeps its times on one line, labels
+// every form control, has text at a contrast of 4.5:1 at least, and lets
+// the keyboard reach its actions (issue 55, point 6).
+func TestEveryPageFitsA1280PixelWindowAndPassesAccessibilityBasics(t *testing.T) {
+	w := newWorld(t, "")
+	w.controlPlane()
+	for range 3 {
+		w.submit(2)
+	}
+	failed := w.submit(1)
+	w.audited(failed)
+	w.fail(failed, longError)
+
+	ctx := browser(t)
+	run(t, ctx, "open the login page", chromedp.Navigate(w.base+"/ui/login"), chromedp.WaitVisible(chromedp.ID("token")))
+	checkPage(t, ctx, "the login page")
+	tabTo(t, ctx, "#login button[type=submit]")
+	browserLogin(t, ctx, w.base, w.tokens["admin"])
+
+	for _, page := range []struct{ path, ready, action string }{
+		{"/ui/", "picture", `header nav a[href="/ui/items"]`},
+		{"/ui/items", "items", "#bulk-retry"},
+		{"/ui/items?phase=failed&q=protected", "items", "form.filters button[type=submit]"},
+		{"/ui/items/" + failed, "timeline", "#retry"},
+		{"/ui/sessions", "sessions", `#sessions a[href^="/ui/allocations?session="]`},
+		{"/ui/work", "work", "a.work-link"},
+		{"/ui/leases?all=true", "leases", "a.session-link"},
+		{"/ui/allocations", "allocations", "a.work-link"},
+		{"/ui/nothing-here", "", `a[href="/ui/items"]`},
+	} {
+		ready := chromedp.WaitVisible(chromedp.CSS("main"))
+		if page.ready != "" {
+			ready = chromedp.WaitVisible(chromedp.ID(page.ready))
+		}
+		run(t, ctx, "open "+page.path, chromedp.Navigate(w.base+page.path), ready)
+		checkPage(t, ctx, page.path)
+		tabTo(t, ctx, page.action)
+	}
+	run(t, ctx, "ask to retry the failed items", chromedp.Navigate(w.base+"/ui/items?phase=failed"),
+		chromedp.WaitVisible(chromedp.ID("bulk-retry")), chromedp.Click(chromedp.ID("bulk-retry")), chromedp.WaitVisible(chromedp.ID("bulk-question")))
+	checkPage(t, ctx, "the bulk retry's confirmation")
+	tabTo(t, ctx, "#confirm")
+}
+
+// The checks of pageProblems find what they look for: a page made wide,
+// a wrapped time, an unlabelled input, grey on grey and an unreachable
+// button are each reported.
+func TestThePageChecksFindEachProblemTheyLookFor(t *testing.T) {
+	w := newWorld(t, "")
+	ctx := browser(t)
+	run(t, ctx, "open the login page", chromedp.Navigate(w.base+"/ui/login"), chromedp.WaitVisible(chromedp.ID("token")))
+	// Styles are set through the CSSOM: the Content-Security-Policy
+	// ignores style attributes.
+	value(t, ctx, "spoil the page", chromedp.Evaluate[bool](`(() => {
+		const add = (tag, text, style) => {
+			const el = document.createElement(tag);
+			el.textContent = text;
+			Object.assign(el.style, style);
+			document.querySelector("main").appendChild(el);
+			return el;
+		};
+		add("div", "wide", {width: "2000px"});
+		const p = add("p", "", {width: "3em"});
+		const time = document.createElement("time");
+		time.textContent = "2026-03-02 10:00:00 UTC";
+		time.style.whiteSpace = "normal";
+		p.appendChild(time);
+		add("input", "", {});
+		add("p", "grey on grey", {color: "#bbb", background: "#ccc"});
+		add("button", "unreachable", {}).tabIndex = -1;
+		return true;
+	})()`))
+	problems := strings.Join(value(t, ctx, "check the spoilt page", chromedp.Evaluate[[]string](pageProblems)), "\n")
+	for _, want := range []string{"scrolls sideways", "a time wraps", "a form control has no label", "grey on grey", "the keyboard cannot reach"} {
+		if !strings.Contains(problems, want) {
+			t.Errorf("the checks do not report %q:\n%s", want, problems)
+		}
+	}
+}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+
+	cp "github.com/workqueue-dev/workqueue/controlplane"
 )
 
 // pageProblems is what a page of the dashboard must not have, as a
@@ -109,6 +112,12 @@ func TestEveryPageFitsA1280PixelWindowAndPassesAccessibilityBasics(t *testing.T)
 	failed := w.submit(1)
 	w.audited(failed)
 	w.fail(failed, longError)
+	// Ended leases and a cancelled item: their grey pills too.
+	w.api("POST", "/api/v1/items/"+w.submit(1)+"/cancel", w.tokens["admin"], nil, nil)
+	w.clock.Advance(time.Hour)
+	if _, err := w.cps.ExpireLeases(w.ctx, cp.Caller{Identity: "token:admin", Admin: true}); err != nil {
+		t.Fatal(err)
+	}
 
 	ctx := browser(t)
 	run(t, ctx, "open the login page", chromedp.Navigate(w.base+"/ui/login"), chromedp.WaitVisible(chromedp.ID("token")))

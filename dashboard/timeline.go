@@ -118,7 +118,9 @@ func describe(e wq.AuditEntry) moment {
 	default:
 		m.Changes = changes(e.OldState, e.NewState)
 	}
-	if from := str(e.OldState, "status"); from != "" && e.EventType == wq.AuditDimensionChange {
+	if from := str(e.OldState, "status"); from != "" && from != str(e.NewState, "status") && e.EventType == wq.AuditDimensionChange {
+		// A step written again with its status (scheduled anew, say)
+		// says so in its sentence: only a new status is a change.
 		m.Changes = []change{{Name: "status", From: statusWords(from, nil), To: statusWords(str(e.NewState, "status"), e.NewState["pending_until"])}}
 	} else if e.EventType == wq.AuditPhaseChange {
 		m.Changes = []change{{Name: "phase", From: str(e.OldState, "phase"), To: str(e.NewState, "phase")}}

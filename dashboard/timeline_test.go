@@ -61,3 +61,15 @@ func TestAnUnknownAuditEntryStillShowsWhatItChanged(t *testing.T) {
 		t.Errorf("describe = %+v", m)
 	}
 }
+
+func TestAStepWrittenAgainWithItsStatusShowsNoChange(t *testing.T) {
+	dim := func(status string) map[string]any { return map[string]any{"dimension": "needs_reconcile", "status": status} }
+	again := describe(wq.AuditEntry{EventType: wq.AuditDimensionChange, OldState: dim(wq.StatusTrue), NewState: dim(wq.StatusTrue)})
+	if again.What != "reconcile: to do" || len(again.Changes) != 0 {
+		t.Errorf("a step written again as to do: %+v, want no change", again)
+	}
+	done := describe(wq.AuditEntry{EventType: wq.AuditDimensionChange, OldState: dim(wq.StatusTrue), NewState: dim(wq.StatusFalse)})
+	if len(done.Changes) != 1 || done.Changes[0].From != "to do" || done.Changes[0].To != "done" {
+		t.Errorf("a step done: %+v, want to do → done", done)
+	}
+}

@@ -292,10 +292,11 @@ func detailLinks(raw json.RawMessage) []link {
 }
 
 // linkName is how a detail's link is named: its member's name in words,
-// with the abbreviation of a merge request spelt out.
+// a short one (three letters at most) taken for an abbreviation and
+// written in capitals ("mr_url" is the MR's link).
 func linkName(member string) string {
-	if member == "mr" {
-		return "merge request"
+	if len(member) <= 3 {
+		return strings.ToUpper(member)
 	}
 	return strings.ReplaceAll(member, "_", " ")
 }

@@ -63,7 +63,9 @@ func TestAnUnknownAuditEntryStillShowsWhatItChanged(t *testing.T) {
 }
 
 func TestAStepWrittenAgainWithItsStatusShowsNoChange(t *testing.T) {
-	dim := func(status string) map[string]any { return map[string]any{"dimension": "needs_reconcile", "status": status} }
+	dim := func(status string) map[string]any {
+		return map[string]any{"dimension": "needs_reconcile", "status": status}
+	}
 	again := describe(wq.AuditEntry{EventType: wq.AuditDimensionChange, OldState: dim(wq.StatusTrue), NewState: dim(wq.StatusTrue)})
 	if again.What != "reconcile: to do" || len(again.Changes) != 0 {
 		t.Errorf("a step written again as to do: %+v, want no change", again)

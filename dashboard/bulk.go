@@ -88,10 +88,46 @@ func (d *Dashboard) bulkAction(w http.ResponseWriter, r *http.Request, s *sessio
 	http.Redirect(w, r, "/ui/items?"+filters.Encode(), http.StatusSeeOther)
 }
 
+// bulkCounts are how many items a bulk retry and a bulk cancel of the
+// filters would act on, from one read of the list: the items page offers
+// each only when it would act on something.
+func (d *Dashboard) bulkCounts(ctx context.Context, caller *auth.Caller, filters url.Values) (retry, cancel int, err error) {
+	items, err := d.bulkCandidates(ctx, caller, filters)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, it := range items {
+		if slices.Contains(bulkEligible["retry"], it.Phase) {
+			retry++
+		}
+		if slices.Contains(bulkEligible["cancel"], it.Phase) {
+			cancel++
+		}
+	}
+	return retry, cancel, nil
+}
+
 // bulkTargets are the ids of the items the list's filters match (the
 // newest searchScan of them, as a search reads) that are in an eligible
 // phase and that the caller may retry.
 func (d *Dashboard) bulkTargets(ctx context.Context, caller *auth.Caller, filters url.Values, eligible []wq.Phase) ([]string, error) {
+	items, err := d.bulkCandidates(ctx, caller, filters)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, it := range items {
+		if slices.Contains(eligible, it.Phase) {
+			ids = append(ids, it.ID)
+		}
+	}
+	return ids, nil
+}
+
+// bulkCandidates are the items the list's filters match (the newest
+// searchScan of them, as a search reads) that the caller may retry or
+// cancel.
+func (d *Dashboard) bulkCandidates(ctx context.Context, caller *auth.Caller, filters url.Values) ([]*api.Item, error) {
 	f := wq.ItemFilter{ItemType: filters.Get("type"), Phase: wq.Phase(filters.Get("phase")), Forge: filters.Get("forge"),
 		Project: filters.Get("project"), Limit: searchScan}
 	if f.Phase != "" && !f.Phase.Valid() {
@@ -101,15 +137,11 @@ func (d *Dashboard) bulkTargets(ctx context.Context, caller *auth.Caller, filter
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	for _, it := range items {
-		if !slices.Contains(eligible, it.Phase) || !caller.CanOn(auth.Retry, it.Project) {
-			continue
+	return slices.DeleteFunc(items, func(it *api.Item) bool {
+		if !caller.CanOn(auth.Retry, it.Project) {
+			return true
 		}
-		if q := filters.Get("q"); q != "" && !matchesSearch(it, summaryTitle(it), q) {
-			continue
-		}
-		ids = append(ids, it.ID)
-	}
-	return ids, nil
+		q := filters.Get("q")
+		return q != "" && !matchesSearch(it, summaryTitle(it), q)
+	}), nil
 }

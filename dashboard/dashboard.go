@@ -8,6 +8,8 @@
 // Every form is protected against cross-site requests twice: by
 // net/http's cross-origin protection and by a token bound to the session.
 // It names no item type: a type's detail is shown as the JSON it renders.
+// The first page pictures the last hour (overview.go); its one script,
+// static/refresh.js, fetches that picture again without a reload.
 package dashboard
 
 import (
@@ -79,6 +81,13 @@ type Options struct {
 	// (403, identity_frozen) and lets an admin of every project freeze
 	// and unfreeze identities from the sessions page.
 	Identities *identity.Guard
+	// WorkURL, when set, gives the web page of a work item on its forge
+	// (forge name, repository, kind "issue" or "pr", number), which the
+	// control plane's pages link; "" for none.
+	WorkURL func(forge, repo, kind string, number int64) string
+	// PictureRefresh is how often the first page fetches its picture
+	// of the last hour again; 0: every 30 s.
+	PictureRefresh time.Duration
 	// Forges, when set, is the forges' checks the Forges page shows.
 	Forges ForgeChecks
 	Log    *slog.Logger
@@ -160,7 +169,7 @@ func New(o Options) (*Dashboard, error) {
 // ServeHTTP serves the dashboard's routes.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
@@ -181,9 +190,8 @@ func (d *Dashboard) pageRoutes() []pageRoute {
 	f := func(pattern string, h http.HandlerFunc) pageRoute { return pageRoute{pattern, h} }
 	return []pageRoute{
 		{"GET /ui/static/", http.StripPrefix("/ui/static/", staticHandler(http.FileServerFS(static)))},
-		f("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
-			http.Redirect(w, r, "/ui/items", http.StatusSeeOther)
-		}),
+		f("GET /ui/{$}", d.get(d.overviewPage)),
+		f("GET /ui/overview/picture", d.get(d.overviewPicture)),
 		f("GET /ui/login", d.loginForm),
 		f("POST /ui/login", d.login),
 		f("GET /ui/login/proxy", d.loginProxy),
@@ -512,8 +520,14 @@ type view struct {
 	ControlPlane bool
 	Page         any
 	// Refresh, when not 0, reloads the page this often (seconds), with
-	// a meta refresh: the pages have no script.
+	// a meta refresh.
 	Refresh int
+	// Now is the time the page is rendered at, which its relative times
+	// count from.
+	Now time.Time
+	// HandlesNothing: this instance's engine processes no item type
+	// (handled_types is empty), which the items pages say.
+	HandlesNothing bool
 }
 
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, s *session, status int, page string, data any) {
@@ -522,7 +536,8 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, s *session, s
 		http.Error(w, "no template "+page, http.StatusInternalServerError)
 		return
 	}
-	v := view{Nav: page, ControlPlane: d.o.ControlPlane != nil, Page: data}
+	v := view{Nav: page, ControlPlane: d.o.ControlPlane != nil, Page: data, Now: d.o.Clock.Now(),
+		HandlesNothing: len(d.o.Items.HandledHere) == 0}
 	if r, ok := data.(interface{ RefreshSeconds() int }); ok {
 		v.Refresh = r.RefreshSeconds()
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -49,6 +50,10 @@ type world struct {
 	// history is the items' history in the database, when the world
 	// keeps one (newWorldOn).
 	history *audit.History
+	// items is the item service the pages call; trail what they show
+	// an item's history from.
+	items *service.Items
+	trail wq.AuditSink
 }
 
 func newWorld(t *testing.T, publicURL string) *world {
@@ -80,7 +85,8 @@ func newWorldOn(t *testing.T, dbURL string, edit func(*dashboard.Options)) *worl
 		w.history = &audit.History{Store: w.store.(wq.HistoryStore), Retention: time.Hour, Clock: w.clock, Log: testkit.Quiet()}
 		trail = w.history
 	}
-	items := &service.Items{Store: w.store, Audit: trail, Clock: w.clock}
+	items := &service.Items{Store: w.store, Audit: trail, Clock: w.clock, HandledHere: []string{"example"}}
+	w.items, w.trail = items, trail
 	items.Register(example.Type(example.Options{}), example.API(w.store))
 	var tokens []auth.Token
 	for name, perms := range map[string][]auth.Permission{
@@ -99,7 +105,10 @@ func newWorldOn(t *testing.T, dbURL string, edit func(*dashboard.Options)) *worl
 	}
 	w.cps = &cp.Service{Store: testdb.ControlPlane(t, "sqlite"), Clock: w.clock, LeaseTTL: 30 * time.Minute, SessionTTL: time.Hour}
 	opts := dashboard.Options{Items: items, ControlPlane: w.cps, Auth: authn, Audit: trail, Trail: trail,
-		Log: testkit.Quiet(), Clock: w.clock}
+		Log: testkit.Quiet(), Clock: w.clock,
+		WorkURL: func(forge, repo, kind string, n int64) string {
+			return fmt.Sprintf("https://%s.example/%s/%s/%d", forge, repo, map[string]string{"pr": "pulls", "issue": "issues"}[kind], n)
+		}}
 	edit(&opts)
 	dash, err := dashboard.New(opts)
 	if err != nil {
@@ -411,14 +420,20 @@ func TestControlPlanePagesNeedTheAgentPermission(t *testing.T) {
 // update regenerates the screenshots under docs/ from the browser test:
 //
 //	go test ./dashboard -run TestDashboardInChromium -screenshots
-var screenshots = flag.Bool("screenshots", false, "write the dashboard's screenshots to docs/")
+//
+// -screenshot-dir writes them elsewhere (a review's pictures, kept out of
+// the repository).
+var (
+	screenshots   = flag.Bool("screenshots", false, "write the dashboard's screenshots to docs/ (or -screenshot-dir)")
+	screenshotDir = flag.String("screenshot-dir", filepath.Join("..", "docs"), "where -screenshots writes")
+)
 
 func writeScreenshot(t *testing.T, name string, png []byte) {
 	t.Helper()
 	if !*screenshots {
 		return
 	}
-	path := filepath.Join("..", "docs", "dashboard-"+name+".png")
+	path := filepath.Join(*screenshotDir, "dashboard-"+name+".png")
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)
 	}

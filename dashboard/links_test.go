@@ -13,9 +13,9 @@ func TestDetailLinks(t *testing.T) {
 		want         []link
 	}{
 		{"a merge request's link is shown", `{"mr_iid": 4, "mr_url": "https://git.example/g/p/-/merge_requests/4"}`,
-			[]link{{"mr", "https://git.example/g/p/-/merge_requests/4"}}},
+			[]link{{"MR", "https://git.example/g/p/-/merge_requests/4"}}},
 		{"links are sorted by name", `{"z_url": "http://b.example/", "a_url": "https://a.example/"}`,
-			[]link{{"a", "https://a.example/"}, {"z", "http://b.example/"}}},
+			[]link{{"A", "https://a.example/"}, {"Z", "http://b.example/"}}},
 		{"a script URL is no link", `{"mr_url": "javascript:alert(1)"}`, nil},
 		{"a relative URL is no link", `{"mr_url": "/elsewhere"}`, nil},
 		{"members not named *_url are no links", `{"web": "https://a.example/"}`, nil},

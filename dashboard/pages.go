@@ -39,8 +39,11 @@ var funcs = template.FuncMap{
 		}
 		return ""
 	},
-	"pretty": prettyJSON,
-	"list":   func(v ...string) []string { return v },
+	"ago":      timeElement,
+	"duration": duration,
+	"absolute": absolute,
+	"pretty":   prettyJSON,
+	"list":     func(v ...string) []string { return v },
 	"short": func(s string, n int) string {
 		if len(s) <= n {
 			return s
@@ -91,13 +94,15 @@ type itemsPage struct {
 	Next                        string // URL of the next (older) page; "" on the last
 	First                       string // URL of the first page; "" on it
 	Filtered                    bool
-	// CanRetry shows the bulk retry and cancel forms.
-	CanRetry bool
+	// CanRetry: the person may retry and cancel. The bulk forms are
+	// shown only for what the filters match: Retryable and Cancellable
+	// count the items (of the newest MaxBulkItems) each would act on.
+	CanRetry               bool
+	Retryable, Cancellable int
 	// Done says what a bulk action just did, after its redirect.
 	Done string
 	// Refresh is how often, in seconds, the page reloads itself: while
-	// it shows an active item, so that a person sees it move without a
-	// script (the Content-Security-Policy allows none); 0: never.
+	// it shows an active item, so that a person sees it move; 0: never.
 	Refresh int
 }
 
@@ -188,6 +193,18 @@ func (d *Dashboard) itemsPage(w http.ResponseWriter, r *http.Request, s *session
 	if slices.ContainsFunc(items, func(it *api.Item) bool { return it.Phase == wq.PhaseActive }) {
 		p.Refresh = refreshActive
 	}
+	if p.CanRetry {
+		filters := url.Values{}
+		for k, v := range map[string]string{"type": p.Type, "phase": p.Phase, "forge": p.Forge, "project": p.Project, "q": p.Search} {
+			if v != "" {
+				filters.Set(k, v)
+			}
+		}
+		if p.Retryable, p.Cancellable, err = d.bulkCounts(r.Context(), s.caller, filters); err != nil {
+			d.fail(w, r, s, err)
+			return
+		}
+	}
 	d.render(w, r, s, http.StatusOK, "items", p)
 }
 
@@ -205,11 +222,15 @@ func filterQuery(p itemsPage, cursor string) string {
 type link struct{ Name, URL string }
 
 type itemPage struct {
-	Item     *api.Item
-	Detail   string
-	Links    []link
-	Events   []wq.AuditEntry
-	Trail    []wq.AuditEntry
+	Item  *api.Item
+	Title string // the title the type's detail gives, if any
+	// Links are the web links the detail carries; the first is shown
+	// under the title (a merge request's).
+	Links   []link
+	Detail  string
+	Waiting []string // what the item waits for, in words
+	// Timeline is the audit trail in words, oldest first.
+	Timeline []moment
 	HasTrail bool
 	// SharedTrail: the trail is the item's history in the database,
 	// the same on every instance and across restarts.
@@ -217,10 +238,6 @@ type itemPage struct {
 	CanRetry    bool
 	Done        string // what the last action did, after a redirect
 }
-
-// eventTypes are the audit entries that tell an item's events: the
-// webhook deliveries stored for it and how they were applied.
-var eventTypes = []string{wq.AuditWebhookStored, wq.AuditEventApplied, wq.AuditEventIgnored}
 
 func (d *Dashboard) itemPage(w http.ResponseWriter, r *http.Request, s *session) {
 	id, err := d.o.Items.ResolveID(r.Context(), s.caller, "id", r.PathValue("id"))
@@ -241,17 +258,13 @@ func (d *Dashboard) itemPage(w http.ResponseWriter, r *http.Request, s *session)
 		d.fail(w, r, s, err)
 		return
 	}
-	p := itemPage{Item: it, Detail: prettyJSON(it.Detail), Links: detailLinks(it.Detail),
+	p := itemPage{Item: it, Title: summaryTitle(it), Detail: prettyJSON(it.Detail), Links: detailLinks(it.Detail),
+		Waiting:  waiting(it, d.o.Clock.Now()),
 		CanRetry: s.caller.CanOn(auth.Retry, it.Project), HasTrail: d.o.Trail != nil, Done: r.URL.Query().Get("done")}
 	if d.o.Trail != nil {
 		shared, ok := d.o.Trail.(interface{ Shared() bool })
 		p.SharedTrail = ok && shared.Shared()
-		for _, e := range d.o.Trail.ItemAudit(r.Context(), it.ID) {
-			if slices.Contains(eventTypes, e.EventType) {
-				p.Events = append(p.Events, e)
-			}
-			p.Trail = append(p.Trail, e)
-		}
+		p.Timeline = timeline(d.o.Trail.ItemAudit(r.Context(), it.ID))
 	}
 	d.render(w, r, s, http.StatusOK, "item", p)
 }
@@ -271,11 +284,21 @@ func detailLinks(raw json.RawMessage) []link {
 			continue
 		}
 		if u, err := url.Parse(s); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
-			out = append(out, link{Name: strings.TrimSuffix(k, "_url"), URL: s})
+			out = append(out, link{Name: linkName(strings.TrimSuffix(k, "_url")), URL: s})
 		}
 	}
 	slices.SortFunc(out, func(a, b link) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// linkName is how a detail's link is named: its member's name in words,
+// a short one (three letters at most) taken for an abbreviation and
+// written in capitals ("mr_url" is the MR's link).
+func linkName(member string) string {
+	if len(member) <= 3 {
+		return strings.ToUpper(member)
+	}
+	return strings.ReplaceAll(member, "_", " ")
 }
 
 // itemAction posts retry or cancel through the service, which checks the
@@ -363,14 +386,22 @@ func (d *Dashboard) sessionsPage(w http.ResponseWriter, r *http.Request, s *sess
 }
 
 type workPage struct {
-	Work              []controlplane.Work
+	Work              []workRow
 	Repo, Kind, State string
 	Next, First       string
+	Filtered          bool
+}
+
+// workRow is one row of the work inventory.
+type workRow struct {
+	controlplane.Work
+	Name workName
 }
 
 func (d *Dashboard) workPage(w http.ResponseWriter, r *http.Request, s *session, c controlplane.Caller) {
 	q := r.URL.Query()
 	p := workPage{Repo: strings.TrimSpace(q.Get("repo")), Kind: q.Get("kind"), State: q.Get("state")}
+	p.Filtered = p.Repo != "" || p.Kind != "" || p.State != ""
 	f := controlplane.WorkFilter{Repo: p.Repo, Kind: controlplane.Kind(p.Kind), State: controlplane.State(p.State),
 		Limit: pageSize, After: q.Get("after")}
 	list, err := d.o.ControlPlane.Work(r.Context(), c, f)
@@ -378,7 +409,9 @@ func (d *Dashboard) workPage(w http.ResponseWriter, r *http.Request, s *session,
 		d.fail(w, r, s, err)
 		return
 	}
-	p.Work = list
+	for i := range list {
+		p.Work = append(p.Work, workRow{Work: list[i], Name: d.nameWork(&list[i])})
+	}
 	page := func(after string) string {
 		v := url.Values{}
 		for k, val := range map[string]string{"repo": p.Repo, "kind": p.Kind, "state": p.State, "after": after} {
@@ -398,9 +431,17 @@ func (d *Dashboard) workPage(w http.ResponseWriter, r *http.Request, s *session,
 }
 
 type leasesPage struct {
-	Leases []controlplane.Lease
+	Leases []leaseRow
 	All    bool
-	Now    time.Time
+}
+
+// leaseRow is one lease with the work it holds and its holder named.
+type leaseRow struct {
+	controlplane.Lease
+	Work        workName
+	Holder      sessionName
+	AdoptedFrom sessionName
+	HeldFor     time.Duration // from its creation to its end, or to now
 }
 
 func (d *Dashboard) leasesPage(w http.ResponseWriter, r *http.Request, s *session, c controlplane.Caller) {
@@ -410,12 +451,31 @@ func (d *Dashboard) leasesPage(w http.ResponseWriter, r *http.Request, s *sessio
 		d.fail(w, r, s, err)
 		return
 	}
-	d.render(w, r, s, http.StatusOK, "leases", leasesPage{Leases: list, All: all, Now: d.o.Clock.Now()})
+	names, now := d.namer(), d.o.Clock.Now()
+	p := leasesPage{All: all}
+	for _, l := range list {
+		end := now
+		if !l.EndedAt.IsZero() {
+			end = l.EndedAt
+		}
+		p.Leases = append(p.Leases, leaseRow{Lease: l, Work: names.workOf(r.Context(), l.WorkID),
+			Holder: names.sessionOf(r.Context(), l.SessionID), AdoptedFrom: names.sessionOf(r.Context(), l.AdoptedFromSessionID),
+			HeldFor: end.Sub(l.CreatedAt)})
+	}
+	d.render(w, r, s, http.StatusOK, "leases", p)
 }
 
 type allocationsPage struct {
-	Events  []controlplane.Event
-	Session string
+	Events  []eventRow
+	Session sessionName // the session the log is narrowed to, if any
+}
+
+// eventRow is one event of the control plane's log, its work and
+// session named.
+type eventRow struct {
+	controlplane.Event
+	Work    workName
+	Session sessionName
 }
 
 func (d *Dashboard) allocationsPage(w http.ResponseWriter, r *http.Request, s *session, c controlplane.Caller) {
@@ -425,5 +485,17 @@ func (d *Dashboard) allocationsPage(w http.ResponseWriter, r *http.Request, s *s
 		d.fail(w, r, s, err)
 		return
 	}
-	d.render(w, r, s, http.StatusOK, "allocations", allocationsPage{Events: list, Session: session})
+	names := d.namer()
+	p := allocationsPage{}
+	if session != "" {
+		p.Session = sessionName{ID: session}
+	}
+	for _, e := range list {
+		row := eventRow{Event: e, Work: names.workOf(r.Context(), e.WorkID), Session: names.sessionOf(r.Context(), e.SessionID)}
+		if session != "" && e.SessionID == session {
+			p.Session = row.Session
+		}
+		p.Events = append(p.Events, row)
+	}
+	d.render(w, r, s, http.StatusOK, "allocations", p)
 }

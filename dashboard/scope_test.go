@@ -14,7 +14,8 @@ import (
 // page by page; or why it concerns no project.
 var pageScopes = map[string]string{
 	"GET /ui/static/":              "none: the stylesheet and images",
-	"GET /ui/{$}":                  "none: a redirect to the items",
+	"GET /ui/{$}":                  "scoped: service.Items.List per phase, the person's projects' items pictured",
+	"GET /ui/overview/picture":     "scoped: service.Items.List per phase, as the first page",
 	"GET /ui/login":                "none: the login form",
 	"POST /ui/login":               "none: a login, the person's own token",
 	"GET /ui/login/proxy":          "none: a login through the OAuth proxy",

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -603,5 +604,68 @@ func TestGitLabCIExample(t *testing.T) {
 	}
 	if jobs == 0 {
 		t.Error("examples/gitlab-ci.yml has no job")
+	}
+}
+
+// The login sidecar's files (DDR-27) decode strictly as the patches they
+// are, its configuration is valid and names the header the proxy passes
+// the access token in, a rule takes the proxy's provider's tokens, and the
+// proxy guards people's pages only, refreshing its cookie every hour, in
+// front of serve on the pod's loopback. (cmd/workqueue's
+// TestTheLoginSidecar runs these arguments with a real proxy.)
+func TestLoginSidecar(t *testing.T) {
+	t.Parallel()
+	kustomization, err := os.ReadFile("login-sidecar/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &manifests{}
+	for _, name := range []string{"deployment.yaml", "service.yaml", "configmap.yaml"} {
+		if !strings.Contains(string(kustomization), "path: "+name) {
+			t.Errorf("kustomization.yaml does not patch with %s", name)
+		}
+		body, err := os.ReadFile("login-sidecar/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range splitDocuments(body) {
+			if err := m.decodeManifest(doc); err != nil {
+				t.Fatalf("login-sidecar/%s: %v", name, err)
+			}
+		}
+	}
+	cfg, _ := serviceConfig(t, m)
+	if cfg.Auth.ProxyAccessTokenHeader != "X-Forwarded-Access-Token" {
+		t.Errorf("auth.proxy_access_token_header = %q, want the header the proxy sets", cfg.Auth.ProxyAccessTokenHeader)
+	}
+	proxy := m.deployments[0].Spec.Template.Spec.Containers[0]
+	args := map[string][]string{}
+	for _, a := range proxy.Args {
+		name, value, _ := strings.Cut(a, "=")
+		args[name] = append(args[name], value)
+	}
+	issuer := args["--oidc-issuer-url"]
+	if len(issuer) != 1 || !slices.ContainsFunc(cfg.Auth.Rules, func(r config.Rule) bool { return r.Issuer == issuer[0] }) {
+		t.Errorf("no auth rule takes the tokens of the proxy's provider %v", issuer)
+	}
+	_, port, _ := net.SplitHostPort(cfg.Listen)
+	for flag, want := range map[string]string{"--pass-access-token": "true", "--cookie-refresh": "1h", "--cookie-secure": "true",
+		"--upstream": "http://127.0.0.1:" + port + "/", "--provider": "oidc"} {
+		if got := args[flag]; len(got) != 1 || got[0] != want {
+			t.Errorf("%s = %v, want %s", flag, got, want)
+		}
+	}
+	for _, path := range []string{"/api/v1/items", "/webhooks/gitlab", "/mcp", "/metrics", "/healthz", "/readyz", "/.well-known/oauth-protected-resource"} {
+		if !slices.ContainsFunc(args["--skip-auth-route"], func(re string) bool { return regexp.MustCompile(re).MatchString(path) }) {
+			t.Errorf("the proxy guards %s, which takes bearer tokens", path)
+		}
+	}
+	for _, path := range []string{"/me", "/ui/", "/ui/login/proxy", "/"} {
+		if slices.ContainsFunc(args["--skip-auth-route"], func(re string) bool { return regexp.MustCompile(re).MatchString(path) }) {
+			t.Errorf("the proxy lets %s through without a login", path)
+		}
+	}
+	if svc := m.services[0]; svc.Spec.Ports[0].TargetPort.StrVal != proxy.Ports[0].Name {
+		t.Errorf("the Service sends to %q, not to the proxy's port %q", svc.Spec.Ports[0].TargetPort.StrVal, proxy.Ports[0].Name)
 	}
 }

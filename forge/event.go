@@ -14,6 +14,9 @@ const EventType = "forge"
 // plane's inventory through Delivery.Push and Delivery.Work instead: they
 // resolve to no item.
 type Event struct {
+	// Type is the forge's own name of the event (Delivery.EventType):
+	// for people reading an item's history, never for deciding.
+	Type         string             `json:"type,omitempty"`
 	MergeRequest *MergeRequestEvent `json:"merge_request,omitempty"` // a merge request changed
 	Review       *ReviewEvent       `json:"review,omitempty"`        // a review was given
 	CI           *CIEvent           `json:"ci,omitempty"`            // a pipeline, commit status or job changed

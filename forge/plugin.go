@@ -48,6 +48,11 @@ type Plugin struct {
 	// JobPage reads the path of a CI job's web page, below the forge's
 	// base URL, into the job it shows; false if it is not one.
 	JobPage func(path string) (JobRef, bool)
+
+	// WorkPage, when set, is the path, below the forge's base URL, of the
+	// web page of an issue (kind "issue") or a pull request (kind "pr")
+	// of repo, which the dashboard links.
+	WorkPage func(repo, kind string, number int64) string
 }
 
 // Config is what Plugin.Open builds a client from.

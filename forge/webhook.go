@@ -111,6 +111,7 @@ func (r *Registry) ParseWebhook(kind, secret string, h http.Header, body []byte)
 		if err != nil {
 			return nil, wq.Errorf(wq.EINVALID, "%s delivery: %v", d.EventType, err)
 		}
+		e.Type = d.EventType
 		d.Event = &e
 	}
 	return d, nil

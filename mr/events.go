@@ -22,6 +22,20 @@ func (x *executors) onForgeEvent(ctx context.Context, item *wq.Item, ev *wq.Even
 	if err := json.Unmarshal(ev.Body, &e); err != nil {
 		return wq.EventResult{}, fmt.Errorf("forge event: %w", err)
 	}
+	r, err := x.onNeutralEvent(ctx, item, ev, e)
+	if err == nil && e.Type != "" {
+		// The history names the forge's own event, not "forge".
+		trigger := map[string]any{"event_type": e.Type}
+		for k, v := range r.Trigger {
+			trigger[k] = v
+		}
+		r.Trigger = trigger
+	}
+	return r, err
+}
+
+// onNeutralEvent reads the forge-neutral event e.
+func (x *executors) onNeutralEvent(ctx context.Context, item *wq.Item, ev *wq.Event, e forge.Event) (wq.EventResult, error) {
 	switch {
 	case e.MergeRequest != nil:
 		m := e.MergeRequest

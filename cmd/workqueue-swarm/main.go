@@ -8,7 +8,7 @@
 // attempt got through or not everything was merged within the bound, 2
 // when the run could not be made. scripts/demo agents sets it all up.
 //
-//	workqueue-swarm -repo OWNER/NAME -gitea URL -agent-tokens FILE -db URL [-issues 40] [-sessions 8] [-hostile 2] [-runaway-token FILE]
+//	workqueue-swarm -repo OWNER/NAME -gitea URL -agent-tokens FILE -db URL [-issues 40] [-sessions 8] [-hostile N] [-runaway-token FILE]
 //
 // The environment holds the secrets: WORKQUEUE_URL (the service),
 // WORKQUEUE_TOKEN (permission admin: the stage reads the inventory, the
@@ -50,7 +50,7 @@ func run() int {
 	flag.StringVar(&tokensFile, "agent-tokens", "", "a file of agent-only tokens, one a line, one per session (fewer are used round robin)")
 	flag.IntVar(&cfg.Issues, "issues", 40, "how many issues to open")
 	flag.IntVar(&cfg.Sessions, "sessions", 8, "how many agent sessions (at least 3 honest ones): of the honest ones a merger per 8, a reviewer per 4, the rest authors")
-	flag.IntVar(&cfg.Hostile, "hostile", 0, "how many of the sessions are hostile, each with an agent token of its own (the last ones of the file)")
+	flag.IntVar(&cfg.Hostile, "hostile", -1, "how many of the sessions are hostile, each with an agent token of its own (the last ones of the file); default 2 from 5 sessions, else 1, with sessions added to keep 3 honest ones")
 	flag.StringVar(&runawayFile, "runaway-token", "", "a file of one agent-only token of an identity of its own: a runaway session comments in a loop until its budget stops it and the stage freezes it")
 	flag.StringVar(&database, "db", "", "the service's database (sqlite://PATH or postgres://...), for the control plane's event log")
 	flag.DurationVar(&cfg.Timeout, "timeout", 0, "what is not merged by then is a failure (default 15m, or 2m and 30s an issue when longer)")
@@ -70,6 +70,11 @@ func run() int {
 		return 2
 	}
 	cfg.AgentTokens = strings.Fields(string(b))
+	var note string
+	cfg.Sessions, cfg.Hostile, note = swarm.Sessions(cfg.Sessions, cfg.Hostile)
+	if note != "" {
+		fmt.Fprintln(os.Stdout, note)
+	}
 	if runawayFile != "" {
 		b, err := os.ReadFile(runawayFile)
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -51,7 +52,8 @@ func (m *Main) serveDashboard(ctx context.Context, api *httpapi.Options, items *
 	}
 	opts := dashboard.Options{Items: items, ControlPlane: cps, Auth: authn, Audit: audit.Safe(sink, m.Log),
 		PublicURL: m.Config.PublicURL, ProxyAccessTokenHeader: m.Config.Auth.ProxyAccessTokenHeader,
-		CookieKey: key, Limiter: limiter, Identities: api.Identities, Log: m.Log, Clock: m.Clock, Forges: m.checks}
+		CookieKey: key, Limiter: limiter, Identities: api.Identities, Log: m.Log, Clock: m.Clock,
+		WorkURL: m.workURL, Forges: m.checks}
 	if m.dashboardTrail != nil {
 		opts.Trail = m.dashboardTrail
 	}
@@ -66,6 +68,21 @@ func (m *Main) serveDashboard(ctx context.Context, api *httpapi.Options, items *
 	}
 	api.Dashboard = d
 	return nil
+}
+
+// workURL is the web page of a work item on its configured forge, as the
+// forge's kind lays its pages out; "" for a forge not configured or a
+// kind that does not say.
+func (m *Main) workURL(forgeName, repo, kind string, number int64) string {
+	for _, f := range m.Config.Forges {
+		if f.Name != forgeName {
+			continue
+		}
+		if p, ok := m.world.kinds.Lookup(f.Kind); ok && p.WorkPage != nil {
+			return strings.TrimRight(f.URL, "/") + p.WorkPage(repo, kind, number)
+		}
+	}
+	return ""
 }
 
 // cookieKey is the secret the dashboard seals its session cookies under:

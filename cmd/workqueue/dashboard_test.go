@@ -72,7 +72,7 @@ func TestServeMountsTheDashboardWhereTheStatusNoteLinks(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/ui/items/"+item.ID {
 		t.Fatalf("after logging in: %d at %s, want the item's page", resp.StatusCode, resp.Request.URL)
 	}
-	if !strings.Contains(string(page), item.ID) || !strings.Contains(string(page), "item_created") {
-		t.Errorf("the item's page does not show the item and its audit trail (item_created):\n%s", page)
+	if !strings.Contains(string(page), item.ID) || !strings.Contains(string(page), `<span class="what">Submitted</span>`) {
+		t.Errorf("the item's page does not show the item and its history (its submission):\n%s", page)
 	}
 }

@@ -354,6 +354,14 @@ func jobPage(path string) (forge.JobRef, bool) {
 
 var jobPath = regexp.MustCompile(`^/([^/]+/[^/]+)/actions/runs/(\d+)/jobs/(\d+)/?$`)
 
+// workPage is an issue's or a pull request's page below the base URL.
+func workPage(repo, kind string, number int64) string {
+	if kind == wq.WorkPR {
+		return fmt.Sprintf("/%s/pulls/%d", repo, number)
+	}
+	return fmt.Sprintf("/%s/issues/%d", repo, number)
+}
+
 // Plugin is the Gitea kind of forge (the composition root, cmd/workqueue/world.go, registers it).
 var Plugin = forge.Plugin{
 	Name: wq.ForgeGitea,
@@ -369,5 +377,6 @@ var Plugin = forge.Plugin{
 	EventTypes:   []string{EventPullRequest, EventReview, EventStatus, EventWorkflowRun, EventWorkflowJob},
 	DecodeEvent:  decodeEvent,
 	JobPage:      jobPage,
+	WorkPage:     workPage,
 	// Gitea's ChangeFiles writes regular files only: no chmod.
 }

@@ -41,6 +41,15 @@ var Plugin = forge.Plugin{
 	EventTypes:   []string{EventMergeRequest, EventPipeline, EventJob},
 	DecodeEvent:  decodeEvent,
 	JobPage:      jobPage,
+	WorkPage:     workPage,
+}
+
+// workPage is an issue's or a merge request's page below the base URL.
+func workPage(repo, kind string, number int64) string {
+	if kind == wq.WorkPR {
+		return fmt.Sprintf("/%s/-/merge_requests/%d", repo, number)
+	}
+	return fmt.Sprintf("/%s/-/issues/%d", repo, number)
 }
 
 // verifyToken checks a delivery's X-Gitlab-Token, which GitLab sends as

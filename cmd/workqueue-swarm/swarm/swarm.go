@@ -108,6 +108,28 @@ func Roles(n int) (Split, error) {
 	return s, nil
 }
 
+// Sessions is how many sessions a run of asked sessions has, and how many
+// of them are hostile, when hostile is negative (not given): every run
+// shows the gate at work, so two are hostile from 5 sessions on and one
+// below, and a run too small for three honest sessions beside its
+// hostile one (an author, a reviewer, a merger) gets the sessions it
+// needs. note says, in words, what was added; "" when nothing was. A
+// hostile count that is given is kept as it is.
+func Sessions(asked, hostile int) (sessions, hostileN int, note string) {
+	if hostile >= 0 {
+		return asked, hostile, ""
+	}
+	hostile = 1
+	if asked >= 5 {
+		hostile = 2
+	}
+	if asked-hostile >= 3 {
+		return asked, hostile, ""
+	}
+	return hostile + 3, hostile, fmt.Sprintf("%d sessions asked for; %d run, so that three honest ones (an author, a reviewer, a merger) work beside the hostile one that shows the gate refusing it (-hostile 0 for none)",
+		asked, hostile+3)
+}
+
 func (s Split) String() string {
 	out := fmt.Sprintf("%d authors, %d reviewers, %d mergers", s.Authors, s.Reviewers, s.Mergers)
 	if s.Hostile > 0 {
@@ -694,14 +716,22 @@ func (r *Report) Summary(w io.Writer) {
 	fmt.Fprintf(w, "  issues closed   %d of %d\n", r.IssuesClosed, r.IssuesOpened)
 	fmt.Fprintf(w, "  PRs merged      %d of %d opened\n", r.PRsMerged, r.PRsOpened)
 	fmt.Fprintf(w, "  leases          %d\n", r.Leases)
-	fmt.Fprintf(w, "  events          %s\n", counts(r.Events))
+	// Every line counts what it names, and the totals agree: the honest
+	// sessions' refusals are theirs alone (each is also one of their
+	// "refused" events), the hostile sessions' are counted apart, and
+	// each hostile try was either refused or got through.
+	honest := maps.Clone(r.Events)
+	delete(honest, "refused")
+	fmt.Fprintf(w, "  honest events   %s\n", counts(honest))
 	fmt.Fprintf(w, "  allocations     %s\n", counts(r.Allocations))
 	fmt.Fprintf(w, "  conflicts       %s\n", counts(r.Conflicts))
-	fmt.Fprintf(w, "  refusals        %s\n", counts(r.Refusals))
+	fmt.Fprintf(w, "  honest refused  %s\n", totalCounts(r.Refusals))
 	fmt.Fprintf(w, "  findings        %s\n", counts(r.Findings))
 	if r.Split.Hostile > 0 {
-		fmt.Fprintf(w, "  hostile tries   %d: %s\n", total(r.Attempts), counts(r.Attempts))
-		fmt.Fprintf(w, "  hostile refused %d: %s\n", total(r.HostileRefusals), counts(r.HostileRefusals))
+		tries, refused := total(r.Attempts), total(r.HostileRefusals)
+		fmt.Fprintf(w, "  hostile tries   %d in %d classes: %d refused, %d got through\n", tries, len(r.Attempts), refused, tries-refused)
+		fmt.Fprintf(w, "                  %s\n", counts(r.Attempts))
+		fmt.Fprintf(w, "  hostile refused %s\n", totalCounts(r.HostileRefusals))
 		if len(r.NotTried) > 0 {
 			fmt.Fprintf(w, "  not tried       %s\n", counts(r.NotTried))
 		}
@@ -713,6 +743,8 @@ func (r *Report) Summary(w io.Writer) {
 			}
 			fmt.Fprintf(w, "         %s\n", v)
 		}
+	} else {
+		fmt.Fprintf(w, "  hostile         none ran: nothing tried to get around the gate\n")
 	}
 	if w2 := r.Runaway; w2 != nil {
 		fmt.Fprintf(w, "  runaway         %d calls, %d written; frozen %v (%d leases ended), stopped %v: %s\n",
@@ -756,6 +788,14 @@ func total(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// totalCounts is "4: a 3, b 1", or "0" for none.
+func totalCounts(m map[string]int) string {
+	if len(m) == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d: %s", total(m), counts(m))
 }
 
 // counts is "a 3, b 1" by key, or "none".

@@ -63,6 +63,14 @@ const (
 	AuditIdentityFrozen   = "identity_frozen"
 	AuditIdentityUnfrozen = "identity_unfrozen"
 	AuditBudgetExceeded   = "budget_exceeded"
+
+	// The control plane: a lease and its assignment made, ended
+	// (released, expired, abandoned, its session ended, its head moved),
+	// adopted by another session, or reclaimed after it expired.
+	AuditLeaseAssigned  = "lease_assigned"
+	AuditLeaseEnded     = "lease_ended"
+	AuditLeaseAdopted   = "lease_adopted"
+	AuditLeaseReclaimed = "lease_reclaimed"
 )
 
 // AuditKind says what an audit event type records, and so which of an
@@ -106,6 +114,10 @@ var AuditKinds = map[string]AuditKind{
 	AuditIdentityFrozen:      AuditChange,
 	AuditIdentityUnfrozen:    AuditChange,
 	AuditBudgetExceeded:      AuditRecord,
+	AuditLeaseAssigned:       AuditCreation,
+	AuditLeaseEnded:          AuditChange,
+	AuditLeaseAdopted:        AuditChange,
+	AuditLeaseReclaimed:      AuditChange, // the expired lease as it was, and the new one
 }
 
 // Check says whether e carries the states its event type's kind asks

@@ -2,6 +2,7 @@ package controlplane_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +69,8 @@ func TestThePullRequestsThreadShowsWhoHoldsItAndTheHandoff(t *testing.T) {
 	guarded := policy.Guard("gitea", adapter, func(string) policy.Project { return policy.Project{} })
 	holders := &cp.HolderNotes{Store: store, Forges: map[string]wq.Forge{"gitea": guarded}, Clock: clock, Log: testkit.Quiet()}
 	t.Cleanup(holders.Stop)
-	svc := &cp.Service{Store: store, Clock: clock, LeaseTTL: 10 * time.Minute, SessionTTL: time.Hour, Holders: holders}
+	trail := testkit.CheckedAudit(t) // every lease change with its state before and after (DDR-28)
+	svc := &cp.Service{Store: store, Clock: clock, LeaseTTL: 10 * time.Minute, SessionTTL: time.Hour, Holders: holders, Audit: trail}
 	work := cp.Work{ID: "held-pr", WorkKey: cp.WorkKey{Forge: "gitea", Repo: repo, Kind: cp.KindPR, Number: pr.Number},
 		State: cp.StateOpen, Title: "Held", Author: srv.User, HeadSHA: pr.HeadSHA, ReviewState: cp.ReviewNone, UpdatedAt: clock.Now()}
 	if err := store.UpsertWork(ctx, []cp.Work{work}, clock.Now()); err != nil {
@@ -158,4 +160,17 @@ func TestThePullRequestsThreadShowsWhoHoldsItAndTheHandoff(t *testing.T) {
 		t.Errorf("after the takeover the note says:\n%s", got)
 	}
 	t.Logf("the note named the holder %v after its allocation; after the handoff it read:\n%s", shown.Round(time.Millisecond), got)
+
+	// The audit trail has each change, the old lease beside the new.
+	var kinds []string
+	for _, e := range trail.Entries(wq.AuditLeaseAssigned, wq.AuditLeaseEnded, wq.AuditLeaseAdopted, wq.AuditLeaseReclaimed) {
+		kinds = append(kinds, e.EventType)
+	}
+	want := []string{wq.AuditLeaseAssigned, wq.AuditLeaseEnded, wq.AuditLeaseAssigned, wq.AuditLeaseReclaimed}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("lease audit entries %v, want %v", kinds, want)
+	}
+	if r := trail.Entries(wq.AuditLeaseReclaimed); len(r) == 1 && (r[0].OldState["session"] != ms || r[0].NewState["session"] != os) {
+		t.Errorf("the reclaim's entry: from %v to %v, want from the quiet merger's session to the new one's", r[0].OldState, r[0].NewState)
+	}
 }

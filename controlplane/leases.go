@@ -203,6 +203,7 @@ func (s *Service) endLease(ctx context.Context, c Caller, l *Lease, st LeaseStat
 		WorkID: l.WorkID, LeaseID: l.ID, AssignmentID: l.AssignmentID, Reason: why, Detail: detail}); err != nil {
 		return nil, err
 	}
+	s.auditLease(ctx, wq.AuditLeaseEnded, c.Identity, "api", why, l, &next)
 	s.Holders.Changed(l.WorkID)
 	return s.inspect(ctx, l.ID, nil)
 }
@@ -271,6 +272,7 @@ func (s *Service) AdoptLease(ctx context.Context, c Caller, id, sessionID, workt
 		WorkID: l.WorkID, LeaseID: l.ID, AssignmentID: l.AssignmentID, Reason: "adopted from session " + l.SessionID, Detail: detail}); err != nil {
 		return nil, err
 	}
+	s.auditLease(ctx, wq.AuditLeaseAdopted, c.Identity, "api", "adopted from session "+l.SessionID, l, &next)
 	s.Holders.Changed(l.WorkID)
 	return s.inspect(ctx, id, by)
 }
@@ -345,6 +347,9 @@ func (s *Service) ExpireLeases(ctx context.Context, c Caller) ([]Lease, error) {
 		return nil, err
 	}
 	for _, l := range expired {
+		before := l
+		before.State, before.EndedAt = LeaseActive, time.Time{}
+		s.auditLease(ctx, wq.AuditLeaseEnded, c.Identity, "sweep", "expired", &before, &l)
 		s.Holders.Changed(l.WorkID)
 	}
 	return s.visibleLeases(ctx, c, expired)
@@ -459,6 +464,7 @@ func (s *Service) ReclaimLease(ctx context.Context, c Caller, id, sessionID stri
 		WorkID: old.WorkID, LeaseID: l.ID, AssignmentID: a.ID, Reason: "reclaimed expired lease " + old.ID + " of session " + old.SessionID}, now); err != nil {
 		return nil, err
 	}
+	s.auditLease(ctx, wq.AuditLeaseReclaimed, c.Identity, "api", "reclaimed expired lease "+old.ID+" of session "+old.SessionID, old, &l)
 	s.Holders.Changed(old.WorkID)
 	return &Allocation{Outcome: OutcomeAssigned, Work: w, Lease: &LeaseRef{ID: l.ID, ExpiresAt: l.ExpiresAt},
 		Assignment: &AssignmentRef{ID: a.ID, AllowedActions: a.AllowedActions, ExpectedHeadSHA: a.ExpectedHeadSHA}, Candidates: []CandidateSkip{}}, nil

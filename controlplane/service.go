@@ -77,6 +77,11 @@ type Service struct {
 	// Metrics, when set, counts allocations by outcome and gate refusals
 	// by reason (package metrics implements it).
 	Metrics Metrics
+	// Audit, when set, receives an entry for each lease and assignment
+	// made, ended, adopted or reclaimed, with its state before and after
+	// (DDR-28); heartbeats, which only push a lease's expiry on, are in
+	// the control plane's own events only.
+	Audit wq.AuditSink
 	// Holders, when set, keeps the holder note of each work unit whose
 	// leases change (holders.go): who holds it, on the forge.
 	Holders *HolderNotes
@@ -257,6 +262,9 @@ func (s *Service) EndSession(ctx context.Context, c Caller, id string) (*Session
 		return nil, err
 	}
 	for _, l := range released {
+		before := l
+		before.State, before.EndedAt = LeaseActive, time.Time{}
+		s.auditLease(ctx, wq.AuditLeaseEnded, c.Identity, "api", "its session ended", &before, &l)
 		s.Holders.Changed(l.WorkID)
 	}
 	return s.Session(ctx, c, id)
@@ -350,6 +358,7 @@ func (s *Service) allocate(ctx context.Context, c Caller, sessionID, repoGlob st
 		err := s.Store.Assign(ctx, a, l, ev, now)
 		switch {
 		case err == nil:
+			s.auditLease(ctx, wq.AuditLeaseAssigned, c.Identity, "api", "route "+choice.Route.String(), nil, &l)
 			s.Holders.Changed(a.WorkID)
 			out.Outcome = OutcomeAssigned
 			out.Lease = &LeaseRef{ID: l.ID, ExpiresAt: l.ExpiresAt}

@@ -168,7 +168,7 @@ func (m *Main) Run(ctx context.Context) error {
 	cps := &controlplane.Service{Store: all.cp, Clock: m.Clock, Log: m.Log,
 		Policy:   controlplane.Policy{BlockedLabels: cpc.BlockedLabels, PriorityLabels: cpc.PriorityLabels},
 		LeaseTTL: time.Duration(cpc.LeaseTTL), SessionTTL: time.Duration(cpc.SessionTTL), Forges: forges, Metrics: m.Metrics,
-		MaxCheckpoints: cpc.MaxCheckpointsPerSession, ReviewLabel: m.world.reviewLabel(m.Config)}
+		MaxCheckpoints: cpc.MaxCheckpointsPerSession, ReviewLabel: m.world.reviewLabel(m.Config), Audit: audit.Safe(sink, m.Log)}
 	if cpc.HolderNotes {
 		// Who holds what, on the forge (issue 50): a note per work unit,
 		// edited as its leases change.

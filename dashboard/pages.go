@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"html/template"
@@ -258,7 +259,8 @@ func (d *Dashboard) itemPage(w http.ResponseWriter, r *http.Request, s *session)
 		d.fail(w, r, s, err)
 		return
 	}
-	p := itemPage{Item: it, Title: summaryTitle(it), Detail: prettyJSON(it.Detail), Links: detailLinks(it.Detail),
+	title, links := d.titleAndLinks(it)
+	p := itemPage{Item: it, Title: title, Detail: prettyJSON(it.Detail), Links: links,
 		Waiting:  waiting(it, d.o.Clock.Now()),
 		CanRetry: s.caller.CanOn(auth.Retry, it.Project), HasTrail: d.o.Trail != nil, Done: r.URL.Query().Get("done")}
 	if d.o.Trail != nil {
@@ -267,6 +269,28 @@ func (d *Dashboard) itemPage(w http.ResponseWriter, r *http.Request, s *session)
 		p.Timeline = timeline(d.o.Trail.ItemAudit(r.Context(), it.ID))
 	}
 	d.render(w, r, s, http.StatusOK, "item", p)
+}
+
+// titleAndLinks are an item's title and web links as its type's
+// registration shows them (wq.ItemFace.View: a merge request's title and
+// page); for a type that has no view, what its detail carries (a "title"
+// member, members named *_url).
+func (d *Dashboard) titleAndLinks(it *api.Item) (string, []link) {
+	for _, f := range d.o.Items.Faces() {
+		if f.Type != it.ItemType || f.View == nil {
+			continue
+		}
+		v := f.View(it.Summary, it.Detail)
+		if v.Title == "" && v.Link == "" {
+			break
+		}
+		var links []link
+		if v.Link != "" {
+			links = []link{{Name: cmp.Or(v.LinkName, "page"), URL: v.Link}}
+		}
+		return v.Title, links
+	}
+	return summaryTitle(it), detailLinks(it.Detail)
 }
 
 // detailLinks are the web links an item type's detail carries: members

@@ -8,7 +8,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	wq "github.com/workqueue-dev/workqueue"
 	cp "github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/dashboard"
+	"github.com/workqueue-dev/workqueue/forgecheck"
 )
 
 // pageProblems is what a page of the dashboard must not have, as a
@@ -104,7 +107,17 @@ func jsString(s string) string {
 // every form control, has text at a contrast of 4.5:1 at least, and lets
 // the keyboard reach its actions (issue 55, point 6).
 func TestEveryPageFitsA1280PixelWindowAndPassesAccessibilityBasics(t *testing.T) {
-	w := newWorld(t, "")
+	// The Forges page with a finding of each kind, its meanings long as
+	// the real ones are.
+	checks := forgeChecks{
+		reports: []forgecheck.Report{{Forge: "gl", Kind: "gitlab", Version: "17.5.0-ee", VersionStatus: "supported",
+			VersionMessage: "gitlab 17.5.0-ee (at least 17.0.0)", Projects: []forgecheck.ProjectReport{{Project: "group/subgroup/a-rather-long-project-name",
+				Settings: []wq.ProjectSetting{{Name: "reset_approvals_on_push", Value: "false", Known: true, Safe: false,
+					Meaning: "an approval survives a push, so a change a person never saw can merge on an approval given to an earlier head; turn on Reset approvals on push in the project's merge request settings"}}}}}},
+		hooks: []forgecheck.HookStatus{{Forge: "gl", Project: "group/subgroup/a-rather-long-project-name", Outcome: forgecheck.HookBroken,
+			Problems: []wq.WebhookProblem{wq.WebhookDisabled}, CheckedAt: start}},
+	}
+	w := newWorldWith(t, func(o *dashboard.Options) { o.Forges = checks })
 	w.controlPlane()
 	for range 3 {
 		w.submit(2)
@@ -134,6 +147,7 @@ func TestEveryPageFitsA1280PixelWindowAndPassesAccessibilityBasics(t *testing.T)
 		{"/ui/work", "work", "a.work-link"},
 		{"/ui/leases?all=true", "leases", "a.session-link"},
 		{"/ui/allocations", "allocations", "a.work-link"},
+		{"/ui/forges", "forge-hooks", `header nav a[href="/ui/items"]`},
 		{"/ui/nothing-here", "", `a[href="/ui/items"]`},
 	} {
 		ready := chromedp.WaitVisible(chromedp.CSS("main"))

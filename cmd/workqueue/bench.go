@@ -235,7 +235,9 @@ func withBench(w *world, run func(cmd *cobra.Command, b *bench) error) func(*cob
 }
 
 func newBench(cmd *cobra.Command, w *world) (*bench, error) {
-	b := &bench{out: cmd.OutOrStdout(), progress: cmd.ErrOrStderr(), world: w}
+	// The progress lines and the processes' log share the writer, from
+	// the bench's goroutine and the service's alike: one at a time.
+	b := &bench{out: cmd.OutOrStdout(), progress: &lockedWriter{w: cmd.ErrOrStderr()}, world: w}
 	b.format, _ = cmd.Flags().GetString("output")
 	if err := checkOutput(&b.format); err != nil {
 		return nil, err
@@ -365,6 +367,18 @@ func (b *bench) print(r any, text string) error {
 // log is what the bench's service and engine log: warnings and errors
 // only, to the progress writer, so that a failure shows and the figures
 // do not pay for info lines.
+// lockedWriter writes to w one Write at a time.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 func (b *bench) log() *slog.Logger {
 	return slog.New(slog.NewTextHandler(b.progress, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

@@ -1,4 +1,9 @@
 // Command workqueue is the work queue service and its command-line tools.
+//
+// world.go is its composition root: the one file that names every kind
+// of forge, item type and store driver the program links, one line each,
+// as registry values the commands receive. A new kind, type or driver is
+// its package and one line there (docs/layout.md).
 package main
 
 import (

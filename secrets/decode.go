@@ -72,6 +72,12 @@ func (p *patch) addString(s string, from, to int) {
 	}
 }
 
+// truncate drops the patch's bytes from n on (seams stay: callers drop
+// only bytes after the last seam).
+func (p *patch) truncate(n int) {
+	p.text, p.from, p.to = p.text[:n], p.from[:n], p.to[:n]
+}
+
 // copyOf adds parent[from:to] as it is.
 func (p *patch) copyOf(parent string, from, to int) {
 	for i := from; i < to; i++ {
@@ -1039,6 +1045,9 @@ const minGroups = 4
 // there are none.
 func groupedWords(s string) *patch {
 	var out *patch
+	// The previous group's words end at prevLast in s and at tail in the
+	// patch; its trailing context was copied up to copied in s.
+	prevLast, tail, copied := 0, 0, 0
 	wordEnd := func(i int) int {
 		for i < len(s) && base64Byte[s[i]] {
 			i++
@@ -1080,6 +1089,14 @@ func groupedWords(s string) *patch {
 			for ctx > 0 && i-ctx < joinContext && s[ctx-1] != '\n' {
 				ctx--
 			}
+			if len(out.text) > 0 && ctx < copied {
+				// The previous group's trailing context reaches into this
+				// one's: it is dropped, and this group's leading context
+				// starts where that group's words ended, so that every byte
+				// of s is in the patch once and in order.
+				out.truncate(tail)
+				ctx = prevLast
+			}
 			out.copyOf(s, ctx, e)
 			from, firstSeam := len(out.text)-size, len(out.seams)
 			for at := e; at < last; {
@@ -1098,6 +1115,7 @@ func groupedWords(s string) *patch {
 			for rest < len(s) && rest-last < joinContext && s[rest] != '\n' {
 				rest++
 			}
+			prevLast, tail, copied = last, len(out.text), rest
 			out.copyOf(s, last, rest)
 			out.add('\n', rest, rest)
 		}

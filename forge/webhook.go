@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -211,4 +212,16 @@ func PushDelivery(project, ref, before, after string) *Delivery {
 		return nil
 	}
 	return &Delivery{EventType: EventPush, Project: project, Push: &BranchPush{Branch: branch, Before: before, After: after}}
+}
+
+// SameHookTarget reports whether a project hook's URL is the service's
+// own: want itself, or want's path (/webhooks/<forge>) on another host,
+// which a hook check repairs back to want.
+func SameHookTarget(got, want string) bool {
+	if got == want {
+		return true
+	}
+	g, err1 := url.Parse(got)
+	w, err2 := url.Parse(want)
+	return err1 == nil && err2 == nil && strings.Contains(w.Path, "/webhooks/") && strings.TrimRight(g.Path, "/") == strings.TrimRight(w.Path, "/")
 }

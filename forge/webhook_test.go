@@ -488,3 +488,23 @@ func TestHeadersAloneRefuseWhatTheyCanBeforeTheBodyIsRead(t *testing.T) {
 		})
 	}
 }
+
+// A project hook is the service's when it is the service's URL, or the
+// same /webhooks/<forge> path on another host (a check points it back).
+func TestSameHookTarget(t *testing.T) {
+	const want = "https://wq.example.org/webhooks/gitea"
+	for got, same := range map[string]bool{
+		want:                                     true,
+		"http://10.0.0.5:8080/webhooks/gitea/":   true,
+		"https://wq.example.org/webhooks/gitlab": false,
+		"https://other.example.org/hooks/gitea":  false,
+		"::not a url":                            false,
+	} {
+		if forge.SameHookTarget(got, want) != same {
+			t.Errorf("SameHookTarget(%q) = %v, want %v", got, !same, same)
+		}
+	}
+	if forge.SameHookTarget("https://x.example.org/", "https://wq.example.org/") {
+		t.Error("a URL without /webhooks/ matched another host's by path")
+	}
+}

@@ -1,17 +1,17 @@
 package gitea
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"net/url"
 	"path"
 	"slices"
 	"strconv"
-	"strings"
 
 	sdk "code.gitea.io/sdk/gitea"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge"
 )
 
 var (
@@ -142,7 +142,7 @@ func (f *Forge) listHooks(ctx context.Context, owner, repo string) ([]*sdk.Hook,
 func ourHooks(hooks []*sdk.Hook, hookURL string) []*sdk.Hook {
 	var ours []*sdk.Hook
 	for _, h := range hooks {
-		if sameHookTarget(h.Config["url"], hookURL) {
+		if forge.SameHookTarget(h.Config["url"], hookURL) {
 			ours = append(ours, h)
 		}
 	}
@@ -154,20 +154,9 @@ func ourHooks(hooks []*sdk.Hook, hookURL string) []*sdk.Hook {
 			}
 			return 1
 		}
-		return int(a.ID - b.ID)
+		return cmp.Compare(a.ID, b.ID)
 	})
 	return ours
-}
-
-// sameHookTarget reports whether a hook's URL is the service's: url
-// itself, or url's path (/webhooks/<forge>) on another host.
-func sameHookTarget(got, want string) bool {
-	if got == want {
-		return true
-	}
-	g, err1 := url.Parse(got)
-	w, err2 := url.Parse(want)
-	return err1 == nil && err2 == nil && strings.Contains(w.Path, "/webhooks/") && strings.TrimRight(g.Path, "/") == strings.TrimRight(w.Path, "/")
 }
 
 // hookProblems says what is wrong with the hooks that are the service's.

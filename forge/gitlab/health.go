@@ -4,14 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge"
 )
 
 var (
@@ -114,7 +113,7 @@ func (f *Forge) listHooks(ctx context.Context, project string) ([]*gl.ProjectHoo
 func ourHooks(hooks []*gl.ProjectHook, hookURL string) []*gl.ProjectHook {
 	var ours []*gl.ProjectHook
 	for _, h := range hooks {
-		if sameHookTarget(h.URL, hookURL) {
+		if forge.SameHookTarget(h.URL, hookURL) {
 			ours = append(ours, h)
 		}
 	}
@@ -129,15 +128,6 @@ func ourHooks(hooks []*gl.ProjectHook, hookURL string) []*gl.ProjectHook {
 		return cmp.Compare(a.ID, b.ID)
 	})
 	return ours
-}
-
-func sameHookTarget(got, want string) bool {
-	if got == want {
-		return true
-	}
-	g, err1 := url.Parse(got)
-	w, err2 := url.Parse(want)
-	return err1 == nil && err2 == nil && strings.Contains(w.Path, "/webhooks/") && strings.TrimRight(g.Path, "/") == strings.TrimRight(w.Path, "/")
 }
 
 // hookEventsRight reports whether h sends exactly the events the webhook

@@ -607,3 +607,31 @@ func InertText(f Forge, text string) string {
 	}
 	return text
 }
+
+// Commit status states of CommitStatus.State, in neutral words; the
+// forge's own word is kept in CommitStatus.ForgeState.
+const (
+	CheckPending = "pending" // not decided yet: queued, running, manual, a warning
+	CheckSuccess = "success"
+	CheckFailed  = "failed" // failed, errored, cancelled or skipped: it will not succeed as it stands
+)
+
+// CommitStatus is the latest state of one check of a commit: a commit
+// status (Gitea's, and Actions' jobs, which report as statuses) or a
+// GitLab commit status (an external one, or a pipeline job's).
+type CommitStatus struct {
+	Context    string // Gitea's context, GitLab's name
+	State      string // CheckPending, CheckSuccess or CheckFailed
+	ForgeState string // the forge's own word for it
+	URL        string // its target, for people; "" when none
+}
+
+// CommitStatusReader is the optional capability of a forge that reads a
+// commit's checks: the required checks of a project (projects[].
+// required_checks) wait on them before an auto-merge. Both shipped kinds
+// have it.
+type CommitStatusReader interface {
+	// CommitStatuses lists the latest status of each check of commit sha,
+	// every page read. A commit no check reported on has none.
+	CommitStatuses(ctx context.Context, project, sha string) ([]CommitStatus, error)
+}

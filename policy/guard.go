@@ -377,3 +377,12 @@ func (g *guard) EditWorkComment(ctx context.Context, project, kind string, numbe
 	}
 	return g.errUnsupported("edit comments")
 }
+
+// CommitStatuses reads a commit's checks (wq.CommitStatusReader): a read,
+// passed through.
+func (g *guard) CommitStatuses(ctx context.Context, project, sha string) ([]wq.CommitStatus, error) {
+	if r, ok := g.Forge.(wq.CommitStatusReader); ok {
+		return r.CommitStatuses(ctx, project, sha)
+	}
+	return nil, g.errUnsupported("read commit statuses")
+}

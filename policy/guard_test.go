@@ -111,6 +111,9 @@ func TestAGuardedForgeKeepsItsCIJobs(t *testing.T) {
 	if _, ok := f.(wq.DefaultBrancher); !ok {
 		t.Error("the guarded GitLab adapter lost its default branch")
 	}
+	if _, ok := f.(wq.CommitStatusReader); !ok {
+		t.Error("the guarded GitLab adapter lost its commit statuses")
+	}
 	if policy.Unguarded(f).Kind() != wq.ForgeGitLab {
 		t.Error("Unguarded does not return the adapter")
 	}

@@ -2,6 +2,7 @@ package forgetest
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -109,6 +110,54 @@ func runChecks(t *testing.T, newProject func(t *testing.T) Project) {
 			if len(bodies) != 1 || !strings.Contains(bodies[0], "held by b") {
 				t.Errorf("the edited comment reads %q, want it to say held by b", bodies)
 			}
+		}
+	})
+}
+
+// StatusSetter is a People that sets commit statuses as a CI system does
+// (state in Gitea's words: pending, success, failure).
+type StatusSetter interface {
+	SetStatus(t testing.TB, project, sha, context, state string)
+}
+
+// runCommitStatuses holds a forge's commit statuses (wq.CommitStatusReader)
+// to the required checks' needs: the latest state of each check, by
+// name, in neutral words, and none for a commit no check reported on.
+func runCommitStatuses(t *testing.T, newProject func(t *testing.T) Project) {
+	t.Run("a commit's statuses are the latest of each check", func(t *testing.T) {
+		p := projectHaving(newProject, func(p Project) bool { _, ok := p.Forge.(wq.CommitStatusReader); return ok },
+			"the forge cannot read commit statuses")(t)
+		people, ok := p.People.(StatusSetter)
+		if !ok {
+			t.Fatal("the forge reads commit statuses, but the suite's People cannot set one")
+		}
+		ctx := context.Background()
+		r := p.Forge.(wq.CommitStatusReader)
+		c := commit(t, p, "wq/statuses", change("create", "s.txt", "s\n"))
+		if got, err := r.CommitStatuses(ctx, p.Path, c.SHA); err != nil || len(got) != 0 {
+			t.Fatalf("a commit nothing reported on: %+v, %v; want none", got, err)
+		}
+		people.SetStatus(t, p.Path, c.SHA, "konflux/build", "pending")
+		people.SetStatus(t, p.Path, c.SHA, "konflux/release", "pending")
+		people.SetStatus(t, p.Path, c.SHA, "konflux/build", "success")
+		people.SetStatus(t, p.Path, c.SHA, "konflux/release", "failure")
+		got, err := r.CommitStatuses(ctx, p.Path, c.SHA)
+		if err != nil {
+			t.Fatalf("CommitStatuses: %v", err)
+		}
+		states := map[string]string{}
+		for _, s := range got {
+			if _, twice := states[s.Context]; twice {
+				t.Errorf("check %q listed twice: %+v", s.Context, got)
+			}
+			states[s.Context] = s.State
+		}
+		want := map[string]string{"konflux/build": wq.CheckSuccess, "konflux/release": wq.CheckFailed}
+		if !maps.Equal(states, want) {
+			t.Errorf("statuses = %v, want %v", states, want)
+		}
+		if _, err := r.CommitStatuses(ctx, p.Path, ""); !wq.IsForgeError(err, wq.ForgePermanent) {
+			t.Errorf("statuses of no commit: %v, want a permanent error", err)
 		}
 	})
 }

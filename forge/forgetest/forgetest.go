@@ -58,6 +58,7 @@ type People interface {
 // each test.
 func Run(t *testing.T, newProject func(t *testing.T) Project) {
 	runChecks(t, newProject)
+	runCommitStatuses(t, newProject)
 	runWork(t, newProject)
 	runActions(t, newProject)
 	runCommits(t, newProject)

@@ -281,3 +281,14 @@ func (g *giteaFixture) Review(t testing.TB, project string, number int64, verdic
 		t.Fatalf("review %s!%d as %s: %v", project, number, Reviewer, err)
 	}
 }
+
+// SetStatus sets commit sha's status context to state (pending, success,
+// failure, error, warning), as a CI system does.
+func (g *giteaFixture) SetStatus(t testing.TB, project, sha, context, state string) {
+	t.Helper()
+	owner, name := split(t, project)
+	if _, _, err := g.c.CreateStatus(owner, name, sha, sdk.CreateStatusOption{State: sdk.StatusState(state), Context: context,
+		TargetURL: "https://ci.example/" + context}); err != nil {
+		t.Fatalf("set %s's status %s on %s: %v", sha, context, project, err)
+	}
+}

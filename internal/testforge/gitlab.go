@@ -197,3 +197,17 @@ func (g *gitlabFixture) Review(t testing.TB, project string, number int64, verdi
 		t.Fatalf("unknown verdict %q", verdict)
 	}
 }
+
+// SetStatus sets commit sha's status name to state (pending, running,
+// success, failed, canceled), as an external CI system does; Gitea's
+// "failure" is GitLab's "failed".
+func (g *gitlabFixture) SetStatus(t testing.TB, project, sha, name, state string) {
+	t.Helper()
+	if state == "failure" || state == "error" {
+		state = "failed"
+	}
+	if _, _, err := g.c.Commits.SetCommitStatus(project, sha, &gl.SetCommitStatusOptions{State: gl.BuildStateValue(state), Name: &name,
+		TargetURL: gl.Ptr("https://ci.example/" + name)}); err != nil {
+		t.Fatalf("set %s's status %s on %s: %v", sha, name, project, err)
+	}
+}

@@ -148,6 +148,8 @@ type project struct {
 	// resetApprovalsOnPush is the approval configuration's
 	// reset_approvals_on_push (GitLab's default for a new project: on).
 	resetApprovalsOnPush bool
+	// statuses are the commit statuses set through the API (statuses.go).
+	statuses []*extStatus
 }
 
 // AddLabel makes a label on the project, as a person does.
@@ -330,6 +332,10 @@ func (s *Server) route(r *http.Request, parts []string) (int, any, *apiError) {
 		return 200, []byte(f.content), nil
 	case m == "GET" && len(rest) == 4 && rest[0] == "repository" && rest[1] == "commits" && rest[3] == "diff":
 		return s.commitDiff(r, p, rest[2])
+	case m == "GET" && len(rest) == 4 && rest[0] == "repository" && rest[1] == "commits" && rest[3] == "statuses":
+		return s.commitStatuses(r, p, rest[2])
+	case m == "POST" && len(rest) == 2 && rest[0] == "statuses":
+		return s.postStatus(r, p, rest[1])
 	case m == "GET" && path == "repository/tree":
 		return s.listTree(r, p)
 	case m == "GET" && path == "repository/compare":

@@ -87,6 +87,33 @@ type Project struct {
 	// CreateLabels lets the service make a label the repository lacks
 	// (off: a caller's label must exist on the forge).
 	CreateLabels bool `yaml:"create_labels"`
+	// RequiredChecks are the commit status or check contexts (doublestar
+	// globs; "*" stays within one "/") that must have succeeded on a merge
+	// request's current head before the service merges it: each is a
+	// needs_check dimension of the item, the glob its variant. Unset:
+	// none beyond what the forge itself requires.
+	RequiredChecks []string `yaml:"required_checks"`
+	// TrackLabel is the label a person puts on a merge request the service
+	// did not open to have it tracked: the status note, the CI retry
+	// herder and reconciliation, and never a write to its branch, title,
+	// description or state. Unset: DefaultTrackLabel; "" turns tracking
+	// off for the projects.
+	TrackLabel *string `yaml:"track_label"`
+}
+
+// DefaultTrackLabel is the track_label of a project that sets none.
+const DefaultTrackLabel = "workqueue-track"
+
+// MaxRequiredChecks bounds a project's required_checks.
+const MaxRequiredChecks = 32
+
+// Tracking is the project's track_label, the default when unset; ""
+// when tracking is off.
+func (p Project) Tracking() string {
+	if p.TrackLabel == nil {
+		return DefaultTrackLabel
+	}
+	return *p.TrackLabel
 }
 
 // ProtectedPaths configures a project's protected paths.
@@ -176,6 +203,19 @@ func (c Config) validateForges(known Known, bad func(field, format string, args 
 			if g == "" || !doublestar.ValidatePattern(g) {
 				bad(fmt.Sprintf("%s.target_branches[%d]", field, j), "invalid glob %q", g)
 			}
+		}
+		if len(p.RequiredChecks) > MaxRequiredChecks {
+			bad(field+".required_checks", "want at most %d checks, got %d", MaxRequiredChecks, len(p.RequiredChecks))
+		}
+		for j, g := range p.RequiredChecks {
+			if strings.TrimSpace(g) == "" || len(g) > 255 || strings.ContainsAny(g, "\r\n") || !doublestar.ValidatePattern(g) {
+				bad(fmt.Sprintf("%s.required_checks[%d]", field, j), "want a check context or glob such as ci/build or \"konflux / *\", got %q", g)
+			} else if slices.Contains(p.RequiredChecks[:j], g) {
+				bad(fmt.Sprintf("%s.required_checks[%d]", field, j), "%q is listed twice", g)
+			}
+		}
+		if l := p.Tracking(); p.TrackLabel != nil && l != "" && (strings.TrimSpace(l) != l || strings.ContainsAny(l, ",\r\n") || len(l) > 100) {
+			bad(field+".track_label", "want a label name without commas or surrounding space, or \"\" to turn tracking off, got %q", l)
 		}
 		if p.CallerLabels != nil {
 			for j, g := range *p.CallerLabels {

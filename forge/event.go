@@ -59,4 +59,9 @@ type CIEvent struct {
 	// Job is the failed job a job event tells of, for the herder; its
 	// FinishedAt is zero when the payload gives no time that reads.
 	Job *wq.CIJob `json:"job,omitempty"`
+	// Check is the commit status the event tells of, for required
+	// checks: a status event's context (Gitea), a job event's job, whose
+	// name GitLab lists as its commit status. nil when the event names
+	// none (a pipeline, a run).
+	Check *wq.CommitStatus `json:"check,omitempty"`
 }

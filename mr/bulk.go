@@ -234,7 +234,7 @@ func (x *executors) onBulkCI(ctx context.Context, item *wq.Item, ev *wq.Event) (
 	}
 	job := p.Job
 	r, err := x.onCIEvent(ctx, item, forge.CIEvent{Source: forge.CIJob, PipelineID: job.PipelineID, SHA: p.HeadSHA,
-		Status: job.Status, Failed: true, Job: &job})
+		Status: job.Status, Failed: true, Job: &job}, ev.ReceivedAt)
 	if r.Trigger != nil {
 		r.Trigger["source"] = bulkSource
 	}

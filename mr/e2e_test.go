@@ -57,6 +57,11 @@ func (n *notingForge) CreateNote(ctx context.Context, project string, number int
 	return id, err
 }
 
+// CommitStatuses forwards the adapter's (wq.CommitStatusReader).
+func (n *notingForge) CommitStatuses(ctx context.Context, project, sha string) ([]wq.CommitStatus, error) {
+	return n.Forge.(wq.CommitStatusReader).CommitStatuses(ctx, project, sha)
+}
+
 func (n *notingForge) notesOn(number int64) []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -72,7 +77,13 @@ func newWorld(t *testing.T, fx testforge.Fixture, opts mr.Options) *world {
 
 func startWorld(t *testing.T, fx testforge.Fixture, kind string, f wq.Forge, repo string, opts mr.Options) *world {
 	t.Helper()
-	w := &world{t: t, ctx: context.Background(), store: testdb.Open(t, store.KindSQLite), fx: fx, kind: kind,
+	return startWorldOn(t, store.KindSQLite, fx, kind, f, repo, opts)
+}
+
+// startWorldOn is startWorld on a database of dbKind.
+func startWorldOn(t *testing.T, dbKind string, fx testforge.Fixture, kind string, f wq.Forge, repo string, opts mr.Options) *world {
+	t.Helper()
+	w := &world{t: t, ctx: context.Background(), store: testdb.Open(t, dbKind), fx: fx, kind: kind,
 		forge: &notingForge{Forge: f, notes: map[int64][]string{}}, repo: repo,
 		project: mr.Project{Label: "managed-by-workqueue", AutoMerge: true, FileModes: wq.SetsFileModes(f)}}
 	opts.Store, opts.Forges = w.store, map[string]wq.Forge{kind: w.forge}

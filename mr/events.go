@@ -50,7 +50,7 @@ func (x *executors) onNeutralEvent(ctx context.Context, item *wq.Item, ev *wq.Ev
 			j.FinishedAt = ev.ReceivedAt.UTC()
 			c.Job = &j
 		}
-		return x.onCIEvent(ctx, item, c)
+		return x.onCIEvent(ctx, item, c, ev.ReceivedAt)
 	}
 	return wq.EventResult{}, fmt.Errorf("%s event: reads as nothing", ev.EventType)
 }
@@ -120,7 +120,7 @@ func (x *executors) onReviewEvent(r *forge.ReviewEvent) (wq.EventResult, error) 
 // mergeable now), a job of it failed, or a pipeline not yet recorded as
 // the head's started (so that its jobs' events resolve by pipeline).
 // Anything about another commit is history: no change.
-func (x *executors) onCIEvent(ctx context.Context, item *wq.Item, e forge.CIEvent) (wq.EventResult, error) {
+func (x *executors) onCIEvent(ctx context.Context, item *wq.Item, e forge.CIEvent, now time.Time) (wq.EventResult, error) {
 	trigger := map[string]any{"ci": e.Source, "pipeline_id": e.PipelineID, "status": e.Status}
 	d, err := x.Store.GetMRDetail(ctx, item.ID)
 	if err != nil {
@@ -131,15 +131,39 @@ func (x *executors) onCIEvent(ctx context.Context, item *wq.Item, e forge.CIEven
 		trigger["ignored"] = "not the pushed head"
 		return wq.EventResult{Trigger: trigger}, nil
 	}
+	var checks []wq.DimensionUpdate
+	if e.Check != nil && e.SHA == d.HeadSHA {
+		checks = checkEvent(item, d.HeadSHA, *e.Check, x.ReconcileInterval, now)
+		if len(checks) > 0 {
+			trigger["check"], trigger["check_state"] = e.Check.Context, e.Check.State
+		}
+	}
 	newPipeline := e.PipelineID != 0 && e.PipelineID != d.HeadPipelineID
 	if !e.Finished && !e.Failed && !newPipeline {
-		return wq.EventResult{Trigger: trigger}, nil
+		return wq.EventResult{Trigger: trigger, Dimensions: checks}, nil
 	}
 	detail, _ := json.Marshal(ReconcileDetail{PipelineID: e.PipelineID, SHA: d.HeadSHA, Status: e.Status})
-	dims := []wq.DimensionUpdate{{DimensionKey: wq.DimensionKey{Dimension: DimReconcile}, Status: wq.StatusTrue, Detail: detail}}
+	dims := append(checks, wq.DimensionUpdate{DimensionKey: wq.DimensionKey{Dimension: DimReconcile}, Status: wq.StatusTrue, Detail: detail})
+	dims = lastPerKey(dims)
 	if f := x.Forges[d.Forge]; e.Failed && e.Job != nil && f != nil && x.herds(f) {
 		dims = append(dims, x.recordFailedJob(item, *e.Job))
 		trigger["job_id"], trigger["job"] = e.Job.ID, e.Job.Name
 	}
 	return wq.EventResult{Trigger: trigger, Dimensions: dims}, nil
+}
+
+// lastPerKey keeps the last update of each dimension row, in order: an
+// event's result writes each row once.
+func lastPerKey(us []wq.DimensionUpdate) []wq.DimensionUpdate {
+	last := map[wq.DimensionKey]int{}
+	for i, u := range us {
+		last[u.DimensionKey] = i
+	}
+	out := us[:0:0]
+	for i, u := range us {
+		if last[u.DimensionKey] == i {
+			out = append(out, u)
+		}
+	}
+	return out
 }

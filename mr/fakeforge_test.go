@@ -36,6 +36,28 @@ type fakeForge struct {
 	refuseMerges int
 	// failures are errors the next calls of a method return, by method.
 	failures map[string][]error
+	// statuses are the commits' checks, by sha (setStatus).
+	statuses map[string][]wq.CommitStatus
+}
+
+// CommitStatuses lists sha's checks (wq.CommitStatusReader).
+func (f *fakeForge) CommitStatuses(_ context.Context, _, sha string) ([]wq.CommitStatus, error) {
+	defer f.call("CommitStatuses")()
+	if err := f.failure("CommitStatuses"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(f.statuses[sha]), nil
+}
+
+// setStatus sets sha's check context to state (a wq.Check* word).
+func (f *fakeForge) setStatus(sha, context, state string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.statuses == nil {
+		f.statuses = map[string][]wq.CommitStatus{}
+	}
+	list := slices.DeleteFunc(f.statuses[sha], func(s wq.CommitStatus) bool { return s.Context == context })
+	f.statuses[sha] = append(list, wq.CommitStatus{Context: context, State: state, ForgeState: state})
 }
 
 type fakeFile struct {

@@ -65,6 +65,12 @@ type Options struct {
 	// retried (the herder section of the configuration); nil: none are,
 	// and failed jobs are not recorded.
 	Herder *herder.Herder
+	// RequiredChecks are the checks (globs over commit status contexts)
+	// that must have succeeded on an item's head on forge and project
+	// before its merge request is merged (projects[].required_checks);
+	// nil: none. Asked when needed, as DeleteSourceBranch is, so that a
+	// changed setting applies to items in flight.
+	RequiredChecks func(forge, project string) []string
 	// Log receives what the executors cannot report through an item's
 	// state (a branch the forge would not delete); nil: slog.Default().
 	Log *slog.Logger
@@ -103,6 +109,7 @@ func Type(opts Options) wq.ItemType {
 			ActReconcileMR:    x.finalNote(x.reconcileMR),
 			ActCloseMR:        x.finalNote(x.closeMR),
 			ActRetryCIJobs:    x.finalNote(x.retryCIJobs),
+			ActReadChecks:     x.finalNote(x.readChecksAction),
 		},
 		EventHandlers:   x.eventHandlers(),
 		CancelDimension: DimClose,
@@ -131,6 +138,8 @@ func Decide(item *wq.Item, now time.Time) string {
 		return ActCheckEmptyDiff
 	case ciRetryDue(dims, now):
 		return ActRetryCIJobs
+	case checksDue(dims, now):
+		return ActReadChecks
 	case noteDue(item, now):
 		return ActPostDashboard
 	case dims.Needs(DimReconcile, "", now):
@@ -349,11 +358,16 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		}
 	}
 	now := ex.Now
-	return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{
+	dims := []wq.DimensionUpdate{
 		dim(DimMR, wq.StatusFalse, time.Time{}),
 		dim(DimReconcile, wq.StatusTrue, time.Time{}), // look at it now: merge when mergeable
 		dim(DimEmptyCheck, wq.StatusTrue, now.Add(x.EmptyCheckInterval)),
-	}})
+	}
+	if pushed {
+		// A new head: no required check has succeeded on it yet.
+		dims = append(dims, x.newHeadChecks(ex.Item, d, now)...)
+	}
+	return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: dims})
 }
 
 // commitRefusedForGood reports whether the forge refused a commit in a

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +58,9 @@ func noteState(item *wq.Item) []string {
 	for _, dm := range dims {
 		lines = append(lines, fmt.Sprintf("| %s | %s |", dm.what, cell(dimensionWords(item, dm.name))))
 	}
+	if !item.Phase.Terminal() {
+		lines = append(lines, checkLines(item)...)
+	}
 	if ci := ciRetryDetail(item); len(ci.Decisions) > 0 {
 		retried := 0
 		for _, d := range ci.Decisions {
@@ -71,6 +76,39 @@ func noteState(item *wq.Item) []string {
 		lines = append(lines, "| Last error | "+cell(item.Error)+" |")
 	}
 	return lines
+}
+
+// checkLines are the required checks, one row a glob: succeeded,
+// waiting, or failed with the checks that failed by name.
+func checkLines(item *wq.Item) []string {
+	rows := checkRows(item)
+	globs := slices.Sorted(maps.Keys(rows))
+	var out []string
+	for _, glob := range globs {
+		d := rows[glob]
+		var words string
+		switch d.State {
+		case checkNotRequired:
+			continue
+		case wq.CheckSuccess:
+			words = "succeeded"
+		case wq.CheckFailed:
+			var failed []string
+			for _, c := range d.Checks {
+				if c.State == wq.CheckFailed {
+					failed = append(failed, c.Context+" ("+c.ForgeState+")")
+				}
+			}
+			words = "failed: " + strings.Join(failed, ", ") + "; the merge waits for a new run or a new head"
+		default:
+			words = "waiting"
+			if len(d.Checks) == 0 {
+				words = "waiting: no check of this name reported yet"
+			}
+		}
+		out = append(out, fmt.Sprintf("| Required check %s | %s |", cell("`"+glob+"`"), cell(words)))
+	}
+	return out
 }
 
 func reasonSuffix(reason string) string {

@@ -121,7 +121,16 @@ func (x *executors) reconcileMR(ctx context.Context, ex *wq.Execution) error {
 		if now, err := x.Store.GetMRDetail(ctx, ex.Item.ID); err != nil || now.ContentHash != d.ContentHash {
 			return err // nil: the resubmission set needs_mr; the loop pushes it next
 		}
-		err := f.MergeMergeRequest(ctx, d.Project, d.MRNumber, d.HeadSHA)
+		// The required checks, read from the forge for the head about to
+		// be merged: events only said so.
+		rows, passed, err := x.readChecks(ctx, ex.Item, d, f, ex.Now)
+		if err != nil {
+			return err
+		}
+		if !passed {
+			return x.waitForChecks(ctx, ex, rows)
+		}
+		err = f.MergeMergeRequest(ctx, d.Project, d.MRNumber, d.HeadSHA)
 		if err == nil {
 			return x.merged(ctx, ex, d, f)
 		}
@@ -184,6 +193,28 @@ func (x *executors) blockedByTarget(ctx context.Context, ex *wq.Execution, d *De
 			"a rebuild cannot resolve it", wq.ErrPermanent, mr.Number, d.TargetBranch, target)
 	}
 	return x.backOff(ctx, ex, why)
+}
+
+// waitForChecks records the required checks as read and looks at the
+// merge request again: soon while a check is pending (a wait that
+// doubles, as for CI), after ReconcileInterval when one failed (only a
+// new run or a new head changes that, and its event wakes the item).
+func (x *executors) waitForChecks(ctx context.Context, ex *wq.Execution, rows []wq.DimensionUpdate) error {
+	wait := x.MergeRecheckInterval
+	if last, err := time.ParseDuration(reconcileDetail(ex.Item).Wait); err == nil && last > 0 {
+		wait = 2 * last
+	}
+	wait = min(wait, x.ReconcileInterval)
+	for _, r := range rows {
+		var d CheckDetail
+		if json.Unmarshal(r.Detail, &d) == nil && d.State == wq.CheckFailed {
+			wait = x.ReconcileInterval
+		}
+	}
+	detail, _ := json.Marshal(ReconcileDetail{Blocker: blockerChecks, Wait: wait.String()})
+	rows = append(rows, wq.DimensionUpdate{DimensionKey: wq.DimensionKey{Dimension: DimReconcile}, Status: wq.StatusTrue,
+		PendingUntil: ex.Now.Add(wait), Detail: detail})
+	return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: rows})
 }
 
 // backOff looks at a merge request that is not mergeable yet again after

@@ -286,14 +286,20 @@ func decodeEvent(eventType string, body []byte) (forge.Event, error) {
 	case EventStatus:
 		// Statuses have no pipeline id.
 		var p struct {
-			SHA   string `json:"sha"`
-			State string `json:"state"`
+			SHA       string `json:"sha"`
+			State     string `json:"state"`
+			Context   string `json:"context"`
+			TargetURL string `json:"target_url"`
 		}
 		if err := json.Unmarshal(body, &p); err != nil {
 			return forge.Event{}, fmt.Errorf("status event: %w", err)
 		}
-		return forge.Event{CI: &forge.CIEvent{Source: forge.CIStatus, SHA: p.SHA, Status: p.State,
-			Finished: slices.Contains([]string{"success", "failure", "error", "warning"}, p.State)}}, nil
+		e := &forge.CIEvent{Source: forge.CIStatus, SHA: p.SHA, Status: p.State,
+			Finished: slices.Contains([]string{"success", "failure", "error", "warning"}, p.State)}
+		if p.Context != "" {
+			e.Check = &wq.CommitStatus{Context: p.Context, State: checkState(p.State), ForgeState: p.State, URL: p.TargetURL}
+		}
+		return forge.Event{CI: e}, nil
 	case EventWorkflowRun:
 		var p struct {
 			Action string `json:"action"`

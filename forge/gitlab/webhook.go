@@ -419,6 +419,14 @@ func decodeEvent(eventType string, body []byte) (forge.Event, error) {
 			return forge.Event{}, fmt.Errorf("job event: %w", err)
 		}
 		e := &forge.CIEvent{Source: forge.CIJob, PipelineID: p.PipelineID, SHA: p.SHA, Status: p.Status, Failed: p.Status == "failed"}
+		if p.Name != "" {
+			// A job is its commit status, by name (CommitStatuses).
+			check := wq.CommitStatus{Context: p.Name, State: checkState(p.Status), ForgeState: p.Status}
+			if check.State == wq.CheckFailed && p.Status == "failed" && p.AllowFailure {
+				check.State = wq.CheckSuccess
+			}
+			e.Check = &check
+		}
 		// A job allowed to fail does not keep the pipeline from passing.
 		if e.Failed && p.ID > 0 && !p.AllowFailure {
 			e.Job = &wq.CIJob{ID: p.ID, PipelineID: p.PipelineID, Name: p.Name, Stage: p.Stage, Status: wq.CIJobFailed,

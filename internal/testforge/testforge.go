@@ -74,6 +74,9 @@ type Fixture interface {
 	// (Reviewer): a second person on Gitea (an account the admin token
 	// makes and acts as), a user of the test server's own on GitLab.
 	Review(t testing.TB, project string, number int64, verdict string)
+	// SetStatus sets commit sha's check context to state, in Gitea's
+	// words (pending, success, failure), as a CI system does.
+	SetStatus(t testing.TB, project, sha, context, state string)
 
 	// DeliversWebhooks reports whether hooks the service creates
 	// (Forge().EnsureWebhook) are delivered to loopback URLs: both forges

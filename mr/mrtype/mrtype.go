@@ -189,6 +189,10 @@ func build(env itemtype.Env, store any) (itemtype.Built, error) {
 		DeleteSourceBranch: func(forge, project string) bool {
 			p, ok := c.ProjectFor(forge, project)
 			return !ok || p.DeletesSourceBranch()
+		},
+		RequiredChecks: func(forge, project string) []string {
+			p, _ := c.ProjectFor(forge, project)
+			return p.RequiredChecks
 		}})
 	b := itemtype.Built{Type: t, API: mr.API(mr.APIOptions{Store: st, Project: Project(c, s, env.Forges), Assignments: assignments,
 		DefaultBranch: func(ctx context.Context, forge, project string) (string, error) {

@@ -176,3 +176,12 @@ type ItemTool struct {
 	// a schema is inferred only where a server offers the tool.
 	Input func() json.RawMessage
 }
+
+// WorkTracker is implemented by the ItemAPI of a type that tracks work
+// it did not create: the webhook receiver offers it a pull request of
+// project on forge that no item holds (work, as the event's payload
+// tells it, and ref, what the event names), and stores the event for
+// the item it names. ok is false when the type does not track it.
+type WorkTracker interface {
+	TrackWork(ctx context.Context, forge, project string, work WorkInfo, ref EventRef, now time.Time) (id ItemID, ok bool, err error)
+}

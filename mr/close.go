@@ -41,8 +41,10 @@ func (x *executors) closeMR(ctx context.Context, ex *wq.Execution) error {
 		return err
 	}
 	f, ok := x.Forges[d.Forge]
-	if !ok || (d.MRNumber == 0 && d.HeadSHA == "" && d.PushingHash == "") {
-		return ex.Writer.Apply(ctx, cancelled) // nothing of ours on a forge we can reach
+	if !ok || d.Tracked || (d.MRNumber == 0 && d.HeadSHA == "" && d.PushingHash == "") {
+		// Nothing of ours on a forge we can reach; a tracked merge
+		// request is a person's, left as it is.
+		return ex.Writer.Apply(ctx, cancelled)
 	}
 	mr, err := ownMergeRequest(ctx, f, ex.Item.ID, d)
 	if err != nil {

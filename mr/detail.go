@@ -32,6 +32,11 @@ type Detail struct {
 	// AssignmentID names the control-plane assignment the change was
 	// submitted for; "" for none.
 	AssignmentID string
+	// Tracked says the merge request is a person's, tracked because they
+	// labelled it (projects[].track_label): the item has no desired
+	// content, HeadSHA follows the merge request's head, and the service
+	// never writes its branch, title, description or state.
+	Tracked bool
 	// ContentHash is the item's content hash (work_items.content_hash),
 	// read in the same snapshot as FileActions: the hash of exactly these
 	// actions. What ensure_mr pushes is recorded as PushedHash from it.

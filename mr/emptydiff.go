@@ -175,6 +175,9 @@ func (x *executors) checkEmptyDiff(ctx context.Context, ex *wq.Execution) error 
 	if err != nil {
 		return err
 	}
+	if d.Tracked {
+		return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{dim(DimEmptyCheck, wq.StatusFalse, time.Time{})}})
+	}
 	next := []wq.DimensionUpdate{dim(DimEmptyCheck, wq.StatusTrue, ex.Now.Add(x.EmptyCheckInterval))}
 	if d.MRNumber != 0 && d.HeadSHA != "" && d.PushedHash == d.ContentHash {
 		holds, err := targetMatches(ctx, f, d.Project, d.TargetBranch, d.HeadSHA, chs)

@@ -87,7 +87,8 @@ func (x *executors) onMergeRequestEvent(ctx context.Context, item *wq.Item, e pr
 	if err != nil {
 		return wq.EventResult{}, err
 	}
-	foreign := !e.merged && !e.closed && e.headSHA != "" && d.HeadSHA != "" && e.headSHA != d.HeadSHA
+	// A tracked merge request's head is its person's to move.
+	foreign := !d.Tracked && !e.merged && !e.closed && e.headSHA != "" && d.HeadSHA != "" && e.headSHA != d.HeadSHA
 	if foreign {
 		// A head the service pushed itself for this caller, for any
 		// generation or any resubmission of this branch's item, is its

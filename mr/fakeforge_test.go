@@ -637,3 +637,14 @@ func (f *fakeForge) parent(sha string) string {
 	}
 	return ""
 }
+
+// setLabels replaces a merge request's labels, as a person does.
+func (f *fakeForge) setLabels(number int64, labels []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.mrs {
+		if m.mr.Number == number {
+			m.mr.Labels = labels
+		}
+	}
+}

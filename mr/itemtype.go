@@ -71,6 +71,10 @@ type Options struct {
 	// nil: none. Asked when needed, as DeleteSourceBranch is, so that a
 	// changed setting applies to items in flight.
 	RequiredChecks func(forge, project string) []string
+	// TrackLabel is the track_label of forge and project (""
+	// when it tracks none): a tracked merge request without it is no
+	// longer tracked. nil: tracked items are never untracked by label.
+	TrackLabel func(forge, project string) string
 	// Log receives what the executors cannot report through an item's
 	// state (a branch the forge would not delete); nil: slog.Default().
 	Log *slog.Logger
@@ -232,6 +236,12 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 	d, f, chs, err := x.loadChange(ctx, ex.Item)
 	if err != nil {
 		return err
+	}
+	if d.Tracked {
+		// Nothing to push, ever: a retry or a head the service did not
+		// push asks for a look instead.
+		return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{
+			dim(DimMR, wq.StatusFalse, time.Time{}), dim(DimReconcile, wq.StatusTrue, time.Time{})}})
 	}
 	state := d.ForgeState()
 

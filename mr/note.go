@@ -52,6 +52,15 @@ func noteState(item *wq.Item) []string {
 		{DimCIRetry, "Failed CI jobs to retry"},
 		{DimReconcile, "Merge"},
 	}
+	if item.CallerIdentity == TrackedCaller {
+		// A person's merge request: nothing is pushed or merged for it.
+		dims = dims[2:3]
+		if item.Reason == ReasonUntracked {
+			lines = append(lines, "| Tracking | stopped: the track label was removed; workqueue no longer follows this merge request |")
+		} else if !item.Phase.Terminal() {
+			lines = append(lines, "| Merge | by a person; workqueue never merges, closes or pushes to a tracked merge request |")
+		}
+	}
 	if item.Phase.Terminal() {
 		dims = nil // an ended item has nothing left to do
 	}
@@ -167,7 +176,11 @@ func cell(s string) string {
 // URL).
 func RenderNote(item *wq.Item, d *Detail, link string) string {
 	var b strings.Builder
-	b.WriteString("**workqueue** drives this merge request")
+	if d.Tracked {
+		b.WriteString("**workqueue** tracks this merge request")
+	} else {
+		b.WriteString("**workqueue** drives this merge request")
+	}
 	if link != "" {
 		fmt.Fprintf(&b, ": [item %s](%s)", item.ID, link)
 	} else {
@@ -186,6 +199,9 @@ func RenderNote(item *wq.Item, d *Detail, link string) string {
 		b.WriteString(l + "\n")
 	}
 	b.WriteString("\n<sub>This note is edited as the item moves on.</sub>\n")
+	if d.Tracked {
+		b.WriteString("\n" + trackedNoteMarker + "\n")
+	}
 	return b.String()
 }
 
@@ -223,9 +239,14 @@ func (x *executors) postDashboard(ctx context.Context, ex *wq.Execution) error {
 			return forgeFailure("edit the status note", err)
 		}
 	}
-	id, err := f.CreateNote(ctx, d.Project, d.MRNumber, body)
+	id, err := x.adoptTrackedNote(ctx, f, d, body)
 	if err != nil {
-		return forgeFailure("post the status note", err)
+		return err
+	}
+	if id == 0 {
+		if id, err = f.CreateNote(ctx, d.Project, d.MRNumber, body); err != nil {
+			return forgeFailure("post the status note", err)
+		}
 	}
 	state := d.ForgeState()
 	state.NoteID = id
@@ -233,6 +254,35 @@ func (x *executors) postDashboard(ctx context.Context, ex *wq.Execution) error {
 		return err
 	}
 	return x.noteWritten(ctx, ex, NoteDetail{Hash: hash, EditAfter: ex.Now.Add(x.NoteMinInterval)}, true)
+}
+
+// trackedNoteMarker ends the status note of a tracked merge request, so
+// that an item tracking it again (the label removed and put back, a
+// restore) finds the note and edits it rather than posting a second one.
+const trackedNoteMarker = "<!-- workqueue tracked merge request -->"
+
+// adoptTrackedNote finds the status note an earlier item left on a
+// tracked merge request and edits it to body: its id, 0 when there is
+// none (or the forge cannot find its own comments).
+func (x *executors) adoptTrackedNote(ctx context.Context, f wq.Forge, d *Detail, body string) (int64, error) {
+	finder, ok := f.(wq.WorkCommentEditor)
+	if !d.Tracked || !ok {
+		return 0, nil
+	}
+	id, err := finder.FindOwnWorkComment(ctx, d.Project, wq.WorkPR, d.MRNumber, trackedNoteMarker)
+	if err != nil || id == 0 {
+		if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			return 0, forgeFailure("find the status note", err)
+		}
+		return 0, nil
+	}
+	if err := f.UpdateNote(ctx, d.Project, d.MRNumber, id, body); err != nil {
+		if wq.IsForgeError(err, wq.ForgeNotFound) {
+			return 0, nil
+		}
+		return 0, forgeFailure("edit the status note", err)
+	}
+	return id, nil
 }
 
 // noteWritten records what the note shows. After an edit the row looks

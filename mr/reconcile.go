@@ -90,6 +90,9 @@ func (x *executors) reconcileMR(ctx context.Context, ex *wq.Execution) error {
 	if err != nil {
 		return err
 	}
+	if d.Tracked {
+		return x.reconcileTracked(ctx, ex, d, f)
+	}
 	mr, err := f.GetMergeRequest(ctx, d.Project, d.MRNumber)
 	if err != nil {
 		return forgeFailure("read the merge request", err)
@@ -157,7 +160,7 @@ func (x *executors) reconcileMR(ctx context.Context, ex *wq.Execution) error {
 // merged completes an item whose merge request is merged, deleting its
 // source branch when the project says so.
 func (x *executors) merged(ctx context.Context, ex *wq.Execution, d *Detail, f wq.Forge) error {
-	if x.deletesSourceBranch(d) {
+	if x.deletesSourceBranch(d) && !d.Tracked {
 		if err := x.deleteOwnBranch(ctx, ex, f, d); err != nil {
 			return err
 		}

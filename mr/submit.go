@@ -76,6 +76,9 @@ type Project struct {
 	// ReviewLabel marks a merge request whose protected paths wait for a
 	// person's review (policy.ProtectedReview).
 	ReviewLabel string
+	// TrackLabel is the label of a person's merge request the service
+	// tracks (projects[].track_label); "" when the project tracks none.
+	TrackLabel string
 }
 
 // Rules of submission refusals that are about the submission's fields, not
@@ -207,6 +210,11 @@ func submit(ctx context.Context, store Store, sub Submission, project Project, c
 			return nil, nil, "", err
 		}
 		item := cur.Item
+		if item != nil && cur.Detail != nil && cur.Detail.Tracked {
+			return nil, nil, "", &wq.Error{Code: wq.ECONFLICT, Reason: wq.ReasonOwnerConflict, Message: fmt.Sprintf(
+				"%s: branch %q of %s carries a person's merge request that workqueue tracks (item %s); workqueue never writes it: "+
+					"submit to a branch of your own", wq.ReasonOwnerConflict, d.SourceBranch, d.Project, item.ID)}
+		}
 		if item == nil {
 			// A cancelled item can leave its branch and pull request on
 			// the forge (a gate refusal, a person's pull request keeping

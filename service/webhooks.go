@@ -140,6 +140,24 @@ func (w *Webhooks) receive(ctx context.Context, forgeName string, h http.Header,
 			break
 		}
 	}
+	if itemType == "" && d.Work != nil && d.Event != nil {
+		// A pull request no item holds: a type may track it (a person's
+		// merge request labelled for workqueue).
+		for _, t := range w.Types {
+			tr, ok := t.(wq.WorkTracker)
+			if !ok {
+				continue
+			}
+			found, ok, err := tr.TrackWork(ctx, forgeName, d.Project, *d.Work, ref, w.now())
+			if err != nil {
+				return Received{}, err
+			}
+			if ok {
+				id, itemType = found, t.Type()
+				break
+			}
+		}
+	}
 	if itemType == "" || d.Event == nil {
 		return got, nil // DDR-32: no active item (or nothing to tell it), nothing to store
 	}
@@ -147,10 +165,7 @@ func (w *Webhooks) receive(ctx context.Context, forgeName string, h http.Header,
 	if err != nil {
 		return Received{}, err
 	}
-	now := time.Now()
-	if w.Clock != nil {
-		now = w.Clock.Now()
-	}
+	now := w.now()
 	stored, err := w.Store.InsertDelivery(ctx, forgeName, d.DeliveryID,
 		[]wq.Event{{ItemID: id, EventType: forge.EventType, Body: event, EventTS: d.EventTS}}, now)
 	if err != nil {
@@ -180,4 +195,11 @@ func (w *Webhooks) receive(ctx context.Context, forgeName string, h http.Header,
 	}
 	got.Stored = 1
 	return got, nil
+}
+
+func (w *Webhooks) now() time.Time {
+	if w.Clock != nil {
+		return w.Clock.Now()
+	}
+	return time.Now()
 }

@@ -33,14 +33,14 @@ func (s store) in(tx seam.Tx) conn { return conn{tx, s} }
 // columns (jsonb on PostgreSQL) are read as their text.
 const detailColumns = `m.forge, m.project, m.source_branch, m.target_branch, m.title, m.description, m.commit_message, CAST(m.labels AS TEXT),
 	CAST(m.file_actions AS TEXT), m.auto_merge, coalesce(m.mr_iid, 0), m.mr_url, m.head_sha, m.pushed_hash, coalesce(m.head_pipeline_id, 0),
-	coalesce(m.note_id, 0), m.pushing_hash, m.assignment_id, m.ci_retried, w.content_hash`
+	coalesce(m.note_id, 0), m.pushing_hash, m.assignment_id, m.ci_retried, m.tracked, w.content_hash`
 
 func scanDetail(row seam.Row) (*mr.Detail, error) {
 	var d mr.Detail
 	var labels, actions string
 	if err := row.Scan(&d.Forge, &d.Project, &d.SourceBranch, &d.TargetBranch, &d.Title, &d.Description, &d.CommitMessage,
 		&labels, &actions, &d.AutoMerge, &d.MRNumber, &d.MRURL, &d.HeadSHA, &d.PushedHash, &d.HeadPipelineID, &d.NoteID,
-		&d.PushingHash, &d.AssignmentID, &d.CIRetried, &d.ContentHash); err != nil {
+		&d.PushingHash, &d.AssignmentID, &d.CIRetried, &d.Tracked, &d.ContentHash); err != nil {
 		return nil, err
 	}
 	if err := d.DecodeColumns(labels, actions); err != nil {
@@ -78,8 +78,10 @@ func (s store) createStmt(n *wq.NewItem, d mr.Detail) (string, []any, error) {
 		n.ID = wq.NewItemID()
 	}
 	q, args := s.dialect.Bind(`INSERT INTO mr_details (work_item_id, forge, project, source_branch, target_branch, title,
-		description, commit_message, labels, file_actions, auto_merge, assignment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		[]any{n.ID, d.Forge, d.Project, d.SourceBranch, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge, d.AssignmentID})
+		description, commit_message, labels, file_actions, auto_merge, assignment_id, tracked, mr_iid, mr_url, head_sha)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		[]any{n.ID, d.Forge, d.Project, d.SourceBranch, d.TargetBranch, d.Title, d.Description, d.CommitMessage, labels, actions, d.AutoMerge,
+			d.AssignmentID, d.Tracked, nonZero(d.MRNumber), d.MRURL, d.HeadSHA})
 	return q, args, nil
 }
 
@@ -254,9 +256,10 @@ func (s store) RecordForgeState(ctx context.Context, l wq.Lease, st mr.ForgeStat
 			return err
 		}
 		if st.HeadSHA != "" {
+			// A tracked merge request's head is a person's, never pushed.
 			if _, err := c.exec(ctx, `INSERT INTO mr_pushed_heads (forge, project, source_branch, head_sha, caller_identity)
 				SELECT d.forge, d.project, d.source_branch, ?, w.caller_identity FROM mr_details d JOIN work_items w ON w.id = d.work_item_id
-				WHERE d.work_item_id = ? ON CONFLICT DO NOTHING`, st.HeadSHA, l.ItemID); err != nil {
+				WHERE d.work_item_id = ? AND d.tracked = FALSE ON CONFLICT DO NOTHING`, st.HeadSHA, l.ItemID); err != nil {
 				return err
 			}
 		}
@@ -307,7 +310,7 @@ func (s store) FindActiveMR(ctx context.Context, forge, project string, ref mr.E
 func (s store) OwnsBranchHead(ctx context.Context, forge, project, branch, sha, caller string) (bool, error) {
 	var owned bool
 	err := s.reader().queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mr_details d JOIN work_items w ON w.id = d.work_item_id
-		WHERE d.forge = ? AND d.project = ? AND d.source_branch = ? AND d.head_sha = ? AND d.head_sha <> ''
+		WHERE d.forge = ? AND d.project = ? AND d.source_branch = ? AND d.head_sha = ? AND d.head_sha <> '' AND d.tracked = FALSE
 		AND (CAST(? AS TEXT) = '' OR w.caller_identity = ?)) OR EXISTS (SELECT 1 FROM mr_pushed_heads WHERE forge = ?
 		AND project = ? AND source_branch = ? AND head_sha = ? AND (CAST(? AS TEXT) = '' OR caller_identity = ?))`,
 		forge, project, branch, sha, caller, caller, forge, project, branch, sha, caller, caller).Scan(&owned)

@@ -193,7 +193,8 @@ func build(env itemtype.Env, store any) (itemtype.Built, error) {
 		RequiredChecks: func(forge, project string) []string {
 			p, _ := c.ProjectFor(forge, project)
 			return p.RequiredChecks
-		}})
+		},
+		TrackLabel: func(forge, project string) string { return trackLabel(c, forge, project) }})
 	b := itemtype.Built{Type: t, API: mr.API(mr.APIOptions{Store: st, Project: Project(c, s, env.Forges), Assignments: assignments,
 		DefaultBranch: func(ctx context.Context, forge, project string) (string, error) {
 			if db, ok := env.Forges[forge].(wq.DefaultBrancher); ok {
@@ -238,6 +239,17 @@ func Project(c config.Config, s *MR, forges map[string]wq.Forge) func(forge, pro
 			AutoMerge: p.AutoMerge, Label: s.ManagedLabel, BranchPrefix: p.BranchPrefix,
 			FileModes: forges[forge] != nil && wq.SetsFileModes(forges[forge]),
 			Outbound:  outbound, ReviewLabel: s.ReviewLabel,
+			TrackLabel: trackLabel(c, forge, project),
 		}, true
 	}
+}
+
+// trackLabel is the track_label of project on forge, "" when no project
+// entry covers it.
+func trackLabel(c config.Config, forge, project string) string {
+	p, ok := c.ProjectFor(forge, project)
+	if !ok {
+		return ""
+	}
+	return p.Tracking()
 }

@@ -1,0 +1,5 @@
+-- A merge request the service did not open, tracked because a person
+-- labelled it (projects[].track_label): the service never writes its
+-- branch, so its head is never one the service owns (OwnsBranchHead),
+-- never a pushed head, and no submission takes its item over.
+ALTER TABLE mr_details ADD COLUMN tracked INTEGER NOT NULL DEFAULT 0 CHECK (tracked IN (0, 1));

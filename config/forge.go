@@ -99,6 +99,32 @@ type Project struct {
 	// description or state. Unset: DefaultTrackLabel; "" turns tracking
 	// off for the projects.
 	TrackLabel *string `yaml:"track_label"`
+	// MergeTrain merges the projects' merge requests through a merge
+	// train (docs/merge-train.md): each is tested on top of the ones
+	// ahead of it before any is merged. Off by default.
+	MergeTrain MergeTrain `yaml:"merge_train"`
+}
+
+// MergeTrain is a project's merge train.
+type MergeTrain struct {
+	Enabled bool `yaml:"enabled"`
+	// BatchSize is how many merge requests ride at once, each built on
+	// the one ahead (0 or unset: DefaultTrainBatch).
+	BatchSize int `yaml:"batch_size"`
+}
+
+// DefaultTrainBatch is merge_train.batch_size's default.
+const DefaultTrainBatch = 4
+
+// MaxTrainBatch bounds merge_train.batch_size.
+const MaxTrainBatch = 32
+
+// Batch is the train's batch size, the default when unset.
+func (t MergeTrain) Batch() int {
+	if t.BatchSize <= 0 {
+		return DefaultTrainBatch
+	}
+	return t.BatchSize
 }
 
 // DefaultTrackLabel is the track_label of a project that sets none.
@@ -203,6 +229,9 @@ func (c Config) validateForges(known Known, bad func(field, format string, args 
 			if g == "" || !doublestar.ValidatePattern(g) {
 				bad(fmt.Sprintf("%s.target_branches[%d]", field, j), "invalid glob %q", g)
 			}
+		}
+		if p.MergeTrain.BatchSize < 0 || p.MergeTrain.BatchSize > MaxTrainBatch {
+			bad(field+".merge_train.batch_size", "want 1 to %d (0 or unset: %d), got %d", MaxTrainBatch, DefaultTrainBatch, p.MergeTrain.BatchSize)
 		}
 		if len(p.RequiredChecks) > MaxRequiredChecks {
 			bad(field+".required_checks", "want at most %d checks, got %d", MaxRequiredChecks, len(p.RequiredChecks))

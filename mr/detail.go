@@ -144,6 +144,11 @@ type Store interface {
 	// ErrLeaseLost.
 	RecordForgeState(ctx context.Context, l wq.Lease, s ForgeState, now time.Time) error
 
+	// TrainCars lists the active items riding the merge train of target
+	// on forge and project: those whose needs_train row is true, with
+	// that row's detail, in no particular order (PlanTrain sorts).
+	TrainCars(ctx context.Context, forge, project, target string) ([]TrainCar, error)
+
 	// OpenMRs lists the active items of forge whose merge request is
 	// recorded, ordered by project: what the bulk reconciliation compares
 	// with each project's one listing of open merge requests.
@@ -183,6 +188,15 @@ type Current struct {
 }
 
 // OpenMR is an active item's merge request as the service recorded it.
+// TrainCar is an item in a merge train, as TrainCars reads it.
+type TrainCar struct {
+	ItemID       wq.ItemID
+	SourceBranch string
+	MRNumber     int64
+	HeadSHA      string
+	Detail       []byte // the needs_train row's detail (TrainDetail)
+}
+
 type OpenMR struct {
 	ItemID  wq.ItemID
 	Project string

@@ -648,3 +648,28 @@ func (f *fakeForge) setLabels(number int64, labels []string) {
 		}
 	}
 }
+
+// treeOf is the set of paths commit sha holds.
+func (f *fakeForge) treeOf(sha string) map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]bool{}
+	if c, ok := f.commits[sha]; ok {
+		for p := range c.tree {
+			out[p] = true
+		}
+	}
+	return out
+}
+
+// notesOnMR are the notes posted on merge request number, as posted.
+func (f *fakeForge) notesOnMR(number int64) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.mrs {
+		if m.mr.Number == number {
+			return slices.Clone(m.notes)
+		}
+	}
+	return nil
+}

@@ -75,6 +75,12 @@ type Options struct {
 	// when it tracks none): a tracked merge request without it is no
 	// longer tracked. nil: tracked items are never untracked by label.
 	TrackLabel func(forge, project string) string
+	// MergeTrain reports whether forge and project merge through a merge
+	// train (projects[].merge_train), and its batch size; nil: none does.
+	MergeTrain func(forge, project string) (bool, int)
+	// Notify wakes another item of the type (a merge train's cars wake
+	// each other); nil: they find each other at their next ride.
+	Notify func(id wq.ItemID)
 	// Log receives what the executors cannot report through an item's
 	// state (a branch the forge would not delete); nil: slog.Default().
 	Log *slog.Logger
@@ -114,6 +120,7 @@ func Type(opts Options) wq.ItemType {
 			ActCloseMR:        x.finalNote(x.closeMR),
 			ActRetryCIJobs:    x.finalNote(x.retryCIJobs),
 			ActReadChecks:     x.finalNote(x.readChecksAction),
+			ActRideTrain:      x.finalNote(x.rideTrain),
 		},
 		EventHandlers:   x.eventHandlers(),
 		CancelDimension: DimClose,
@@ -144,6 +151,8 @@ func Decide(item *wq.Item, now time.Time) string {
 		return ActRetryCIJobs
 	case checksDue(dims, now):
 		return ActReadChecks
+	case trainDue(dims, now):
+		return ActRideTrain
 	case noteDue(item, now):
 		return ActPostDashboard
 	case dims.Needs(DimReconcile, "", now):
@@ -256,6 +265,15 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		return err
 	}
 	pushed := false
+	// A merge train's car is built on the car ahead of it (or the
+	// target): the rest of the push is the same.
+	base := d.TargetBranch
+	trainReq, onTrain := trainRebuild(ex.Item, d.HeadSHA)
+	if onTrain && d.PushedHash == d.ContentHash {
+		base = trainReq.OnBranch
+	} else {
+		onTrain = false
+	}
 	if d.PushedHash != d.ContentHash || d.HeadSHA == "" || head != d.HeadSHA || rebuildRequested(ex.Item, d.HeadSHA) {
 		// The gate is asked before a write, not before every run: a run
 		// that finds its push and its merge request in place (a late
@@ -267,19 +285,19 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		// What the change means depends on what the target holds: its
 		// tree, read once before the first write, gives the modes to keep
 		// and the names a change may not collide with.
-		entries, err := f.ReadTree(ctx, d.Project, d.TargetBranch)
+		entries, err := f.ReadTree(ctx, d.Project, base)
 		if wq.IsForgeError(err, wq.ForgeNotFound) {
 			// Said in words, once: the forge's own answer (Gitea's "sha
 			// not found [nope]") names neither the branch nor the
 			// project (issue 55). Not found here is nearly always the
 			// branch: a project that is missing altogether is refused
 			// at submission when its default branch cannot be read.
-			return missingTargetError{branch: d.TargetBranch, project: d.Project, err: err}
+			return missingTargetError{branch: base, project: d.Project, err: err}
 		}
 		if err != nil {
 			return forgeFailure("read the target's tree", err)
 		}
-		if err := planChanges(d.FileActions, chs, newTargetTree(d.TargetBranch, entries)); err != nil {
+		if err := planChanges(d.FileActions, chs, newTargetTree(base, entries)); err != nil {
 			return err
 		}
 		// Say what is being pushed before pushing it: a crash before the
@@ -289,7 +307,7 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 			return err
 		}
 		commit := func(chs []wq.FileChange) (wq.Commit, error) {
-			return f.CommitFiles(ctx, wq.CommitRequest{Project: d.Project, Base: d.TargetBranch, Branch: d.SourceBranch,
+			return f.CommitFiles(ctx, wq.CommitRequest{Project: d.Project, Base: base, Branch: d.SourceBranch,
 				Message: d.CommitMessage, Changes: chs})
 		}
 		c, err := commit(chs)
@@ -301,7 +319,7 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 				return rerr
 			}
 			if c, err = commit(rest); commitRefusedForGood(err) {
-				return fmt.Errorf("%w: commit on %s: %w", wq.ErrPermanent, d.TargetBranch, err)
+				return fmt.Errorf("%w: commit on %s: %w", wq.ErrPermanent, base, err)
 			}
 		}
 		if err != nil {
@@ -376,6 +394,16 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 	if pushed {
 		// A new head: no required check has succeeded on it yet.
 		dims = append(dims, x.newHeadChecks(ex.Item, d, now)...)
+		if td, riding := trainOf(ex.Item); riding && onTrain {
+			// Built on the car ahead: ride again at once, on the new head.
+			td.Base, td.Head, td.CI, td.Failed = trainReq.Target, d.HeadSHA, trainCIPending, nil
+			dims = append(dims, trainRow(td, time.Time{}))
+		} else if riding {
+			// Pushed for another reason (new content, a person's push
+			// put back): the car leaves its train, and joins it again at
+			// the back once mergeable.
+			dims = append(dims, leftTrain())
+		}
 	}
 	return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: dims})
 }

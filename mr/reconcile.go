@@ -34,8 +34,11 @@ type ReconcileDetail struct {
 type RebuildRequest struct {
 	Rebuild   string `json:"rebuild"`    // why: need_rebase, conflict or merge_refused
 	Head      string `json:"head"`       // the pushed head to replace: once another is pushed, the rebuild is done
-	Target    string `json:"target"`     // the target's head when the rebuild was asked for
+	Target    string `json:"target"`     // the target's head when the rebuild was asked for (a merge train's car: the commit to build on)
 	MergeBase string `json:"merge_base"` // where the merge request's diff started
+	// OnBranch is the branch at Target to build on, for a merge train's
+	// car (the car ahead's, or the target); "" otherwise: the target.
+	OnBranch string `json:"on_branch,omitempty"`
 }
 
 // blockerMergeRefused is ReconcileDetail.Blocker and RebuildRequest.Rebuild
@@ -115,6 +118,10 @@ func (x *executors) reconcileMR(ctx context.Context, ex *wq.Execution) error {
 			return err
 		}
 	}
+	if _, riding := trainOf(ex.Item); riding {
+		// A car of a merge train: the train builds and merges it.
+		return x.recheck(ctx, ex, x.ReconcileInterval, ReconcileDetail{Blocker: blockerTrain})
+	}
 	if !d.AutoMerge || mr.HeadSHA != d.HeadSHA {
 		return x.recheck(ctx, ex, x.ReconcileInterval, ReconcileDetail{})
 	}
@@ -132,6 +139,11 @@ func (x *executors) reconcileMR(ctx context.Context, ex *wq.Execution) error {
 		}
 		if !passed {
 			return x.waitForChecks(ctx, ex, rows)
+		}
+		if on, _ := x.train(d); on {
+			// Merged through the project's train, tested on top of the
+			// merge requests ahead of it.
+			return x.joinTrain(ctx, ex, d, mr)
 		}
 		err = f.MergeMergeRequest(ctx, d.Project, d.MRNumber, d.HeadSHA)
 		if err == nil {

@@ -194,7 +194,12 @@ func build(env itemtype.Env, store any) (itemtype.Built, error) {
 			p, _ := c.ProjectFor(forge, project)
 			return p.RequiredChecks
 		},
-		TrackLabel: func(forge, project string) string { return trackLabel(c, forge, project) }})
+		TrackLabel: func(forge, project string) string { return trackLabel(c, forge, project) },
+		MergeTrain: func(forge, project string) (bool, int) {
+			p, ok := c.ProjectFor(forge, project)
+			return ok && p.MergeTrain.Enabled, p.MergeTrain.Batch()
+		},
+		Notify: notify(env)})
 	b := itemtype.Built{Type: t, API: mr.API(mr.APIOptions{Store: st, Project: Project(c, s, env.Forges), Assignments: assignments,
 		DefaultBranch: func(ctx context.Context, forge, project string) (string, error) {
 			if db, ok := env.Forges[forge].(wq.DefaultBrancher); ok {
@@ -252,4 +257,12 @@ func trackLabel(c config.Config, forge, project string) string {
 		return ""
 	}
 	return p.Tracking()
+}
+
+// notify wakes another mr item through the engine, when env can.
+func notify(env itemtype.Env) func(wq.ItemID) {
+	if env.Notify == nil {
+		return nil
+	}
+	return func(id wq.ItemID) { env.Notify(mr.ItemType, id) }
 }

@@ -1,0 +1,311 @@
+package mr
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+)
+
+// The merge train's executor (docs/merge-train.md): each car plans the
+// train from the store and the forge (PlanTrain) and carries out its own
+// step, under its own lease. The plan is made again by every car at every
+// ride, so that a crash between two steps, or two instances riding two
+// cars at once, leaves nothing that the next ride does not put right: a
+// rebuild is the car's own push, a merge is pinned to the head that was
+// tested.
+
+// ActRideTrain plans the car's train and carries out its own step.
+const ActRideTrain = "ride_train"
+
+// DimTrain is a car in its project's merge train for its target branch:
+// true while it rides (or waits to), with a TrainDetail; false once it
+// left. A missing row means it never joined.
+const DimTrain = "needs_train"
+
+// blockerTrain is ReconcileDetail.Blocker while the merge train, not
+// reconcile_mr, merges the item.
+const blockerTrain = "merge_train"
+
+// rebuildTrain is RebuildRequest.Rebuild for a car built on the car ahead.
+const rebuildTrain = "merge_train"
+
+// Car CI words of TrainDetail.CI.
+const (
+	trainCIPending = "pending"
+	trainCIPassed  = "passed"
+	trainCIFailed  = "failed"
+)
+
+// TrainDetail is a car's needs_train detail.
+type TrainDetail struct {
+	Seq  int64  `json:"seq"`            // when it joined (Unix nanoseconds): its place among equals
+	Base string `json:"base,omitempty"` // the commit Head was built on
+	Head string `json:"head,omitempty"` // the head Base and CI are about
+	CI   string `json:"ci,omitempty"`   // pending, passed or failed, of Head
+	// Failed are the checks that failed on Head, for the note and the
+	// ejection's comment.
+	Failed []string `json:"failed,omitempty"`
+	// Place and Of are the car's place in the train (1 is next to merge)
+	// and the train's length, at its last ride.
+	Place int `json:"place,omitempty"`
+	Of    int `json:"of,omitempty"`
+}
+
+// trainOf returns the car's row detail, and whether it rides.
+func trainOf(item *wq.Item) (TrainDetail, bool) {
+	row, ok := item.Dimensions[wq.DimensionKey{Dimension: DimTrain}]
+	if !ok || row.Status != wq.StatusTrue {
+		return TrainDetail{}, false
+	}
+	var td TrainDetail
+	_ = json.Unmarshal(row.Detail, &td)
+	return td, true
+}
+
+func trainDue(dims wq.Dimensions, now time.Time) bool {
+	row, ok := dims[wq.DimensionKey{Dimension: DimTrain}]
+	return ok && row.Status == wq.StatusTrue && dims.Needs(DimTrain, "", now)
+}
+
+// trainRow is the update of a car's row: riding, ridden again at wait
+// (zero: now).
+func trainRow(td TrainDetail, wait time.Time) wq.DimensionUpdate {
+	raw, _ := json.Marshal(td)
+	return wq.DimensionUpdate{DimensionKey: wq.DimensionKey{Dimension: DimTrain}, Status: wq.StatusTrue, PendingUntil: wait, Detail: raw}
+}
+
+// leftTrain is the update of a car that left its train.
+func leftTrain() wq.DimensionUpdate { return dim(DimTrain, wq.StatusFalse, time.Time{}) }
+
+// train reports whether the item's project merges through a train, and
+// its batch size.
+func (x *executors) train(d *Detail) (bool, int) {
+	if x.MergeTrain == nil || d.Tracked {
+		return false, 0
+	}
+	return x.MergeTrain(d.Forge, d.Project)
+}
+
+// trainRebuild returns the rebuild request of a car asked to be built on
+// the car ahead, if the head it names is still the item's head.
+func trainRebuild(item *wq.Item, head string) (RebuildRequest, bool) {
+	var req RebuildRequest
+	row, ok := item.Dimensions[wq.DimensionKey{Dimension: DimMR}]
+	if !ok || len(row.Detail) == 0 || json.Unmarshal(row.Detail, &req) != nil {
+		return RebuildRequest{}, false
+	}
+	return req, req.Rebuild == rebuildTrain && req.Head == head && req.OnBranch != ""
+}
+
+// joinTrain makes a mergeable item a car of its train instead of merging
+// it: at the back, built on the commit its merge request starts from.
+func (x *executors) joinTrain(ctx context.Context, ex *wq.Execution, d *Detail, mr *wq.MergeRequest) error {
+	td := TrainDetail{Seq: ex.Now.UnixNano(), Base: mr.MergeBase, Head: d.HeadSHA, CI: trainCIPending}
+	detail, _ := json.Marshal(ReconcileDetail{Blocker: blockerTrain})
+	return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{trainRow(td, time.Time{}),
+		{DimensionKey: wq.DimensionKey{Dimension: DimReconcile}, Status: wq.StatusTrue, PendingUntil: ex.Now.Add(x.ReconcileInterval), Detail: detail}}})
+}
+
+// carCI is what the checks of the car's head say: the project's required
+// checks when it has any, otherwise every check reported on the head,
+// with at least one: a train needs CI that reports on its cars.
+func (x *executors) carCI(ctx context.Context, item *wq.Item, d *Detail, f wq.Forge) (string, []string, error) {
+	r, ok := f.(wq.CommitStatusReader)
+	if !ok {
+		return "", nil, fmt.Errorf("%w: project %s merges through a train, and the %s forge cannot read a head's checks", wq.ErrPermanent, d.Project, f.Kind())
+	}
+	seen, err := r.CommitStatuses(ctx, d.Project, d.HeadSHA)
+	if err != nil {
+		return "", nil, forgeFailure("read the car's checks", err)
+	}
+	var failed []string
+	pending := len(seen) == 0
+	if globs := x.requiredChecks(d); len(globs) > 0 {
+		pending = false
+		for _, g := range globs {
+			j := judge(g, d.HeadSHA, seen)
+			switch j.State {
+			case wq.CheckFailed:
+				for _, c := range j.Checks {
+					if c.State == wq.CheckFailed {
+						failed = append(failed, c.Context)
+					}
+				}
+			case wq.CheckPending:
+				pending = true
+			}
+		}
+	} else {
+		for _, s := range seen {
+			switch s.State {
+			case wq.CheckFailed:
+				failed = append(failed, s.Context)
+			case wq.CheckPending:
+				pending = true
+			}
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return trainCIFailed, failed, nil
+	case pending:
+		return trainCIPending, nil, nil
+	}
+	return trainCIPassed, nil, nil
+}
+
+func carCI(word string) CarCI {
+	switch word {
+	case trainCIPassed:
+		return CarCIPassed
+	case trainCIFailed:
+		return CarCIFailed
+	}
+	return CarCIPending
+}
+
+// rideTrain plans the car's train and carries out the car's own step.
+func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
+	d, f, err := x.load(ctx, ex.Item)
+	if err != nil {
+		return err
+	}
+	td, riding := trainOf(ex.Item)
+	on, batch := x.train(d)
+	if !on || !riding {
+		// The project stopped merging through a train: reconcile_mr
+		// merges it as before.
+		return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{leftTrain(), dim(DimReconcile, wq.StatusTrue, time.Time{})}})
+	}
+	if d.MRNumber == 0 || d.HeadSHA == "" || d.PushedHash != d.ContentHash {
+		// Being pushed: ensure_mr comes first, and says when it is done.
+		return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{trainRow(td, ex.Now.Add(x.MergeRecheckInterval))}})
+	}
+	if td.Head != d.HeadSHA {
+		// A head the train did not build (a push before it joined): its
+		// base is unknown, so it is built again.
+		td.Head, td.Base = d.HeadSHA, ""
+	}
+	ci, failed, err := x.carCI(ctx, ex.Item, d, f)
+	if err != nil {
+		return err
+	}
+	td.CI, td.Failed = ci, failed
+
+	raw, err := x.Store.TrainCars(ctx, d.Forge, d.Project, d.TargetBranch)
+	if err != nil {
+		return err
+	}
+	cars := make([]Car, 0, len(raw)+1)
+	branches := map[string]string{} // head → the branch of the car at it
+	mine := false
+	for _, c := range raw {
+		if c.ItemID == ex.Item.ID {
+			mine = true
+			continue
+		}
+		var other TrainDetail
+		_ = json.Unmarshal(c.Detail, &other)
+		car := Car{Item: c.ItemID.String(), Seq: other.Seq, Head: c.HeadSHA}
+		if other.Head == c.HeadSHA {
+			car.Base, car.CI = other.Base, carCI(other.CI)
+		}
+		cars = append(cars, car)
+		if c.HeadSHA != "" {
+			branches[c.HeadSHA] = c.SourceBranch
+		}
+	}
+	_ = mine // the store's snapshot may predate the join: the car is added from its own row
+	cars = append(cars, Car{Item: ex.Item.ID.String(), Seq: td.Seq, Head: d.HeadSHA, Base: td.Base, CI: carCI(td.CI)})
+
+	targetHead, err := f.BranchHead(ctx, d.Project, d.TargetBranch)
+	if err != nil {
+		return forgeFailure("read the target", err)
+	}
+	branches[targetHead] = d.TargetBranch
+	var holdsErr error
+	holds := func(commit string) bool {
+		if commit == targetHead {
+			return true
+		}
+		changed, err := f.CompareTrees(ctx, d.Project, targetHead, commit)
+		if err != nil {
+			holdsErr = err
+			return false
+		}
+		return len(changed) == 0
+	}
+	plans := PlanTrain(cars, TrainTarget{Head: targetHead, Holds: holds}, batch)
+	if holdsErr != nil {
+		return forgeFailure("compare the target with the car's base", holdsErr)
+	}
+	var plan Plan
+	for i, p := range plans {
+		if p.Item == ex.Item.ID.String() {
+			plan, td.Place, td.Of = p, i+1, len(plans)
+		}
+	}
+	wait := ex.Now.Add(x.MergeRecheckInterval)
+	switch plan.Step {
+	case StepRebuild:
+		branch, ok := branches[plan.On]
+		if !ok {
+			return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{trainRow(td, wait)}})
+		}
+		req, _ := json.Marshal(RebuildRequest{Rebuild: rebuildTrain, Head: d.HeadSHA, Target: plan.On, OnBranch: branch})
+		return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{
+			{DimensionKey: wq.DimensionKey{Dimension: DimMR}, Status: wq.StatusTrue, Detail: req},
+			trainRow(td, ex.Now.Add(x.ReconcileInterval)), // ensure_mr rides it again once built
+		}})
+	case StepMerge:
+		if now, err := x.Store.GetMRDetail(ctx, ex.Item.ID); err != nil || now.ContentHash != d.ContentHash {
+			return err // resubmitted meanwhile: ensure_mr takes it out of the train
+		}
+		err := f.MergeMergeRequest(ctx, d.Project, d.MRNumber, d.HeadSHA)
+		if err == nil {
+			x.wakeTrain(raw, ex.Item.ID)
+			return x.merged(ctx, ex, d, f)
+		}
+		if kind, _ := wq.ForgeErrorOf(err); kind != wq.ForgeConflict && kind != wq.ForgeUnprocessable {
+			return forgeFailure("merge", err)
+		}
+		// The forge is not ready (still checking) or the target moved: the
+		// next ride plans again.
+		return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{trainRow(td, wait)}})
+	case StepEject:
+		note := fmt.Sprintf("**workqueue** took this merge request out of the merge train into `%s`: its CI failed on `%.12s` (%s), "+
+			"built on top of the merge requests ahead of it, which passed. Submit the change again to rejoin the train.",
+			d.TargetBranch, d.HeadSHA, strings.Join(failed, ", "))
+		if _, err := f.CreateNote(ctx, d.Project, d.MRNumber, note); err != nil {
+			return forgeFailure("comment on the ejected merge request", err)
+		}
+		x.wakeTrain(raw, ex.Item.ID)
+		if err := ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{leftTrain()}}); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: ejected from the merge train into %s: CI failed on %.12s (%s) on top of the merge requests ahead, which passed",
+			wq.ErrPermanent, d.TargetBranch, d.HeadSHA, strings.Join(failed, ", "))
+	}
+	if td.CI != trainCIPending {
+		// A decided car may unblock the cars behind it.
+		x.wakeTrain(raw, ex.Item.ID)
+	}
+	return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{trainRow(td, wait)}})
+}
+
+// wakeTrain wakes the other cars of a train: a car that merged, left or
+// decided can let the cars behind it go on.
+func (x *executors) wakeTrain(cars []TrainCar, self wq.ItemID) {
+	if x.Notify == nil {
+		return
+	}
+	for _, c := range cars {
+		if c.ItemID != self {
+			x.Notify(c.ItemID)
+		}
+	}
+}

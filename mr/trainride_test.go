@@ -1,0 +1,99 @@
+package mr_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/mr"
+)
+
+// trainCI plays the project's CI on the fake forge: every head of an
+// item's merge request gets its ci/build status, failed when fails says
+// so of the head's tree.
+func trainCI(h *harness, ids []wq.ItemID, fails func(tree map[string]bool) bool) {
+	h.t.Helper()
+	for _, id := range ids {
+		_, d := h.get(id)
+		if d.HeadSHA == "" {
+			continue
+		}
+		if got, _ := h.forge.CommitStatuses(context.Background(), "o/r", d.HeadSHA); len(got) > 0 {
+			continue
+		}
+		state := wq.CheckSuccess
+		if fails(h.forge.treeOf(d.HeadSHA)) {
+			state = wq.CheckFailed
+		}
+		h.forge.setStatus(d.HeadSHA, "ci/build", state)
+	}
+}
+
+func trainSubmission(branch, path string) mr.Submission {
+	s := submission("change " + path + "\n")
+	s.SourceBranch, s.FileActions[0].FilePath = branch, path
+	return s
+}
+
+// Two changes that each pass alone and fail together, and one more: the
+// train merges the first, ejects the second, naming it, and merges the
+// third on top of the first; main never holds a tree whose CI fails, and
+// each merge is at a head CI passed.
+func TestTheTrainMergesOnlyHeadsItsCISawAndEjectsTheChangeThatBreaksIt(t *testing.T) {
+	h := newHarness(t, mr.Options{MergeTrain: func(string, string) (bool, int) { return true, 4 }})
+	fails := func(tree map[string]bool) bool { return tree["a.txt"] && tree["b.txt"] }
+	var ids []wq.ItemID
+	for _, p := range []string{"a.txt", "b.txt", "c.txt"} {
+		ids = append(ids, h.submit(trainSubmission("wq/"+strings.TrimSuffix(p, ".txt"), p)).ID)
+	}
+	var mainHeads []string
+	for range 200 {
+		trainCI(h, ids, fails)
+		h.advance(time.Minute, time.Minute)
+		if head := h.forge.head("main"); len(mainHeads) == 0 || mainHeads[len(mainHeads)-1] != head {
+			mainHeads = append(mainHeads, head)
+		}
+		done := true
+		for _, id := range ids {
+			if it, _ := h.get(id); !it.Phase.Terminal() {
+				done = false
+			}
+		}
+		if done {
+			break
+		}
+	}
+	a, _ := h.get(ids[0])
+	b, _ := h.get(ids[1])
+	c, _ := h.get(ids[2])
+	wantEnded(t, a, wq.PhaseCompleted, mr.ReasonMerged)
+	wantEnded(t, c, wq.PhaseCompleted, mr.ReasonMerged)
+	if b.Phase != wq.PhaseFailed || !strings.Contains(b.Error, "ejected from the merge train") || !strings.Contains(b.Error, "ci/build") {
+		t.Errorf("b is %s (%s), want failed: ejected, naming ci/build", b.Phase, b.Error)
+	}
+	for _, head := range mainHeads {
+		if fails(h.forge.treeOf(head)) {
+			t.Errorf("main was at %.12s, whose tree fails CI", head)
+		}
+	}
+	tree := h.forge.treeOf(h.forge.head("main"))
+	if !tree["a.txt"] || !tree["c.txt"] || tree["b.txt"] {
+		t.Errorf("main holds %v, want a and c", tree)
+	}
+	for _, id := range []wq.ItemID{ids[0], ids[2]} {
+		_, d := h.get(id)
+		m, _ := h.forge.mergeRequest(d.MRNumber)
+		st, _ := h.forge.CommitStatuses(context.Background(), "o/r", m.HeadSHA)
+		if len(st) != 1 || st[0].State != wq.CheckSuccess {
+			t.Errorf("!%d merged at %.12s, whose CI is %v", d.MRNumber, m.HeadSHA, st)
+		}
+	}
+	if notes := h.forge.notesOnMR(func() int64 { _, d := h.get(ids[1]); return d.MRNumber }()); !slices.ContainsFunc(notes, func(n string) bool {
+		return strings.Contains(n, "out of the merge train")
+	}) {
+		t.Errorf("the ejected merge request was not told why: %q", notes)
+	}
+}

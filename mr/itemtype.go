@@ -286,6 +286,9 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		// tree, read once before the first write, gives the modes to keep
 		// and the names a change may not collide with.
 		entries, err := f.ReadTree(ctx, d.Project, base)
+		if onTrain && wq.IsForgeError(err, wq.ForgeNotFound) {
+			return x.trainBaseGone(ctx, ex)
+		}
 		if wq.IsForgeError(err, wq.ForgeNotFound) {
 			// Said in words, once: the forge's own answer (Gitea's "sha
 			// not found [nope]") names neither the branch nor the
@@ -311,6 +314,14 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 				Message: d.CommitMessage, Changes: chs})
 		}
 		c, err := commit(chs)
+		if onTrain && err != nil {
+			// The car ahead may have merged (its branch deleted) or moved
+			// since the plan: a refusal then is the train's to plan again,
+			// never the item's failure.
+			if h, herr := f.BranchHead(ctx, d.Project, base); wq.IsForgeError(herr, wq.ForgeNotFound) || herr == nil && h != trainReq.Target {
+				return x.trainBaseGone(ctx, ex)
+			}
+		}
 		if commitRefusedForGood(err) {
 			// What the target already holds is no change: the rest is
 			// committed again, once.

@@ -309,3 +309,15 @@ func (x *executors) wakeTrain(cars []TrainCar, self wq.ItemID) {
 		}
 	}
 }
+
+// trainBaseGone drops a request to build a car on a branch that is gone
+// (the car ahead merged, and its branch was deleted, or it left): the car
+// rides again at once and plans on what the train is now.
+func (x *executors) trainBaseGone(ctx context.Context, ex *wq.Execution) error {
+	td, riding := trainOf(ex.Item)
+	dims := []wq.DimensionUpdate{dim(DimMR, wq.StatusFalse, time.Time{})}
+	if riding {
+		dims = append(dims, trainRow(td, time.Time{}))
+	}
+	return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: dims})
+}

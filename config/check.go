@@ -300,6 +300,9 @@ func (c Config) PrintResolved(w io.Writer) error {
 	for i := range c.Projects {
 		prefix, deletes := c.Projects[i].SourceBranchPrefix(), c.Projects[i].DeletesSourceBranch()
 		c.Projects[i].BranchPrefix, c.Projects[i].DeleteSourceBranch = &prefix, &deletes
+		track := c.Projects[i].Tracking()
+		c.Projects[i].TrackLabel = &track
+		c.Projects[i].MergeTrain.BatchSize = c.Projects[i].MergeTrain.Batch()
 		if c.Projects[i].ProtectedPaths.Mode == "" {
 			c.Projects[i].ProtectedPaths.Mode = ProtectedRefuse
 		}

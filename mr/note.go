@@ -1,6 +1,7 @@
 package mr
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -69,6 +70,17 @@ func noteState(item *wq.Item) []string {
 	}
 	if !item.Phase.Terminal() {
 		lines = append(lines, checkLines(item)...)
+		if td, riding := trainOf(item); riding {
+			place := "joined"
+			if td.Place > 0 {
+				place = fmt.Sprintf("place %d of %d", td.Place, td.Of)
+			}
+			ci := cmp.Or(td.CI, trainCIPending)
+			if len(td.Failed) > 0 {
+				ci += ": " + strings.Join(td.Failed, ", ")
+			}
+			lines = append(lines, fmt.Sprintf("| Merge train | %s; CI of this head on top of the ones ahead: %s |", place, cell(ci)))
+		}
 	}
 	if ci := ciRetryDetail(item); len(ci.Decisions) > 0 {
 		retried := 0

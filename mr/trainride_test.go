@@ -97,3 +97,13 @@ func TestTheTrainMergesOnlyHeadsItsCISawAndEjectsTheChangeThatBreaksIt(t *testin
 		t.Errorf("the ejected merge request was not told why: %q", notes)
 	}
 }
+
+// The status note shows a car's place in its train and its CI.
+func TestTheNoteShowsACarsPlaceAndItsCI(t *testing.T) {
+	raw := detailJSON(t, mr.TrainDetail{Seq: 1, Place: 2, Of: 5, CI: "failed", Failed: []string{"ci/build"}})
+	item := &wq.Item{Phase: wq.PhaseActive, Dimensions: wq.Dimensions{{Dimension: mr.DimTrain}: {Status: wq.StatusTrue, Detail: raw}}}
+	got := mr.RenderNote(item, &mr.Detail{}, "")
+	if !strings.Contains(got, "| Merge train | place 2 of 5; CI of this head on top of the ones ahead: failed: ci/build |") {
+		t.Errorf("the note lacks the train's line:\n%s", got)
+	}
+}

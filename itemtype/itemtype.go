@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"slices"
 	"strings"
@@ -112,8 +113,11 @@ type Env struct {
 	Audit wq.AuditSink
 	// Notify wakes the engine for an item (nil: no wake-up).
 	Notify func(itemType string, id wq.ItemID)
-	Clock  clockwork.Clock
-	Log    *slog.Logger
+	// Metrics is where the type registers metrics of its own (nil:
+	// none): the process's registry, served at /metrics.
+	Metrics prometheus.Registerer
+	Clock   clockwork.Clock
+	Log     *slog.Logger
 }
 
 // Built is a type made for a process.

@@ -209,6 +209,15 @@ func (f factory) plainHistogram(name, help string, buckets []float64) prometheus
 	return h
 }
 
+// Registerer is where other parts of the process register metrics of
+// their own (an item type's, itemtype.Env.Metrics); nil for nil m.
+func (m *Metrics) Registerer() prometheus.Registerer {
+	if m == nil {
+		return nil
+	}
+	return m.reg
+}
+
 // Handler serves the registry in Prometheus's text (or OpenMetrics)
 // format. A nil *Metrics serves 404.
 func (m *Metrics) Handler() http.Handler {

@@ -78,6 +78,8 @@ type Options struct {
 	// MergeTrain reports whether forge and project merge through a merge
 	// train (projects[].merge_train), and its batch size; nil: none does.
 	MergeTrain func(forge, project string) (bool, int)
+	// TrainMetrics receive the merge trains' events; nil: none.
+	TrainMetrics *TrainMetrics
 	// Notify wakes another item of the type (a merge train's cars wake
 	// each other); nil: they find each other at their next ride.
 	Notify func(id wq.ItemID)

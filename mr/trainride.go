@@ -243,6 +243,7 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 	if holdsErr != nil {
 		return forgeFailure("compare the target with the car's base", holdsErr)
 	}
+	x.TrainMetrics.seen(d.Forge, d.Project, d.TargetBranch, len(plans))
 	var plan Plan
 	for i, p := range plans {
 		if p.Item == ex.Item.ID.String() {
@@ -257,6 +258,7 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 			return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{trainRow(td, wait)}})
 		}
 		req, _ := json.Marshal(RebuildRequest{Rebuild: rebuildTrain, Head: d.HeadSHA, Target: plan.On, OnBranch: branch})
+		x.TrainMetrics.outcome(d.Forge, TrainRebuilt)
 		return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{
 			{DimensionKey: wq.DimensionKey{Dimension: DimMR}, Status: wq.StatusTrue, Detail: req},
 			trainRow(td, ex.Now.Add(x.ReconcileInterval)), // ensure_mr rides it again once built
@@ -268,6 +270,7 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 		err := f.MergeMergeRequest(ctx, d.Project, d.MRNumber, d.HeadSHA)
 		if err == nil {
 			x.wakeTrain(raw, ex.Item.ID)
+			x.TrainMetrics.merged(d.Forge, ex.Now.Sub(time.Unix(0, td.Seq)))
 			return x.merged(ctx, ex, d, f)
 		}
 		if kind, _ := wq.ForgeErrorOf(err); kind != wq.ForgeConflict && kind != wq.ForgeUnprocessable {
@@ -284,6 +287,7 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 			return forgeFailure("comment on the ejected merge request", err)
 		}
 		x.wakeTrain(raw, ex.Item.ID)
+		x.TrainMetrics.outcome(d.Forge, TrainEjected)
 		if err := ex.Writer.Apply(ctx, wq.Change{Dimensions: []wq.DimensionUpdate{leftTrain()}}); err != nil {
 			return err
 		}

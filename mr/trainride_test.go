@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/mr"
 )
@@ -105,5 +107,26 @@ func TestTheNoteShowsACarsPlaceAndItsCI(t *testing.T) {
 	got := mr.RenderNote(item, &mr.Detail{}, "")
 	if !strings.Contains(got, "| Merge train | place 2 of 5; CI of this head on top of the ones ahead: failed: ci/build |") {
 		t.Errorf("the note lacks the train's line:\n%s", got)
+	}
+}
+
+// Every series of the trains' metrics exists from the first scrape, at
+// zero, for every configured forge.
+func TestTheTrainsSeriesAreOnTheFirstScrape(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	mr.NewTrainMetrics(reg, []string{"gitea", "gitlab"})
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := map[string]int{}
+	for _, f := range families {
+		series[f.GetName()] += len(f.GetMetric())
+	}
+	want := map[string]int{"workqueue_train_cars_total": 6, "workqueue_train_wait_seconds": 2, "workqueue_train_cars": 2}
+	for name, n := range want {
+		if series[name] != n {
+			t.Errorf("%s has %d series, want %d", name, series[name], n)
+		}
 	}
 }

@@ -192,7 +192,7 @@ func (m *Main) Run(ctx context.Context) error {
 	// the engine and, beside it, its face to callers; the work a type
 	// does beside the engine runs where the type is handled.
 	built, err := m.world.types.BuildAll(itemtype.Env{Queue: s, Forges: forges, Assignments: cps.AssignmentGate(),
-		Audit: audit.Safe(sink, m.Log), Notify: m.Engine.Notify, Clock: m.Clock, Log: m.Log}, all.types,
+		Audit: audit.Safe(sink, m.Log), Notify: m.Engine.Notify, Metrics: m.Metrics.Registerer(), Clock: m.Clock, Log: m.Log}, all.types,
 		func(p itemtype.Plugin) any { return sectionOf(m.Config, p) }, m.Config.HandledTypes)
 	if err != nil {
 		return err

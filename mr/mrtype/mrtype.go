@@ -13,6 +13,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -180,7 +182,11 @@ func build(env itemtype.Env, store any) (itemtype.Built, error) {
 	// A change submitted for an assignment passes the control plane's
 	// gate, at submission and before each forge write.
 	assignments := env.Assignments
-	t := mr.Type(mr.Options{Store: st, Forges: env.Forges, PublicURL: c.PublicURL, Log: env.Log, Assignments: assignments,
+	var trains *mr.TrainMetrics
+	if env.Metrics != nil && env.Handled {
+		trains = mr.NewTrainMetrics(env.Metrics, slices.Sorted(maps.Keys(env.Forges)))
+	}
+	t := mr.Type(mr.Options{TrainMetrics: trains, Store: st, Forges: env.Forges, PublicURL: c.PublicURL, Log: env.Log, Assignments: assignments,
 		ReconcileInterval:    time.Duration(s.ReconcileInterval),
 		MergeRecheckInterval: time.Duration(s.MergeRecheckInterval),
 		EmptyCheckInterval:   time.Duration(s.EmptyCheckInterval),

@@ -185,3 +185,13 @@ type ItemTool struct {
 type WorkTracker interface {
 	TrackWork(ctx context.Context, forge, project string, work WorkInfo, ref EventRef, now time.Time) (id ItemID, ok bool, err error)
 }
+
+// MergeQueuer is implemented by the ItemAPI of a type that merges through
+// a merge train: the control plane's merge of a pull request one of its
+// items drives joins the train instead (queued true); queued false, and
+// no error, when the project has no train, so that the caller merges as
+// before. ECONFLICT when the project has a train and the pull request
+// cannot ride it (no item drives it, or its head moved from head).
+type MergeQueuer interface {
+	QueueMerge(ctx context.Context, forge, project string, number int64, head, by string, now time.Time) (queued bool, err error)
+}

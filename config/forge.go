@@ -383,6 +383,7 @@ func (c Config) MRProject(forgeName, project string) (ProjectSettings, bool) {
 			SecretAllowlist: p.SecretAllowlist},
 		AutoMerge:    p.AutoMerge,
 		BranchPrefix: p.SourceBranchPrefix(),
+		MergeTrain:   p.MergeTrain,
 	}, true
 }
 
@@ -391,6 +392,7 @@ func (c Config) MRProject(forgeName, project string) (ProjectSettings, bool) {
 type ProjectSettings struct {
 	Policy       PolicySettings
 	AutoMerge    bool
+	MergeTrain   MergeTrain
 	BranchPrefix string // source branches the service may write start with it
 }
 

@@ -122,7 +122,12 @@ func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*Action
 		}
 		err = f.ReviewPullRequest(ctx, w.Repo, w.Number, verdict, req.Body, live)
 	case ActMerge:
-		err = f.MergeMergeRequest(ctx, w.Repo, w.Number, live)
+		if s.MergeQueue != nil {
+			out.Queued, err = s.MergeQueue.QueueMerge(ctx, w.Forge, w.Repo, w.Number, live, c.Identity, s.now())
+		}
+		if !out.Queued && err == nil {
+			err = f.MergeMergeRequest(ctx, w.Repo, w.Number, live)
+		}
 	case ActClose:
 		err = f.CloseIssue(ctx, w.Repo, w.Number)
 	}
@@ -142,6 +147,15 @@ func (s *Service) Act(ctx context.Context, c Caller, req ActionRequest) (*Action
 		return nil, err
 	}
 	if req.Action == ActComment {
+		return out, nil
+	}
+	if out.Queued {
+		// The train merges it: the merger's part is done, the work is
+		// not merged yet.
+		if _, err := s.ReleaseLease(ctx, c, a.LeaseID, req.SessionID); err != nil && wq.ErrorCode(err) != wq.ECONFLICT {
+			return nil, err
+		}
+		out.Released = true
 		return out, nil
 	}
 	// The work moves on now, over what the store holds by then (a

@@ -327,3 +327,42 @@ func TestARefusedMergeWaitsForTheForgeToSayItCanMerge(t *testing.T) {
 		}
 	})
 }
+
+// queueAll is a merge train that takes every merge.
+type queueAll struct{ got []int64 }
+
+func (q *queueAll) QueueMerge(_ context.Context, _, _ string, n int64, _, _ string, _ time.Time) (bool, error) {
+	q.got = append(q.got, n)
+	return true, nil
+}
+
+// A merger's merge in a project with a merge train joins the train: the
+// forge merges nothing, the pull request stays open in the inventory, and
+// the merger's lease ends.
+func TestAMergersMergeGoesThroughTheTrain(t *testing.T) {
+	testdb.EachKind(t, func(t *testing.T, kind string) {
+		w := newWorld(t, kind)
+		forge := &actionForge{heads: map[int64]string{5: "1111111"}}
+		w.svc.Forges = map[string]wq.Forge{"f": forge}
+		train := &queueAll{}
+		w.svc.MergeQueue = train
+		pr := openPR(5, "1111111")
+		pr.ReviewState, pr.Mergeable = cp.ReviewApproved, true
+		w.work(pr)
+		merger, ms := w.session("meg", cp.RoleMerger)
+		a := w.assign(merger, ms)
+		res, err := w.svc.Act(w.ctx, merger, cp.ActionRequest{SessionID: ms, AssignmentID: a.Assignment.ID, Action: cp.ActMerge})
+		if err != nil || !res.Queued || !res.Released {
+			t.Fatalf("merge: %+v, %v; want queued and released", res, err)
+		}
+		if len(train.got) != 1 || train.got[0] != 5 {
+			t.Errorf("the train got %v, want #5", train.got)
+		}
+		if got := forge.writes.Lines(); len(got) != 0 {
+			t.Errorf("the forge was written: %v", got)
+		}
+		if got, err := w.svc.Store.FindWork(w.ctx, pr.WorkKey); err != nil || got.State != cp.StateOpen {
+			t.Errorf("the pull request is %+v, %v; want open until the train merges it", got, err)
+		}
+	})
+}

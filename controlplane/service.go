@@ -68,6 +68,10 @@ type Service struct {
 	Inventory *Inventory
 	// Forges make the gated actions (Act), by configured forge name.
 	Forges map[string]wq.Forge
+	// MergeQueue, when set, takes a merger's merge of a pull request
+	// whose project merges through a merge train (wq.MergeQueuer); nil:
+	// merges go to the forge.
+	MergeQueue wq.MergeQueuer
 	// ReviewLabel marks a pull request whose protected paths wait for a
 	// person's approval (package policy): a merge through Act needs an
 	// approval of its current head by an identity that is not agent-only

@@ -24,4 +24,8 @@ type ActionResult struct {
 	// the pull request on (to a merger when approved, back to its author
 	// otherwise), a merge or a close ends the work.
 	Released bool `json:"released"`
+	// Queued says a merge joined the project's merge train instead of
+	// merging now: the train merges it once CI passed on top of the merge
+	// requests ahead of it (docs/merge-train.md).
+	Queued bool `json:"queued,omitempty"`
 }

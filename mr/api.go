@@ -27,6 +27,13 @@ type APIOptions struct {
 	// down), leaves that rule to the push, where the forge's guard holds
 	// it (package policy).
 	DefaultBranch func(ctx context.Context, forge, project string) (string, error)
+	// Events stores events for items (the engine's store), and Notify
+	// wakes an item: a merger's merge joins the item's merge train
+	// through them (QueueMerge). nil: no merge is queued.
+	Events interface {
+		InsertDelivery(ctx context.Context, source, deliveryID string, events []wq.Event, now time.Time) (wq.Delivery, error)
+	}
+	Notify func(id wq.ItemID)
 }
 
 // API returns the type's face to callers (wq.ItemAPI): submissions of

@@ -13,7 +13,8 @@ import (
 // eventHandlers reads the events the webhook receiver stores (forge-
 // neutral, whichever forge sent them) and the bulk reconciliation's.
 func (x *executors) eventHandlers() map[string]wq.EventHandler {
-	return map[string]wq.EventHandler{EventBulkReconcile: x.onBulkReconcile, EventBulkCI: x.onBulkCI, forge.EventType: x.onForgeEvent}
+	return map[string]wq.EventHandler{EventBulkReconcile: x.onBulkReconcile, EventBulkCI: x.onBulkCI, forge.EventType: x.onForgeEvent,
+		EventTrainJoin: x.onTrainJoin}
 }
 
 // onForgeEvent reads a forge's event, whichever forge sent it.

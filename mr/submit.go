@@ -79,6 +79,8 @@ type Project struct {
 	// TrackLabel is the label of a person's merge request the service
 	// tracks (projects[].track_label); "" when the project tracks none.
 	TrackLabel string
+	// MergeTrain says the project merges through a merge train.
+	MergeTrain bool
 }
 
 // Rules of submission refusals that are about the submission's fields, not

@@ -325,3 +325,69 @@ func (x *executors) trainBaseGone(ctx context.Context, ex *wq.Execution) error {
 	}
 	return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: dims})
 }
+
+// EventTrainJoin is the event type of a merger's merge queued in the
+// item's merge train (TypeAPI.QueueMerge).
+const EventTrainJoin = "train_join"
+
+// trainJoinEvent is the body of an EventTrainJoin event.
+type trainJoinEvent struct {
+	Head string `json:"head"` // the head the merger approved for the merge
+	By   string `json:"by"`   // who asked
+}
+
+// QueueMerge puts the merge request a merger asked to merge into its
+// project's merge train (wq.MergeQueuer): as an event for the item that
+// drives it, so that the item joins under its own lease. The merge
+// request must be one of ours, at the head the merger saw.
+func (a *TypeAPI) QueueMerge(ctx context.Context, forge, project string, number int64, head, by string, now time.Time) (bool, error) {
+	p, ok := a.opts.Project(forge, project)
+	if !ok || !p.MergeTrain || a.opts.Events == nil {
+		return false, nil
+	}
+	id, found, err := a.opts.Store.FindActiveMR(ctx, forge, project, wq.EventRef{Number: number})
+	if err != nil {
+		return false, err
+	}
+	if !found {
+		return false, &wq.Error{Code: wq.ECONFLICT, Reason: blockerTrain, Message: fmt.Sprintf(
+			"%s: %s merges through its merge train, and no workqueue item drives !%d: only they ride it", blockerTrain, project, number)}
+	}
+	d, err := a.opts.Store.GetMRDetail(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	if d.Tracked || d.HeadSHA != head {
+		return false, &wq.Error{Code: wq.ECONFLICT, Reason: blockerTrain, Message: fmt.Sprintf(
+			"%s: !%d of %s cannot join the merge train at %.12s (its head is %.12s, tracked: %t)", blockerTrain, number, project, head, d.HeadSHA, d.Tracked)}
+	}
+	body, _ := json.Marshal(trainJoinEvent{Head: head, By: by})
+	if _, err := a.opts.Events.InsertDelivery(ctx, "control-plane", fmt.Sprintf("train/%s/%s", id, head),
+		[]wq.Event{{ItemID: id, EventType: EventTrainJoin, Body: body, EventTS: now}}, now); err != nil {
+		return false, err
+	}
+	if a.opts.Notify != nil {
+		a.opts.Notify(id)
+	}
+	return true, nil
+}
+
+// onTrainJoin makes the item a car of its train at a merger's word, if
+// its head is still the one the merger saw.
+func (x *executors) onTrainJoin(ctx context.Context, item *wq.Item, ev *wq.Event) (wq.EventResult, error) {
+	var e trainJoinEvent
+	if err := json.Unmarshal(ev.Body, &e); err != nil {
+		return wq.EventResult{}, fmt.Errorf("%w: train join event: %w", wq.ErrPermanent, err)
+	}
+	trigger := map[string]any{"action": "train_join", "by": e.By}
+	d, err := x.Store.GetMRDetail(ctx, item.ID)
+	if err != nil {
+		return wq.EventResult{}, err
+	}
+	if _, riding := trainOf(item); riding || d.HeadSHA != e.Head {
+		trigger["ignored"] = "riding already, or the head moved"
+		return wq.EventResult{Trigger: trigger}, nil
+	}
+	td := TrainDetail{Seq: ev.ReceivedAt.UnixNano(), Head: d.HeadSHA, CI: trainCIPending}
+	return wq.EventResult{Trigger: trigger, Dimensions: []wq.DimensionUpdate{trainRow(td, time.Time{})}}, nil
+}

@@ -130,3 +130,34 @@ func TestTheTrainsSeriesAreOnTheFirstScrape(t *testing.T) {
 		}
 	}
 }
+
+// A merger's merge of a merge request in a project with a train joins
+// the train (the control plane's merge action, wq.MergeQueuer): the
+// train merges it once its CI passed; a head that moved, or a project
+// without a train, is not queued.
+func TestAMergersMergeJoinsTheTrain(t *testing.T) {
+	h := newHarness(t, mr.Options{MergeTrain: func(string, string) (bool, int) { return true, 4 }})
+	h.project.AutoMerge = false
+	it := h.submit(trainSubmission("wq/a", "a.txt"))
+	_, d := h.get(it.ID)
+	project := func(train bool) func(string, string) (mr.Project, bool) {
+		return func(string, string) (mr.Project, bool) { p := h.project; p.MergeTrain = train; return p, true }
+	}
+	api := mr.API(mr.APIOptions{Store: h.store, Events: h.store, Project: project(false)})
+	if queued, err := api.QueueMerge(h.ctx, "fake", "o/r", d.MRNumber, d.HeadSHA, "merger", h.clock.Now()); queued || err != nil {
+		t.Fatalf("a project without a train: queued %t, %v; want the merge left to the caller", queued, err)
+	}
+	api = mr.API(mr.APIOptions{Store: h.store, Events: h.store, Project: project(true), Notify: func(id wq.ItemID) { h.engine.Notify(mr.ItemType, id) }})
+	if _, err := api.QueueMerge(h.ctx, "fake", "o/r", d.MRNumber, "not-the-head", "merger", h.clock.Now()); wq.ErrorCode(err) != wq.ECONFLICT {
+		t.Errorf("a head that moved: %v, want a conflict", err)
+	}
+	if queued, err := api.QueueMerge(h.ctx, "fake", "o/r", d.MRNumber, d.HeadSHA, "merger", h.clock.Now()); !queued || err != nil {
+		t.Fatalf("queued %t, %v", queued, err)
+	}
+	for range 20 {
+		trainCI(h, []wq.ItemID{it.ID}, func(map[string]bool) bool { return false })
+		h.advance(time.Minute, time.Minute)
+	}
+	got, _ := h.get(it.ID)
+	wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)
+}

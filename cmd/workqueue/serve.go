@@ -200,6 +200,10 @@ func (m *Main) Run(ctx context.Context) error {
 	for _, b := range built {
 		m.Engine.Register(b.Type)
 		items.Register(b.Type, b.API)
+		if q, ok := b.API.(wq.MergeQueuer); ok {
+			// A merger's merge goes through the type's merge train.
+			cps.MergeQueue = q
+		}
 		if b.Face != nil {
 			items.Describe(*b.Face)
 		}

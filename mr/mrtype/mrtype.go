@@ -207,6 +207,7 @@ func build(env itemtype.Env, store any) (itemtype.Built, error) {
 		},
 		Notify: notify(env)})
 	b := itemtype.Built{Type: t, API: mr.API(mr.APIOptions{Store: st, Project: Project(c, s, env.Forges), Assignments: assignments,
+		Events: env.Queue, Notify: notify(env),
 		DefaultBranch: func(ctx context.Context, forge, project string) (string, error) {
 			if db, ok := env.Forges[forge].(wq.DefaultBrancher); ok {
 				// Briefly: a forge that is slow or down leaves the rule to
@@ -251,6 +252,7 @@ func Project(c config.Config, s *MR, forges map[string]wq.Forge) func(forge, pro
 			FileModes: forges[forge] != nil && wq.SetsFileModes(forges[forge]),
 			Outbound:  outbound, ReviewLabel: s.ReviewLabel,
 			TrackLabel: trackLabel(c, forge, project),
+			MergeTrain: p.MergeTrain.Enabled,
 		}, true
 	}
 }

@@ -261,6 +261,11 @@ type CommitRequest struct {
 	Project string
 	Base    string // the target branch the commit goes on top of
 	Branch  string // the source branch, created or force-updated
+	// Target is the merge request's target when Base is not it: a merge
+	// train's car is built on the car ahead's branch, which is the
+	// service's own (policy.Guard holds Base to its branch prefix then,
+	// and Target to the targets). "": Base is the target.
+	Target  string
 	Message string
 	Changes []FileChange
 	Author  CommitAuthor

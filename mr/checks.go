@@ -264,3 +264,14 @@ func checkEvent(item *wq.Item, head string, check wq.CommitStatus, reconcileInte
 	}
 	return out
 }
+
+// checksBehind reports whether a needs_check row is about another head
+// than head: the head moved since they were written.
+func checksBehind(item *wq.Item, head string) bool {
+	for _, d := range checkRows(item) {
+		if d.State != checkNotRequired && d.SHA != head {
+			return true
+		}
+	}
+	return false
+}

@@ -312,7 +312,7 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 			return err
 		}
 		commit := func(chs []wq.FileChange) (wq.Commit, error) {
-			return f.CommitFiles(ctx, wq.CommitRequest{Project: d.Project, Base: base, Branch: d.SourceBranch,
+			return f.CommitFiles(ctx, wq.CommitRequest{Project: d.Project, Base: base, Target: d.TargetBranch, Branch: d.SourceBranch,
 				Message: d.CommitMessage, Changes: chs})
 		}
 		c, err := commit(chs)
@@ -404,14 +404,19 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		dim(DimReconcile, wq.StatusTrue, time.Time{}), // look at it now: merge when mergeable
 		dim(DimEmptyCheck, wq.StatusTrue, now.Add(x.EmptyCheckInterval)),
 	}
-	if pushed {
+	// What follows a new head is decided by the head, not by this run's
+	// push: a run that pushed and failed before here leaves it to the
+	// next, which finds the head in place and pushes nothing.
+	if pushed || checksBehind(ex.Item, d.HeadSHA) {
 		// A new head: no required check has succeeded on it yet.
 		dims = append(dims, x.newHeadChecks(ex.Item, d, now)...)
-		if td, riding := trainOf(ex.Item); riding && onTrain {
+	}
+	if td, riding := trainOf(ex.Item); riding && td.Head != d.HeadSHA {
+		if req, ok := trainRequest(ex.Item); ok {
 			// Built on the car ahead: ride again at once, on the new head.
-			td.Base, td.Head, td.CI, td.Failed = trainReq.Target, d.HeadSHA, trainCIPending, nil
+			td.Base, td.Head, td.CI, td.Failed = req.Target, d.HeadSHA, trainCIPending, nil
 			dims = append(dims, trainRow(td, time.Time{}))
-		} else if riding {
+		} else {
 			// Pushed for another reason (new content, a person's push
 			// put back): the car leaves its train, and joins it again at
 			// the back once mergeable.

@@ -185,6 +185,17 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 		// Being pushed: ensure_mr comes first, and says when it is done.
 		return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{trainRow(td, ex.Now.Add(x.MergeRecheckInterval))}})
 	}
+	// Merged already (a merge the forge did though it answered an error,
+	// a person's) or closed: the car is done, whatever the train says.
+	switch live, err := f.GetMergeRequest(ctx, d.Project, d.MRNumber); {
+	case err != nil:
+		return forgeFailure("read the merge request", err)
+	case live.State == wq.MergeRequestMerged:
+		x.TrainMetrics.merged(d.Forge, ex.Now.Sub(time.Unix(0, td.Seq)))
+		return x.merged(ctx, ex, d, f)
+	case live.State == wq.MergeRequestClosed:
+		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCancelled, Reason: ReasonClosed})
+	}
 	if td.Head != d.HeadSHA {
 		// A head the train did not build (a push before it joined): its
 		// base is unknown, so it is built again.
@@ -390,4 +401,15 @@ func (x *executors) onTrainJoin(ctx context.Context, item *wq.Item, ev *wq.Event
 	}
 	td := TrainDetail{Seq: ev.ReceivedAt.UnixNano(), Head: d.HeadSHA, CI: trainCIPending}
 	return wq.EventResult{Trigger: trigger, Dimensions: []wq.DimensionUpdate{trainRow(td, time.Time{})}}, nil
+}
+
+// trainRequest returns the train's request on needs_mr, whichever head it
+// named: the push that followed it was the train's.
+func trainRequest(item *wq.Item) (RebuildRequest, bool) {
+	var req RebuildRequest
+	row, ok := item.Dimensions[wq.DimensionKey{Dimension: DimMR}]
+	if !ok || len(row.Detail) == 0 || json.Unmarshal(row.Detail, &req) != nil {
+		return RebuildRequest{}, false
+	}
+	return req, req.Rebuild == rebuildTrain
 }

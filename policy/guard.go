@@ -158,6 +158,16 @@ func (g *guard) DefaultBranch(ctx context.Context, project string) (string, erro
 
 func (g *guard) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commit, error) {
 	w := Write{Op: OpCommit, Project: req.Project, SourceBranch: req.Branch, TargetBranch: req.Base, Message: req.Message}
+	if req.Target != "" && req.Target != req.Base {
+		// Built on another branch than the target (a merge train's car on
+		// the car ahead): that branch must be the service's own, and the
+		// target one a change may have.
+		if prefix := g.projects(req.Project).BranchPrefix; prefix == "" || !strings.HasPrefix(req.Base, prefix) || req.Base == req.Branch {
+			return wq.Commit{}, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "commit " + req.Project + " on " + g.name,
+				Message: fmt.Sprintf("refused by the outbound policy: %q is not a branch of the service's to build %q on", req.Base, req.Branch)}
+		}
+		w.TargetBranch = req.Target
+	}
 	for _, ch := range req.Changes {
 		content := ch.Content
 		if content == nil && (ch.Action == "create" || ch.Action == "update") {

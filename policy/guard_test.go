@@ -171,3 +171,30 @@ func TestAGuardedForgeForwardsTheForgesChecks(t *testing.T) {
 		t.Errorf("ResetWebhookSecret through the guard: %v", err)
 	}
 }
+
+// A merge train's car is built on the car ahead: a base that is the
+// service's own branch, with the target held to the targets; a base that
+// is not the service's, or a target that is not one, is refused.
+func TestAGuardedForgeLetsACarBuildOnTheServicesOwnBranchOnly(t *testing.T) {
+	f, calls := guarded(t, project())
+	ctx := context.Background()
+	change := []wq.FileChange{{Action: "create", Path: "a.txt", Content: []byte("a\n")}}
+	if _, err := f.CommitFiles(ctx, wq.CommitRequest{Project: "o/r", Base: "main", Branch: "workqueue/a", Message: "a", Changes: change}); err != nil {
+		t.Fatal(err)
+	}
+	onA := []wq.FileChange{{Action: "create", Path: "b.txt", Content: []byte("b\n")}}
+	if _, err := f.CommitFiles(ctx, wq.CommitRequest{Project: "o/r", Base: "workqueue/a", Target: "main", Branch: "workqueue/b", Message: "b", Changes: onA}); err != nil {
+		t.Errorf("a car on the car ahead: %v", err)
+	}
+	for _, req := range []wq.CommitRequest{
+		{Project: "o/r", Base: "feature/person", Target: "main", Branch: "workqueue/c"},   // a person's branch
+		{Project: "o/r", Base: "workqueue/a", Target: "workqueue/a", Branch: "workqueue/c"}, // not a target
+		{Project: "o/r", Base: "workqueue/c", Target: "main", Branch: "workqueue/c"},        // onto itself
+	} {
+		req.Message, req.Changes = "c", change
+		before := calls()
+		if _, err := f.CommitFiles(ctx, req); !wq.IsForgeError(err, wq.ForgePermanent) || calls() != before {
+			t.Errorf("%+v: %v, %d requests; want refused before the forge", req, err, calls()-before)
+		}
+	}
+}

@@ -187,7 +187,7 @@ func TestAGuardedForgeLetsACarBuildOnTheServicesOwnBranchOnly(t *testing.T) {
 		t.Errorf("a car on the car ahead: %v", err)
 	}
 	for _, req := range []wq.CommitRequest{
-		{Project: "o/r", Base: "feature/person", Target: "main", Branch: "workqueue/c"},   // a person's branch
+		{Project: "o/r", Base: "feature/person", Target: "main", Branch: "workqueue/c"},     // a person's branch
 		{Project: "o/r", Base: "workqueue/a", Target: "workqueue/a", Branch: "workqueue/c"}, // not a target
 		{Project: "o/r", Base: "workqueue/c", Target: "main", Branch: "workqueue/c"},        // onto itself
 	} {

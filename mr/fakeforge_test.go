@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -226,7 +227,7 @@ func (f *fakeForge) CommitChanges(_ context.Context, _, sha string) ([]wq.PathCh
 	return diffTrees(parent, c.tree), nil
 }
 
-func (f *fakeForge) CompareTrees(_ context.Context, _, base, head string) ([]wq.PathChange, error) {
+func (f *fakeForge) CompareTrees(_ context.Context, _, base, head string, paths []string) ([]wq.PathChange, error) {
 	defer f.call("CompareTrees")()
 	if err := f.failure("CompareTrees"); err != nil {
 		return nil, err
@@ -236,7 +237,14 @@ func (f *fakeForge) CompareTrees(_ context.Context, _, base, head string) ([]wq.
 	if !okb || !okh {
 		return nil, fakeError(wq.ForgeNotFound, 404, "compare", "ref not found")
 	}
-	return diffTrees(b.tree, h.tree), nil
+	var out []wq.PathChange
+	for _, c := range diffTrees(b.tree, h.tree) {
+		if slices.Contains(paths, c.Path) {
+			c.Mode = "" // what differs, not what it became
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeForge) BranchHead(_ context.Context, _, branch string) (string, error) {
@@ -406,6 +414,47 @@ func (f *fakeForge) mergeInto(branch, head string) {
 		}
 	}
 	f.branches[branch] = f.newCommit(target.sha, tree).sha
+}
+
+// WalkTree lists the directories descend accepts, each one call of
+// "ListDirectory" (a forge's listing of one directory); "WalkTree" counts
+// the walks.
+func (f *fakeForge) WalkTree(_ context.Context, _, ref string, descend func(dir string) bool) ([]wq.TreeEntry, error) {
+	defer f.call("WalkTree")()
+	if err := f.failure("WalkTree"); err != nil {
+		return nil, err
+	}
+	c, ok := f.resolve(ref)
+	if !ok {
+		return nil, fakeError(wq.ForgeNotFound, 404, "walk tree", "ref not found")
+	}
+	var out []wq.TreeEntry
+	for dirs := []string{""}; len(dirs) > 0; dirs = dirs[1:] {
+		f.calls["ListDirectory"]++
+		under := dirs[0]
+		if under != "" {
+			under += "/"
+		}
+		seen := map[string]bool{}
+		for _, p := range slices.Sorted(maps.Keys(c.tree)) {
+			rest, ok := strings.CutPrefix(p, under)
+			if !ok {
+				continue
+			}
+			name, _, deeper := strings.Cut(rest, "/")
+			switch {
+			case !deeper:
+				out = append(out, wq.TreeEntry{Path: p, Mode: c.tree[p].mode()})
+			case !seen[name]:
+				seen[name] = true
+				out = append(out, wq.TreeEntry{Path: under + name, Mode: wq.ModeDir})
+				if descend(under + name) {
+					dirs = append(dirs, under+name)
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeForge) ReadTree(_ context.Context, _, ref string) ([]wq.TreeEntry, error) {

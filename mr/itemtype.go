@@ -245,10 +245,11 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		if stopped, err := x.gateStopped(ctx, ex, d); stopped || err != nil {
 			return err
 		}
-		// What the change means depends on what the target holds: its
-		// tree, read once before the first write, gives the modes to keep
-		// and the names a change may not collide with.
-		entries, err := f.ReadTree(ctx, d.Project, d.TargetBranch)
+		// What the change means depends on what the target holds: the
+		// directories on the way to the paths it touches, read before the
+		// first write, give the modes to keep and the names a change may
+		// not collide with.
+		entries, err := f.WalkTree(ctx, d.Project, d.TargetBranch, treeDirs(chs))
 		if wq.IsForgeError(err, wq.ForgeNotFound) {
 			// Said in words, once: the forge's own answer (Gitea's "sha
 			// not found [nope]") names neither the branch nor the

@@ -37,6 +37,17 @@ type fakeForge struct {
 	refuseMerges int
 	// failures are errors the next calls of a method return, by method.
 	failures map[string][]error
+	// armed are failures that a call of a method (the key) puts in
+	// failures (failNextAfter).
+	armed map[string]armedFailure
+	// unlisted are paths CommitChanges leaves out although the commit
+	// changed them, as Gitea leaves out a path whose type changed.
+	unlisted map[string]bool
+}
+
+type armedFailure struct {
+	method string
+	err    error
 }
 
 type fakeFile struct {
@@ -92,6 +103,10 @@ func (f *fakeForge) resetCounts() {
 func (f *fakeForge) call(method string) func() {
 	f.mu.Lock()
 	f.calls[method]++
+	if a, ok := f.armed[method]; ok {
+		delete(f.armed, method)
+		f.failNextLocked(a.method, a.err)
+	}
 	return f.mu.Unlock
 }
 
@@ -109,10 +124,25 @@ func (f *fakeForge) failure(method string) error {
 func (f *fakeForge) failNext(method string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.failNextLocked(method, err)
+}
+
+func (f *fakeForge) failNextLocked(method string, err error) {
 	if f.failures == nil {
 		f.failures = map[string][]error{}
 	}
 	f.failures[method] = append(f.failures[method], err)
+}
+
+// failNextAfter makes the next call of method that follows a call of
+// after return err: a failure placed in the middle of a run.
+func (f *fakeForge) failNextAfter(method, after string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.armed == nil {
+		f.armed = map[string]armedFailure{}
+	}
+	f.armed[after] = armedFailure{method: method, err: err}
 }
 
 func (f *fakeForge) newCommit(parent string, tree map[string]fakeFile) *fakeCommit {
@@ -224,7 +254,13 @@ func (f *fakeForge) CommitChanges(_ context.Context, _, sha string) ([]wq.PathCh
 	if p, ok := f.commits[c.parent]; ok {
 		parent = p.tree
 	}
-	return diffTrees(parent, c.tree), nil
+	var out []wq.PathChange
+	for _, ch := range diffTrees(parent, c.tree) {
+		if !f.unlisted[ch.Path] {
+			out = append(out, ch)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeForge) CompareTrees(_ context.Context, _, base, head string, paths []string) ([]wq.PathChange, error) {
@@ -337,6 +373,9 @@ func (f *fakeForge) find(number int64) (*fakeMR, error) {
 
 func (f *fakeForge) GetMergeRequest(_ context.Context, _ string, number int64) (*wq.MergeRequest, error) {
 	defer f.call("GetMergeRequest")()
+	if err := f.failure("GetMergeRequest"); err != nil {
+		return nil, err
+	}
 	m, err := f.find(number)
 	if err != nil {
 		return nil, err

@@ -76,22 +76,39 @@ type Forge interface {
 	// not mergeable now.
 	MergeMergeRequest(ctx context.Context, project string, number int64, headSHA string) error
 
-	// CompareTrees lists the paths whose content or mode differs between
+	// CompareTrees lists which of paths differ in content or mode between
 	// the trees of base and head, tree against tree (not from their merge
-	// base), in as many forge calls whatever the number of changed paths
-	// (GitLab one, Gitea two: see the adapters): PathAdded for
-	// a path only in head, PathRemoved for one only in base, PathModified
-	// otherwise. Item types use it to tell whether a target already holds
-	// a change (see docs/DESIGN.md, "empty diff"). NotFound if either ref
-	// is missing; Permanent if the forge cannot list every path (GitLab's
-	// diff limits).
-	CompareTrees(ctx context.Context, project, base, head string) ([]PathChange, error)
+	// base): PathAdded for a path only in head, PathRemoved for one only in
+	// base, PathModified otherwise; a path that agrees, or is not in paths,
+	// is left out. Item types use it to tell whether a target already
+	// holds a change, on the paths the change touches (see docs/DESIGN.md,
+	// "empty diff"), so what it costs grows with paths, never with the
+	// repository: GitLab one compare whatever the paths, Gitea the
+	// directories on the way to them in both trees (see the adapters).
+	// NotFound if either ref is missing; Permanent if the forge cannot
+	// list every path (GitLab's diff limits).
+	CompareTrees(ctx context.Context, project, base, head string, paths []string) ([]PathChange, error)
+
+	// WalkTree lists ref's tree a directory at a time: the entries of its
+	// root directory and of each directory under it that descend accepts,
+	// not recursively, each entry by its full path with its git mode (as
+	// ReadTree's), each directory paged through to its end. descend is
+	// asked about every directory entry of a directory listed, and only
+	// about those, so the walk reads what descend chooses and nothing
+	// else. Item types list the directories on the way to the paths a
+	// change touches, so that what a push reads of the target grows with
+	// the change, not with the repository (issue 53): one call per
+	// directory listed and per further page of one (see the adapters for
+	// the page size). NotFound if ref is missing; Transient if ref moved
+	// and a directory listed a moment ago is gone.
+	WalkTree(ctx context.Context, project, ref string, descend func(dir string) bool) ([]TreeEntry, error)
+
 	// ReadTree lists every entry of ref's tree, recursively, with its
-	// git mode: files, symbolic links, submodules and directories. Item
-	// types read the target's tree once before a commit, to keep modes and
-	// to find paths that collide with the target's. It is one listing paged
-	// through to its end (see the adapters for the page size). NotFound if
-	// ref is missing.
+	// git mode: files, symbolic links, submodules and directories. It is
+	// one listing paged through to its end (see the adapters for the page
+	// size), so it costs what the repository holds: for people's tools and
+	// tests, never on an item's way (WalkTree reads what a change needs).
+	// NotFound if ref is missing.
 	ReadTree(ctx context.Context, project, ref string) ([]TreeEntry, error)
 
 	// ReadFile returns the content of path at ref, and whether it exists
@@ -304,8 +321,8 @@ const (
 	ModeDir        = "040000"
 )
 
-// TreeEntry is one entry of a tree, read recursively: a file, a symbolic
-// link, a submodule or a directory, by its full path.
+// TreeEntry is one entry of a tree (ReadTree, WalkTree): a file, a
+// symbolic link, a submodule or a directory, by its full path.
 type TreeEntry struct {
 	Path string
 	Mode string // one of the Mode constants

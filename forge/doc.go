@@ -30,6 +30,10 @@
 //     or token New cannot use), and the closing references of a text as
 //     either forge reads them (closes.go: ClosingReferences, each with the
 //     project it names, and ClosingIssues, the same project's).
+//   - What reading a tree on given paths takes (tree.go): the
+//     directories on the way to them (OnTheWay, WalkTree's descend) and
+//     a compare cut down to them (OnPaths), so that what a push reads
+//     grows with the change, not with the repository.
 //
 // forge/forgetest is the conformance suite every adapter passes.
 package forge

@@ -3,6 +3,7 @@ package mr_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -156,8 +157,21 @@ func (w *world) onTopOfTarget(base, head string, paths ...string) bool {
 		slices.Sort(out)
 		return out
 	}
+	// Every path of either tree is compared: nothing but paths may differ.
+	every := map[string]bool{}
+	for _, ref := range []string{base, head} {
+		entries, err := w.forge.ReadTree(w.ctx, w.repo, ref)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Mode != wq.ModeDir {
+				every[e.Path] = true
+			}
+		}
+	}
 	slices.Sort(paths)
-	return slices.Equal(changed(w.forge.CompareTrees(w.ctx, w.repo, base, head)), paths) &&
+	return slices.Equal(changed(w.forge.CompareTrees(w.ctx, w.repo, base, head, slices.Sorted(maps.Keys(every)))), paths) &&
 		slices.Equal(changed(w.forge.CommitChanges(w.ctx, w.repo, head)), paths)
 }
 

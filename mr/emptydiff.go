@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -26,20 +28,29 @@ func touchedPaths(chs []wq.FileChange) map[string]bool {
 // given a commit that holds it (the head the service pushed for the
 // item's content): their trees agree on every path the change touches
 // (see docs/DESIGN.md, "empty diff"). Paths the change does not touch may
-// differ: the target moves on. It is one forge call whatever the number
-// of files, and it sees modes, so a chmod the target already has is held.
+// differ: the target moves on. It is one compare whatever the number of
+// files, costing what those paths' directories hold at most (see
+// wq.Forge.CompareTrees), never the repository; and it sees modes, so a
+// chmod the target already has is held.
 func targetMatches(ctx context.Context, f wq.Forge, project, target, commit string, chs []wq.FileChange) (bool, error) {
-	differ, err := f.CompareTrees(ctx, project, target, commit)
+	touched := touchedPaths(chs)
+	differ, err := f.CompareTrees(ctx, project, target, commit, slices.Sorted(maps.Keys(touched)))
 	if err != nil {
 		return false, err
 	}
+	return !changesAny(differ, chs), nil
+}
+
+// changesAny reports whether changes (a compare's or a commit's) name a
+// path chs touch.
+func changesAny(changes []wq.PathChange, chs []wq.FileChange) bool {
 	touched := touchedPaths(chs)
-	for _, c := range differ {
+	for _, c := range changes {
 		if touched[c.Path] {
-			return false, nil
+			return true
 		}
 	}
-	return true, nil
+	return false
 }
 
 // targetHoldsByReading reads every path the change touches at the target

@@ -10,11 +10,12 @@ import (
 	"github.com/workqueue-dev/workqueue/mr"
 )
 
-// A change the target already holds is found by one comparison of the
-// pushed head with the target, however many files it has: no file is
-// read, no merge request opened, and the branch pushed to find out is
-// deleted.
-func TestAnEmptyDiffCostsOneCompareWhateverTheNumberOfFiles(t *testing.T) {
+// A change the target already holds is found by one read of the pushed
+// commit's changes (which would verify a push that is not empty) and one
+// comparison of the pushed head with the target, however many files it
+// has: no file is read, no merge request opened, and the branch pushed to
+// find out is deleted.
+func TestAnEmptyDiffCostsOneReadAndOneCompareWhateverTheNumberOfFiles(t *testing.T) {
 	calls := map[int]map[string]int{}
 	for _, n := range []int{1, 40} {
 		t.Run(fmt.Sprintf("%d files", n), func(t *testing.T) {
@@ -36,8 +37,9 @@ func TestAnEmptyDiffCostsOneCompareWhateverTheNumberOfFiles(t *testing.T) {
 			if d.MRNumber != 0 {
 				t.Errorf("a merge request %d was opened for an empty diff", d.MRNumber)
 			}
-			if h.forge.count("CompareTrees") != 1 || h.forge.count("ReadFile") != 0 || h.forge.count("CreateMergeRequest") != 0 {
-				t.Errorf("calls %v, want one CompareTrees, no ReadFile and no merge request", h.forge.calls)
+			if h.forge.count("CommitChanges") != 1 || h.forge.count("CompareTrees") != 1 || h.forge.count("ReadFile") != 0 ||
+				h.forge.count("CreateMergeRequest") != 0 {
+				t.Errorf("calls %v, want one CommitChanges, one CompareTrees, no ReadFile and no merge request", h.forge.calls)
 			}
 			if head := h.forge.head(sub.SourceBranch); head != "" {
 				t.Errorf("the branch pushed to compare is still there at %s", head)
@@ -48,6 +50,24 @@ func TestAnEmptyDiffCostsOneCompareWhateverTheNumberOfFiles(t *testing.T) {
 	t.Logf("forge calls for an empty diff of 1 or 40 files: %v", calls[1])
 	if !maps.Equal(calls[1], calls[40]) {
 		t.Errorf("forge calls grow with the number of files: 1 file %v, 40 files %v", calls[1], calls[40])
+	}
+}
+
+// A pushed commit whose list of changes leaves out the path it changed
+// (Gitea's leaves out a path whose type changed) is not taken for an
+// empty one: the head is compared with the target, and the merge request
+// opens once the path is read back from the head.
+func TestAPathThePushedCommitsListLeavesOutIsStillAChange(t *testing.T) {
+	h := newHarness(t, mr.Options{})
+	h.project.AutoMerge = false
+	h.forge.unlisted = map[string]bool{"a.txt": true}
+	it := h.submit(fakeSubmission("a\n"))
+	got, d := h.get(it.ID)
+	if got.Phase != wq.PhaseActive || d.MRNumber == 0 {
+		t.Fatalf("item %s/%s (error %q) with merge request %d, want active with one", got.Phase, got.Reason, got.Error, d.MRNumber)
+	}
+	if compared, read := h.forge.count("CompareTrees"), h.forge.count("ReadFile"); compared != 1 || read != 1 {
+		t.Errorf("%d compares and %d files read, want the head compared once and a.txt read back", compared, read)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -38,6 +39,17 @@ type fakeForge struct {
 	failures map[string][]error
 	// statuses are the commits' checks, by sha (setStatus).
 	statuses map[string][]wq.CommitStatus
+	// armed are failures that a call of a method (the key) puts in
+	// failures (failNextAfter).
+	armed map[string]armedFailure
+	// unlisted are paths CommitChanges leaves out although the commit
+	// changed them, as Gitea leaves out a path whose type changed.
+	unlisted map[string]bool
+}
+
+type armedFailure struct {
+	method string
+	err    error
 }
 
 // CommitStatuses lists sha's checks (wq.CommitStatusReader).
@@ -113,6 +125,10 @@ func (f *fakeForge) resetCounts() {
 func (f *fakeForge) call(method string) func() {
 	f.mu.Lock()
 	f.calls[method]++
+	if a, ok := f.armed[method]; ok {
+		delete(f.armed, method)
+		f.failNextLocked(a.method, a.err)
+	}
 	return f.mu.Unlock
 }
 
@@ -130,10 +146,25 @@ func (f *fakeForge) failure(method string) error {
 func (f *fakeForge) failNext(method string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.failNextLocked(method, err)
+}
+
+func (f *fakeForge) failNextLocked(method string, err error) {
 	if f.failures == nil {
 		f.failures = map[string][]error{}
 	}
 	f.failures[method] = append(f.failures[method], err)
+}
+
+// failNextAfter makes the next call of method that follows a call of
+// after return err: a failure placed in the middle of a run.
+func (f *fakeForge) failNextAfter(method, after string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.armed == nil {
+		f.armed = map[string]armedFailure{}
+	}
+	f.armed[after] = armedFailure{method: method, err: err}
 }
 
 func (f *fakeForge) newCommit(parent string, tree map[string]fakeFile) *fakeCommit {
@@ -245,10 +276,16 @@ func (f *fakeForge) CommitChanges(_ context.Context, _, sha string) ([]wq.PathCh
 	if p, ok := f.commits[c.parent]; ok {
 		parent = p.tree
 	}
-	return diffTrees(parent, c.tree), nil
+	var out []wq.PathChange
+	for _, ch := range diffTrees(parent, c.tree) {
+		if !f.unlisted[ch.Path] {
+			out = append(out, ch)
+		}
+	}
+	return out, nil
 }
 
-func (f *fakeForge) CompareTrees(_ context.Context, _, base, head string) ([]wq.PathChange, error) {
+func (f *fakeForge) CompareTrees(_ context.Context, _, base, head string, paths []string) ([]wq.PathChange, error) {
 	defer f.call("CompareTrees")()
 	if err := f.failure("CompareTrees"); err != nil {
 		return nil, err
@@ -258,7 +295,14 @@ func (f *fakeForge) CompareTrees(_ context.Context, _, base, head string) ([]wq.
 	if !okb || !okh {
 		return nil, fakeError(wq.ForgeNotFound, 404, "compare", "ref not found")
 	}
-	return diffTrees(b.tree, h.tree), nil
+	var out []wq.PathChange
+	for _, c := range diffTrees(b.tree, h.tree) {
+		if slices.Contains(paths, c.Path) {
+			c.Mode = "" // what differs, not what it became
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeForge) BranchHead(_ context.Context, _, branch string) (string, error) {
@@ -351,6 +395,9 @@ func (f *fakeForge) find(number int64) (*fakeMR, error) {
 
 func (f *fakeForge) GetMergeRequest(_ context.Context, _ string, number int64) (*wq.MergeRequest, error) {
 	defer f.call("GetMergeRequest")()
+	if err := f.failure("GetMergeRequest"); err != nil {
+		return nil, err
+	}
 	m, err := f.find(number)
 	if err != nil {
 		return nil, err
@@ -428,6 +475,47 @@ func (f *fakeForge) mergeInto(branch, head string) {
 		}
 	}
 	f.branches[branch] = f.newCommit(target.sha, tree).sha
+}
+
+// WalkTree lists the directories descend accepts, each one call of
+// "ListDirectory" (a forge's listing of one directory); "WalkTree" counts
+// the walks.
+func (f *fakeForge) WalkTree(_ context.Context, _, ref string, descend func(dir string) bool) ([]wq.TreeEntry, error) {
+	defer f.call("WalkTree")()
+	if err := f.failure("WalkTree"); err != nil {
+		return nil, err
+	}
+	c, ok := f.resolve(ref)
+	if !ok {
+		return nil, fakeError(wq.ForgeNotFound, 404, "walk tree", "ref not found")
+	}
+	var out []wq.TreeEntry
+	for dirs := []string{""}; len(dirs) > 0; dirs = dirs[1:] {
+		f.calls["ListDirectory"]++
+		under := dirs[0]
+		if under != "" {
+			under += "/"
+		}
+		seen := map[string]bool{}
+		for _, p := range slices.Sorted(maps.Keys(c.tree)) {
+			rest, ok := strings.CutPrefix(p, under)
+			if !ok {
+				continue
+			}
+			name, _, deeper := strings.Cut(rest, "/")
+			switch {
+			case !deeper:
+				out = append(out, wq.TreeEntry{Path: p, Mode: c.tree[p].mode()})
+			case !seen[name]:
+				seen[name] = true
+				out = append(out, wq.TreeEntry{Path: under + name, Mode: wq.ModeDir})
+				if descend(under + name) {
+					dirs = append(dirs, under+name)
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeForge) ReadTree(_ context.Context, _, ref string) ([]wq.TreeEntry, error) {

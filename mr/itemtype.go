@@ -284,10 +284,11 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		if stopped, err := x.gateStopped(ctx, ex, d); stopped || err != nil {
 			return err
 		}
-		// What the change means depends on what the target holds: its
-		// tree, read once before the first write, gives the modes to keep
-		// and the names a change may not collide with.
-		entries, err := f.ReadTree(ctx, d.Project, base)
+		// What the change means depends on what the base holds (the
+		// target, or a merge train's car ahead): the directories on the
+		// way to the paths it touches, read before the first write, give
+		// the modes to keep and the names a change may not collide with.
+		entries, err := f.WalkTree(ctx, d.Project, base, treeDirs(chs))
 		if onTrain && wq.IsForgeError(err, wq.ForgeNotFound) {
 			return x.trainBaseGone(ctx, ex)
 		}
@@ -354,26 +355,34 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 	}
 
 	// The head holds the change: if the target agrees with it on every
-	// path the change touches, there is nothing to merge. Before the
+	// path the change touches, there is nothing to merge. A push made now
+	// mostly says so itself: its commit is on top of the target as it
+	// was, so a touched path in what the commit changed is one the target
+	// lacked, and the same read verifies the push (issue 53: one read
+	// where a compare with the target was another). A commit that changed
+	// none of them is compared with the target all the same, tree against
+	// tree: a forge's list of a commit's changes can leave a path out
+	// (Gitea's, a path whose type changed). Either comes before the
 	// verification, which would read back every path of an empty commit.
-	holds, err := targetMatches(ctx, f, d.Project, d.TargetBranch, d.HeadSHA, chs)
-	if err != nil {
-		return forgeFailure("compare with the target", err)
+	var changed []wq.PathChange
+	if pushed {
+		changed, err = f.CommitChanges(ctx, d.Project, d.HeadSHA)
+		if err != nil {
+			return x.unverified(ctx, ex, state, forgeFailure("verify the commit", err))
+		}
 	}
-	if holds {
-		return x.targetHolds(ctx, ex, d, f)
+	if !pushed || !changesAny(changed, chs) {
+		holds, err := targetMatches(ctx, f, d.Project, d.TargetBranch, d.HeadSHA, chs)
+		if err != nil {
+			return forgeFailure("compare with the target", err)
+		}
+		if holds {
+			return x.targetHolds(ctx, ex, d, f)
+		}
 	}
 	if pushed {
-		if verr := x.verifyPush(ctx, f, d, d.HeadSHA, chs); verr != nil {
-			// A push not verified does not hold the content: whatever runs
-			// ensure_mr next (a retry after a transient failure, or after the
-			// item failed) pushes and verifies again instead of opening a
-			// merge request on it.
-			state.PushedHash = ""
-			if err := x.recordState(ctx, ex, state); err != nil {
-				return err
-			}
-			return verr
+		if err := x.verifyPush(ctx, f, d, d.HeadSHA, changed, chs); err != nil {
+			return x.unverified(ctx, ex, state, err)
 		}
 	}
 
@@ -464,20 +473,28 @@ func (x *executors) checkOwnership(ctx context.Context, d *Detail, head, caller 
 	return nil
 }
 
-// verifyPush checks that the pushed commit changed exactly what the
-// submission asked for: a forge that silently dropped a path, or changed
-// one that was not asked for, fails the item before any merge request can
-// carry the partial change.
-func (x *executors) verifyPush(ctx context.Context, f wq.Forge, d *Detail, sha string, chs []wq.FileChange) error {
+// unverified records that the push of state holds no verified content,
+// and returns err, why: whatever runs ensure_mr next (a retry after a
+// transient failure, or after the item failed) pushes and verifies again
+// instead of opening a merge request on it.
+func (x *executors) unverified(ctx context.Context, ex *wq.Execution, state ForgeState, err error) error {
+	state.PushedHash = ""
+	if rerr := x.recordState(ctx, ex, state); rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+// verifyPush checks that the pushed commit sha changed exactly what the
+// submission asked for, given what it changed (CommitChanges): a forge
+// that silently dropped a path, or changed one that was not asked for,
+// fails the item before any merge request can carry the partial change.
+func (x *executors) verifyPush(ctx context.Context, f wq.Forge, d *Detail, sha string, changed []wq.PathChange, chs []wq.FileChange) error {
 	modes := make(map[string]string, len(chs))
 	for _, c := range chs {
 		if c.Mode != "" {
 			modes[c.Path] = c.Mode
 		}
-	}
-	changed, err := f.CommitChanges(ctx, d.Project, sha)
-	if err != nil {
-		return forgeFailure("verify the commit", err)
 	}
 	unchanged, problem := CheckCommit(d.FileActions, changed, modes)
 	if problem == "" {

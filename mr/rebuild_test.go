@@ -37,8 +37,8 @@ func TestAMergeRequestWhoseTargetMovedIsRebuiltAndMerged(t *testing.T) {
 	}
 }
 
-// A rebuild whose push succeeded is not pushed again when a later step
-// fails and ensure_mr runs once more.
+// A rebuild whose push succeeded and was verified is not pushed again
+// when a later step fails and ensure_mr runs once more.
 func TestARebuildIsPushedOnceThoughTheStepAfterItFails(t *testing.T) {
 	h := newHarness(t, mr.Options{})
 	h.forge.setFastForward(true)
@@ -46,7 +46,7 @@ func TestARebuildIsPushedOnceThoughTheStepAfterItFails(t *testing.T) {
 	it, _ := h.openMR(fakeSubmission("v1\n"))
 	h.forge.push("main", map[string]string{"unrelated.txt": "x\n"})
 	h.forge.setBlocker(wq.MergeClear)
-	h.forge.failNext("CompareTrees", badGateway("compare"))
+	h.forge.failNextAfter("GetMergeRequest", "CommitChanges", badGateway("merge request"))
 	h.advance(10*time.Minute, time.Minute)
 
 	got, _ := h.get(it.ID)

@@ -2,6 +2,8 @@ package mr
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -170,7 +172,7 @@ func carCI(word string) CarCI {
 
 // rideTrain plans the car's train and carries out the car's own step.
 func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
-	d, f, err := x.load(ctx, ex.Item)
+	d, f, chs, err := x.loadChange(ctx, ex.Item)
 	if err != nil {
 		return err
 	}
@@ -243,7 +245,11 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 		if commit == targetHead {
 			return true
 		}
-		changed, err := f.CompareTrees(ctx, d.Project, targetHead, commit)
+		// On the paths this car's change touches: where the car ahead was
+		// merged with a merge commit, the target's head is that commit,
+		// whose tree is the car ahead's. A push to the target around the
+		// train on other paths is not seen here (docs/merge-train.md).
+		changed, err := f.CompareTrees(ctx, d.Project, targetHead, commit, slices.Sorted(maps.Keys(touchedPaths(chs))))
 		if err != nil {
 			holdsErr = err
 			return false

@@ -8,8 +8,11 @@ import (
 )
 
 // Against the target's tree: what a change means depends on what the
-// target holds, so before the first write the target's tree is read once
-// (wq.Forge.ReadTree) and each change is checked against it.
+// target holds, so before the first write the directories of the target
+// on the way to each path the change touches are read (wq.Forge.WalkTree,
+// the directories treeDirs names), and each change is checked against
+// them. That is all the checks below need, so a push reads what grows
+// with the change, never the whole tree (issue 53).
 //
 //   - Modes are part of the submission. A move keeps its source's mode, an
 //     update the path's, so a symbolic link stays a link and a submodule a
@@ -26,7 +29,27 @@ import (
 //     a file, fails: one commit cannot hold both.
 //   - A delete, update or chmod of a directory fails: actions name files.
 
-// targetTree is the target's tree as the checks need it.
+// treeDirs is the descend function of wq.Forge.WalkTree that reads what
+// the checks need of the target: every directory whose path folds
+// (foldPath) as the path of a directory on the way to a path chs touch.
+// Its listing holds each path's own entry, or shows it absent; the names
+// beside it, which collide when they fold alike; and, listed in every
+// spelling, the entries of a directory that differs only in case from
+// the one the change writes into.
+func treeDirs(chs []wq.FileChange) func(dir string) bool {
+	dirs := map[string]bool{}
+	for p := range touchedPaths(chs) {
+		for i := range len(p) {
+			if p[i] == '/' {
+				dirs[foldPath(p[:i])] = true
+			}
+		}
+	}
+	return func(dir string) bool { return dirs[foldPath(dir)] }
+}
+
+// targetTree is the target's tree as the checks need it: the entries
+// WalkTree listed with treeDirs, or any larger part of the tree.
 type targetTree struct {
 	branch string
 	modes  map[string]string // exact path → mode, directories included

@@ -75,3 +75,86 @@ func TestThePushCheckComparesModes(t *testing.T) {
 		t.Errorf("the link kept: problem %q", problem)
 	}
 }
+
+// What the push reads of the target (the directories treeDirs names, a
+// WalkTree) decides every check as the whole tree would: modes, names
+// that fold alike at any depth (in either spelling of a directory),
+// files under files, directories where files go.
+func TestTheDirectoriesOnTheWayDecideAsTheWholeTreeDoes(t *testing.T) {
+	whole := []wq.TreeEntry{
+		{Path: "README.md", Mode: wq.ModeFile}, {Path: "run.sh", Mode: wq.ModeExecutable}, {Path: "link", Mode: wq.ModeSymlink},
+		{Path: "docs", Mode: wq.ModeDir}, {Path: "docs/a.md", Mode: wq.ModeFile}, {Path: "docs/x", Mode: wq.ModeDir},
+		{Path: "docs/x/deep.txt", Mode: wq.ModeFile},
+		{Path: "Docs", Mode: wq.ModeDir}, {Path: "Docs/only-here.md", Mode: wq.ModeFile},
+		{Path: "src", Mode: wq.ModeDir}, {Path: "src/pkg", Mode: wq.ModeDir}, {Path: "src/pkg/tool.sh", Mode: wq.ModeExecutable},
+		{Path: "src/pkg/plain.txt", Mode: wq.ModeFile}, {Path: "src/vendor", Mode: wq.ModeGitlink},
+		{Path: "other", Mode: wq.ModeDir}, {Path: "other/many.txt", Mode: wq.ModeFile},
+	}
+	content := func(s string) *string { return &s }
+	yes := true
+	for _, a := range []FileAction{
+		{Action: ActionCreate, FilePath: "docs/only-here.md", Content: content("x")},       // Docs/only-here.md, in the other spelling
+		{Action: ActionCreate, FilePath: "DOCS/X/Deep.txt", Content: content("x")},         // three levels down
+		{Action: ActionCreate, FilePath: "src/pkg/plain.txt/under", Content: content("x")}, // a file under a file
+		{Action: ActionCreate, FilePath: "src/pkg", Content: content("x")},                 // a file where a directory is
+		{Action: ActionCreate, FilePath: "src/Pkg/new.go", Content: content("x")},
+		{Action: ActionCreate, FilePath: "src/pkg/new.go", Content: content("x"), ExecuteFilemode: &yes},
+		{Action: ActionUpdate, FilePath: "src/pkg/tool.sh", Content: content("x")},
+		{Action: ActionUpdate, FilePath: "src/vendor", Content: content("x")},
+		{Action: ActionMove, PreviousPath: "src/pkg/tool.sh", FilePath: "bin/tool.sh"},
+		{Action: ActionMove, PreviousPath: "link", FilePath: "docs/x/LINK"},
+		{Action: ActionMove, PreviousPath: "README.md", FilePath: "Other/many.txt"},
+		{Action: ActionDelete, FilePath: "docs/x"},
+		{Action: ActionChmod, FilePath: "src/vendor", ExecuteFilemode: &yes},
+		{Action: ActionCreate, FilePath: "new/dir/file.txt", Content: content("x")},
+	} {
+		t.Run(a.Action+" "+a.FilePath, func(t *testing.T) {
+			plan := func(entries []wq.TreeEntry) (string, string, string) {
+				chs, err := changes([]FileAction{a})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := planChanges([]FileAction{a}, chs, newTargetTree("main", entries)); err != nil {
+					return "", "", err.Error()
+				}
+				return chs[0].Mode, chs[0].FromMode, ""
+			}
+			chs, _ := changes([]FileAction{a})
+			walked := walk(whole, treeDirs(chs))
+			if len(walked) == len(whole) {
+				t.Fatalf("the walk read the whole tree: %v", walked)
+			}
+			mode, from, refused := plan(whole)
+			wMode, wFrom, wRefused := plan(walked)
+			// Where the target holds two spellings of a name, either may be
+			// the one a refusal names, on the whole tree too.
+			if mode != wMode || from != wFrom || strings.ToLower(refused) != strings.ToLower(wRefused) {
+				t.Errorf("on the directories on the way (%d of %d entries): mode %q from %q, refused %q; on the whole tree: %q from %q, refused %q",
+					len(walked), len(whole), wMode, wFrom, wRefused, mode, from, refused)
+			}
+		})
+	}
+}
+
+// walk is what wq.Forge.WalkTree lists of a tree given as its whole list
+// of entries: the root's entries and those of each directory descend
+// accepts, asked only about directories of directories listed.
+func walk(whole []wq.TreeEntry, descend func(dir string) bool) []wq.TreeEntry {
+	var out []wq.TreeEntry
+	for dirs := []string{""}; len(dirs) > 0; dirs = dirs[1:] {
+		for _, e := range whole {
+			parent := ""
+			if i := strings.LastIndexByte(e.Path, '/'); i >= 0 {
+				parent = e.Path[:i]
+			}
+			if parent != dirs[0] {
+				continue
+			}
+			out = append(out, e)
+			if e.Mode == wq.ModeDir && descend(e.Path) {
+				dirs = append(dirs, e.Path)
+			}
+		}
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package forgetest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -138,11 +139,13 @@ func runCommits(t *testing.T, newProject func(t *testing.T) Project) {
 		}
 	})
 
-	t.Run("trees are compared tree against tree, in as many calls whatever the number of paths", func(t *testing.T) {
+	t.Run("trees are compared tree against tree on the paths asked about", func(t *testing.T) {
 		p := newProject(t)
+		// Every path the cases below touch, other.txt included.
+		paths := []string{"keep.txt", "gone.txt", "old.txt", "same.txt", "dir/new.txt", "added.txt", "other.txt"}
 		compare := func(t *testing.T, base, head string) []wq.PathChange {
 			t.Helper()
-			got, err := p.Forge.CompareTrees(ctx, p.Path, base, head)
+			got, err := p.Forge.CompareTrees(ctx, p.Path, base, head, paths)
 			if err != nil {
 				t.Fatalf("CompareTrees %s..%s: %v", base, head, err)
 			}
@@ -153,27 +156,12 @@ func runCommits(t *testing.T, newProject func(t *testing.T) Project) {
 			change("create", "old.txt", "moved\n"), change("create", "same.txt", "same\n"))
 		edit := []wq.FileChange{change("update", "keep.txt", "v2\n"), change("delete", "gone.txt", ""),
 			{Action: "move", Path: "dir/new.txt", PreviousPath: "old.txt"}, change("create", "added.txt", "a\n"),
-			change("update", "same.txt", "same\n")}
+			change("update", "same.txt", "same\n"), change("create", "unasked.txt", "u\n")}
 		commit(t, p, "wq/edit", edit...)
 		ours := []wq.PathChange{{Path: "added.txt", Status: wq.PathAdded}, {Path: "dir/new.txt", Status: wq.PathAdded},
 			{Path: "gone.txt", Status: wq.PathRemoved}, {Path: "keep.txt", Status: wq.PathModified}, {Path: "old.txt", Status: wq.PathRemoved}}
-		var before int64
-		if p.Calls != nil {
-			before = p.Calls()
-		}
 		if got := compare(t, "main", "wq/edit"); !slices.Equal(got, ours) {
-			t.Errorf("main..wq/edit = %v, want %v (an update to the same content differs in nothing)", got, ours)
-		}
-		if p.Calls != nil {
-			many := p.Calls() - before
-			commit(t, p, "wq/small", change("create", "one.txt", "1\n"))
-			before = p.Calls()
-			if got := compare(t, "main", "wq/small"); !slices.Equal(got, []wq.PathChange{{Path: "one.txt", Status: wq.PathAdded}}) {
-				t.Errorf("main..wq/small = %v", got)
-			}
-			if one := p.Calls() - before; one != many || many > 2 {
-				t.Errorf("CompareTrees made %d calls for five paths and %d for one: want the same, at most two", many, one)
-			}
+			t.Errorf("main..wq/edit = %v, want %v (an update to the same content differs in nothing; unasked.txt was not asked about)", got, ours)
 		}
 		// The target moves on its own. Tree against tree, the branch now
 		// also lacks what the target gained; a compare from the merge base
@@ -187,6 +175,7 @@ func runCommits(t *testing.T, newProject func(t *testing.T) Project) {
 			t.Errorf("after the target moved, main..wq/edit = %v, want %v", got, withOther)
 		}
 		// Rebuilt on the moved target, only the branch's own paths differ.
+		edit = edit[:len(edit)-1]
 		c := commit(t, p, "wq/edit", edit...)
 		if got := compare(t, "main", c.SHA); !slices.Equal(got, ours) {
 			t.Errorf("rebuilt, main..%s = %v, want %v", c.SHA, got, ours)
@@ -201,7 +190,110 @@ func runCommits(t *testing.T, newProject func(t *testing.T) Project) {
 		if got := compare(t, "wq/edit", c.SHA); len(got) != 0 {
 			t.Errorf("a tree against itself = %v, want nothing", got)
 		}
-		_, err := p.Forge.CompareTrees(ctx, p.Path, "main", "no-such-branch")
+		_, err := p.Forge.CompareTrees(ctx, p.Path, "main", "no-such-branch", paths)
 		wantKind(t, err, wq.ForgeNotFound)
+	})
+
+	t.Run("a tree is walked a directory at a time, where asked and nowhere else, past one page", func(t *testing.T) {
+		p := newProject(t)
+		files := []wq.FileChange{change("create", "d0/sub/f.txt", "f\n"), change("create", "d1/sub/g.txt", "g\n"),
+			change("create", "Docs/x.md", "x\n")}
+		for i := range 120 { // more than GitLab's largest page, in one directory
+			files = append(files, change("create", fmt.Sprintf("big/f%03d.txt", i), "x\n"))
+		}
+		c := commit(t, p, "wq/walk", files...)
+		var asked []string
+		entries, err := p.Forge.WalkTree(ctx, p.Path, c.SHA, func(dir string) bool {
+			asked = append(asked, dir)
+			return dir == "big" || dir == "d0" || dir == "d0/sub"
+		})
+		if err != nil {
+			t.Fatalf("WalkTree: %v", err)
+		}
+		modes := map[string]string{}
+		for _, e := range entries {
+			if _, dup := modes[e.Path]; dup {
+				t.Errorf("%s is listed twice", e.Path)
+			}
+			modes[e.Path] = e.Mode
+		}
+		// The root (README.md, big, d0, d1, Docs), big's 120 files, d0/sub
+		// and d0/sub/f.txt; nothing under d1 or Docs.
+		if len(modes) != 5+120+2 {
+			t.Errorf("WalkTree listed %d entries, want %d: %v", len(modes), 5+120+2, slices.Sorted(maps.Keys(modes)))
+		}
+		for path, want := range map[string]string{"README.md": wq.ModeFile, "big": wq.ModeDir, "d1": wq.ModeDir, "Docs": wq.ModeDir,
+			"big/f119.txt": wq.ModeFile, "d0/sub": wq.ModeDir, "d0/sub/f.txt": wq.ModeFile} {
+			if modes[path] != want {
+				t.Errorf("%s has mode %q, want %q", path, modes[path], want)
+			}
+		}
+		for _, path := range []string{"d1/sub", "Docs/x.md"} {
+			if _, ok := modes[path]; ok {
+				t.Errorf("%s was listed: its directory was not asked for", path)
+			}
+		}
+		slices.Sort(asked)
+		if want := []string{"Docs", "big", "d0", "d0/sub", "d1"}; !slices.Equal(asked, want) {
+			t.Errorf("descend was asked about %v, want the directories of the directories listed, %v", asked, want)
+		}
+		byBranch, err := p.Forge.WalkTree(ctx, p.Path, "wq/walk", func(string) bool { return false })
+		if err != nil || len(byBranch) != 5 {
+			t.Errorf("WalkTree of the root by branch: %v, %v; want its 5 entries", byBranch, err)
+		}
+		_, err = p.Forge.WalkTree(ctx, p.Path, "no-such-branch", func(string) bool { return true })
+		wantKind(t, err, wq.ForgeNotFound)
+	})
+
+	t.Run("reading a change's paths costs what the change touches, not what the repository holds", func(t *testing.T) {
+		p := newProject(t)
+		if p.Calls == nil {
+			t.Skip("the forge's calls are not counted")
+		}
+		// What a push reads, on a one-file change: the target's directories
+		// on the way to it, the commit's changes with their modes, and the
+		// compare of the target with the pushed head.
+		cost := func(t *testing.T) map[string]int64 {
+			t.Helper()
+			got := map[string]int64{}
+			measure := func(what string, fn func() error) {
+				before := p.Calls()
+				if err := fn(); err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				got[what] = p.Calls() - before
+			}
+			c := commit(t, p, "wq/one", change("create", "src/pkg/new.txt", "n\n"))
+			measure("WalkTree", func() error {
+				_, err := p.Forge.WalkTree(ctx, p.Path, "main", func(dir string) bool { return dir == "src" || dir == "src/pkg" })
+				return err
+			})
+			measure("CommitChanges", func() error {
+				changed, err := p.Forge.CommitChanges(ctx, p.Path, c.SHA)
+				if err == nil && (len(changed) != 1 || changed[0].Mode != wq.ModeFile) {
+					t.Errorf("CommitChanges = %v, want src/pkg/new.txt added as a regular file", changed)
+				}
+				return err
+			})
+			measure("CompareTrees", func() error {
+				differ, err := p.Forge.CompareTrees(ctx, p.Path, "main", c.SHA, []string{"src/pkg/new.txt"})
+				if err == nil && len(differ) != 1 {
+					t.Errorf("CompareTrees = %v, want src/pkg/new.txt added", differ)
+				}
+				return err
+			})
+			return got
+		}
+		seed(t, p, change("create", "src/pkg/a.txt", "a\n"))
+		small := cost(t)
+		var more []wq.FileChange
+		for i := range 150 {
+			more = append(more, change("create", fmt.Sprintf("other/d%d/f%03d.txt", i%5, i), "x\n"),
+				change("create", fmt.Sprintf("src/other/f%03d.txt", i), "x\n"))
+		}
+		seed(t, p, more...)
+		if large := cost(t); !maps.Equal(small, large) {
+			t.Errorf("calls with 2 files %v, with 302 %v: want the same, the reads of a change's paths grew with the repository", small, large)
+		}
 	})
 }

@@ -53,6 +53,9 @@ type Forge struct {
 		sync.Mutex
 		name string
 	}
+	// treePage is the page size of a directory's listing (TreePageSize;
+	// smaller in tests, so that paging is seen without 1,000 files).
+	treePage int
 }
 
 var _ wq.Forge = (*Forge)(nil)
@@ -69,7 +72,7 @@ func New(baseURL, token string, opts Options) (*Forge, error) {
 		opts.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
 	return &Forge{url: strings.TrimRight(baseURL, "/"), token: token, http: opts.HTTPClient, timeout: opts.Timeout,
-		reviewToken: opts.ReviewToken}, nil
+		reviewToken: opts.ReviewToken, treePage: TreePageSize}, nil
 }
 
 // Kind returns "gitea".
@@ -214,8 +217,12 @@ func giteaWrites(ch wq.FileChange) string {
 
 // CommitChanges reads the commit's affected files. The SDK's type drops
 // each file's status, so this one call is plain net/http; Gitea lists
-// renames as removed plus added (it diffs with --no-renames). The files
-// carry no mode, so the commit's tree is read for them (ReadTree's calls).
+// renames as removed plus added (it diffs with --no-renames), and leaves
+// out a path whose type alone changed (git's status T: a symbolic link or
+// a submodule made a file), which the mr type's verification reads back.
+// The files carry no mode, so the directories of the commit's tree on the
+// way to the added and modified paths are listed for them (WalkTree's
+// calls): what it costs grows with the commit, not with the repository.
 func (f *Forge) CommitChanges(ctx context.Context, project, sha string) ([]wq.PathChange, error) {
 	owner, repo, err := splitProject(project)
 	if err != nil {
@@ -245,9 +252,18 @@ func (f *Forge) CommitChanges(ctx context.Context, project, sha string) ([]wq.Pa
 		}
 		out = append(out, wq.PathChange{Path: file.Filename, Status: status})
 	}
+	var written []string
+	for _, c := range out {
+		if c.Status != wq.PathRemoved {
+			written = append(written, c.Path)
+		}
+	}
+	if len(written) == 0 {
+		return out, nil
+	}
 	modes := map[string]string{}
-	if err := f.walkTree(ctx, owner, repo, sha, func(e sdk.GitEntry) {
-		modes[e.Path] = wq.NormalMode(e.Mode)
+	if err := f.walkDirectories(ctx, owner, repo, sha, forge.OnTheWay(written), func(path string, e treeEntry) {
+		modes[path] = wq.NormalMode(e.Mode)
 	}); err != nil {
 		return nil, err
 	}
@@ -262,6 +278,12 @@ func (f *Forge) CommitChanges(ctx context.Context, project, sha string) ([]wq.Pa
 // getJSON GETs an API URL with the token and decodes the JSON answer,
 // classifying failures as the SDK calls are.
 func (f *Forge) getJSON(ctx context.Context, op, u string, v any) error {
+	return f.getJSONAs(ctx, forge.OpAny, op, u, v)
+}
+
+// getJSONAs is getJSON for an operation the shared classifier treats
+// apart.
+func (f *Forge) getJSONAs(ctx context.Context, kind forge.Op, op, u string, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -272,12 +294,12 @@ func (f *Forge) getJSON(ctx context.Context, op, u string, v any) error {
 	req.Header.Set("Accept", "application/json")
 	resp, err := f.http.Do(req)
 	if err != nil {
-		return classify(forge.OpAny, op, nil, err)
+		return classify(kind, op, nil, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return classify(forge.OpAny, op, &sdk.Response{Response: resp}, errors.New(strings.TrimSpace(string(msg))))
+		return classify(kind, op, &sdk.Response{Response: resp}, errors.New(strings.TrimSpace(string(msg))))
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(v); err != nil {
 		return &wq.ForgeError{Kind: wq.ForgeTransient, Op: op, Status: resp.StatusCode, Err: err}
@@ -808,55 +830,128 @@ func (f *Forge) ListProjects(ctx context.Context) ([]string, error) {
 // labelled; comments too, which are acknowledged and ignored).
 var HookEvents = []string{"pull_request", "issues", "push", "status", "workflow_run", "workflow_job"}
 
-// CompareTrees reads the trees of base and head (git/trees, recursive)
-// and compares their entries' blob SHAs and modes: two calls whatever the
-// number of changed paths, and one more per further 1000 entries of a
-// tree. Gitea's compare endpoint cannot do this in one: with base..head it
-// compares from base itself (Gitea 1.26 accepts "..") but answers only the
-// commits of the range, each with its files against its own parent, so it
-// misses what the target gained and lists paths changed and changed back.
-// A rename is the old path removed and the new one added.
-func (f *Forge) CompareTrees(ctx context.Context, project, base, head string) ([]wq.PathChange, error) {
+// CompareTrees reads, in the trees of base and head, the directories on
+// the way to paths (git/trees of each, not recursive: WalkTree's calls),
+// and compares the paths' blob SHAs and modes: what it costs grows with
+// the directories paths are in, twice, never with the repository. Gitea's
+// compare endpoint cannot do this in one: with base..head it compares
+// from base itself (Gitea 1.26 accepts "..") but answers only the commits
+// of the range, each with its files against its own parent, so it misses
+// what the target gained and lists paths changed and changed back. A
+// rename is the old path removed and the new one added.
+func (f *Forge) CompareTrees(ctx context.Context, project, base, head string, paths []string) ([]wq.PathChange, error) {
 	owner, repo, err := splitProject(project)
 	if err != nil {
 		return nil, err
 	}
-	before, err := f.tree(ctx, owner, repo, base)
+	before, err := f.entriesOn(ctx, owner, repo, base, paths)
 	if err != nil {
 		return nil, err
 	}
-	after, err := f.tree(ctx, owner, repo, head)
+	after, err := f.entriesOn(ctx, owner, repo, head, paths)
 	if err != nil {
 		return nil, err
 	}
 	var out []wq.PathChange
-	for path, entry := range after {
-		old, ok := before[path]
+	for _, path := range slices.Compact(slices.Sorted(slices.Values(paths))) {
+		old, inBase := before[path]
+		now, inHead := after[path]
 		switch {
-		case !ok:
+		case inHead && !inBase:
 			out = append(out, wq.PathChange{Path: path, Status: wq.PathAdded})
-		case old != entry:
+		case inBase && !inHead:
+			out = append(out, wq.PathChange{Path: path, Status: wq.PathRemoved})
+		case inBase && old != now:
 			out = append(out, wq.PathChange{Path: path, Status: wq.PathModified})
 		}
 	}
-	for path := range before {
-		if _, ok := after[path]; !ok {
-			out = append(out, wq.PathChange{Path: path, Status: wq.PathRemoved})
-		}
-	}
-	slices.SortFunc(out, func(a, b wq.PathChange) int { return strings.Compare(a.Path, b.Path) })
 	return out, nil
 }
 
-// tree reads every non-directory entry of ref's tree as path → "mode sha".
-func (f *Forge) tree(ctx context.Context, owner, repo, ref string) (map[string]string, error) {
+// entriesOn reads the entries of paths at ref, as "mode sha" by path, from
+// the directories on the way to them; a path that is absent, or a
+// directory, has none (CompareTrees compares what a directory holds, not
+// the directory).
+func (f *Forge) entriesOn(ctx context.Context, owner, repo, ref string, paths []string) (map[string]string, error) {
+	want := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		want[p] = true
+	}
 	entries := map[string]string{}
-	err := f.walkTree(ctx, owner, repo, ref, func(e sdk.GitEntry) {
-		if e.Type != "tree" {
-			entries[e.Path] = e.Mode + " " + e.SHA
+	err := f.walkDirectories(ctx, owner, repo, ref, forge.OnTheWay(paths), func(path string, e treeEntry) {
+		if want[path] && e.Type != "tree" {
+			entries[path] = e.Mode + " " + e.SHA
 		}
 	})
 	return entries, err
+}
+
+// TreePageSize is how many entries one call lists of a directory: Gitea's
+// largest page of a tree (setting API.DEFAULT_GIT_TREES_PER_PAGE, 1000 by
+// default), which also caps what per_page may ask.
+const TreePageSize = 1000
+
+// WalkTree lists ref's tree a directory at a time (GET
+// /repos/{o}/{r}/git/trees/{sha}, not recursive, TreePageSize entries a
+// page): one call per directory listed and per further page of one. The
+// root is read by ref, every later call by SHA (the commit's for the
+// root's further pages, a subtree's for a directory), so that a branch
+// moving meanwhile cannot mix two trees.
+func (f *Forge) WalkTree(ctx context.Context, project, ref string, descend func(dir string) bool) ([]wq.TreeEntry, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return nil, err
+	}
+	var out []wq.TreeEntry
+	err = f.walkDirectories(ctx, owner, repo, ref, descend, func(path string, e treeEntry) {
+		out = append(out, wq.TreeEntry{Path: path, Mode: wq.NormalMode(e.Mode)})
+	})
+	return out, err
+}
+
+// treeEntry is an entry of a git/trees answer: its name within the
+// directory listed (its path from the root with recursive=true), mode,
+// type (blob, tree, commit) and object SHA.
+type treeEntry struct {
+	Path string `json:"path"`
+	Mode string `json:"mode"`
+	Type string `json:"type"`
+	SHA  string `json:"sha"`
+}
+
+// walkDirectories calls fn for every entry of ref's root directory and of
+// each directory under it that descend accepts, by full path (WalkTree).
+// It is plain net/http: the SDK's ListTreeOptions sends its page size as
+// limit, which git/trees ignores for per_page.
+func (f *Forge) walkDirectories(ctx context.Context, owner, repo, ref string, descend func(string) bool, fn func(path string, e treeEntry)) error {
+	type directory struct{ path, at string }
+	for dirs := []directory{{"", ref}}; len(dirs) > 0; dirs = dirs[1:] {
+		dir := dirs[0]
+		for page := 1; ; page++ {
+			var tr struct {
+				SHA       string      `json:"sha"`
+				Entries   []treeEntry `json:"tree"`
+				Truncated bool        `json:"truncated"`
+			}
+			u := fmt.Sprintf("%s/api/v1/repos/%s/%s/git/trees/%s?page=%d&per_page=%d",
+				f.url, url.PathEscape(owner), url.PathEscape(repo), url.PathEscape(dir.at), page, f.treePage)
+			if err := f.getJSONAs(ctx, forge.OpTree, "gitea: tree "+owner+"/"+repo+"@"+ref+":"+dir.path, u, &tr); err != nil {
+				return err
+			}
+			for _, e := range tr.Entries {
+				path := forge.JoinPath(dir.path, e.Path)
+				fn(path, e)
+				if e.Type == "tree" && descend(path) {
+					dirs = append(dirs, directory{path, e.SHA})
+				}
+			}
+			if !tr.Truncated || len(tr.Entries) == 0 {
+				break
+			}
+			dir.at = tr.SHA
+		}
+	}
+	return nil
 }
 
 // ReadTree lists ref's tree recursively (git/trees?recursive=true): one

@@ -31,6 +31,7 @@ func TestConformanceOnRealGitea(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gitea.SetTreePageSize(f, 50)
 	people := testforge.Gitea(t)
 	forgetest.Run(t, func(t *testing.T) forgetest.Project {
 		repo := srv.NewRepo(t)

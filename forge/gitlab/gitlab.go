@@ -185,6 +185,63 @@ func (f *Forge) ReadTree(ctx context.Context, project, ref string) ([]wq.TreeEnt
 	return out, err
 }
 
+// WalkTree lists ref's tree a directory at a time (GET
+// /projects/:id/repository/tree?path=DIR&ref=REF, not recursive), each
+// directory 100 entries a page with keyset pagination as ReadTree's: one
+// call per directory listed and per further 100 entries of one. The ref
+// is read by name at each listing, so a directory listed a moment ago
+// can be gone when the branch moved meanwhile: GitLab answers 404 (older
+// releases an empty list), which is Transient here, since the same walk
+// again reads one tree.
+func (f *Forge) WalkTree(ctx context.Context, project, ref string, descend func(dir string) bool) ([]wq.TreeEntry, error) {
+	var out []wq.TreeEntry
+	for dirs := []string{""}; len(dirs) > 0; dirs = dirs[1:] {
+		dir := dirs[0]
+		entries, err := f.listDirectory(ctx, project, ref, dir)
+		if dir != "" && wq.IsForgeError(err, wq.ForgeNotFound) {
+			return nil, &wq.ForgeError{Kind: wq.ForgeTransient, Op: "gitlab: tree " + project + "@" + ref,
+				Message: fmt.Sprintf("directory %q went away while the tree was read: %s moved", dir, ref), Err: err}
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if e.Mode == wq.ModeDir && descend(e.Path) {
+				dirs = append(dirs, e.Path)
+			}
+		}
+		out = append(out, entries...)
+	}
+	return out, nil
+}
+
+// listDirectory lists the entries of one directory of ref's tree ("" the
+// root), paged through to its end within one call's timeout.
+func (f *Forge) listDirectory(ctx context.Context, project, ref, dir string) ([]wq.TreeEntry, error) {
+	var out []wq.TreeEntry
+	opt := &gl.ListTreeOptions{Ref: &ref, ListOptions: gl.ListOptions{Pagination: "keyset", PerPage: 100}}
+	if dir != "" {
+		opt.Path = &dir
+	}
+	err := f.call(ctx, "tree "+project+"@"+ref+":"+dir, func(o gl.RequestOptionFunc) error {
+		opts := []gl.RequestOptionFunc{o}
+		for {
+			nodes, resp, err := f.client.Repositories.ListTree(project, opt, opts...)
+			if err != nil {
+				return err
+			}
+			for _, n := range nodes {
+				out = append(out, wq.TreeEntry{Path: n.Path, Mode: wq.NormalMode(n.Mode)})
+			}
+			if resp == nil || resp.NextLink == "" || len(nodes) == 0 {
+				return nil
+			}
+			opts = []gl.RequestOptionFunc{o, gl.WithKeysetPaginationParameters(resp.NextLink)}
+		}
+	})
+	return out, err
+}
+
 // CommitChanges reads the commit's diff against its first parent (one
 // page of 100 at a time). A rename is reported as the old path removed and
 // the new one added, as on every forge.
@@ -541,14 +598,16 @@ func (f *Forge) ListProjects(ctx context.Context) ([]string, error) {
 	return out, err
 }
 
-// CompareTrees lists what differs between the trees of base and head with
-// one straight compare (from=base, to=head, straight=true: base..head, tree
-// against tree; the default would diff from the merge base). GitLab reports
-// a rename as one renamed_file entry: it is the old path removed and the
-// new one added, as in CommitChanges; a mode change is modified. When the
-// diff is larger than GitLab's diff limits (compare_timeout: the list is
-// cut short) the answer is incomplete and the call fails for good.
-func (f *Forge) CompareTrees(ctx context.Context, project, base, head string) ([]wq.PathChange, error) {
+// CompareTrees lists which of paths differ between the trees of base and
+// head with one straight compare (from=base, to=head, straight=true:
+// base..head, tree against tree; the default would diff from the merge
+// base), whatever the number of paths, and keeps the paths asked about.
+// GitLab reports a rename as one renamed_file entry: it is the old path
+// removed and the new one added, as in CommitChanges; a mode change is
+// modified. When the diff is larger than GitLab's diff limits
+// (compare_timeout: the list is cut short) the answer is incomplete and
+// the call fails for good.
+func (f *Forge) CompareTrees(ctx context.Context, project, base, head string, paths []string) ([]wq.PathChange, error) {
 	var out []wq.PathChange
 	what := "compare " + project + " " + base + ".." + head
 	err := f.call(ctx, what, func(o gl.RequestOptionFunc) error {
@@ -559,7 +618,7 @@ func (f *Forge) CompareTrees(ctx context.Context, project, base, head string) ([
 		if cmp.CompareTimeout {
 			return errCompareTooLarge
 		}
-		out = pathChanges(cmp.Diffs)
+		out = forge.OnPaths(pathChanges(cmp.Diffs), paths)
 		for i := range out {
 			out[i].Mode = "" // CompareTrees says what differs, not what it became
 		}

@@ -299,7 +299,7 @@ func TestCompareTreesSeesModeChangesAndRenames(t *testing.T) {
 	yes := true
 	commitTo(t, f, "wq/x", wq.FileChange{Action: "chmod", Path: "run.sh", Executable: &yes},
 		wq.FileChange{Action: "move", Path: "new.txt", PreviousPath: "old.txt"})
-	got, err := f.CompareTrees(context.Background(), "g/p", "main", "wq/x")
+	got, err := f.CompareTrees(context.Background(), "g/p", "main", "wq/x", []string{"run.sh", "old.txt", "new.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestCompareBeyondGitLabsDiffLimitsFailsForGood(t *testing.T) {
 	}))
 	defer srv.Close()
 	f, _ := gitlab.New(srv.URL, "t", gitlab.Options{})
-	if _, err := f.CompareTrees(context.Background(), "g/p", "main", "wq/x"); !wq.IsForgeError(err, wq.ForgePermanent) {
+	if _, err := f.CompareTrees(context.Background(), "g/p", "main", "wq/x", []string{"a"}); !wq.IsForgeError(err, wq.ForgePermanent) {
 		t.Errorf("%v: an incomplete list must not pass for the whole", err)
 	}
 }

@@ -340,8 +340,46 @@ func actionsOf(ch wq.FileChange) []map[string]any {
 // ReadTree lists ref's tree recursively, with keyset pages followed by
 // their Link header.
 func (f *Forge) ReadTree(ctx context.Context, project, ref string) ([]wq.TreeEntry, error) {
+	return f.tree(ctx, project, ref, url.Values{"recursive": {"true"}})
+}
+
+// WalkTree lists ref's tree a directory at a time: each directory a
+// listing of its own (path=DIR, not recursive), its keyset pages followed
+// as ReadTree's. A directory gone between two listings (ref moved) is
+// Transient.
+func (f *Forge) WalkTree(ctx context.Context, project, ref string, descend func(dir string) bool) ([]wq.TreeEntry, error) {
 	var out []wq.TreeEntry
-	q := url.Values{"ref": {ref}, "recursive": {"true"}, "pagination": {"keyset"}, "per_page": {strconv.Itoa(PageSize)}}
+	for dirs := []string{""}; len(dirs) > 0; dirs = dirs[1:] {
+		q := url.Values{}
+		if dirs[0] != "" {
+			q.Set("path", dirs[0])
+		}
+		entries, err := f.tree(ctx, project, ref, q)
+		if dirs[0] != "" && wq.IsForgeError(err, wq.ForgeNotFound) {
+			return nil, &wq.ForgeError{Kind: wq.ForgeTransient, Op: "relay: tree " + project + "@" + ref,
+				Message: "directory " + dirs[0] + " went away while the tree was read", Err: err}
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if e.Mode == wq.ModeDir && descend(e.Path) {
+				dirs = append(dirs, e.Path)
+			}
+		}
+		out = append(out, entries...)
+	}
+	return out, nil
+}
+
+// tree reads one listing of ref's tree (query adds path or recursive),
+// every keyset page of it.
+func (f *Forge) tree(ctx context.Context, project, ref string, query url.Values) ([]wq.TreeEntry, error) {
+	var out []wq.TreeEntry
+	q := url.Values{"ref": {ref}, "pagination": {"keyset"}, "per_page": {strconv.Itoa(PageSize)}}
+	for k, v := range query {
+		q[k] = v
+	}
 	r := request{what: "tree " + project + "@" + ref, method: "GET", path: proj(project) + "/repository/tree", query: q}
 	for {
 		var nodes []struct {
@@ -678,9 +716,9 @@ func (f *Forge) EnsureWebhook(ctx context.Context, project, hookURL, secret stri
 	return wq.WebhookUpdated, err
 }
 
-// CompareTrees lists what differs between the trees of base and head, in
-// one straight compare.
-func (f *Forge) CompareTrees(ctx context.Context, project, base, head string) ([]wq.PathChange, error) {
+// CompareTrees lists which of paths differ between the trees of base and
+// head, in one straight compare.
+func (f *Forge) CompareTrees(ctx context.Context, project, base, head string, paths []string) ([]wq.PathChange, error) {
 	what := "compare " + project + " " + base + ".." + head
 	var cmp struct {
 		Diffs          []diff `json:"diffs"`
@@ -693,7 +731,7 @@ func (f *Forge) CompareTrees(ctx context.Context, project, base, head string) ([
 	if cmp.CompareTimeout {
 		return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "relay: " + what, Message: "the compare exceeds the server's diff limits"}
 	}
-	out := pathChanges(cmp.Diffs)
+	out := forge.OnPaths(pathChanges(cmp.Diffs), paths)
 	for i := range out {
 		out[i].Mode = "" // what differs, not what it became
 	}

@@ -239,6 +239,18 @@ func TestDocumentedShapes(t *testing.T) {
 	}
 	tree.paged = true
 	w.check(tree, w.do(tok, "GET", "/projects/:id/repository/tree?ref=feature&recursive=true&per_page=2", nil))
+	// One directory, as a push lists those on the way to its paths: the
+	// documented example is such a listing (path=files).
+	tree.paged = false
+	a = w.do(tok, "GET", "/projects/:id/repository/tree?ref=feature&path=dir&pagination=keyset&per_page=100", nil)
+	w.check(tree, a)
+	var listed []struct{ Path, Type string }
+	a.json(t, &listed)
+	if len(listed) != 1 || listed[0].Path != "dir/c.txt" || listed[0].Type != "blob" {
+		t.Errorf("%s?path=dir = %+v, want dir/c.txt alone, by its path from the root", tree.name, listed)
+	}
+	w.checkStatus("GET /projects/:id/repository/tree?path=no-such-dir", 404,
+		w.do(tok, "GET", "/projects/:id/repository/tree?ref=feature&path=no-such-dir", nil))
 
 	w.check(endpoint{name: "GET /projects/:id/repository/branches/:branch", status: 200, docs: []doc{{"branch_single.json", ""}},
 		contract: contract{reads: []string{"commit.id"}}},

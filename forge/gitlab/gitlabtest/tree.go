@@ -11,9 +11,12 @@ import (
 	"strings"
 )
 
-// listTree answers GET /projects/:id/repository/tree?recursive=true as
-// GitLab does: every entry of the ref's tree with its id, name, type
-// (blob, tree), path and mode, directories included, sorted by path. It
+// listTree answers GET /projects/:id/repository/tree as GitLab does: the
+// entries of the directory path names (the root without it), or with
+// recursive=true every entry under it, each with its id, name, type
+// (blob, tree), path from the root and mode, directories included, sorted
+// by path. A path that is no directory of the ref's tree is 404, as
+// GitLab answers since 16.x (earlier releases answered an empty list). It
 // pages with per_page (at most 100) by keyset (pagination=keyset,
 // page_token: the path after which the next page starts, answered in a
 // Link rel="next" header) or by offset (page, with X-Next-Page).
@@ -25,20 +28,42 @@ func (s *Server) listTree(r *http.Request, p *project) (int, any, *apiError) {
 	if c == nil {
 		return 0, nil, fail(404, "404 Tree Not Found")
 	}
-	if q.Get("recursive") != "true" {
-		return 0, nil, fail(400, "gitlabtest: only recursive tree listings are modelled")
+	recursive := q.Get("recursive") == "true"
+	under := strings.Trim(q.Get("path"), "/")
+	if under != "" {
+		under += "/"
 	}
 	type entry struct{ path, mode, kind string }
 	dirs := map[string]bool{}
 	var all []entry
+	found := under == ""
 	for path, f := range c.files {
-		for i := range len(path) {
-			if path[i] == '/' && !dirs[path[:i]] {
-				dirs[path[:i]] = true
-				all = append(all, entry{path[:i], "040000", "tree"})
+		if !strings.HasPrefix(path, under) {
+			continue
+		}
+		found = true
+		rest := path[len(under):]
+		if !recursive {
+			if name, _, deeper := strings.Cut(rest, "/"); deeper {
+				if !dirs[under+name] {
+					dirs[under+name] = true
+					all = append(all, entry{under + name, "040000", "tree"})
+				}
+				continue
+			}
+			all = append(all, entry{path, f.mode(), "blob"})
+			continue
+		}
+		for i := range len(rest) {
+			if rest[i] == '/' && !dirs[under+rest[:i]] {
+				dirs[under+rest[:i]] = true
+				all = append(all, entry{under + rest[:i], "040000", "tree"})
 			}
 		}
 		all = append(all, entry{path, f.mode(), "blob"})
+	}
+	if !found {
+		return 0, nil, fail(404, "404 Tree Not Found")
 	}
 	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(a.path, b.path) })
 	items := make([]any, 0, len(all))

@@ -394,6 +394,11 @@ type MergeRequest struct {
 	// head_pipeline); 0 when there is none or the forge does not say
 	// (Gitea).
 	HeadPipelineID int64
+	// MergeCommitSHA is the commit a merged merge request's merge left
+	// on the target (a merge or squash commit; the head itself for a
+	// fast-forward); "" while not merged, or where the forge does not
+	// say.
+	MergeCommitSHA string
 }
 
 // MergeBlocker is what keeps an open merge request from merging now.

@@ -200,10 +200,9 @@ func TestLifecycleASubmittedChangeIsOneCommitOnTheTargetMergedAndItsBranchDelete
 			t.Error("the pushed commit is not one commit of the change on top of the target")
 		}
 		pr := fx.MergeRequest(t, w.repo, d.MRNumber)
-		// GitLab keeps a merged merge request's sha once its source branch
-		// is deleted; the GitLab test server reports the branch's head, ""
-		// (reported to the forge fixtures' owner), so only Gitea's is read.
-		headKept := pr.HeadSHA == d.HeadSHA || fx.Kind() == wq.ForgeGitLab && pr.HeadSHA == ""
+		// Both forges keep a merged merge request's head once its source
+		// branch is deleted (the GitLab test server does now too).
+		headKept := pr.HeadSHA == d.HeadSHA
 		if pr.State != wq.MergeRequestMerged || !headKept || !slices.Equal(pr.Labels, []string{"managed-by-workqueue"}) {
 			t.Errorf("merge request %+v, want merged at %s", pr, d.HeadSHA)
 		}

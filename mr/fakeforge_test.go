@@ -92,6 +92,7 @@ type fakeCommit struct {
 type fakeMR struct {
 	mr         wq.MergeRequest // the fields a person or the service set
 	mergedHead string          // the head when merged
+	mergedAs   string          // the target's head the merge left
 	notes      []string
 }
 
@@ -368,7 +369,7 @@ func (f *fakeForge) view(m *fakeMR) *wq.MergeRequest {
 	out.Labels = slices.Clone(m.mr.Labels)
 	out.HeadSHA = f.branches[m.mr.SourceBranch]
 	if m.mergedHead != "" {
-		out.HeadSHA = m.mergedHead
+		out.HeadSHA, out.MergeCommitSHA = m.mergedHead, m.mergedAs
 	}
 	if c, ok := f.commits[out.HeadSHA]; ok {
 		out.MergeBase = c.parent
@@ -448,7 +449,7 @@ func (f *fakeForge) MergeMergeRequest(_ context.Context, _ string, number int64,
 		return fakeError(wq.ForgeUnprocessable, 405, "merge", "please try again later")
 	}
 	f.mergeInto(v.TargetBranch, v.HeadSHA)
-	m.mr.State, m.mergedHead = wq.MergeRequestMerged, v.HeadSHA
+	m.mr.State, m.mergedHead, m.mergedAs = wq.MergeRequestMerged, v.HeadSHA, f.branches[v.TargetBranch]
 	return nil
 }
 

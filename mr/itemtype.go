@@ -423,7 +423,7 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 	if td, riding := trainOf(ex.Item); riding && td.Head != d.HeadSHA {
 		if req, ok := trainRequest(ex.Item); ok {
 			// Built on the car ahead: ride again at once, on the new head.
-			td.Base, td.Head, td.CI, td.Failed = req.Target, d.HeadSHA, trainCIPending, nil
+			td.Base, td.Head, td.CI, td.Failed, td.AheadMR = req.Target, d.HeadSHA, trainCIPending, nil, req.AheadMR
 			dims = append(dims, trainRow(td, time.Time{}))
 		} else {
 			// Pushed for another reason (new content, a person's push

@@ -39,6 +39,10 @@ type RebuildRequest struct {
 	// OnBranch is the branch at Target to build on, for a merge train's
 	// car (the car ahead's, or the target); "" otherwise: the target.
 	OnBranch string `json:"on_branch,omitempty"`
+	// AheadMR is the car ahead's merge request (0 for the first car, on
+	// the target): once it is merged, the target holds Target if the
+	// merge left it at that merge request's merge commit.
+	AheadMR int64 `json:"ahead_mr,omitempty"`
 }
 
 // blockerMergeRefused is ReconcileDetail.Blocker and RebuildRequest.Rebuild

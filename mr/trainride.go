@@ -2,8 +2,6 @@ package mr
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -55,6 +53,9 @@ type TrainDetail struct {
 	// and the train's length, at its last ride.
 	Place int `json:"place,omitempty"`
 	Of    int `json:"of,omitempty"`
+	// AheadMR is the merge request of the car Base is the head of (0:
+	// Base was the target's head).
+	AheadMR int64 `json:"ahead_mr,omitempty"`
 }
 
 // trainOf returns the car's row detail, and whether it rides.
@@ -172,7 +173,7 @@ func carCI(word string) CarCI {
 
 // rideTrain plans the car's train and carries out the car's own step.
 func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
-	d, f, chs, err := x.loadChange(ctx, ex.Item)
+	d, f, err := x.load(ctx, ex.Item)
 	if err != nil {
 		return err
 	}
@@ -215,6 +216,7 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 	}
 	cars := make([]Car, 0, len(raw)+1)
 	branches := map[string]string{} // head → the branch of the car at it
+	numbers := map[string]int64{}   // head → the merge request of the car at it
 	mine := false
 	for _, c := range raw {
 		if c.ItemID == ex.Item.ID {
@@ -229,7 +231,7 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 		}
 		cars = append(cars, car)
 		if c.HeadSHA != "" {
-			branches[c.HeadSHA] = c.SourceBranch
+			branches[c.HeadSHA], numbers[c.HeadSHA] = c.SourceBranch, c.MRNumber
 		}
 	}
 	_ = mine // the store's snapshot may predate the join: the car is added from its own row
@@ -242,19 +244,24 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 	branches[targetHead] = d.TargetBranch
 	var holdsErr error
 	holds := func(commit string) bool {
-		if commit == targetHead {
+		switch {
+		case commit == targetHead:
 			return true
+		case commit != td.Base || td.AheadMR == 0:
+			// Another car's base: its own ride decides; the cars behind
+			// it build on it meanwhile.
+			return commit != td.Base
 		}
-		// On the paths this car's change touches: where the car ahead was
-		// merged with a merge commit, the target's head is that commit,
-		// whose tree is the car ahead's. A push to the target around the
-		// train on other paths is not seen here (docs/merge-train.md).
-		changed, err := f.CompareTrees(ctx, d.Project, targetHead, commit, slices.Sorted(maps.Keys(touchedPaths(chs))))
+		// This car was built on the car ahead, which has merged since: the
+		// target holds exactly what it was built on if the merge left the
+		// target at that merge request's merge commit (a fast-forward
+		// leaves it at the head itself, the case above).
+		ahead, err := f.GetMergeRequest(ctx, d.Project, td.AheadMR)
 		if err != nil {
 			holdsErr = err
 			return false
 		}
-		return len(changed) == 0
+		return ahead.State == wq.MergeRequestMerged && ahead.HeadSHA == commit && ahead.MergeCommitSHA == targetHead
 	}
 	plans := PlanTrain(cars, TrainTarget{Head: targetHead, Holds: holds}, batch)
 	if holdsErr != nil {
@@ -274,7 +281,7 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 		if !ok {
 			return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{trainRow(td, wait)}})
 		}
-		req, _ := json.Marshal(RebuildRequest{Rebuild: rebuildTrain, Head: d.HeadSHA, Target: plan.On, OnBranch: branch})
+		req, _ := json.Marshal(RebuildRequest{Rebuild: rebuildTrain, Head: d.HeadSHA, Target: plan.On, OnBranch: branch, AheadMR: numbers[plan.On]})
 		x.TrainMetrics.outcome(d.Forge, TrainRebuilt)
 		return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{
 			{DimensionKey: wq.DimensionKey{Dimension: DimMR}, Status: wq.StatusTrue, Detail: req},

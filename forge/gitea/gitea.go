@@ -346,6 +346,9 @@ func toMergeRequest(pr *sdk.PullRequest) *wq.MergeRequest {
 	switch {
 	case pr.HasMerged:
 		mr.State = wq.MergeRequestMerged
+		if pr.MergedCommitID != nil {
+			mr.MergeCommitSHA = *pr.MergedCommitID
+		}
 	case pr.State == sdk.StateClosed:
 		mr.State = wq.MergeRequestClosed
 	default:

@@ -5,6 +5,7 @@
 package gitlab
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -291,7 +292,10 @@ func (f *Forge) DeleteBranch(ctx context.Context, project, branch string) error 
 func toMergeRequest(mr *gl.MergeRequest) *wq.MergeRequest {
 	out := &wq.MergeRequest{Number: mr.IID, URL: mr.WebURL, SourceBranch: mr.SourceBranch, TargetBranch: mr.TargetBranch,
 		HeadSHA: mr.SHA, Title: mr.Title, Description: mr.Description, Labels: []string(mr.Labels),
-		MergeStatus: mr.DetailedMergeStatus, MergeBase: mr.DiffRefs.BaseSha}
+		MergeStatus: mr.DetailedMergeStatus, MergeBase: mr.DiffRefs.BaseSha, MergeCommitSHA: cmp.Or(mr.MergeCommitSHA, mr.SquashCommitSHA)}
+	if mr.State == "merged" && out.MergeCommitSHA == "" {
+		out.MergeCommitSHA = mr.SHA // a fast-forward: the head is what the target holds
+	}
 	if mr.HeadPipeline != nil {
 		out.HeadPipelineID = mr.HeadPipeline.ID
 	}

@@ -22,6 +22,7 @@ type mergeRequest struct {
 	checked            bool   // mergeability computed since the last change
 	baseSHA, startSHA  string // diff_refs of the latest diff: merge base, and the target head then
 	mergeCommit        string
+	mergedHead         string // the head at the merge: GitLab keeps a merged merge request's sha when its branch goes
 	createdAt          time.Time
 	updatedAt          time.Time
 	closedAt, mergedAt time.Time // zero unless closed, merged
@@ -41,10 +42,14 @@ func (mr *mergeRequest) changesRequested() bool {
 	return false
 }
 
-// head is the merge request's source head ("" when the branch is gone).
+// head is the merge request's source head ("" when the branch is gone),
+// or for a merged one the head it was merged at.
 func (mr *mergeRequest) head(p *project) string {
 	if mr.forkHead != "" {
 		return mr.forkHead
+	}
+	if mr.mergedHead != "" {
+		return mr.mergedHead
 	}
 	return p.branches[mr.source]
 }
@@ -391,7 +396,7 @@ func (s *Server) merge(p *project, mr *mergeRequest) {
 		mr.mergeCommit = c.sha
 		s.moveBranch(p, mr.target, c.sha)
 	}
-	mr.state, mr.updatedAt, mr.mergedAt = "merged", s.now(), s.now()
+	mr.state, mr.updatedAt, mr.mergedAt, mr.mergedHead = "merged", s.now(), s.now(), head
 	s.mergeRequestEvent(p, mr, "merge", "")
 }
 

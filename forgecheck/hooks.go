@@ -12,6 +12,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge/budget"
 )
 
 // HookTarget is one forge whose projects' webhooks are checked.
@@ -117,13 +118,16 @@ func (c *HookChecker) Run(ctx context.Context) {
 	c.defaults()
 	t := c.Clock.NewTicker(c.Interval)
 	defer t.Stop()
-	c.CheckAll(ctx)
+	// A periodic sweep: its reads wait behind every other caller's under
+	// the forge's budget (a repair, a write, does not).
+	sweep := budget.InBackground(ctx)
+	c.CheckAll(sweep)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.Chan():
-			c.CheckAll(ctx)
+			c.CheckAll(sweep)
 		}
 	}
 }

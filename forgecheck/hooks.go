@@ -50,6 +50,9 @@ const (
 	HookError    = "error"
 )
 
+// HookOutcomes are every outcome of a check, for the metrics.
+var HookOutcomes = []string{HookOK, HookRepaired, HookBroken, HookError}
+
 // HookMetrics counts the checks (package metrics implements it).
 type HookMetrics interface {
 	WebhookChecked(forge, outcome string)

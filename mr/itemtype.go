@@ -105,6 +105,7 @@ func Type(opts Options) wq.ItemType {
 			ActRetryCIJobs:    x.finalNote(x.retryCIJobs),
 		},
 		EventHandlers:   x.eventHandlers(),
+		Dimensions:      []string{DimClose, DimMR, DimEmptyCheck, DimCIRetry, DimDashboard, DimReconcile},
 		CancelDimension: DimClose,
 	}
 }

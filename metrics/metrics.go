@@ -46,8 +46,9 @@ type Metrics struct {
 	budgetPauses      *prometheus.CounterVec
 	budgets           *budgetCollector // the forges' budgets (WatchForgeBudget)
 
-	mu        sync.Mutex
-	itemTypes []string // ItemTypes: reported with zeros before any item of theirs exists
+	mu          sync.Mutex
+	itemTypes   []string // ItemTypes: reported with zeros before any item of theirs exists
+	leaseStates []string // ControlPlane: reported with zeros before any lease is in them
 }
 
 // Execution outcomes (Executed).
@@ -154,6 +155,7 @@ func New() *Metrics {
 		m.auditFailed.WithLabelValues(sink)
 		m.auditDropped.WithLabelValues(sink)
 	}
+	m.webhookDeliveries.WithLabelValues("unknown", DeliveryUnknownForge)
 	return m
 }
 

@@ -14,6 +14,7 @@ import (
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/cptype"
 	"github.com/workqueue-dev/workqueue/forge/budget"
 	"github.com/workqueue-dev/workqueue/httpapi"
 	"github.com/workqueue-dev/workqueue/metrics"
@@ -26,6 +27,16 @@ func (m *Main) newMetrics(queue wq.Store, cp controlplane.Store) *metrics.Metric
 		return nil
 	}
 	mx := metrics.New()
+	// What the process knows at start is on the first scrape: its
+	// forges' webhook deliveries and the control plane's closed sets (the
+	// item types follow as they are built, the budgets as the forges are
+	// opened, the hook checks as they start).
+	names := make([]string, len(m.Config.Forges))
+	for i, f := range m.Config.Forges {
+		names[i] = f.Name
+	}
+	mx.Forges(names...)
+	mx.ControlPlane(words(cptype.Outcomes), controlplane.GateReasons, words(cptype.LeaseStates))
 	log := m.Log.With("component", "metrics")
 	if counter, ok := queue.(wq.ItemCounter); ok {
 		mx.WatchItems(counter, m.Clock.Now, log)
@@ -37,6 +48,15 @@ func (m *Main) newMetrics(queue wq.Store, cp controlplane.Store) *metrics.Metric
 		}, log)
 	}
 	return mx
+}
+
+// words are the string values of a closed set's typed constants.
+func words[S ~string](values []S) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
 }
 
 // forgeHTTPClient is the one HTTP client of a configured forge's adapter,

@@ -204,8 +204,8 @@ func (m *Main) Run(ctx context.Context) error {
 			items.Describe(*b.Face)
 		}
 	}
-	for _, t := range items.Types() {
-		m.Metrics.ItemTypes(t.Type()) // their series from the first scrape
+	for _, b := range built {
+		m.Metrics.ItemType(b.Type) // their series from the first scrape
 	}
 	if err := m.Engine.Start(ctx); err != nil {
 		return err

@@ -31,5 +31,7 @@
 //     either forge reads them (closes.go: ClosingReferences, each with the
 //     project it names, and ClosingIssues, the same project's).
 //
-// forge/forgetest is the conformance suite every adapter passes.
+// forge/forgetest is the conformance suite every adapter passes;
+// forge/budget is the request budget every caller of one configured forge
+// shares, in its HTTP client's transport.
 package forge

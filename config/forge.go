@@ -35,9 +35,10 @@ type Forge struct {
 	// forge, all callers together, in any minute: the forge's rate limit
 	// is shared with everyone else on its token or instance. Writes and
 	// the reads an event or a caller waits for go before the periodic
-	// sweeps' reads. 0 or unset: no ceiling; a 429 or GitLab's
-	// RateLimit-Remaining: 0 still pauses every caller until the forge's
-	// reset.
+	// sweeps' reads. Each instance keeps its own: instances sharing a
+	// database send up to their number times it. 0 or unset: no ceiling;
+	// a 429 or GitLab's RateLimit-Remaining: 0 still pauses every caller
+	// until the forge's reset.
 	RequestsPerMinute int `yaml:"requests_per_minute"`
 }
 

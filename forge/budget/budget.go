@@ -459,7 +459,9 @@ func (b *Budget) answered(resp *http.Response, probe bool) {
 			b.recovering, b.unstatedPause = false, 0
 		}
 	}
-	b.wake()
+	if limited || probe {
+		b.wake() // the waiting requests are refused now, or may go
+	}
 }
 
 // pauseOf reads whether resp puts the forge's rate limit in force, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,6 +61,50 @@ func TestBothKindsReadTheBudgetsAnswerAsARateLimit(t *testing.T) {
 			}
 			if n := got.Load(); n != 1 {
 				t.Errorf("the forge got %d requests, want 1", n)
+			}
+		})
+	}
+}
+
+// priorities records the budget priority of each request that passes it.
+type priorities struct {
+	mu  sync.Mutex
+	got []budget.Priority
+}
+
+func (p *priorities) RoundTrip(r *http.Request) (*http.Response, error) {
+	p.mu.Lock()
+	p.got = append(p.got, budget.PriorityOf(r.Context()))
+	p.mu.Unlock()
+	return &http.Response{StatusCode: http.StatusNotFound, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+}
+
+// Both kinds' adapters send their requests with the caller's context, so
+// the budget sees the priority a sweep marked it with.
+func TestBothKindsCarryTheCallersPriorityToTheBudget(t *testing.T) {
+	for _, kind := range []struct {
+		name string
+		open func(url string, c *http.Client) (wq.Forge, error)
+	}{
+		{"gitea", func(url string, c *http.Client) (wq.Forge, error) {
+			return gitea.New(url, "token", forge.Options{HTTPClient: c})
+		}},
+		{"gitlab", func(url string, c *http.Client) (wq.Forge, error) {
+			return gitlab.New(url, "token", forge.Options{HTTPClient: c})
+		}},
+	} {
+		t.Run(kind.name, func(t *testing.T) {
+			rec := &priorities{}
+			f, err := kind.open("http://forge.test", &http.Client{Transport: rec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.GetMergeRequest(budget.InBackground(context.Background()), "o/r", 7)
+			f.GetMergeRequest(context.Background(), "o/r", 7)
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if len(rec.got) != 2 || rec.got[0] != budget.Background || rec.got[1] != budget.Foreground {
+				t.Errorf("the priorities the transport saw: %v, want background then foreground", rec.got)
 			}
 		})
 	}

@@ -98,7 +98,7 @@ func TestA429WindowCostsAHandfulOfRequestsAndEveryItemCompletesAfterIt(t *testin
 database: %q
 handled_types: [mr]
 processing: {workers: %d, sweep_interval: 5s}
-mr: {reconcile_interval: 10m, merge_recheck_interval: 10s}
+mr: {reconcile_interval: 2m, merge_recheck_interval: 10s}
 forges: [{name: lab, kind: gitlab, url: %q, token_env: WQ_TEST_GITLAB_TOKEN}]
 projects: [{match: g/p, forge: lab, auto_merge: true}]
 auth:

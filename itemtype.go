@@ -46,6 +46,10 @@ type ItemType struct {
 	Decide        Decider
 	Executors     map[string]Executor     // by action name
 	EventHandlers map[string]EventHandler // by event type; events of other types are dropped with an audit entry
+	// Dimensions are the needs_* dimensions the type's items have
+	// (optional): the metrics report each, at zero, from the first scrape,
+	// before any item of the type has cleared one.
+	Dimensions []string
 	// CancelDimension, when set, makes cancelling an item a request the
 	// type carries out itself (close what it opened, delete what it
 	// made): cancelling an active or failed item sets this dimension to

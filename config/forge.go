@@ -31,6 +31,15 @@ type Forge struct {
 	// scopes read:user and write:repository; GitLab api).
 	ReviewTokenEnv  string `yaml:"review_token_env"`
 	ReviewTokenFile string `yaml:"review_token_file"`
+	// RequestsPerMinute is a ceiling on the service's requests to the
+	// forge, all callers together, in any minute: the forge's rate limit
+	// is shared with everyone else on its token or instance. Writes and
+	// the reads an event or a caller waits for go before the periodic
+	// sweeps' reads. Each instance keeps its own: instances sharing a
+	// database send up to their number times it. 0 or unset: no ceiling;
+	// a 429 or GitLab's RateLimit-Remaining: 0 still pauses every caller
+	// until the forge's reset.
+	RequestsPerMinute int `yaml:"requests_per_minute"`
 }
 
 // Project is the policy for the projects its Match glob names on a forge.
@@ -202,6 +211,9 @@ func (c Config) validateForges(known Known, bad func(field, format string, args 
 		}
 		if f.ReviewTokenEnv != "" && f.ReviewTokenFile != "" {
 			bad(field, "set at most one of review_token_env and review_token_file")
+		}
+		if f.RequestsPerMinute < 0 {
+			bad(field+".requests_per_minute", "want a number of requests a minute, or 0 for no ceiling, got %d", f.RequestsPerMinute)
 		}
 	}
 	for i, p := range c.Projects {

@@ -48,3 +48,20 @@ func TestAForgesReviewTokenIsReadLikeItsToken(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+func TestAForgesRequestsPerMinuteIsOptionalAndNotNegative(t *testing.T) {
+	const forge = "forges: [{name: g, kind: gitlab, url: 'http://x', token_env: T"
+	cfg, err := config.Parse(strings.NewReader(forge+"}]"), known)
+	if err != nil || cfg.Forges[0].RequestsPerMinute != 0 {
+		t.Fatalf("unset: %+v, %v; want 0, no ceiling", cfg.Forges, err)
+	}
+	if cfg, err = config.Parse(strings.NewReader(forge+", requests_per_minute: 600}]"), known); err != nil || cfg.Forges[0].RequestsPerMinute != 600 {
+		t.Fatalf("600: %+v, %v", cfg.Forges, err)
+	}
+	for _, bad := range []string{"-1", "ten", "1.5"} {
+		_, err = config.Parse(strings.NewReader(forge+", requests_per_minute: "+bad+"}]"), known)
+		if err == nil || !strings.Contains(err.Error(), "requests_per_minute") {
+			t.Errorf("requests_per_minute: %s: %v, want an error naming the field", bad, err)
+		}
+	}
+}

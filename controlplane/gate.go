@@ -15,6 +15,10 @@ const (
 	GateHeadMoved        = "head_moved"         // the pull request's head is not the one the assignment pinned
 )
 
+// GateReasons are every refusal reason of the gate: a closed set, which
+// the metrics report from the first scrape.
+var GateReasons = []string{GateNoAssignment, GateLeaseExpired, GateNotOwner, GateActionNotAllowed, GateWorkTerminal, GateHeadMoved}
+
 // GateInput is everything the gate decides on. Nil pointers are rows that
 // do not exist.
 type GateInput struct {

@@ -15,6 +15,7 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/forge"
+	"github.com/workqueue-dev/workqueue/forge/budget"
 )
 
 // DefaultSyncInterval is how often Run syncs when Inventory.Interval is
@@ -402,8 +403,10 @@ func (inv *Inventory) read(ctx context.Context, forge string, k WorkKey) (Work, 
 // Run syncs at once and then every Interval, and settles every
 // SettleInterval, until ctx is done, logging each sync's outcome; it
 // returns nil when ctx is done. A sync that fails is tried again at the
-// next interval.
+// next interval. Its reads are a periodic sweep's: under the forge's
+// budget they wait behind the reads agents and events are waiting for.
 func (inv *Inventory) Run(ctx context.Context) error {
+	sweep := budget.InBackground(ctx)
 	interval := cmp.Or(inv.Interval, DefaultSyncInterval)
 	clock := inv.Clock
 	if clock == nil {
@@ -414,7 +417,7 @@ func (inv *Inventory) Run(ctx context.Context) error {
 	settle := clock.NewTicker(cmp.Or(inv.SettleInterval, DefaultSettleInterval))
 	defer settle.Stop()
 	for {
-		rep, err := inv.Sync(ctx)
+		rep, err := inv.Sync(sweep)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -436,7 +439,7 @@ func (inv *Inventory) Run(ctx context.Context) error {
 			case <-ticker.Chan():
 				break wait
 			case <-settle.Chan():
-				if n, err := inv.Settle(ctx); err != nil && ctx.Err() == nil {
+				if n, err := inv.Settle(sweep); err != nil && ctx.Err() == nil {
 					inv.log().Warn("inventory settle failed in part", "changed", n, "error", err)
 				}
 			}

@@ -65,6 +65,13 @@ const (
 	OutcomeNoSafeWork Outcome = "no_safe_work" // nothing this session may take
 )
 
+// LeaseStates and Outcomes are every lease state and allocation outcome:
+// closed sets, which the metrics report from the first scrape.
+var (
+	LeaseStates = []LeaseState{LeaseActive, LeaseReleased, LeaseExpired, LeaseAbandoned, LeaseReclaimed}
+	Outcomes    = []Outcome{OutcomePreview, OutcomeAssigned, OutcomeWait, OutcomeNoSafeWork}
+)
+
 // A review's verdicts (ActionRequest.Verdict).
 const (
 	VerdictApprove        = "approve"

@@ -42,8 +42,9 @@ func New(steps int) wq.NewItem {
 // Type returns the item type.
 func Type(opts Options) wq.ItemType {
 	return wq.ItemType{
-		Name:   Name,
-		Decide: decide,
+		Name:       Name,
+		Decide:     decide,
+		Dimensions: []string{dimStep},
 		Executors: map[string]wq.Executor{
 			ActionStep: func(ctx context.Context, x *wq.Execution) error {
 				if opts.StepDelay > 0 {

@@ -109,9 +109,7 @@ func Classify(forge string, op Op, what string, a Answer) *wq.ForgeError {
 // RetryAfter is how long a forge asked to wait, from its answer's headers:
 // Retry-After (seconds or an HTTP date) when present. A 429 without it
 // (GitLab's rate limiter sends none on some paths) is read from
-// RateLimit-Reset, the Unix time at which GitLab's window resets; a value
-// too small to be a Unix time is taken as seconds from now, as the IETF
-// draft of that header has it. Only a 429 reads RateLimit-Reset: on any
+// RateLimit-Reset (RateLimitReset). Only a 429 reads RateLimit-Reset: on any
 // other answer the window says nothing about when the forge is back. Like
 // Retry-After, the wait is capped at a day.
 func RetryAfter(status int, h http.Header, now time.Time) time.Duration {
@@ -124,6 +122,14 @@ func RetryAfter(status int, h http.Header, now time.Time) time.Duration {
 	if status != http.StatusTooManyRequests {
 		return 0
 	}
+	return RateLimitReset(h, now)
+}
+
+// RateLimitReset is the wait until the forge's rate-limit window resets,
+// from RateLimit-Reset: the Unix time at which GitLab's window resets, or
+// a value too small to be a Unix time taken as seconds from now, as the
+// IETF draft of that header has it; 0 without one. Capped at a day.
+func RateLimitReset(h http.Header, now time.Time) time.Duration {
 	n, err := strconv.ParseInt(strings.TrimSpace(h.Get("RateLimit-Reset")), 10, 64)
 	if err != nil || n <= 0 {
 		return 0

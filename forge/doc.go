@@ -35,5 +35,7 @@
 //     a compare cut down to them (OnPaths), so that what a push reads
 //     grows with the change, not with the repository.
 //
-// forge/forgetest is the conformance suite every adapter passes.
+// forge/forgetest is the conformance suite every adapter passes;
+// forge/budget is the request budget every caller of one configured forge
+// shares, in its HTTP client's transport.
 package forge

@@ -12,6 +12,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge/budget"
 )
 
 // HookTarget is one forge whose projects' webhooks are checked.
@@ -48,6 +49,9 @@ const (
 	HookBroken   = "broken"
 	HookError    = "error"
 )
+
+// HookOutcomes are every outcome of a check, for the metrics.
+var HookOutcomes = []string{HookOK, HookRepaired, HookBroken, HookError}
 
 // HookMetrics counts the checks (package metrics implements it).
 type HookMetrics interface {
@@ -117,13 +121,16 @@ func (c *HookChecker) Run(ctx context.Context) {
 	c.defaults()
 	t := c.Clock.NewTicker(c.Interval)
 	defer t.Stop()
-	c.CheckAll(ctx)
+	// A periodic sweep: its reads wait behind every other caller's under
+	// the forge's budget (a repair, a write, does not).
+	sweep := budget.InBackground(ctx)
+	c.CheckAll(sweep)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.Chan():
-			c.CheckAll(ctx)
+			c.CheckAll(sweep)
 		}
 	}
 }

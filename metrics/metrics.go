@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/workqueue-dev/workqueue/forge/budget"
 )
 
 // Metrics owns the process's registry and every collector. Every method
@@ -39,9 +41,14 @@ type Metrics struct {
 	storeErrors       *prometheus.CounterVec
 	authThrottled     prometheus.Counter
 	authGlobal        prometheus.Counter
+	budgetWaits       *prometheus.HistogramVec
+	budgetRefusals    *prometheus.CounterVec
+	budgetPauses      *prometheus.CounterVec
+	budgets           *budgetCollector // the forges' budgets (WatchForgeBudget)
 
-	mu        sync.Mutex
-	itemTypes []string // ItemTypes: reported with zeros before any item of theirs exists
+	mu          sync.Mutex
+	itemTypes   []string // ItemTypes: reported with zeros before any item of theirs exists
+	leaseStates []string // ControlPlane: reported with zeros before any lease is in them
 }
 
 // Execution outcomes (Executed).
@@ -123,7 +130,17 @@ func New() *Metrics {
 			"Failed authentication attempts answered 429 because their network prefix, or all addresses together, failed too often (auth.failure_limit, auth.failure_global_limit)."),
 		authGlobal: f.plainCounter("workqueue_auth_global_throttled_total",
 			"Failed authentication attempts answered 429 while the failures of all addresses together were past their budget (auth.failure_global_limit)."),
+		budgetWaits: f.histogram("workqueue_forge_budget_wait_seconds",
+			"How long requests to a forge waited for their turn under its budget before being sent, by forge and priority (foreground: writes and the reads an event or a caller waits for; background: periodic sweeps).",
+			forgeBuckets, "forge", "priority"),
+		budgetRefusals: f.counter("workqueue_forge_budget_refusals_total",
+			"Requests to a forge that its budget answered 429 itself, without sending them, by forge, priority and reason (paused: the forge's rate limit is in force; deadline: the request's turn under the ceiling came after its deadline).",
+			"forge", "priority", "reason"),
+		budgetPauses: f.counter("workqueue_forge_budget_pauses_total",
+			"Answers of a forge that paused every caller of it until its reset (a 429, or RateLimit-Remaining: 0), by forge.", "forge"),
+		budgets: &budgetCollector{budgets: map[string]interface{ State() budget.State }{}},
 	}
+	reg.MustRegister(m.budgets)
 	// Every family with a known label set is on the first scrape, at
 	// zero: an alert on a rate or an increase sees no series, and so never
 	// fires, until the first event would have created it.
@@ -138,6 +155,7 @@ func New() *Metrics {
 		m.auditFailed.WithLabelValues(sink)
 		m.auditDropped.WithLabelValues(sink)
 	}
+	m.webhookDeliveries.WithLabelValues("unknown", DeliveryUnknownForge)
 	return m
 }
 

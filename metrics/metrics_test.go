@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/forge/budget"
 )
 
 func TestOperationElidesEveryNameAndNumber(t *testing.T) {
@@ -51,6 +54,14 @@ func TestANilMetricsDoesNothing(t *testing.T) {
 	m.AuditDropped("s3", 2)
 	m.AuthThrottled()
 	m.WatchItems(nil, nil, nil)
+	m.ItemType(wq.ItemType{Name: "mr"})
+	m.Forges("gitea")
+	m.HookChecks([]string{"ok"}, "gitea")
+	m.ControlPlane([]string{"assigned"}, []string{"not_owner"}, []string{"active"})
+	m.WatchForgeBudget("gitea", budget.New(budget.Options{}))
+	m.BudgetWaited("gitea", "foreground", time.Second)
+	m.BudgetRefused("gitea", "foreground", budget.RefusedPaused)
+	m.BudgetPaused("gitea")
 	if rt := m.ForgeTransport("gitea", "gitea", http.DefaultTransport); rt != http.DefaultTransport {
 		t.Errorf("a nil Metrics wraps the transport: %T", rt)
 	}
@@ -196,13 +207,26 @@ func TestItemCountsAreReadAtScrapeAtMostEvery15s(t *testing.T) {
 
 // TestEveryDocumentedFamilyIsOnTheFirstScrape: an alert on a family that
 // has no series never fires, so every family of docs/metrics.md with a
-// known label set is on a fresh process's first scrape, at zero, the
-// backlog of every registered item type included.
+// known label set is on a fresh process's first scrape, at zero: the
+// backlog, executions, dimensions and events of every registered item
+// type, the deliveries, hook checks and budgets of every configured
+// forge, and the control plane's closed sets. (cmd/workqueue's
+// TestEveryDocumentedFamilyIsOnServesFirstScrape checks the whole table
+// against a serve.)
 func TestEveryDocumentedFamilyIsOnTheFirstScrape(t *testing.T) {
 	t.Parallel()
 	m := New()
-	m.ItemTypes("mr", "example")
+	m.ItemTypes("example")
+	m.ItemType(wq.ItemType{Name: "mr", Dimensions: []string{"needs_mr", "needs_reconcile"},
+		Executors: map[string]wq.Executor{"ensure_mr": nil, "reconcile_mr": nil}})
 	m.WatchItems(emptyCounter{}, nil, nil)
+	m.Forges("lab")
+	m.HookChecks([]string{"ok", "broken"}, "lab")
+	m.ControlPlane([]string{"assigned", "wait"}, []string{"head_moved"}, []string{"active", "expired"})
+	m.WatchControlPlane(func(context.Context) (ControlPlaneCounts, error) {
+		return ControlPlaneCounts{LeasesByState: map[string]int64{"active": 2}}, nil
+	}, nil)
+	m.WatchForgeBudget("lab", budget.New(budget.Options{PerMinute: 600}))
 	wantLines(t, exposition(t, m),
 		`workqueue_audit_entries_written_total{sink="s3"} 0`,
 		`workqueue_audit_write_failures_total{sink="dir"} 0`,
@@ -216,6 +240,60 @@ func TestEveryDocumentedFamilyIsOnTheFirstScrape(t *testing.T) {
 		`workqueue_items_actionable{item_type="mr"} 0`,
 		`workqueue_items_oldest_actionable_age_seconds{item_type="example"} 0`,
 		`workqueue_items{item_type="mr",phase="active"} 0`,
+		`workqueue_executions_total{action="ensure_mr",item_type="mr",outcome="lease_lost"} 0`,
+		`workqueue_executions_total{action="reconcile_mr",item_type="mr",outcome="succeeded"} 0`,
+		`workqueue_execution_duration_seconds_count{action="reconcile_mr",item_type="mr",outcome="succeeded"} 0`,
+		`workqueue_dimension_true_duration_seconds_count{dimension="needs_reconcile",item_type="mr"} 0`,
+		`workqueue_event_lag_seconds_count{item_type="mr"} 0`,
+		`workqueue_webhook_deliveries_total{forge="lab",outcome="stored"} 0`,
+		`workqueue_webhook_deliveries_total{forge="unknown",outcome="unknown_forge"} 0`,
+		`workqueue_webhook_checks_total{forge="lab",outcome="broken"} 0`,
+		`workqueue_webhook_broken_projects{forge="lab"} 0`,
+		`workqueue_cp_allocations_total{outcome="wait"} 0`,
+		`workqueue_cp_allocations_total{outcome="error"} 0`,
+		`workqueue_cp_gate_refusals_total{reason="head_moved"} 0`,
+		`workqueue_cp_leases{state="active"} 2`,
+		`workqueue_cp_leases{state="expired"} 0`,
+		`workqueue_forge_budget_requests_per_minute{forge="lab"} 600`,
+		`workqueue_forge_budget_tokens{forge="lab"} 30`,
+		`workqueue_forge_budget_paused_until_seconds{forge="lab"} 0`,
+		`workqueue_forge_budget_pauses_total{forge="lab"} 0`,
+		`workqueue_forge_budget_wait_seconds_count{forge="lab",priority="background"} 0`,
+		`workqueue_forge_budget_refusals_total{forge="lab",priority="foreground",reason="deadline"} 0`,
+	)
+}
+
+// A forge's budget is read when scraped: its ceiling, its tokens (+Inf
+// without a ceiling) and the end of a pause; what it did to requests is
+// counted as it happens.
+func TestTheBudgetsStateIsReadWhenScraped(t *testing.T) {
+	t.Parallel()
+	m := New()
+	clock := clockwork.NewFakeClockAt(time.Unix(1_800_000_000, 0))
+	forge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer forge.Close()
+	b := budget.New(budget.Options{Forge: "lab", Clock: clock, Metrics: m})
+	m.WatchForgeBudget("lab", b)
+	client := &http.Client{Transport: b.Transport(m.ForgeTransport("lab", "gitlab", nil))}
+	for range 3 {
+		resp, err := client.Get(forge.URL + "/api/v4/projects")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	wantLines(t, exposition(t, m),
+		`workqueue_forge_budget_requests_per_minute{forge="lab"} 0`,
+		`workqueue_forge_budget_tokens{forge="lab"} +Inf`,
+		`workqueue_forge_budget_paused_until_seconds{forge="lab"} 1.80000003e+09`,
+		`workqueue_forge_budget_pauses_total{forge="lab"} 1`,
+		`workqueue_forge_budget_wait_seconds_count{forge="lab",priority="foreground"} 1`,
+		`workqueue_forge_budget_refusals_total{forge="lab",priority="foreground",reason="paused"} 2`,
+		// Only the request sent is a forge request.
+		`workqueue_forge_requests_total{forge="lab",kind="gitlab",operation="GET projects",status="4xx"} 1`,
 	)
 }
 

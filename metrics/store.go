@@ -104,8 +104,16 @@ func (m *Metrics) WatchControlPlane(count func(ctx context.Context) (ControlPlan
 		read:  count,
 		emit: func(c ControlPlaneCounts, ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(c.ActiveSessions))
-			for state, n := range c.LeasesByState {
-				ch <- prometheus.MustNewConstMetric(leasesDesc, prometheus.GaugeValue, float64(n), state)
+			// Every known state (ControlPlane), at zero where no lease
+			// is in it, and any other the store counted.
+			states := m.knownLeaseStates()
+			for state := range c.LeasesByState {
+				if !slices.Contains(states, state) {
+					states = append(states, state)
+				}
+			}
+			for _, state := range states {
+				ch <- prometheus.MustNewConstMetric(leasesDesc, prometheus.GaugeValue, float64(c.LeasesByState[state]), state)
 			}
 		},
 		failed: func() { m.storeErrors.WithLabelValues("control_plane").Inc() },

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	wq "github.com/workqueue-dev/workqueue"
 	"github.com/workqueue-dev/workqueue/forge"
+	"github.com/workqueue-dev/workqueue/forge/budget"
 )
 
 // The bulk reconciliation (seed 000, "Webhooks are hints"): a lost
@@ -22,6 +25,13 @@ import (
 // item whose merge request is no longer open, or whose head is not the
 // one recorded, gets an event that has its reconcile_mr run now, as the
 // lost webhook would have. Its cost grows with projects, not items.
+//
+// The projects' listings are spread over the interval (issue 53): with
+// hundreds of projects, reading them all at once each interval is a
+// burst on a forge whose rate limit every caller shares. They are read
+// in the background under the forge's budget (forge/budget), behind
+// writes and the reads events ask for, and a rate limit the forge
+// answers makes the sweep wait as long as it asked, then go on.
 
 // EventBulkReconcile is the event type the bulk reconciliation stores: it
 // is what a merge request event would have said, from the listing.
@@ -70,7 +80,8 @@ type bulkEvent struct {
 	HeadSHA string `json:"head_sha"` // its head there ("" when not open)
 }
 
-// Run sweeps every Interval until ctx ends.
+// Run sweeps every Interval until ctx ends, each sweep's listings
+// spread over the interval.
 func (b *BulkReconciler) Run(ctx context.Context) {
 	if b.Interval <= 0 {
 		b.Interval = 2 * time.Minute
@@ -88,58 +99,111 @@ func (b *BulkReconciler) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.Chan():
-			if _, err := b.Sweep(ctx); err != nil && ctx.Err() == nil {
+			if _, err := b.sweep(ctx, b.Interval); err != nil && ctx.Err() == nil {
 				b.Log.Warn("bulk reconciliation", "err", err)
 			}
 		}
 	}
 }
 
-// Sweep compares every forge's projects once and returns how many items
-// it woke. A project the forge cannot list is skipped (and reported) so
-// that one missing project does not stop the others.
+// Sweep compares every forge's projects once, without spreading them,
+// and returns how many items it woke. A project the forge cannot list is
+// skipped (and reported) so that one missing project does not stop the
+// others.
 func (b *BulkReconciler) Sweep(ctx context.Context) (int, error) {
-	now := time.Now()
-	if b.Clock != nil {
-		now = b.Clock.Now()
+	return b.sweep(ctx, 0)
+}
+
+// bulkProject is one project's items on one forge: what one listing
+// serves.
+type bulkProject struct {
+	forge string
+	items []OpenMR // of one project, ordered by number
+}
+
+// sweep is Sweep with the projects' listings spread evenly over over (0:
+// one after the other): the i-th of n is read at over·i/n after the
+// start, or as soon after as the forge's budget lets it. The items
+// compared are read at the start: one that changed since gets at most
+// an extra look, as its event handler compares with what it holds then.
+func (b *BulkReconciler) sweep(ctx context.Context, over time.Duration) (int, error) {
+	ctx = budget.InBackground(ctx)
+	clock := b.Clock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	start := clock.Now()
+	var projects []bulkProject
+	for _, name := range slices.Sorted(maps.Keys(b.Forges)) {
+		open, err := b.Store.OpenMRs(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		for first := 0; first < len(open); {
+			end := first
+			for end < len(open) && open[end].Project == open[first].Project {
+				end++
+			}
+			projects = append(projects, bulkProject{forge: name, items: open[first:end]})
+			first = end
+		}
 	}
 	woken := 0
 	var firstErr error
-	for name, f := range b.Forges {
-		open, err := b.Store.OpenMRs(ctx, name)
-		if err != nil {
-			return woken, err
+	for i, p := range projects {
+		if over > 0 && i > 0 {
+			if err := sleepUntil(ctx, clock, start.Add(over*time.Duration(i)/time.Duration(len(projects)))); err != nil {
+				return woken, err
+			}
 		}
-		for start := 0; start < len(open); {
-			end := start
-			for end < len(open) && open[end].Project == open[start].Project {
-				end++
-			}
-			n, err := b.project(ctx, name, f, open[start:end], now)
-			woken += n
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-			start = end
+		n, err := b.project(ctx, p.forge, b.Forges[p.forge], p.items, clock, start)
+		woken += n
+		if err != nil && firstErr == nil {
+			firstErr = err
 		}
 	}
 	return woken, firstErr
 }
 
-// project compares one project's items with its one listing.
-func (b *BulkReconciler) project(ctx context.Context, forgeName string, f wq.Forge, items []OpenMR, now time.Time) (int, error) {
+// sleepUntil waits on clock until at, or until ctx ends.
+func sleepUntil(ctx context.Context, clock clockwork.Clock, at time.Time) error {
+	d := at.Sub(clock.Now())
+	if d <= 0 {
+		return ctx.Err()
+	}
+	select {
+	case <-clock.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// project compares one project's items with its one listing. A rate
+// limit the forge answers (or its budget, for it) makes it wait as long
+// as the forge asked and list again: the sweep goes on after the pause
+// rather than skipping every project during it.
+func (b *BulkReconciler) project(ctx context.Context, forgeName string, f wq.Forge, items []OpenMR, clock clockwork.Clock, started time.Time) (int, error) {
 	project := items[0].Project
 	listed, err := f.OpenMergeRequestsFrom(ctx, project, "")
+	for wq.IsForgeError(err, wq.ForgeRateLimited) && wq.RetryAfterOf(err) > 0 {
+		if err := sleepUntil(ctx, clock, clock.Now().Add(wq.RetryAfterOf(err))); err != nil {
+			return 0, err
+		}
+		listed, err = f.OpenMergeRequestsFrom(ctx, project, "")
+	}
 	if err != nil {
 		return 0, fmt.Errorf("list the open merge requests of %s on %s: %w", project, forgeName, err)
 	}
+	now := clock.Now()
 	heads := make(map[int64]string, len(listed))
 	for _, m := range listed {
 		heads[m.Number] = m.HeadSHA
 	}
-	// One delivery id per item and window: instances sharing a database,
-	// sweeping the same window, store the event once.
-	window := now.Truncate(b.Interval).Unix()
+	// One delivery id per item and window (of the sweep's start):
+	// instances sharing a database, sweeping the same window, store the
+	// event once.
+	window := started.Truncate(b.Interval).Unix()
 	woken := 0
 	ci, readsCI := f.(wq.CIJobs)
 	for _, it := range items {

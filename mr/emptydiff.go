@@ -182,6 +182,7 @@ func (x *executors) supersede(ctx context.Context, ex *wq.Execution, d *Detail, 
 // head holds the latest content (a newer one is pushed first, by
 // ensure_mr).
 func (x *executors) checkEmptyDiff(ctx context.Context, ex *wq.Execution) error {
+	ctx = scheduled(ctx, ex.Item, DimEmptyCheck)
 	d, f, chs, err := x.loadChange(ctx, ex.Item)
 	if err != nil {
 		return err

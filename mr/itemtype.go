@@ -125,6 +125,7 @@ func Type(opts Options) wq.ItemType {
 			ActRideTrain:      x.finalNote(x.rideTrain),
 		},
 		EventHandlers:   x.eventHandlers(),
+		Dimensions:      []string{DimClose, DimMR, DimEmptyCheck, DimCIRetry, DimCheck, DimTrain, DimDashboard, DimReconcile},
 		CancelDimension: DimClose,
 	}
 }

@@ -93,6 +93,7 @@ func headPipeline(item *wq.Item, d *Detail, mr *wq.MergeRequest) int64 {
 // approvals and comments arrive as webhooks); a target that moved under a
 // merge request that must be on top of it gets the branch rebuilt.
 func (x *executors) reconcileMR(ctx context.Context, ex *wq.Execution) error {
+	ctx = scheduled(ctx, ex.Item, DimReconcile)
 	d, f, err := x.load(ctx, ex.Item)
 	if err != nil {
 		return err

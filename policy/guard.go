@@ -69,7 +69,9 @@ type cachedBranch struct {
 
 // defaultBranchFailedFor is how long a failed read of a default branch
 // stands: a forge that is down costs one read per repository in this
-// while, not one per submission.
+// while, not one per submission. A rate limit is not kept: the forge's
+// budget (forge/budget) already answers for the forge until its reset,
+// and a kept 429 would outlive a shorter pause.
 const defaultBranchFailedFor = 30 * time.Second
 
 // Unguarded returns the adapter behind a guarded forge (f itself
@@ -133,6 +135,9 @@ func (g *guard) defaultBranch(ctx context.Context, project string) (string, erro
 	branch, err := db.DefaultBranch(ctx, project)
 	if err != nil && ctx.Err() != nil {
 		return "", err // the caller's deadline, not the forge's answer
+	}
+	if wq.IsForgeError(err, wq.ForgeRateLimited) {
+		return "", err // not the forge's answer about the branch either
 	}
 	g.mu.Lock()
 	if g.defaults == nil {

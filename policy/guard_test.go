@@ -2,6 +2,11 @@ package policy_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
 	"testing"
 
 	wq "github.com/workqueue-dev/workqueue"
@@ -196,5 +201,38 @@ func TestAGuardedForgeLetsACarBuildOnTheServicesOwnBranchOnly(t *testing.T) {
 		if _, err := f.CommitFiles(ctx, req); !wq.IsForgeError(err, wq.ForgePermanent) || calls() != before {
 			t.Errorf("%+v: %v, %d requests; want refused before the forge", req, err, calls()-before)
 		}
+	}
+}
+
+// A rate limit on the read of the default branch is not kept as its
+// answer: the next write reads it again, once the forge takes requests.
+func TestARateLimitedDefaultBranchReadIsNotKept(t *testing.T) {
+	srv := gitlabtest.New()
+	t.Cleanup(srv.Close)
+	srv.CreateProjectWith("o/r", "main", map[string]string{"README.md": "hello\n"})
+	var limited atomic.Bool
+	limited.Store(true)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if limited.Load() {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		u, _ := url.Parse(srv.URL)
+		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	f, err := gitlab.Plugin.Open(forge.Config{URL: front.URL, Token: srv.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := policy.Guard("gl", f, func(string) policy.Project { return project() })
+	ctx := context.Background()
+	if _, err := g.(wq.DefaultBrancher).DefaultBranch(ctx, "o/r"); !wq.IsForgeError(err, wq.ForgeRateLimited) {
+		t.Fatalf("during the rate limit: %v", err)
+	}
+	limited.Store(false)
+	if branch, err := g.(wq.DefaultBrancher).DefaultBranch(ctx, "o/r"); err != nil || branch != "main" {
+		t.Errorf("after the rate limit: %q, %v; want main, read again", branch, err)
 	}
 }

@@ -215,6 +215,9 @@ func (m *Main) startForgeChecks(ctx context.Context, forges map[string]wq.Forge)
 	} else {
 		m.checks.hooks = &forgecheck.HookChecker{Targets: targets, Interval: time.Duration(m.Config.Hooks.CheckInterval),
 			Repair: m.Config.Hooks.Repair, Clock: m.Clock, Log: m.Log, Metrics: hookMetrics{m.Metrics}}
+		for _, t := range targets {
+			m.Metrics.HookChecks(forgecheck.HookOutcomes, t.Name) // from the first scrape
+		}
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {

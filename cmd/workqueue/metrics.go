@@ -9,8 +9,13 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	wq "github.com/workqueue-dev/workqueue"
+	"github.com/workqueue-dev/workqueue/config"
 	"github.com/workqueue-dev/workqueue/controlplane"
+	"github.com/workqueue-dev/workqueue/cptype"
+	"github.com/workqueue-dev/workqueue/forge/budget"
 	"github.com/workqueue-dev/workqueue/httpapi"
 	"github.com/workqueue-dev/workqueue/metrics"
 )
@@ -22,6 +27,16 @@ func (m *Main) newMetrics(queue wq.Store, cp controlplane.Store) *metrics.Metric
 		return nil
 	}
 	mx := metrics.New()
+	// What the process knows at start is on the first scrape: its
+	// forges' webhook deliveries and the control plane's closed sets (the
+	// item types follow as they are built, the budgets as the forges are
+	// opened, the hook checks as they start).
+	names := make([]string, len(m.Config.Forges))
+	for i, f := range m.Config.Forges {
+		names[i] = f.Name
+	}
+	mx.Forges(names...)
+	mx.ControlPlane(words(cptype.Outcomes), controlplane.GateReasons, words(cptype.LeaseStates))
 	log := m.Log.With("component", "metrics")
 	if counter, ok := queue.(wq.ItemCounter); ok {
 		mx.WatchItems(counter, m.Clock.Now, log)
@@ -35,13 +50,24 @@ func (m *Main) newMetrics(queue wq.Store, cp controlplane.Store) *metrics.Metric
 	return mx
 }
 
-// forgeHTTPClient is the HTTP client of one forge's adapter with its
-// requests measured; nil (the adapter's own) without metrics.
-func forgeHTTPClient(mx *metrics.Metrics, name, kind string) *http.Client {
-	if mx == nil {
-		return nil
+// words are the string values of a closed set's typed constants.
+func words[S ~string](values []S) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
 	}
-	return &http.Client{Transport: mx.ForgeTransport(name, kind, http.DefaultTransport.(*http.Transport).Clone())}
+	return out
+}
+
+// forgeHTTPClient is the one HTTP client of a configured forge's adapter,
+// which every caller of the forge shares: each request passes the forge's
+// budget (forge/budget: the forge's rate limit pauses every caller, and
+// requests_per_minute is a ceiling over all of them) on clock, and then,
+// with mx, is counted and timed. The budget's state and waits are in mx.
+func forgeHTTPClient(mx *metrics.Metrics, f config.Forge, clock clockwork.Clock, log *slog.Logger) *http.Client {
+	b := budget.New(budget.Options{Forge: f.Name, PerMinute: f.RequestsPerMinute, Clock: clock, Metrics: mx, Log: log})
+	mx.WatchForgeBudget(f.Name, b)
+	return &http.Client{Transport: b.Transport(mx.ForgeTransport(f.Name, f.Kind, http.DefaultTransport.(*http.Transport).Clone()))}
 }
 
 // serveMetrics serves /metrics on the main listener (the "metrics"

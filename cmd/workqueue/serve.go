@@ -140,7 +140,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 
 	m.Metrics = m.newMetrics(s, all.cp)
-	forges, err := m.world.openForgesMeasured(m.Config, m.Metrics)
+	forges, err := m.world.openForgesMeasured(m.Config, m.Metrics, m.Clock, m.Log)
 	if err != nil {
 		return err
 	}
@@ -208,8 +208,8 @@ func (m *Main) Run(ctx context.Context) error {
 			items.Describe(*b.Face)
 		}
 	}
-	for _, t := range items.Types() {
-		m.Metrics.ItemTypes(t.Type()) // their series from the first scrape
+	for _, b := range built {
+		m.Metrics.ItemType(b.Type) // their series from the first scrape
 	}
 	if err := m.Engine.Start(ctx); err != nil {
 		return err
@@ -399,14 +399,17 @@ func (w *world) openStores(ctx context.Context, url string) (stores, error) {
 	return s, nil
 }
 
-// openForges builds a client for every configured forge.
+// openForges builds a client for every configured forge, each with its
+// budget on the real clock.
 func (w *world) openForges(cfg config.Config) (map[string]wq.Forge, error) {
-	return w.openForgesMeasured(cfg, nil)
+	return w.openForgesMeasured(cfg, nil, clockwork.NewRealClock(), nil)
 }
 
-// openForgesMeasured is openForges with every forge's HTTP requests
-// counted and timed in mx (nil: not measured).
-func (w *world) openForgesMeasured(cfg config.Config, mx *metrics.Metrics) (map[string]wq.Forge, error) {
+// openForgesMeasured is openForges with every forge's budget on clock,
+// and its HTTP requests and budget measured in mx (nil: not measured).
+// Everything serve runs is given these clients: one forge, one client,
+// one budget for every caller.
+func (w *world) openForgesMeasured(cfg config.Config, mx *metrics.Metrics, clock clockwork.Clock, log *slog.Logger) (map[string]wq.Forge, error) {
 	forges := map[string]wq.Forge{}
 	for _, f := range cfg.Forges {
 		token, err := f.Token()
@@ -418,7 +421,8 @@ func (w *world) openForgesMeasured(cfg config.Config, mx *metrics.Metrics) (map[
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		// Guarded: every write passes the outbound policy (package policy).
-		g, err := policy.Open(w.kinds, cfg, w.serviceLabels(cfg), f, forge.Config{URL: f.URL, Token: token, ReviewToken: reviewToken, HTTPClient: forgeHTTPClient(mx, f.Name, f.Kind)})
+		g, err := policy.Open(w.kinds, cfg, w.serviceLabels(cfg), f, forge.Config{URL: f.URL, Token: token, ReviewToken: reviewToken,
+			HTTPClient: forgeHTTPClient(mx, f, clock, log)})
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,10 @@
 // Package gitlab is the Forge for GitLab (REST v4), through the official
 // client (gitlab.com/gitlab-org/api/client-go). The client's own retries
 // are off: it would retry POSTs, which are not idempotent, and the engine
-// already backs off per item.
+// already backs off per item. So is its own pacing (it reads the
+// RateLimit-Limit of its first answer and paces that one client): the
+// service paces every client of a forge together, in the transport of
+// the HTTP client it gives (forge/budget).
 package gitlab
 
 import (
@@ -46,7 +49,8 @@ func New(baseURL, token string, opts Options) (*Forge, error) {
 	if err := opts.Check("gitlab", baseURL, token); err != nil {
 		return nil, err
 	}
-	copts := []gl.ClientOptionFunc{gl.WithBaseURL(strings.TrimRight(baseURL, "/") + "/api/v4"), gl.WithoutRetries()}
+	copts := []gl.ClientOptionFunc{gl.WithBaseURL(strings.TrimRight(baseURL, "/") + "/api/v4"), gl.WithoutRetries(),
+		gl.WithCustomLimiter(unpaced{})}
 	if opts.HTTPClient != nil {
 		copts = append(copts, gl.WithHTTPClient(opts.HTTPClient))
 	}
@@ -63,6 +67,13 @@ func New(baseURL, token string, opts Options) (*Forge, error) {
 	}
 	return f, nil
 }
+
+// unpaced is client-go's rate limiter that never waits: the forge's
+// budget, shared by the service's and the reviewer's clients and every
+// caller, paces the requests instead.
+type unpaced struct{}
+
+func (unpaced) Wait(context.Context) error { return nil }
 
 // Kind returns "gitlab".
 func (f *Forge) Kind() string { return wq.ForgeGitLab }

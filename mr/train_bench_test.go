@@ -3,6 +3,8 @@ package mr_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -25,9 +27,15 @@ import (
 //
 //	go test ./mr -run '^$' -bench MergeTrain -benchtime 1x
 //
-// CHANGES and CI_SECONDS are fixed here: 32 and 1s.
+// BENCH_CHANGES (32) and BENCH_CI_TIME (1s) change the figures' inputs.
 func BenchmarkMergeTrain(b *testing.B) {
-	const changes, ciTime = 32, time.Second
+	changes, ciTime := 32, time.Second
+	if n, err := strconv.Atoi(os.Getenv("BENCH_CHANGES")); err == nil && n > 0 {
+		changes = n
+	}
+	if d, err := time.ParseDuration(os.Getenv("BENCH_CI_TIME")); err == nil && d > 0 {
+		ciTime = d
+	}
 	for range b.N {
 		one := trainRun(b, changes, 1, ciTime)
 		four := trainRun(b, changes, 4, ciTime)

@@ -194,7 +194,8 @@ type TrainCar struct {
 	SourceBranch string
 	MRNumber     int64
 	HeadSHA      string
-	Detail       []byte // the needs_train row's detail (TrainDetail)
+	Labels       []string // the merge request's desired labels
+	Detail       []byte   // the needs_train row's detail (TrainDetail)
 }
 
 type OpenMR struct {

@@ -78,6 +78,10 @@ type Options struct {
 	// MergeTrain reports whether forge and project merge through a merge
 	// train (projects[].merge_train), and its batch size; nil: none does.
 	MergeTrain func(forge, project string) (bool, int)
+	// TrainPriority is a car's priority in its train from its merge
+	// request's labels (the control plane's priority_labels: an earlier
+	// label rides first); nil: cars ride in order of arrival.
+	TrainPriority func(labels []string) int
 	// TrainMetrics receive the merge trains' events; nil: none.
 	TrainMetrics *TrainMetrics
 	// Notify wakes another item of the type (a merge train's cars wake

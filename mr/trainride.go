@@ -225,7 +225,7 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 		}
 		var other TrainDetail
 		_ = json.Unmarshal(c.Detail, &other)
-		car := Car{Item: c.ItemID.String(), Seq: other.Seq, Head: c.HeadSHA}
+		car := Car{Item: c.ItemID.String(), Seq: other.Seq, Head: c.HeadSHA, Priority: x.trainPriority(c.Labels)}
 		if other.Head == c.HeadSHA {
 			car.Base, car.CI = other.Base, carCI(other.CI)
 		}
@@ -235,7 +235,7 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 		}
 	}
 	_ = mine // the store's snapshot may predate the join: the car is added from its own row
-	cars = append(cars, Car{Item: ex.Item.ID.String(), Seq: td.Seq, Head: d.HeadSHA, Base: td.Base, CI: carCI(td.CI)})
+	cars = append(cars, Car{Item: ex.Item.ID.String(), Seq: td.Seq, Head: d.HeadSHA, Base: td.Base, CI: carCI(td.CI), Priority: x.trainPriority(d.Labels)})
 
 	targetHead, err := f.BranchHead(ctx, d.Project, d.TargetBranch)
 	if err != nil {
@@ -425,4 +425,11 @@ func trainRequest(item *wq.Item) (RebuildRequest, bool) {
 		return RebuildRequest{}, false
 	}
 	return req, req.Rebuild == rebuildTrain
+}
+
+func (x *executors) trainPriority(labels []string) int {
+	if x.TrainPriority == nil {
+		return 0
+	}
+	return x.TrainPriority(labels)
 }

@@ -161,3 +161,49 @@ func TestAMergersMergeJoinsTheTrain(t *testing.T) {
 	got, _ := h.get(it.ID)
 	wantEnded(t, got, wq.PhaseCompleted, mr.ReasonMerged)
 }
+
+// A car with a higher priority (the control plane's priority labels)
+// rides ahead of one that arrived before it.
+func TestAPriorityCarRidesAheadOfAnEarlierOne(t *testing.T) {
+	h := newHarness(t, mr.Options{MergeTrain: func(string, string) (bool, int) { return true, 4 },
+		TrainPriority: func(labels []string) int {
+			if slices.Contains(labels, "priority/high") {
+				return 1
+			}
+			return 0
+		}})
+	h.project.AutoMerge = false // both join at once, by a merger's word
+	a := h.submit(trainSubmission("wq/a", "a.txt"))
+	sub := trainSubmission("wq/b", "b.txt")
+	sub.Labels = []string{"priority/high"}
+	b := h.submit(sub)
+	api := mr.API(mr.APIOptions{Store: h.store, Events: h.store, Project: func(string, string) (mr.Project, bool) {
+		p := h.project
+		p.MergeTrain = true
+		return p, true
+	}})
+	for _, id := range []wq.ItemID{a.ID, b.ID} {
+		_, d := h.get(id)
+		if queued, err := api.QueueMerge(h.ctx, "fake", "o/r", d.MRNumber, d.HeadSHA, "merger", h.clock.Now()); !queued || err != nil {
+			t.Fatalf("queue: %t, %v", queued, err)
+		}
+		h.clock.Advance(time.Second)
+	}
+	var first wq.ItemID
+	for range 30 {
+		trainCI(h, []wq.ItemID{a.ID, b.ID}, func(map[string]bool) bool { return false })
+		h.advance(time.Minute, time.Minute)
+		for _, id := range []wq.ItemID{a.ID, b.ID} {
+			if it, _ := h.get(id); it.Phase.Terminal() && first == (wq.ItemID{}) {
+				first = id
+			}
+		}
+	}
+	if first != b.ID {
+		t.Errorf("the first merged is %s, want b (priority/high), which arrived second", first)
+	}
+	for _, id := range []wq.ItemID{a.ID, b.ID} {
+		it, _ := h.get(id)
+		wantEnded(t, it, wq.PhaseCompleted, mr.ReasonMerged)
+	}
+}

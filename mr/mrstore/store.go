@@ -2,6 +2,7 @@ package mrstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -358,7 +359,7 @@ func (s store) OpenMRs(ctx context.Context, forge string) ([]mr.OpenMR, error) {
 
 // TrainCars lists the active cars of a merge train.
 func (s store) TrainCars(ctx context.Context, forge, project, target string) ([]mr.TrainCar, error) {
-	rows, err := s.reader().query(ctx, `SELECT w.id, m.source_branch, coalesce(m.mr_iid, 0), coalesce(m.head_sha, ''), coalesce(CAST(st.detail AS TEXT), '')
+	rows, err := s.reader().query(ctx, `SELECT w.id, m.source_branch, coalesce(m.mr_iid, 0), coalesce(m.head_sha, ''), CAST(m.labels AS TEXT), coalesce(CAST(st.detail AS TEXT), '')
 		FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
 		JOIN work_item_statuses st ON st.work_item_id = w.id AND st.dimension = 'needs_train' AND st.variant = ''
 		WHERE m.forge = ? AND m.project = ? AND m.target_branch = ? AND w.phase = 'active' AND st.status = 'true'`, forge, project, target)
@@ -369,11 +370,12 @@ func (s store) TrainCars(ctx context.Context, forge, project, target string) ([]
 	var out []mr.TrainCar
 	for rows.Next() {
 		var c mr.TrainCar
-		var detail string
-		if err := rows.Scan(&c.ItemID, &c.SourceBranch, &c.MRNumber, &c.HeadSHA, &detail); err != nil {
+		var labels, detail string
+		if err := rows.Scan(&c.ItemID, &c.SourceBranch, &c.MRNumber, &c.HeadSHA, &labels, &detail); err != nil {
 			return nil, fmt.Errorf("train cars: %w", err)
 		}
 		c.Detail = []byte(detail)
+		_ = json.Unmarshal([]byte(labels), &c.Labels) // labels that do not read give no priority
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {

@@ -205,7 +205,7 @@ func build(env itemtype.Env, store any) (itemtype.Built, error) {
 			p, ok := c.ProjectFor(forge, project)
 			return ok && p.MergeTrain.Enabled, p.MergeTrain.Batch()
 		},
-		Notify: notify(env)})
+		Notify: notify(env), TrainPriority: trainPriority(c.ControlPlane.PriorityLabels)})
 	b := itemtype.Built{Type: t, API: mr.API(mr.APIOptions{Store: st, Project: Project(c, s, env.Forges), Assignments: assignments,
 		Events: env.Queue, Notify: notify(env),
 		DefaultBranch: func(ctx context.Context, forge, project string) (string, error) {
@@ -273,4 +273,20 @@ func notify(env itemtype.Env) func(wq.ItemID) {
 		return nil
 	}
 	return func(id wq.ItemID) { env.Notify(mr.ItemType, id) }
+}
+
+// trainPriority ranks a merge request by the control plane's priority
+// labels: the earliest of them it carries ranks highest; none, lowest.
+func trainPriority(order []string) func(labels []string) int {
+	if len(order) == 0 {
+		return nil
+	}
+	return func(labels []string) int {
+		for i, l := range order {
+			if slices.Contains(labels, l) {
+				return len(order) - i
+			}
+		}
+		return 0
+	}
 }

@@ -195,3 +195,28 @@ type WorkTracker interface {
 type MergeQueuer interface {
 	QueueMerge(ctx context.Context, forge, project string, number int64, head, by string, now time.Time) (queued bool, err error)
 }
+
+// QueueLister is implemented by the ItemAPI of a type whose items wait
+// in ordered queues people want to see (the mr type's merge trains): the
+// dashboard's Queues page lists them, naming no type.
+type QueueLister interface {
+	Queues(ctx context.Context) ([]ItemQueue, error)
+}
+
+// ItemQueue is one queue of items, in order.
+type ItemQueue struct {
+	Kind    string // what the queue is, for people ("merge train")
+	Forge   string
+	Project string // the project it belongs to: who may read it may see it
+	Name    string // which of the project's queues ("into main")
+	Items   []QueuedItem
+}
+
+// QueuedItem is one item in a queue.
+type QueuedItem struct {
+	ID       ItemID
+	Title    string
+	Link     string // what the item made on the forge (a merge request's page)
+	LinkName string
+	State    string // where it stands, in words ("CI passed", "built on the one ahead")
+}

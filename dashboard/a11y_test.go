@@ -148,6 +148,7 @@ func TestEveryPageFitsA1280PixelWindowAndPassesAccessibilityBasics(t *testing.T)
 		{"/ui/leases?all=true", "leases", "a.session-link"},
 		{"/ui/allocations", "allocations", "a.work-link"},
 		{"/ui/forges", "forge-hooks", `header nav a[href="/ui/items"]`},
+		{"/ui/queues", "", `header nav a[href="/ui/items"]`},
 		{"/ui/nothing-here", "", `a[href="/ui/items"]`},
 	} {
 		ready := chromedp.WaitVisible(chromedp.CSS("main"))

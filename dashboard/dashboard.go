@@ -206,6 +206,7 @@ func (d *Dashboard) pageRoutes() []pageRoute {
 		f("GET /ui/leases", d.get(d.controlPage(d.leasesPage))),
 		f("GET /ui/allocations", d.get(d.controlPage(d.allocationsPage))),
 		f("GET /ui/forges", d.get(d.forgesPage)),
+		f("GET /ui/queues", d.get(d.queuesPage)),
 		f("POST /ui/identities/freeze", d.post(d.identityAction(true))),
 		f("POST /ui/identities/unfreeze", d.post(d.identityAction(false))),
 		f("/ui/", d.get(func(w http.ResponseWriter, r *http.Request, s *session) {

@@ -60,6 +60,8 @@ var funcs = template.FuncMap{
 		return "…" + id[len(id)-12:]
 	},
 	"join": strings.Join,
+	// place is a 0-based index as people count: 1 is first.
+	"place": func(i int) int { return i + 1 },
 	"slice_states": func() []string {
 		return []string{string(controlplane.StateOpen), string(controlplane.StateMerged), string(controlplane.StateClosed)}
 	},

@@ -30,6 +30,7 @@ var pageScopes = map[string]string{
 	"GET /ui/leases":               "scoped: controlplane.Service.Leases with the person's Caller.Projects",
 	"GET /ui/allocations":          "scoped: controlplane.Service.Events with the person's Caller.Projects",
 	"/ui/":                         "none: the page that is not there",
+	"GET /ui/queues":               "scoped: service.Items.Queues, each project's queues only where the person may read it",
 	"GET /ui/forges":               "scoped: each project's settings and webhook only where the person has read (auth.Caller.CanOn); a forge's version names no project",
 	"POST /ui/identities/freeze":   "none: an admin of every project only; an identity is of no project",
 	"POST /ui/identities/unfreeze": "none: an admin of every project only; an identity is of no project",

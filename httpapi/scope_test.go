@@ -684,7 +684,7 @@ func TestTheDashboardShowsANarrowedCallerItsProjectsOnly(t *testing.T) {
 
 		for _, path := range []string{"/ui/items?project=team-b/app", "/ui/items?phase=cancelled", "/ui/items?q=team-b",
 			"/ui/work", "/ui/work?repo=team-b/app", "/ui/leases", "/ui/leases?all=true", "/ui/allocations",
-			"/ui/allocations?session=" + fx.author, "/ui/sessions", "/ui/", "/ui/overview/picture"} {
+			"/ui/allocations?session=" + fx.author, "/ui/sessions", "/ui/", "/ui/overview/picture", "/ui/queues"} {
 			status, body := send("GET", path, nil)
 			if status != http.StatusOK {
 				t.Errorf("GET %s: %d, want 200", path, status)

@@ -149,6 +149,11 @@ type Store interface {
 	// that row's detail, in no particular order (PlanTrain sorts).
 	TrainCars(ctx context.Context, forge, project, target string) ([]TrainCar, error)
 
+	// AllTrainCars lists the active items riding every merge train, with
+	// their train (Forge, Project, TargetBranch), title and merge
+	// request, for people.
+	AllTrainCars(ctx context.Context) ([]TrainCar, error)
+
 	// OpenMRs lists the active items of forge whose merge request is
 	// recorded, ordered by project: what the bulk reconciliation compares
 	// with each project's one listing of open merge requests.
@@ -191,6 +196,9 @@ type Current struct {
 // TrainCar is an item in a merge train, as TrainCars reads it.
 type TrainCar struct {
 	ItemID       wq.ItemID
+	// Forge, Project, TargetBranch, Title and MRURL are set by
+	// AllTrainCars only.
+	Forge, Project, TargetBranch, Title, MRURL string
 	SourceBranch string
 	MRNumber     int64
 	HeadSHA      string

@@ -1,7 +1,10 @@
 package mr
 
 import (
+	"cmp"
 	"context"
+	"math"
+	"slices"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -432,4 +435,66 @@ func (x *executors) trainPriority(labels []string) int {
 		return 0
 	}
 	return x.TrainPriority(labels)
+}
+
+// Queues lists the merge trains (wq.QueueLister), each car in its place.
+func (a *TypeAPI) Queues(ctx context.Context) ([]wq.ItemQueue, error) {
+	cars, err := a.opts.Store.AllTrainCars(ctx)
+	if err != nil {
+		return nil, err
+	}
+	type key struct{ forge, project, target string }
+	trains := map[key][]TrainCar{}
+	var order []key
+	for _, c := range cars {
+		k := key{c.Forge, c.Project, c.TargetBranch}
+		if _, ok := trains[k]; !ok {
+			order = append(order, k)
+		}
+		trains[k] = append(trains[k], c)
+	}
+	slices.SortFunc(order, func(x, y key) int {
+		return cmp.Or(cmp.Compare(x.forge, y.forge), cmp.Compare(x.project, y.project), cmp.Compare(x.target, y.target))
+	})
+	var out []wq.ItemQueue
+	for _, k := range order {
+		q := wq.ItemQueue{Kind: "merge train", Forge: k.forge, Project: k.project, Name: "into " + k.target}
+		members := trains[k]
+		details := make(map[wq.ItemID]TrainDetail, len(members))
+		for _, c := range members {
+			var td TrainDetail
+			_ = json.Unmarshal(c.Detail, &td)
+			details[c.ItemID] = td
+		}
+		slices.SortStableFunc(members, func(x, y TrainCar) int {
+			dx, dy := details[x.ItemID], details[y.ItemID]
+			return cmp.Or(cmp.Compare(placeOrLast(dx), placeOrLast(dy)), cmp.Compare(dx.Seq, dy.Seq))
+		})
+		for _, c := range members {
+			td := details[c.ItemID]
+			state := "joined"
+			switch {
+			case td.Head != c.HeadSHA || td.Base == "":
+				state = "being built on the one ahead"
+			case td.CI == trainCIPassed:
+				state = "CI passed"
+			case td.CI == trainCIFailed:
+				state = "CI failed: " + strings.Join(td.Failed, ", ")
+			case td.CI == trainCIPending:
+				state = "CI running"
+			}
+			q.Items = append(q.Items, wq.QueuedItem{ID: c.ItemID, Title: c.Title, Link: c.MRURL, LinkName: fmt.Sprintf("!%d", c.MRNumber), State: state})
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}
+
+// placeOrLast is a car's place at its last ride, cars that never rode
+// last.
+func placeOrLast(td TrainDetail) int {
+	if td.Place == 0 {
+		return math.MaxInt
+	}
+	return td.Place
 }

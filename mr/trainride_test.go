@@ -154,6 +154,11 @@ func TestAMergersMergeJoinsTheTrain(t *testing.T) {
 	if queued, err := api.QueueMerge(h.ctx, "fake", "o/r", d.MRNumber, d.HeadSHA, "merger", h.clock.Now()); !queued || err != nil {
 		t.Fatalf("queued %t, %v", queued, err)
 	}
+	h.settle()
+	qs, err := api.Queues(h.ctx)
+	if err != nil || len(qs) != 1 || qs[0].Project != "o/r" || qs[0].Name != "into main" || len(qs[0].Items) != 1 || qs[0].Items[0].ID != it.ID {
+		t.Errorf("the trains people see: %+v, %v; want the item's, into main", qs, err)
+	}
 	for range 20 {
 		trainCI(h, []wq.ItemID{it.ID}, func(map[string]bool) bool { return false })
 		h.advance(time.Minute, time.Minute)

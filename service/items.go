@@ -572,3 +572,28 @@ func ParseID(field, s string) (wq.ItemID, error) {
 	}
 	return id, nil
 }
+
+// Queues lists the queues of every type that has them (wq.QueueLister),
+// only those of projects the caller may read, and how many it left out.
+func (s *Items) Queues(ctx context.Context, caller *auth.Caller) ([]wq.ItemQueue, int, error) {
+	var out []wq.ItemQueue
+	hidden := 0
+	for _, name := range slices.Sorted(maps.Keys(s.types)) {
+		l, ok := s.types[name].api.(wq.QueueLister)
+		if !ok {
+			continue
+		}
+		qs, err := l.Queues(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, q := range qs {
+			if mayRead(caller, q.Project) {
+				out = append(out, q)
+			} else {
+				hidden++
+			}
+		}
+	}
+	return out, hidden, nil
+}

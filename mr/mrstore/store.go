@@ -384,6 +384,34 @@ func (s store) TrainCars(ctx context.Context, forge, project, target string) ([]
 	return out, nil
 }
 
+// AllTrainCars lists the active cars of every merge train.
+func (s store) AllTrainCars(ctx context.Context) ([]mr.TrainCar, error) {
+	rows, err := s.reader().query(ctx, `SELECT w.id, m.forge, m.project, m.target_branch, m.title, m.mr_url, m.source_branch,
+		coalesce(m.mr_iid, 0), coalesce(m.head_sha, ''), coalesce(CAST(st.detail AS TEXT), '')
+		FROM mr_details m JOIN work_items w ON w.id = m.work_item_id
+		JOIN work_item_statuses st ON st.work_item_id = w.id AND st.dimension = 'needs_train' AND st.variant = ''
+		WHERE w.phase = 'active' AND st.status = 'true' LIMIT 10000`)
+	if err != nil {
+		return nil, fmt.Errorf("all train cars: %w", err)
+	}
+	defer rows.Close()
+	var out []mr.TrainCar
+	for rows.Next() {
+		var c mr.TrainCar
+		var detail string
+		if err := rows.Scan(&c.ItemID, &c.Forge, &c.Project, &c.TargetBranch, &c.Title, &c.MRURL, &c.SourceBranch, &c.MRNumber,
+			&c.HeadSHA, &detail); err != nil {
+			return nil, fmt.Errorf("all train cars: %w", err)
+		}
+		c.Detail = []byte(detail)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("all train cars: %w", err)
+	}
+	return out, nil
+}
+
 // nonZero is v, or NULL for 0.
 func nonZero(v int64) *int64 {
 	if v == 0 {

@@ -197,7 +197,7 @@ type MergeQueuer interface {
 }
 
 // QueueLister is implemented by the ItemAPI of a type whose items wait
-// in ordered queues people want to see (the mr type's merge trains): the
+// in ordered queues people want to see (merge trains, say): the
 // dashboard's Queues page lists them, naming no type.
 type QueueLister interface {
 	Queues(ctx context.Context) ([]ItemQueue, error)

@@ -131,6 +131,9 @@ func (f *Forge) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commi
 		c, _, err := f.client.Commits.CreateCommit(req.Project, opt, o)
 		if err == nil {
 			out.SHA = c.ID
+			if len(c.ParentIDs) > 0 {
+				out.Parent = c.ParentIDs[0]
+			}
 		}
 		return err
 	})

@@ -357,6 +357,10 @@ func NormalMode(mode string) string {
 // Commit is a commit the forge made.
 type Commit struct {
 	SHA string
+	// Parent is the commit it was made on top of (the base's head at the
+	// time), when the forge's answer says; "" when it does not. A caller
+	// may only use it to save a read, never to decide without one.
+	Parent string
 }
 
 // Merge request states.

@@ -3,6 +3,7 @@ package mr
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -176,11 +177,48 @@ func (x *executors) supersede(ctx context.Context, ex *wq.Execution, d *Detail, 
 	return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: ReasonSuperseded})
 }
 
+// EmptyCheckDetail is needs_empty_check's detail: a target head that was
+// found not to hold the change, by a compare with the pushed head Head
+// (or by the push itself: a commit whose own changes touch the change's
+// paths was made on top of a parent that lacked them). Trees do not
+// change under a commit, so while the target's head is still Target and
+// ours still Head the answer is the same, and check_empty_diff reads the
+// target's head alone (issue 53: one request where a compare is one on
+// GitLab and the directories on the way to the paths, in both trees, on
+// Gitea).
+type EmptyCheckDetail struct {
+	Target string `json:"target,omitempty"`
+	Head   string `json:"head,omitempty"`
+}
+
+// emptyCheckDetail is what the item's needs_empty_check row records; a
+// detail that does not parse says nothing, so the next look compares.
+func emptyCheckDetail(item *wq.Item) EmptyCheckDetail {
+	var seen EmptyCheckDetail
+	if row, ok := item.Dimensions[wq.DimensionKey{Dimension: DimEmptyCheck}]; ok && len(row.Detail) > 0 {
+		_ = json.Unmarshal(row.Detail, &seen)
+	}
+	return seen
+}
+
+// emptyCheckRow schedules the next empty check at at, keeping seen.
+func emptyCheckRow(at time.Time, seen EmptyCheckDetail) wq.DimensionUpdate {
+	row := dim(DimEmptyCheck, wq.StatusTrue, at)
+	if seen != (EmptyCheckDetail{}) {
+		row.Detail, _ = json.Marshal(seen)
+	}
+	return row
+}
+
 // checkEmptyDiff closes the merge request when the target received the
 // change another way; otherwise it reschedules itself. It compares the
 // target with the head the service pushed, so it looks only while that
 // head holds the latest content (a newer one is pushed first, by
-// ensure_mr).
+// ensure_mr). It reads the target's head first, and compares only when
+// that head, or ours, is not the pair a compare (or the push) last found
+// lacking the change: a target that did not move costs one read. The
+// compare is with the head read, not the branch's name, so that what is
+// recorded is what was compared.
 func (x *executors) checkEmptyDiff(ctx context.Context, ex *wq.Execution) error {
 	ctx = scheduled(ctx, ex.Item, DimEmptyCheck)
 	d, f, chs, err := x.loadChange(ctx, ex.Item)
@@ -190,12 +228,21 @@ func (x *executors) checkEmptyDiff(ctx context.Context, ex *wq.Execution) error 
 	if d.Tracked {
 		return ex.Writer.Apply(ctx, wq.Change{Last: true, Dimensions: []wq.DimensionUpdate{dim(DimEmptyCheck, wq.StatusFalse, time.Time{})}})
 	}
-	next := []wq.DimensionUpdate{dim(DimEmptyCheck, wq.StatusTrue, ex.Now.Add(x.EmptyCheckInterval))}
+	seen := emptyCheckDetail(ex.Item)
+	next := []wq.DimensionUpdate{emptyCheckRow(ex.Now.Add(x.EmptyCheckInterval), seen)}
 	if d.MRNumber != 0 && d.HeadSHA != "" && d.PushedHash == d.ContentHash {
-		holds, err := targetMatches(ctx, f, d.Project, d.TargetBranch, d.HeadSHA, chs)
+		target, err := f.BranchHead(ctx, d.Project, d.TargetBranch)
+		holds := false
+		if err == nil && (target != seen.Target || d.HeadSHA != seen.Head) {
+			holds, err = targetMatches(ctx, f, d.Project, target, d.HeadSHA, chs)
+			if err == nil && !holds {
+				next[0] = emptyCheckRow(ex.Now.Add(x.EmptyCheckInterval), EmptyCheckDetail{Target: target, Head: d.HeadSHA})
+			}
+		}
 		switch {
 		case wq.IsForgeError(err, wq.ForgeNotFound):
-			// Our commit is gone from the forge: push the content again.
+			// Our commit or the target is gone from the forge: push the
+			// content again (ensure_mr says so when it is the target).
 			next = append(next, dim(DimMR, wq.StatusTrue, time.Time{}))
 		case err != nil:
 			return forgeFailure("compare with the target", err)

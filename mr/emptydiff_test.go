@@ -158,3 +158,29 @@ func TestAMergeRequestTheTargetCaughtUpWithIsSuperseded(t *testing.T) {
 		t.Errorf("%d compares in the empty check, want 1", n)
 	}
 }
+
+// An empty check on a target that has not moved since the last look (or
+// since the push, whose commit was made on it) costs one read of the
+// target's head and no compare (issue 53); a target that moved is
+// compared again, once.
+func TestAnEmptyCheckOnAnUnmovedTargetCostsOneRead(t *testing.T) {
+	h := newHarness(t, mr.Options{})
+	h.project.AutoMerge = false
+	it, _ := h.openMR(fakeSubmission("a\n"))
+	look := func(what string, wantCompares int) {
+		t.Helper()
+		h.forge.resetCounts()
+		h.advance(31*time.Minute, time.Minute)
+		if got, _ := h.get(it.ID); got.Phase != wq.PhaseActive {
+			t.Fatalf("%s: item %s/%s, want active", what, got.Phase, got.Reason)
+		}
+		if n, heads := h.forge.count("CompareTrees"), h.forge.count("BranchHead"); n != wantCompares || heads != 1 {
+			t.Errorf("%s: %d compares and %d branch reads (calls %v), want %d and 1", what, n, heads, h.forge.calls, wantCompares)
+		}
+	}
+	look("the first check after the push", 0)
+	look("a second check", 0)
+	h.forge.push("main", map[string]string{"unrelated.txt": "x\n"})
+	look("a check after the target moved", 1)
+	look("the check after that", 0)
+}

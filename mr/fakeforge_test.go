@@ -243,7 +243,7 @@ func (f *fakeForge) CommitFiles(_ context.Context, req wq.CommitRequest) (wq.Com
 	}
 	c := f.newCommit(base.sha, tree)
 	f.branches[req.Branch] = c.sha
-	return wq.Commit{SHA: c.sha}, nil
+	return wq.Commit{SHA: c.sha, Parent: base.sha}, nil
 }
 
 // diffTrees lists what differs from a to b, by path.

@@ -272,6 +272,7 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		return err
 	}
 	pushed := false
+	parent := "" // the pushed commit's, when the forge said
 	// A merge train's car is built on the car ahead of it (or the
 	// target): the rest of the push is the same.
 	base := d.TargetBranch
@@ -351,7 +352,7 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 			return err
 		}
 		d.HeadSHA, d.PushedHash, d.PushingHash, d.HeadPipelineID = c.SHA, d.ContentHash, "", 0
-		pushed = true
+		pushed, parent = true, c.Parent
 		if d.AssignmentID != "" {
 			if err := x.Assignments.Pushed(ctx, ex.Item.CallerIdentity, d.AssignmentID, c.SHA); err != nil {
 				return fmt.Errorf("declare the push on assignment %s: %w", d.AssignmentID, err)
@@ -413,10 +414,21 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		}
 	}
 	now := ex.Now
+	// A push whose own changes touch the change's paths was made on a
+	// parent that lacked them: the empty check need not compare while
+	// the target stays there. Only when its base was the target: a car
+	// built on the car ahead says nothing of the target.
+	seen := emptyCheckDetail(ex.Item)
+	if pushed {
+		seen = EmptyCheckDetail{}
+		if parent != "" && base == d.TargetBranch && changesAny(changed, chs) {
+			seen = EmptyCheckDetail{Target: parent, Head: d.HeadSHA}
+		}
+	}
 	dims := []wq.DimensionUpdate{
 		dim(DimMR, wq.StatusFalse, time.Time{}),
 		dim(DimReconcile, wq.StatusTrue, time.Time{}), // look at it now: merge when mergeable
-		dim(DimEmptyCheck, wq.StatusTrue, now.Add(x.EmptyCheckInterval)),
+		emptyCheckRow(now.Add(x.EmptyCheckInterval), seen),
 	}
 	// What follows a new head is decided by the head, not by this run's
 	// push: a run that pushed and failed before here leaves it to the

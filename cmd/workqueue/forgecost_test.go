@@ -376,16 +376,32 @@ func (w *costWorld) mergedCost() opTally {
 	return nil
 }
 
-// waitingCost is the forge requests of an hour of one open merge request
-// that waits for a person, at the default intervals.
-func (w *costWorld) waitingCost() opTally {
+// waitingCost is the forge requests of an hour of mrs open merge
+// requests of one project that wait for a person, at the default
+// intervals.
+func (w *costWorld) waitingCost(mrs int) opTally {
 	w.t.Helper()
-	w.pushCost()
+	for range mrs {
+		w.pushCost()
+	}
 	w.advance(time.Minute, 10*time.Second, 50*time.Millisecond) // what follows the opening (its first reconcile, its note)
 	w.counts.take()
 	w.advance(time.Hour, 30*time.Second, 10*time.Millisecond)
 	time.Sleep(200 * time.Millisecond) // a sweep of the last step still running in the background
 	return w.counts.take()
+}
+
+// bulkListing is the operation of the bulk reconciliation's listing of
+// a project's open merge requests (mr/bulk.go): one a project each
+// interval, whatever the number of its open merge requests, so it is a
+// cost per project and not per merge request. Outside a push (whose
+// search for a merge request a crash may have lost uses it too) it is
+// the bulk reconciliation's alone.
+func bulkListing(kind string) string {
+	if kind == "gitea" {
+		return "GET repos/{}/pulls"
+	}
+	return "GET projects/{}/merge_requests"
 }
 
 // costForges are the forges the measurements run on: the GitLab-shaped
@@ -460,9 +476,23 @@ func BenchmarkForgeRequests(b *testing.B) {
 			first := w.mergedCost()
 			report(b, "one merge request to merged on "+kind, first, w.mergedCost())
 		})
+		// Two merge requests of one project wait an hour: the bulk
+		// listing is the project's (reported per project per hour), the
+		// rest is theirs, halved (per merge request per hour: what issue
+		// 53 bounds at 4).
 		b.Run(kind+"/waiting-hour", func(b *testing.B) {
+			const mrs = 2
 			w := startCostWorld(b, kind, 10, false)
-			report(b, "an hour of an open merge request waiting on "+kind, w.waitingCost(), nil)
+			hour := w.waitingCost(mrs)
+			listing := hour[bulkListing(kind)]
+			perMR := float64(hour.total()-listing) / mrs
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(float64(hour.total()), "requests")
+			b.ReportMetric(float64(listing), "bulk-per-project-hour")
+			b.ReportMetric(perMR, "per-mr-hour")
+			b.Logf("an hour of %d open merge requests of one project waiting on %s: %d requests%s", mrs, kind, hour.total(), hour)
+			b.Logf("of which the project's bulk listing %d (per project per hour, shared by its merge requests), and %.1f per merge request per hour",
+				listing, perMR)
 		})
 	}
 }

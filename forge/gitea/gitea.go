@@ -198,6 +198,9 @@ func (f *Forge) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commi
 		fr, resp, err := c.ChangeFiles(owner, repo, opt)
 		if err == nil && fr != nil && fr.Commit != nil {
 			out.SHA = fr.Commit.SHA
+			if len(fr.Commit.Parents) > 0 && fr.Commit.Parents[0] != nil {
+				out.Parent = fr.Commit.Parents[0].SHA
+			}
 		}
 		return resp, err
 	})

@@ -110,15 +110,24 @@ func classify(op forge.Op, what string, err error) error {
 }
 
 // CommitFiles writes one commit on top of req.Base to req.Branch with the
-// Commits API (start_branch + force). The base is read first so that a
-// missing one is NotFound, as GitLab reports it only as a 400 message.
+// Commits API (start_branch + force). GitLab reports a missing base only
+// as a 400 message, so a 400 has the base read, and a missing one is
+// NotFound; the base is not read before a commit that succeeds (issue 53:
+// the caller has just listed it, and a push paid a read more).
 func (f *Forge) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commit, error) {
 	if err := forge.CheckChanges("gitlab: commit "+req.Project, req.Changes); err != nil {
 		return wq.Commit{}, err
 	}
-	if _, err := f.BranchHead(ctx, req.Project, req.Base); err != nil {
-		return wq.Commit{}, err
+	c, err := f.commit(ctx, req)
+	if fe, ok := errors.AsType[*wq.ForgeError](err); ok && fe.Status == http.StatusBadRequest {
+		if _, berr := f.BranchHead(ctx, req.Project, req.Base); wq.IsForgeError(berr, wq.ForgeNotFound) {
+			return wq.Commit{}, berr
+		}
 	}
+	return c, err
+}
+
+func (f *Forge) commit(ctx context.Context, req wq.CommitRequest) (wq.Commit, error) {
 	opt := &gl.CreateCommitOptions{Branch: &req.Branch, StartBranch: &req.Base, CommitMessage: &req.Message, Force: gl.Ptr(true)}
 	if req.Author.Name != "" {
 		opt.AuthorName, opt.AuthorEmail = &req.Author.Name, &req.Author.Email
@@ -131,6 +140,9 @@ func (f *Forge) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commi
 		c, _, err := f.client.Commits.CreateCommit(req.Project, opt, o)
 		if err == nil {
 			out.SHA = c.ID
+			if len(c.ParentIDs) > 0 {
+				out.Parent = c.ParentIDs[0]
+			}
 		}
 		return err
 	})

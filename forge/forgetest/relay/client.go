@@ -299,11 +299,16 @@ func (f *Forge) CommitFiles(ctx context.Context, req wq.CommitRequest) (wq.Commi
 	}
 	body["actions"] = actions
 	var c struct {
-		ID string `json:"id"`
+		ID      string   `json:"id"`
+		Parents []string `json:"parent_ids"`
 	}
 	_, err := f.do(ctx, request{what: "commit " + req.Project + "@" + req.Branch, method: "POST",
 		path: proj(req.Project) + "/repository/commits", body: body}, &c)
-	return wq.Commit{SHA: c.ID}, err
+	out := wq.Commit{SHA: c.ID}
+	if len(c.Parents) > 0 {
+		out.Parent = c.Parents[0]
+	}
+	return out, err
 }
 
 // actionsOf are the commits API's actions for one change. A mode rides on

@@ -666,3 +666,13 @@ type CommitStatusReader interface {
 	// every page read. A commit no check reported on has none.
 	CommitStatuses(ctx context.Context, project, sha string) ([]CommitStatus, error)
 }
+
+// CommitPathLister is the optional capability of a forge that lists what
+// a commit changed without reading the modes, where the modes cost reads
+// of their own (Gitea's, a listing of every directory on the way). An
+// item type asks for it when no mode is in question: a change of new
+// regular files and deletions, on a forge that writes no other mode.
+type CommitPathLister interface {
+	// CommitPaths is CommitChanges with every Mode "".
+	CommitPaths(ctx context.Context, project, sha string) ([]PathChange, error)
+}

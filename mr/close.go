@@ -104,6 +104,13 @@ func (x *executors) deleteOwnBranch(ctx context.Context, ex *wq.Execution, f wq.
 // it (a person's, into another target), and deleting its head would make
 // the forge close it. "" when the branch was deleted, or was not ours to.
 func (x *executors) keptOrDeleted(ctx context.Context, ex *wq.Execution, f wq.Forge, d *Detail) (string, error) {
+	return x.keptOrDeletedAt(ctx, ex, f, d, false)
+}
+
+// keptOrDeletedAt is keptOrDeleted; atOurHead says the branch was at
+// d.HeadSHA a moment ago (this run merged it pinned to that head), so
+// its head is not read again.
+func (x *executors) keptOrDeletedAt(ctx context.Context, ex *wq.Execution, f wq.Forge, d *Detail, atOurHead bool) (string, error) {
 	if d.HeadSHA == "" {
 		return "", nil
 	}
@@ -115,12 +122,14 @@ func (x *executors) keptOrDeleted(ctx context.Context, ex *wq.Execution, f wq.Fo
 			"branch", d.SourceBranch, "error", err)
 		return nil
 	}
-	head, err := f.BranchHead(ctx, d.Project, d.SourceBranch)
-	if wq.IsForgeError(err, wq.ForgeNotFound) || (err == nil && head != d.HeadSHA) {
-		return "", nil
-	}
-	if err != nil {
-		return "", leave("read the branch", err)
+	if !atOurHead {
+		head, err := f.BranchHead(ctx, d.Project, d.SourceBranch)
+		if wq.IsForgeError(err, wq.ForgeNotFound) || (err == nil && head != d.HeadSHA) {
+			return "", nil
+		}
+		if err != nil {
+			return "", leave("read the branch", err)
+		}
 	}
 	open, err := f.OpenMergeRequestsFrom(ctx, d.Project, d.SourceBranch)
 	if err != nil {

@@ -37,6 +37,9 @@ type fakeForge struct {
 	refuseMerges int
 	// failures are errors the next calls of a method return, by method.
 	failures map[string][]error
+	// lostCreates is how many merge requests to make whose answer is lost
+	// (a 502 after the forge made it).
+	lostCreates int
 	// statuses are the commits' checks, by sha (setStatus).
 	statuses map[string][]wq.CommitStatus
 	// armed are failures that a call of a method (the key) puts in
@@ -357,6 +360,11 @@ func (f *fakeForge) CreateMergeRequest(_ context.Context, req wq.MergeRequestCre
 		State: wq.MergeRequestOpen, SourceBranch: req.SourceBranch, TargetBranch: req.TargetBranch,
 		Title: req.Title, Description: req.Description, Labels: slices.Clone(req.Labels)}}
 	f.mrs = append(f.mrs, m)
+	if f.lostCreates > 0 {
+		// Made, and the answer lost on its way back.
+		f.lostCreates--
+		return nil, fakeError(wq.ForgeTransient, 502, "create merge request", "bad gateway")
+	}
 	return f.view(m), nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -371,8 +372,9 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 	// (Gitea's, a path whose type changed). Either comes before the
 	// verification, which would read back every path of an empty commit.
 	var changed []wq.PathChange
+	modesAsked := true
 	if pushed {
-		changed, err = f.CommitChanges(ctx, d.Project, d.HeadSHA)
+		changed, modesAsked, err = commitChanges(ctx, f, d, chs)
 		if err != nil {
 			return x.unverified(ctx, ex, state, forgeFailure("verify the commit", err))
 		}
@@ -387,7 +389,7 @@ func (x *executors) ensureMR(ctx context.Context, ex *wq.Execution) error {
 		}
 	}
 	if pushed {
-		if err := x.verifyPush(ctx, f, d, d.HeadSHA, changed, chs); err != nil {
+		if err := x.verifyPush(ctx, f, d, d.HeadSHA, changed, chs, modesAsked); err != nil {
 			return x.unverified(ctx, ex, state, err)
 		}
 	}
@@ -502,14 +504,29 @@ func (x *executors) unverified(ctx context.Context, ex *wq.Execution, state Forg
 	return err
 }
 
+// commitChanges reads what the pushed head changed, and whether with the
+// modes: a change of new regular files and deletions on a forge that
+// writes no other mode (it cannot set one) has no mode in question, and
+// is read without them where that is cheaper (wq.CommitPathLister).
+func commitChanges(ctx context.Context, f wq.Forge, d *Detail, chs []wq.FileChange) ([]wq.PathChange, bool, error) {
+	if l, ok := f.(wq.CommitPathLister); ok && !wq.SetsFileModes(f) && !slices.ContainsFunc(chs, func(c wq.FileChange) bool {
+		return c.Action != ActionDelete && (c.Action != ActionCreate || c.Mode != "" && c.Mode != wq.ModeFile)
+	}) {
+		changed, err := l.CommitPaths(ctx, d.Project, d.HeadSHA)
+		return changed, false, err
+	}
+	changed, err := f.CommitChanges(ctx, d.Project, d.HeadSHA)
+	return changed, true, err
+}
+
 // verifyPush checks that the pushed commit sha changed exactly what the
 // submission asked for, given what it changed (CommitChanges): a forge
 // that silently dropped a path, or changed one that was not asked for,
 // fails the item before any merge request can carry the partial change.
-func (x *executors) verifyPush(ctx context.Context, f wq.Forge, d *Detail, sha string, changed []wq.PathChange, chs []wq.FileChange) error {
+func (x *executors) verifyPush(ctx context.Context, f wq.Forge, d *Detail, sha string, changed []wq.PathChange, chs []wq.FileChange, withModes bool) error {
 	modes := make(map[string]string, len(chs))
 	for _, c := range chs {
-		if c.Mode != "" {
+		if c.Mode != "" && withModes {
 			modes[c.Path] = c.Mode
 		}
 	}
@@ -599,6 +616,21 @@ func ownMergeRequest(ctx context.Context, f wq.Forge, id wq.ItemID, d *Detail) (
 // a crash lost it, one that carries the item's marker.
 func (x *executors) ensureMergeRequest(ctx context.Context, f wq.Forge, id wq.ItemID, d *Detail) (*wq.MergeRequest, error) {
 	description := ManagedDescription(id, d.Description)
+	if d.MRNumber == 0 {
+		// No merge request recorded: create it at once. One that a crash
+		// between its creation and its record left makes the forge answer
+		// a conflict, and only then is it looked for, by its marker: a
+		// search before every creation would cost every merge request a
+		// request for a crash's sake.
+		created, err := f.CreateMergeRequest(ctx, wq.MergeRequestCreate{Project: d.Project, SourceBranch: d.SourceBranch,
+			TargetBranch: d.TargetBranch, Title: d.Title, Description: description, Labels: d.Labels})
+		if err == nil {
+			return created, nil
+		}
+		if !wq.IsForgeError(err, wq.ForgeConflict) {
+			return nil, forgeFailure("create the merge request", err)
+		}
+	}
 	mr, err := ownMergeRequest(ctx, f, id, d)
 	if err != nil {
 		return nil, err

@@ -149,7 +149,15 @@ func dimensionWords(item *wq.Item, name string) string {
 	case !ok:
 		return "to do"
 	case name == DimReconcile:
-		if b := reconcileDetail(item).Blocker; b != "" {
+		switch b := reconcileDetail(item).Blocker; b {
+		case "", string(wq.MergeChecking), string(wq.MergeMerging), blockerMergeRefused:
+			// The forge computing mergeability, merging, or asking to try
+			// again: moments that would cost the note an edit each and
+			// tell a reader nothing.
+			if row.Status == wq.StatusTrue {
+				return "to do"
+			}
+		default:
 			return "waiting: " + b
 		}
 	case name == DimCIRetry && row.Status == wq.StatusTrue:

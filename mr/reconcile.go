@@ -152,7 +152,7 @@ func (x *executors) reconcileMR(ctx context.Context, ex *wq.Execution) error {
 		}
 		err = f.MergeMergeRequest(ctx, d.Project, d.MRNumber, d.HeadSHA)
 		if err == nil {
-			return x.merged(ctx, ex, d, f)
+			return x.mergedAt(ctx, ex, d, f, true)
 		}
 		if kind, _ := wq.ForgeErrorOf(err); kind != wq.ForgeConflict && kind != wq.ForgeUnprocessable {
 			return forgeFailure("merge", err)
@@ -177,8 +177,15 @@ func (x *executors) reconcileMR(ctx context.Context, ex *wq.Execution) error {
 // merged completes an item whose merge request is merged, deleting its
 // source branch when the project says so.
 func (x *executors) merged(ctx context.Context, ex *wq.Execution, d *Detail, f wq.Forge) error {
+	return x.mergedAt(ctx, ex, d, f, false)
+}
+
+// mergedAt is merged; byThisRun says this execution merged it itself,
+// pinned to d.HeadSHA, so that the branch was at the service's head a
+// moment ago and is not read again before its deletion.
+func (x *executors) mergedAt(ctx context.Context, ex *wq.Execution, d *Detail, f wq.Forge, byThisRun bool) error {
 	if x.deletesSourceBranch(d) && !d.Tracked {
-		if err := x.deleteOwnBranch(ctx, ex, f, d); err != nil {
+		if _, err := x.keptOrDeletedAt(ctx, ex, f, d, byThisRun); err != nil {
 			return err
 		}
 	}

@@ -402,3 +402,18 @@ func TestARefusedContentIsStillScannedForSecrets(t *testing.T) {
 		}
 	})
 }
+
+// A merge request the forge made while its answer was lost is found by
+// its marker when the next creation conflicts, and adopted: one merge
+// request, recorded, merged.
+func TestAMergeRequestMadeWhileItsAnswerWasLostIsAdopted(t *testing.T) {
+	h := newHarness(t, mr.Options{})
+	h.forge.lostCreates = 1
+	it := h.submit(submission("v1\n"))
+	h.advance(10*time.Minute, time.Minute)
+	it, d := h.get(it.ID)
+	wantEnded(t, it, wq.PhaseCompleted, mr.ReasonMerged)
+	if n := h.forge.count("CreateMergeRequest"); n != 2 || len(h.forge.mrs) != 1 || d.MRNumber != 1 {
+		t.Errorf("%d creations, %d merge requests, recorded !%d; want the lost one found and adopted", n, len(h.forge.mrs), d.MRNumber)
+	}
+}

@@ -298,7 +298,7 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 		if err == nil {
 			x.wakeTrain(raw, ex.Item.ID)
 			x.TrainMetrics.merged(d.Forge, ex.Now.Sub(time.Unix(0, td.Seq)))
-			return x.merged(ctx, ex, d, f)
+			return x.mergedAt(ctx, ex, d, f, true)
 		}
 		if kind, _ := wq.ForgeErrorOf(err); kind != wq.ForgeConflict && kind != wq.ForgeUnprocessable {
 			return forgeFailure("merge", err)

@@ -401,3 +401,13 @@ func (g *guard) CommitStatuses(ctx context.Context, project, sha string) ([]wq.C
 	}
 	return nil, g.errUnsupported("read commit statuses")
 }
+
+// CommitPaths lists a commit's changes without modes
+// (wq.CommitPathLister): a read, passed through; CommitChanges where the
+// adapter has no cheaper list.
+func (g *guard) CommitPaths(ctx context.Context, project, sha string) ([]wq.PathChange, error) {
+	if l, ok := g.Forge.(wq.CommitPathLister); ok {
+		return l.CommitPaths(ctx, project, sha)
+	}
+	return g.Forge.CommitChanges(ctx, project, sha)
+}

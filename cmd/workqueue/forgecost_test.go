@@ -431,6 +431,31 @@ func TestAOneFileChangeCostsTheSameInASmallAndALargeRepository(t *testing.T) {
 	}
 }
 
+// A merge request merged without CI costs the forge at most 15 requests
+// once a repository has the service's label, and one waiting for a
+// person at most 4 an hour beyond its project's bulk listing, which its
+// project's merge requests share (issue 53). Counted on the fake clock,
+// not timed.
+func TestAMergedMergeRequestAndAnHourOfWaitingCostWhatTheIssueBounds(t *testing.T) {
+	for _, kind := range costForges() {
+		t.Run(kind, func(t *testing.T) {
+			w := startCostWorld(t, kind, 10, true)
+			first := w.mergedCost()
+			next := w.mergedCost()
+			t.Logf("%s: the first merged merge request %d requests%s; the next %d%s", kind, first.total(), first, next.total(), next)
+			if next.total() > 15 {
+				t.Errorf("%s: a merged merge request costs %d requests, want at most 15:%s", kind, next.total(), next)
+			}
+			const mrs = 2
+			hour := startCostWorld(t, kind, 10, false).waitingCost(mrs)
+			listing := hour[bulkListing(kind)]
+			if perMR := float64(hour.total()-listing) / mrs; perMR > 4 {
+				t.Errorf("%s: an hour of waiting costs %.1f requests a merge request beyond the bulk listing, want at most 4:%s", kind, perMR, hour)
+			}
+		})
+	}
+}
+
 // BenchmarkForgeRequests reports what the forge is asked, by operation
 // (scripts/bench forge runs it): the requests of one push from
 // submission to an open merge request against repositories of

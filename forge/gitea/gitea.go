@@ -48,6 +48,13 @@ type Forge struct {
 		sync.Mutex
 		name string
 	}
+	// repos caches what a repository says of itself that the adapter
+	// reads before writes (its merge style, its labels' ids), briefly:
+	// a merge request's merge and creation would each read it again.
+	repos struct {
+		sync.Mutex
+		m map[string]repoFacts
+	}
 	// self caches the name of the token's own user (selfName).
 	self struct {
 		sync.Mutex
@@ -231,6 +238,41 @@ func (f *Forge) CommitChanges(ctx context.Context, project, sha string) ([]wq.Pa
 	if err != nil {
 		return nil, err
 	}
+	out, err := f.CommitPaths(ctx, project, sha)
+	if err != nil {
+		return nil, err
+	}
+	var written []string
+	for _, c := range out {
+		if c.Status != wq.PathRemoved {
+			written = append(written, c.Path)
+		}
+	}
+	if len(written) == 0 {
+		return out, nil
+	}
+	modes := map[string]string{}
+	if err := f.walkDirectories(ctx, owner, repo, sha, forge.OnTheWay(written), func(path string, e treeEntry) {
+		modes[path] = wq.NormalMode(e.Mode)
+	}); err != nil {
+		return nil, err
+	}
+	for i, c := range out {
+		if c.Status != wq.PathRemoved {
+			out[i].Mode = modes[c.Path]
+		}
+	}
+	return out, nil
+}
+
+// CommitPaths lists what commit sha changed, without modes
+// (wq.CommitPathLister): the commit's files, one read, where its modes
+// are a listing of every directory on the way to them.
+func (f *Forge) CommitPaths(ctx context.Context, project, sha string) ([]wq.PathChange, error) {
+	owner, repo, err := splitProject(project)
+	if err != nil {
+		return nil, err
+	}
 	op := "gitea: commit files " + project + "@" + sha
 	var body struct {
 		Files []struct {
@@ -254,26 +296,6 @@ func (f *Forge) CommitChanges(ctx context.Context, project, sha string) ([]wq.Pa
 			status = wq.PathModified // "changed", or a status a newer Gitea adds: the path did change
 		}
 		out = append(out, wq.PathChange{Path: file.Filename, Status: status})
-	}
-	var written []string
-	for _, c := range out {
-		if c.Status != wq.PathRemoved {
-			written = append(written, c.Path)
-		}
-	}
-	if len(written) == 0 {
-		return out, nil
-	}
-	modes := map[string]string{}
-	if err := f.walkDirectories(ctx, owner, repo, sha, forge.OnTheWay(written), func(path string, e treeEntry) {
-		modes[path] = wq.NormalMode(e.Mode)
-	}); err != nil {
-		return nil, err
-	}
-	for i, c := range out {
-		if c.Status != wq.PathRemoved {
-			out[i].Mode = modes[c.Path]
-		}
 	}
 	return out, nil
 }
@@ -528,9 +550,15 @@ func (f *Forge) labelIDs(ctx context.Context, owner, repo string, names, existin
 		// to be mistaken for a network failure.
 		return nil, &wq.ForgeError{Kind: wq.ForgePermanent, Op: "gitea: labels of " + owner + "/" + repo, Message: "empty label name"}
 	}
-	byName, err := f.repoLabels(ctx, owner, repo)
-	if err != nil {
-		return nil, err
+	// Labels read moments ago that name every label asked for stand;
+	// otherwise they are listed (a label made or deleted since is seen).
+	byName := f.repoFacts(owner + "/" + repo).labels
+	if slices.ContainsFunc(names, func(n string) bool { return byName[n] == 0 }) {
+		var err error
+		if byName, err = f.repoLabels(ctx, owner, repo); err != nil {
+			return nil, err
+		}
+		f.keepRepoFacts(owner+"/"+repo, func(r *repoFacts) { r.labels = byName })
 	}
 	for _, n := range names {
 		if byName[n] == 0 && slices.Contains(existingOnly, n) {
@@ -539,9 +567,11 @@ func (f *Forge) labelIDs(ctx context.Context, owner, repo string, names, existin
 		}
 	}
 	if slices.ContainsFunc(names, func(n string) bool { return byName[n] == 0 }) {
+		var err error
 		if byName, err = f.makeLabels(ctx, owner, repo, names); err != nil {
 			return nil, err
 		}
+		f.keepRepoFacts(owner+"/"+repo, func(r *repoFacts) { r.labels = byName })
 	}
 	ids := make([]int64, len(names))
 	for i, n := range names {
@@ -705,17 +735,25 @@ func (f *Forge) MergeMergeRequest(ctx context.Context, project string, number in
 		return err
 	}
 	what := fmt.Sprintf("merge pull %s!%d", project, number)
-	pr, err := f.getPull(ctx, owner, repo, number)
-	if err != nil {
-		return err
-	}
-	if needsRebase(pr) {
-		return &wq.ForgeError{Kind: wq.ForgeUnprocessable, Op: "gitea: " + what,
-			Message: "the repository merges fast-forward only and its target moved: the branch needs rebuilding on it"}
-	}
-	var style sdk.MergeStyle = sdk.MergeStyleMerge
-	if pr.Base != nil {
-		style = mergeStyle(pr.Base.Repository)
+	// The pull request is read for the repository's merge style, and in
+	// a fast-forward-only repository for whether its target moved; a
+	// style read moments ago spares the read in any other repository,
+	// where Gitea's own refusal says what a read would.
+	style := f.repoFacts(project).style
+	if style == "" || style == sdk.MergeStyleFastForwardOnly {
+		pr, err := f.getPull(ctx, owner, repo, number)
+		if err != nil {
+			return err
+		}
+		if needsRebase(pr) {
+			return &wq.ForgeError{Kind: wq.ForgeUnprocessable, Op: "gitea: " + what,
+				Message: "the repository merges fast-forward only and its target moved: the branch needs rebuilding on it"}
+		}
+		style = sdk.MergeStyleMerge
+		if pr.Base != nil {
+			style = mergeStyle(pr.Base.Repository)
+		}
+		f.keepRepoFacts(project, func(r *repoFacts) { r.style = style })
 	}
 	// The SDK reports 405 and 409 as (false, resp, nil) and closes the
 	// body unread; the refusal's message ("Please try again later" while
@@ -1386,4 +1424,45 @@ func callGet[T any](ctx context.Context, f *Forge, what string, get func(c *sdk.
 		return resp, err
 	})
 	return v, err
+}
+
+// repoFactsFor is how long what a repository said of itself is kept.
+const repoFactsFor = time.Minute
+
+// repoFacts is what a repository said of itself, and when.
+type repoFacts struct {
+	style  sdk.MergeStyle
+	labels map[string]int64
+	at     time.Time
+}
+
+// repoFacts returns what project said of itself within repoFactsFor;
+// the zero facts otherwise.
+func (f *Forge) repoFacts(project string) repoFacts {
+	f.repos.Lock()
+	defer f.repos.Unlock()
+	r, ok := f.repos.m[project]
+	if !ok || time.Since(r.at) > repoFactsFor {
+		return repoFacts{}
+	}
+	return r
+}
+
+// keepRepoFacts records what project said of itself now.
+func (f *Forge) keepRepoFacts(project string, set func(*repoFacts)) {
+	f.repos.Lock()
+	defer f.repos.Unlock()
+	if f.repos.m == nil {
+		f.repos.m = map[string]repoFacts{}
+	}
+	r := f.repos.m[project]
+	if time.Since(r.at) > repoFactsFor {
+		r = repoFacts{}
+	}
+	set(&r)
+	r.at = time.Now()
+	f.repos.m[project] = r
+	if len(f.repos.m) > 10000 {
+		clear(f.repos.m) // bounded: a service of that many repositories reads them again
+	}
 }

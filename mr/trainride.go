@@ -3,10 +3,10 @@ package mr
 import (
 	"cmp"
 	"context"
-	"math"
-	"slices"
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 

@@ -166,13 +166,20 @@ func (g *giteaHerd) build(run int64) (wq.CIJob, error) {
 // posted again).
 func (g *giteaHerd) note(pr int64) string {
 	g.t.Helper()
+	return g.noteSaying(pr, "**workqueue** drives this merge request")
+}
+
+// noteSaying is the body of the one comment on pull request pr that
+// holds marker, "" while there is none; more than one fails the test.
+func (g *giteaHerd) noteSaying(pr int64, marker string) string {
+	g.t.Helper()
 	comments, _, err := g.cl.ListIssueComments(g.owner, g.name, pr, sdk.ListIssueCommentOptions{ListOptions: sdk.ListOptions{PageSize: 50}})
 	if err != nil {
 		g.t.Fatalf("comments of #%d: %v", pr, err)
 	}
 	var notes []string
 	for _, c := range comments {
-		if strings.Contains(c.Body, "**workqueue** drives this merge request") {
+		if strings.Contains(c.Body, marker) {
 			notes = append(notes, c.Body)
 		}
 	}

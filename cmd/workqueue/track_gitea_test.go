@@ -144,21 +144,5 @@ func (g *giteaHerd) itemsOf(number int64) []map[string]any {
 // while there is none; more than one fails the test.
 func (g *giteaHerd) trackedNote(pr int64) string {
 	g.t.Helper()
-	comments, _, err := g.cl.ListIssueComments(g.owner, g.name, pr, sdk.ListIssueCommentOptions{ListOptions: sdk.ListOptions{PageSize: 50}})
-	if err != nil {
-		g.t.Fatalf("comments of #%d: %v", pr, err)
-	}
-	var notes []string
-	for _, c := range comments {
-		if strings.Contains(c.Body, "**workqueue** tracks this merge request") {
-			notes = append(notes, c.Body)
-		}
-	}
-	if len(notes) > 1 {
-		g.t.Fatalf("%d status notes on #%d, want one: %q", len(notes), pr, notes)
-	}
-	if len(notes) == 0 {
-		return ""
-	}
-	return notes[0]
+	return g.noteSaying(pr, "**workqueue** tracks this merge request")
 }

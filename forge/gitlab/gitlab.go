@@ -187,26 +187,8 @@ func regularMode(mode string) bool { return mode == wq.ModeFile || mode == wq.Mo
 // GitLab recommends for trees: offset pages of a large tree are slow and
 // capped. Every entry carries its mode.
 func (f *Forge) ReadTree(ctx context.Context, project, ref string) ([]wq.TreeEntry, error) {
-	var out []wq.TreeEntry
-	err := f.call(ctx, "tree "+project+"@"+ref, func(o gl.RequestOptionFunc) error {
-		out = out[:0]
-		opts := []gl.RequestOptionFunc{o}
-		for {
-			nodes, resp, err := f.client.Repositories.ListTree(project, &gl.ListTreeOptions{Ref: &ref, Recursive: gl.Ptr(true),
-				ListOptions: gl.ListOptions{Pagination: "keyset", PerPage: 100}}, opts...)
-			if err != nil {
-				return err
-			}
-			for _, n := range nodes {
-				out = append(out, wq.TreeEntry{Path: n.Path, Mode: wq.NormalMode(n.Mode)})
-			}
-			if resp == nil || resp.NextLink == "" || len(nodes) == 0 {
-				return nil
-			}
-			opts = []gl.RequestOptionFunc{o, gl.WithKeysetPaginationParameters(resp.NextLink)}
-		}
-	})
-	return out, err
+	return f.listTree(ctx, "tree "+project+"@"+ref, project, &gl.ListTreeOptions{Ref: &ref, Recursive: gl.Ptr(true),
+		ListOptions: gl.ListOptions{Pagination: "keyset", PerPage: 100}})
 }
 
 // WalkTree lists ref's tree a directory at a time (GET
@@ -242,12 +224,20 @@ func (f *Forge) WalkTree(ctx context.Context, project, ref string, descend func(
 // listDirectory lists the entries of one directory of ref's tree ("" the
 // root), paged through to its end within one call's timeout.
 func (f *Forge) listDirectory(ctx context.Context, project, ref, dir string) ([]wq.TreeEntry, error) {
-	var out []wq.TreeEntry
 	opt := &gl.ListTreeOptions{Ref: &ref, ListOptions: gl.ListOptions{Pagination: "keyset", PerPage: 100}}
 	if dir != "" {
 		opt.Path = &dir
 	}
-	err := f.call(ctx, "tree "+project+"@"+ref+":"+dir, func(o gl.RequestOptionFunc) error {
+	return f.listTree(ctx, "tree "+project+"@"+ref+":"+dir, project, opt)
+}
+
+// listTree lists the entries opt asks for, 100 a page with keyset
+// pagination, to their end within one call's timeout (a retried call
+// starts over).
+func (f *Forge) listTree(ctx context.Context, what, project string, opt *gl.ListTreeOptions) ([]wq.TreeEntry, error) {
+	var out []wq.TreeEntry
+	err := f.call(ctx, what, func(o gl.RequestOptionFunc) error {
+		out = out[:0]
 		opts := []gl.RequestOptionFunc{o}
 		for {
 			nodes, resp, err := f.client.Repositories.ListTree(project, opt, opts...)

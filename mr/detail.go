@@ -195,15 +195,15 @@ type Current struct {
 // OpenMR is an active item's merge request as the service recorded it.
 // TrainCar is an item in a merge train, as TrainCars reads it.
 type TrainCar struct {
-	ItemID       wq.ItemID
+	ItemID wq.ItemID
 	// Forge, Project, TargetBranch, Title and MRURL are set by
 	// AllTrainCars only.
 	Forge, Project, TargetBranch, Title, MRURL string
-	SourceBranch string
-	MRNumber     int64
-	HeadSHA      string
-	Labels       []string // the merge request's desired labels
-	Detail       []byte   // the needs_train row's detail (TrainDetail)
+	SourceBranch                               string
+	MRNumber                                   int64
+	HeadSHA                                    string
+	Labels                                     []string // the merge request's desired labels
+	Detail                                     []byte   // the needs_train row's detail (TrainDetail)
 }
 
 type OpenMR struct {

@@ -770,3 +770,10 @@ func (f *fakeForge) notesOnMR(number int64) []string {
 	}
 	return nil
 }
+
+// closeByPerson closes a merge request as a person does.
+func (f *fakeForge) closeByPerson(number int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mrs[number-1].mr.State = wq.MergeRequestClosed
+}

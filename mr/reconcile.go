@@ -114,7 +114,7 @@ func (x *executors) reconcileMR(ctx context.Context, ex *wq.Execution) error {
 	case mr.State == wq.MergeRequestMerged:
 		return x.merged(ctx, ex, d, f)
 	case mr.State == wq.MergeRequestClosed:
-		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCancelled, Reason: ReasonClosed})
+		return x.closedTwice(ctx, ex)
 	}
 	if id := headPipeline(ex.Item, d, mr); id != 0 && id != d.HeadPipelineID {
 		state := d.ForgeState()
@@ -221,6 +221,26 @@ func (x *executors) blockedByTarget(ctx context.Context, ex *wq.Execution, d *De
 	}
 	return x.backOff(ctx, ex, why)
 }
+
+// blockerClosed is ReconcileDetail.Blocker after a read that found the
+// merge request closed, not merged.
+const blockerClosed = "closed"
+
+// closedTwice cancels an item whose merge request two reads in a row
+// found closed, not merged; after the first it looks again shortly. A
+// forge can answer closed for a moment while it merges (seen on Gitea,
+// with the merge's own webhook waking the item): an item merged by a
+// person or a merger must complete, not be cancelled.
+func (x *executors) closedTwice(ctx context.Context, ex *wq.Execution) error {
+	if reconcileDetail(ex.Item).Blocker == blockerClosed {
+		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCancelled, Reason: ReasonClosed})
+	}
+	return x.recheck(ctx, ex, min(x.MergeRecheckInterval, closedRecheck), ReconcileDetail{Blocker: blockerClosed})
+}
+
+// closedRecheck bounds the wait before a merge request found closed is
+// read again.
+const closedRecheck = 5 * time.Second
 
 // waitForChecks records the required checks as read and looks at the
 // merge request again: soon while a check is pending (a wait that

@@ -200,7 +200,7 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 		x.TrainMetrics.merged(d.Forge, ex.Now.Sub(time.Unix(0, td.Seq)))
 		return x.merged(ctx, ex, d, f)
 	case live.State == wq.MergeRequestClosed:
-		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCancelled, Reason: ReasonClosed})
+		return x.closedTwice(ctx, ex)
 	}
 	if td.Head != d.HeadSHA {
 		// A head the train did not build (a push before it joined): its

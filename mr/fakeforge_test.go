@@ -37,6 +37,9 @@ type fakeForge struct {
 	refuseMerges int
 	// failures are errors the next calls of a method return, by method.
 	failures map[string][]error
+	// closedWhileMerging is how many reads of a merged merge request
+	// answer closed, not merged.
+	closedWhileMerging int
 	// lostCreates is how many merge requests to make whose answer is lost
 	// (a 502 after the forge made it).
 	lostCreates int
@@ -411,7 +414,13 @@ func (f *fakeForge) GetMergeRequest(_ context.Context, _ string, number int64) (
 	if err != nil {
 		return nil, err
 	}
-	return f.view(m), nil
+	v := f.view(m)
+	if v.State == wq.MergeRequestMerged && f.closedWhileMerging > 0 {
+		// As Gitea can answer for a moment while it merges.
+		f.closedWhileMerging--
+		v.State = wq.MergeRequestClosed
+	}
+	return v, nil
 }
 
 func (f *fakeForge) UpdateMergeRequest(_ context.Context, _ string, number int64, u wq.MergeRequestUpdate) (*wq.MergeRequest, error) {

@@ -114,7 +114,7 @@ func (x *executors) reconcileMR(ctx context.Context, ex *wq.Execution) error {
 	case mr.State == wq.MergeRequestMerged:
 		return x.merged(ctx, ex, d, f)
 	case mr.State == wq.MergeRequestClosed:
-		return x.closedTwice(ctx, ex)
+		return x.closedTwice(ctx, ex, d, f)
 	}
 	if id := headPipeline(ex.Item, d, mr); id != 0 && id != d.HeadPipelineID {
 		state := d.ForgeState()
@@ -222,25 +222,39 @@ func (x *executors) blockedByTarget(ctx context.Context, ex *wq.Execution, d *De
 	return x.backOff(ctx, ex, why)
 }
 
-// blockerClosed is ReconcileDetail.Blocker after a read that found the
-// merge request closed, not merged.
-const blockerClosed = "closed"
-
-// closedTwice cancels an item whose merge request two reads in a row
-// found closed, not merged; after the first it looks again shortly. A
-// forge can answer closed for a moment while it merges (seen on Gitea,
-// with the merge's own webhook waking the item): an item merged by a
-// person or a merger must complete, not be cancelled.
-func (x *executors) closedTwice(ctx context.Context, ex *wq.Execution) error {
-	if reconcileDetail(ex.Item).Blocker == blockerClosed {
-		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCancelled, Reason: ReasonClosed})
+// closedTwice reads a merge request found closed once more, a moment
+// later, and cancels its item only if it is still closed and not merged:
+// a forge can answer closed for a moment while it merges (seen on Gitea,
+// the merge's own webhook waking the item into that moment), and an item
+// a person or a merger merged must complete, not be cancelled. The second
+// read is in the same run: the engine wakes a deferred item only at its
+// next sweep, and a close must show in seconds.
+func (x *executors) closedTwice(ctx context.Context, ex *wq.Execution, d *Detail, f wq.Forge) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(closedRecheck):
 	}
-	return x.recheck(ctx, ex, min(x.MergeRecheckInterval, closedRecheck), ReconcileDetail{Blocker: blockerClosed})
+	again, err := f.GetMergeRequest(ctx, d.Project, d.MRNumber)
+	if err != nil {
+		return forgeFailure("read the merge request again", err)
+	}
+	switch again.State {
+	case wq.MergeRequestClosed:
+		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCancelled, Reason: ReasonClosed})
+	case wq.MergeRequestMerged:
+		if d.Tracked {
+			return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: ReasonMerged})
+		}
+		return x.merged(ctx, ex, d, f)
+	}
+	// Open again (reopened meanwhile): look at it now.
+	return x.recheck(ctx, ex, 0, ReconcileDetail{})
 }
 
-// closedRecheck bounds the wait before a merge request found closed is
-// read again.
-const closedRecheck = 5 * time.Second
+// closedRecheck is the pause before a merge request found closed is read
+// again.
+const closedRecheck = 500 * time.Millisecond
 
 // waitForChecks records the required checks as read and looks at the
 // merge request again: soon while a check is pending (a wait that

@@ -98,7 +98,7 @@ func (x *executors) reconcileTracked(ctx context.Context, ex *wq.Execution, d *D
 	case mr.State == wq.MergeRequestMerged:
 		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: ReasonMerged})
 	case mr.State == wq.MergeRequestClosed:
-		return x.closedTwice(ctx, ex)
+		return x.closedTwice(ctx, ex, d, f)
 	case x.TrackLabel != nil && !slices.Contains(mr.Labels, x.TrackLabel(d.Forge, d.Project)):
 		return ex.Writer.Apply(ctx, wq.Change{Phase: wq.PhaseCompleted, Reason: ReasonUntracked})
 	}

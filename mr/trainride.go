@@ -200,7 +200,7 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 		x.TrainMetrics.merged(d.Forge, ex.Now.Sub(time.Unix(0, td.Seq)))
 		return x.merged(ctx, ex, d, f)
 	case live.State == wq.MergeRequestClosed:
-		return x.closedTwice(ctx, ex)
+		return x.closedTwice(ctx, ex, d, f)
 	}
 	if td.Head != d.HeadSHA {
 		// A head the train did not build (a push before it joined): its

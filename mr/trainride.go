@@ -99,12 +99,8 @@ func (x *executors) train(d *Detail) (bool, int) {
 // trainRebuild returns the rebuild request of a car asked to be built on
 // the car ahead, if the head it names is still the item's head.
 func trainRebuild(item *wq.Item, head string) (RebuildRequest, bool) {
-	var req RebuildRequest
-	row, ok := item.Dimensions[wq.DimensionKey{Dimension: DimMR}]
-	if !ok || len(row.Detail) == 0 || json.Unmarshal(row.Detail, &req) != nil {
-		return RebuildRequest{}, false
-	}
-	return req, req.Rebuild == rebuildTrain && req.Head == head && req.OnBranch != ""
+	req, ok := trainRequest(item)
+	return req, ok && req.Head == head && req.OnBranch != ""
 }
 
 // joinTrain makes a mergeable item a car of its train instead of merging
@@ -220,11 +216,9 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 	cars := make([]Car, 0, len(raw)+1)
 	branches := map[string]string{} // head → the branch of the car at it
 	numbers := map[string]int64{}   // head → the merge request of the car at it
-	mine := false
 	for _, c := range raw {
 		if c.ItemID == ex.Item.ID {
-			mine = true
-			continue
+			continue // added from its own row below: the store's snapshot may predate its join
 		}
 		var other TrainDetail
 		_ = json.Unmarshal(c.Detail, &other)
@@ -237,7 +231,6 @@ func (x *executors) rideTrain(ctx context.Context, ex *wq.Execution) error {
 			branches[c.HeadSHA], numbers[c.HeadSHA] = c.SourceBranch, c.MRNumber
 		}
 	}
-	_ = mine // the store's snapshot may predate the join: the car is added from its own row
 	cars = append(cars, Car{Item: ex.Item.ID.String(), Seq: td.Seq, Head: d.HeadSHA, Base: td.Base, CI: carCI(td.CI), Priority: x.trainPriority(d.Labels)})
 
 	targetHead, err := f.BranchHead(ctx, d.Project, d.TargetBranch)

@@ -192,6 +192,7 @@ func TestBadConfigErrorsNameTheField(t *testing.T) {
 		{"required check twice", "forges: [{name: g, kind: gitea, url: 'http://x', token_env: T}]\nprojects: [{match: 'a/*', forge: g, required_checks: [ci, ci]}]", "projects[0].required_checks[1]: \"ci\" is listed twice"},
 		{"track label", "forges: [{name: g, kind: gitea, url: 'http://x', token_env: T}]\nprojects: [{match: 'a/*', forge: g, track_label: 'a,b'}]", "projects[0].track_label: want a label name"},
 		{"train batch", "forges: [{name: g, kind: gitea, url: 'http://x', token_env: T}]\nprojects: [{match: 'a/*', forge: g, merge_train: {enabled: true, batch_size: 99}}]", "projects[0].merge_train.batch_size: want 1 to 32"},
+		{"train without prefix", "forges: [{name: g, kind: gitea, url: 'http://x', token_env: T}]\nprojects: [{match: 'a/*', forge: g, branch_prefix: '', merge_train: {enabled: true}}]", "projects[0].merge_train.enabled: a merge train needs a branch_prefix"},
 		{"public url", "public_url: nope", "public_url: want http(s)"},
 		{"mr interval", "mr: {reconcile_interval: 1ms}", "mr: reconcile_interval"},
 		{"failure limit", "auth: {failure_limit: -1}", "auth.failure_limit: want between 0 (no limit) and 100000, got -1"},

@@ -242,6 +242,9 @@ func (c Config) validateForges(known Known, bad func(field, format string, args 
 				bad(fmt.Sprintf("%s.target_branches[%d]", field, j), "invalid glob %q", g)
 			}
 		}
+		if p.MergeTrain.Enabled && p.SourceBranchPrefix() == "" {
+			bad(field+".merge_train.enabled", "a merge train needs a branch_prefix: each merge request is built on the branch of the one ahead, which must be recognisably the service's")
+		}
 		if p.MergeTrain.BatchSize < 0 || p.MergeTrain.BatchSize > MaxTrainBatch {
 			bad(field+".merge_train.batch_size", "want 1 to %d (0 or unset: %d), got %d", MaxTrainBatch, DefaultTrainBatch, p.MergeTrain.BatchSize)
 		}
